@@ -1,0 +1,24 @@
+// Exit reasons and errors of the runtime, in CAF's error category "proctor".
+#pragma once
+
+#include <cstdint>
+
+#include <caf/all.hpp>
+
+namespace proctor {
+
+enum class errc : uint8_t {
+  none = 0,
+  step_crashed,    ///< a step threw something other than procedure_failure
+  escalated,       ///< a supervisor gave up: restart intensity exceeded
+  quarantined,     ///< the tree's journal records are damaged
+  journal_failed,  ///< the journal could not write (the node fail-stops)
+};
+
+inline bool is(const caf::error& e, errc c) {
+  return e.category() == caf::atom("proctor") && e.code() == static_cast<uint8_t>(c);
+}
+
+} // namespace proctor
+
+CAF_ERROR_CODE_ENUM_2(proctor::errc, "proctor")

@@ -1,0 +1,631 @@
+#include "actors/executor.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/errors.hpp"
+#include "actors/metrics.hpp"
+#include "actors/procedure_actor.hpp"
+#include "actors/procedure_actor_state.hpp"
+#include "actors/rpc.hpp"
+#include "actors/scheduler.hpp"
+#include "persistence/keys.hpp"
+#include "wire.pb.h"
+
+namespace proctor {
+
+namespace {
+
+using wait_timeout_atom = caf::atom_constant<caf::atom("waittmo")>;
+using event_expire_atom = caf::atom_constant<caf::atom("evexpire")>;
+using restart_root_atom = caf::atom_constant<caf::atom("rootrst")>;
+
+struct waiter {
+  caf::typed_response_promise<std::string> rp;
+  uint64_t token = 0;
+};
+
+struct root_entry {
+  caf::actor handle;
+  restart_tracker restarts;
+  bool finished = false;
+  std::string nonce;
+};
+
+struct pending_event {
+  uint64_t lsn = 0;
+  std::string payload;
+  int64_t arrived_at_ms = 0;
+};
+
+struct executor_state {
+  static inline const char* name = "proctor.executor";
+  std::shared_ptr<node_env> env;
+  executor_config cfg;
+  std::unordered_map<uint64_t, proc_update> procs;
+  std::unordered_map<uint64_t, root_entry> roots;
+  std::unordered_map<uint64_t, std::vector<waiter>> waiters;
+  uint64_t wait_token = 0;
+  std::unordered_map<std::string, uint64_t> nonces;
+  /// Submits with a nonce whose Submitted record is not durable yet.
+  std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
+    nonce_pending;
+  std::unordered_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> event_waiters;
+  std::unordered_map<std::string, std::vector<pending_event>> events;
+  type_metrics metrics;
+  size_t live_roots = 0;
+};
+
+using executor_actor = caf::stateful_actor<executor_state>;
+
+std::string encode(const pb::Response& r) {
+  return r.SerializeAsString();
+}
+
+std::string error_reply(pb::Response::Code code, std::string msg) {
+  pb::Response r;
+  r.set_code(code);
+  r.set_error(std::move(msg));
+  return encode(r);
+}
+
+void fill_status(const proc_update& u, pb::ProcStatus* s) {
+  s->set_id(u.id);
+  s->set_type(u.type);
+  s->set_state(to_pb(u.state));
+  s->set_root_id(u.root_id);
+  s->set_parent_id(u.parent_id);
+  for (auto c : u.children)
+    s->add_children(c);
+  s->set_error(u.error);
+  s->set_result_json(u.result_json);
+  s->set_waiting_for(u.waiting_for);
+}
+
+std::string status_reply(const proc_update& u, pb::Response::Code code = pb::Response::OK) {
+  pb::Response r;
+  r.set_code(code);
+  fill_status(u, r.mutable_status());
+  return encode(r);
+}
+
+void record_update(executor_actor* self, proc_update u) {
+  auto& st = self->state;
+  auto [it, fresh] = st.procs.try_emplace(u.id);
+  if (fresh)
+    st.metrics.submitted(u.type);
+  auto final_now = is_final(u.state) && !is_final(it->second.state);
+  it->second = std::move(u);
+  if (final_now) {
+    st.metrics.ended(it->second.type, it->second.state);
+    auto w = st.waiters.find(it->first);
+    if (w != st.waiters.end()) {
+      auto reply = status_reply(it->second);
+      for (auto& x : w->second)
+        x.rp.deliver(reply);
+      st.waiters.erase(w);
+    }
+  }
+}
+
+void drop_tree(executor_actor* self, uint64_t root_id) {
+  auto& st = self->state;
+  auto i = st.procs.find(root_id);
+  if (i == st.procs.end())
+    return;
+  std::vector<uint64_t> todo{root_id};
+  while (!todo.empty()) {
+    auto id = todo.back();
+    todo.pop_back();
+    auto j = st.procs.find(id);
+    if (j == st.procs.end())
+      continue;
+    for (auto c : j->second.children)
+      todo.push_back(c);
+    st.procs.erase(j);
+  }
+  auto r = st.roots.find(root_id);
+  if (r != st.roots.end()) {
+    if (!r->second.nonce.empty())
+      st.nonces.erase(r->second.nonce);
+    st.roots.erase(r);
+  }
+}
+
+void release_tree(executor_actor* self, uint64_t root_id) {
+  auto& st = self->state;
+  journal_batch b;
+  b.deletes.push_back({root_id, 0, UINT64_MAX});
+  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
+    .then([](uint64_t) {},
+          [self](caf::error& e) {
+            spdlog::critical("journal delete failed: {}", self->system().render(e));
+          });
+  drop_tree(self, root_id);
+}
+
+void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback) {
+  auto& st = self->state;
+  proc_start s;
+  s.env = st.env;
+  s.image = image;
+  s.id = image->root_id;
+  s.rollback = rollback;
+  auto& re = st.roots[image->root_id];
+  if (const auto* p = image->root()) {
+    re.nonce = p->nonce;
+    if (const auto* t = st.env->types->find(p->type))
+      re.restarts = restart_tracker(t->supervision);
+  }
+  re.handle = spawn_root(self, std::move(s));
+}
+
+/// The tree of `root_id` is read back and restarted (or, when `fail` is set, failed and
+/// rolled back) — the executor as the supervisor of root actors.
+void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
+  auto& st = self->state;
+  auto go = [self, root_id] {
+    self->request(self->state.env->journal, caf::infinite, read_tree_atom::value, root_id)
+      .then(
+        [self, root_id](journal_records& recs) {
+          auto image = std::make_shared<const tree_image>(fold_tree(root_id, recs));
+          if (!image->corrupt.empty()) {
+            spdlog::error("[root {}] quarantined: {}", root_id, image->corrupt);
+            return;
+          }
+          start_root(self, image, image->failed && !image->rolled_back);
+        },
+        [self](caf::error& e) {
+          spdlog::critical("journal read failed: {}", self->system().render(e));
+        });
+  };
+  if (fail.empty())
+    return go();
+  // Past the root's restart intensity: the tree fails and rolls back.
+  pb::JournalRecord rec;
+  auto* f = rec.mutable_failed();
+  f->set_proc_id(root_id);
+  auto p = st.procs.find(root_id);
+  f->set_error(fail);
+  (void) p;
+  journal_batch b;
+  b.entries.push_back(make_entry(root_id, rec));
+  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
+    .then([go](uint64_t) { go(); },
+          [self](caf::error& e) {
+            spdlog::critical("journal append failed: {}", self->system().render(e));
+          });
+}
+
+void on_root_down(executor_actor* self, caf::exit_msg& m) {
+  auto& st = self->state;
+  uint64_t root_id = 0;
+  for (auto& [id, r] : st.roots)
+    if (r.handle && r.handle.address() == m.source) {
+      root_id = id;
+      break;
+    }
+  if (root_id == 0) {
+    if (m.reason && m.reason != caf::exit_reason::normal)
+      self->quit(m.reason);  // a shutdown of the node
+    return;
+  }
+  auto& re = st.roots[root_id];
+  re.handle = nullptr;
+  if (!m.reason || m.reason == caf::exit_reason::normal || re.finished)
+    return;
+  if (is(m.reason, errc::quarantined)) {
+    spdlog::error("[root {}] tree quarantined: {}", root_id, self->system().render(m.reason));
+    auto i = st.procs.find(root_id);
+    if (i != st.procs.end()) {
+      i->second.error = "quarantined: " + self->system().render(m.reason);
+      i->second.waiting_for = "operator (quarantined)";
+    }
+    return;
+  }
+  if (is(m.reason, errc::journal_failed))
+    return;  // the journal fail-stops the node
+  auto why = self->system().render(m.reason);
+  if (!re.restarts.record_crash(std::chrono::steady_clock::now())) {
+    auto msg = "escalated: root crashed more than "
+               + std::to_string(re.restarts.policy().max_restarts) + " times within "
+               + std::to_string(re.restarts.policy().period.count()) + " ms (last: " + why + ")";
+    spdlog::warn("[proc {} root {}] {}; the tree fails", root_id, root_id, msg);
+    restart_root(self, root_id, msg);
+    return;
+  }
+  auto backoff = re.restarts.backoff();
+  spdlog::info("[proc {} root {}] root crashed ({}); restarting in {} ms", root_id, root_id, why,
+               backoff.count());
+  self->delayed_send(self, backoff, restart_root_atom::value, root_id);
+}
+
+// -- requests ---------------------------------------------------------------------------------
+
+using promise_t = caf::typed_response_promise<std::string>;
+
+void reply(promise_t& rp, std::string bytes) {
+  rp.deliver(std::move(bytes));
+}
+
+void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t rp) {
+  auto& st = self->state;
+  if (req.args_json().size() > st.cfg.max_args_bytes)
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                  "args JSON is " + std::to_string(req.args_json().size())
+                                    + " bytes, more than the limit of "
+                                    + std::to_string(st.cfg.max_args_bytes)));
+  if (!req.nonce().empty()) {
+    if (auto i = st.nonces.find(req.nonce()); i != st.nonces.end()) {
+      pb::Response r;
+      r.set_id(i->second);
+      return reply(rp, encode(r));
+    }
+    if (auto i = st.nonce_pending.find(req.nonce()); i != st.nonce_pending.end()) {
+      i->second.push_back(rp);
+      return;
+    }
+  }
+  if (st.procs.size() >= st.cfg.max_procedures)
+    return reply(rp, error_reply(pb::Response::REFUSED,
+                                  "node is at capacity (" + std::to_string(st.procs.size())
+                                    + " procedures); release finished ones or retry later"));
+  std::string err;
+  auto inst = st.env->types->make_from_json(req.type(), req.args_json(), &err);
+  if (!inst) {
+    auto code = st.env->types->find(req.type()) == nullptr ? pb::Response::UNKNOWN_TYPE
+                                                            : pb::Response::BAD_REQUEST;
+    return reply(rp, error_reply(code, err));
+  }
+  auto id = st.env->next_id->fetch_add(1);
+  pb::JournalRecord rec;
+  auto* s = rec.mutable_submitted();
+  s->set_proc_id(id);
+  s->set_type(req.type());
+  s->set_type_version(st.env->types->find(req.type())->version);
+  s->set_data(inst->data().SerializeAsString());
+  s->set_state(inst->initial_state());
+  s->set_nonce(req.nonce());
+  s->set_priority(req.priority());
+  s->set_submitted_at_ms(now_ms());
+  journal_batch b;
+  b.entries.push_back(make_entry(id, rec));
+  if (!req.nonce().empty())
+    st.nonce_pending[req.nonce()].push_back(rp);
+  tree_folder f(id);
+  f.add(0, rec);
+  auto image = std::make_shared<const tree_image>(f.finish());
+  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
+    .then(
+      [self, id, rp, image, nonce = req.nonce()](uint64_t) mutable {
+        auto& st = self->state;
+        const auto& p = *image->root();
+        record_update(self, proc_update{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {},
+                                        nonce});
+        start_root(self, image, false);
+        pb::Response r;
+        r.set_id(id);
+        auto bytes = encode(r);
+        if (nonce.empty())
+          return reply(rp, bytes);
+        st.nonces[nonce] = id;
+        for (auto& x : st.nonce_pending[nonce])
+          x.deliver(bytes);
+        st.nonce_pending.erase(nonce);
+      },
+      [self, rp](caf::error& e) mutable {
+        reply(rp, error_reply(pb::Response::INTERNAL,
+                               "journal write failed: " + self->system().render(e)));
+      });
+}
+
+void handle_wait(executor_actor* self, const pb::WaitRequest& req, promise_t rp) {
+  auto& st = self->state;
+  auto i = st.procs.find(req.id());
+  if (i == st.procs.end())
+    return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                  "no procedure " + std::to_string(req.id())));
+  if (is_final(i->second.state))
+    return reply(rp, status_reply(i->second));
+  auto token = ++st.wait_token;
+  st.waiters[req.id()].push_back(waiter{rp, token});
+  if (req.timeout_ms() > 0)
+    self->delayed_send(self, std::chrono::milliseconds{req.timeout_ms()},
+                       wait_timeout_atom::value, req.id(), token);
+}
+
+void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t rp) {
+  auto& st = self->state;
+  auto i = st.procs.find(req.id());
+  if (i == st.procs.end())
+    return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                  "no procedure " + std::to_string(req.id())));
+  if (is_final(i->second.state))
+    return reply(rp, error_reply(pb::Response::REFUSED,
+                                  "procedure " + std::to_string(req.id()) + " already ended "
+                                    + std::string(to_string(i->second.state))));
+  auto r = st.roots.find(i->second.root_id);
+  if (r == st.roots.end() || !r->second.handle)
+    return reply(rp, error_reply(pb::Response::REFUSED,
+                                  "the tree of procedure " + std::to_string(req.id())
+                                    + " is restarting; retry"));
+  self->request(r->second.handle, std::chrono::seconds{30}, abort_atom::value, req.id())
+    .then(
+      [rp, id = req.id()](bool accepted) mutable {
+        if (!accepted)
+          return reply(rp, error_reply(pb::Response::REFUSED,
+                                        "procedure " + std::to_string(id)
+                                          + " is past its point of no return; it cannot be "
+                                            "aborted"));
+        reply(rp, encode(pb::Response{}));
+      },
+      [self, rp](caf::error& e) mutable {
+        reply(rp, error_reply(pb::Response::INTERNAL, "abort failed: " + self->system().render(e)));
+      });
+}
+
+void wake_waiters(executor_actor* self, const std::string& key, const std::string& payload,
+                  size_t* woke) {
+  auto& st = self->state;
+  auto i = st.event_waiters.find(key);
+  if (i == st.event_waiters.end())
+    return;
+  for (auto& [id, h] : i->second) {
+    self->send(h, wake_atom::value, payload, false, uint64_t{0});
+    ++*woke;
+  }
+  st.event_waiters.erase(i);
+}
+
+void keep_event(executor_actor* self, const std::string& key, pending_event ev) {
+  auto& st = self->state;
+  auto left = st.cfg.event_ttl - std::chrono::milliseconds{now_ms() - ev.arrived_at_ms};
+  if (left.count() < 0)
+    left = std::chrono::milliseconds{0};
+  self->delayed_send(self, left, event_expire_atom::value, key, ev.lsn);
+  st.events[key].push_back(std::move(ev));
+}
+
+void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t rp) {
+  auto& st = self->state;
+  if (req.key().empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, "event key is empty"));
+  std::string payload = req.payload_json().empty() ? "null" : req.payload_json();
+  pb::JournalRecord rec;
+  auto* e = rec.mutable_event();
+  e->set_event_key(req.key());
+  e->set_payload_json(payload);
+  e->set_arrived_at_ms(now_ms());
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
+    .then(
+      [self, rp, key = req.key(), payload, at = e->arrived_at_ms()](uint64_t lsn) mutable {
+        size_t woke = 0;
+        wake_waiters(self, key, payload, &woke);
+        keep_event(self, key, pending_event{lsn, payload, at});
+        pb::Response r;
+        r.set_text("event '" + key + "' delivered to " + std::to_string(woke)
+                   + " waiting procedure(s)");
+        reply(rp, encode(r));
+      },
+      [self, rp](caf::error& e) mutable {
+        reply(rp, error_reply(pb::Response::INTERNAL,
+                               "journal write failed: " + self->system().render(e)));
+      });
+}
+
+void handle_request(executor_actor* self, const std::string& bytes, promise_t rp) {
+  auto& st = self->state;
+  pb::Request req;
+  if (!req.ParseFromString(bytes))
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, "malformed request payload"));
+  switch (req.body_case()) {
+    case pb::Request::kSubmit:
+      return handle_submit(self, req.submit(), rp);
+    case pb::Request::kStatus: {
+      auto i = st.procs.find(req.status().id());
+      if (i == st.procs.end())
+        return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                      "no procedure " + std::to_string(req.status().id())));
+      return reply(rp, status_reply(i->second));
+    }
+    case pb::Request::kList: {
+      pb::Response r;
+      std::vector<const proc_update*> out;
+      for (const auto& [id, u] : st.procs) {
+        if (!req.list().all() && u.parent_id != 0)
+          continue;
+        if (req.list().state() != pb::STATE_UNSPECIFIED && to_pb(u.state) != req.list().state())
+          continue;
+        out.push_back(&u);
+      }
+      std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->id < b->id; });
+      for (auto* u : out)
+        fill_status(*u, r.add_list());
+      return reply(rp, encode(r));
+    }
+    case pb::Request::kWait:
+      return handle_wait(self, req.wait(), rp);
+    case pb::Request::kAbort:
+      return handle_abort(self, req.abort(), rp);
+    case pb::Request::kEvent:
+      return handle_event(self, req.event(), rp);
+    case pb::Request::kRelease: {
+      auto i = st.procs.find(req.release().id());
+      if (i == st.procs.end())
+        return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                      "no procedure " + std::to_string(req.release().id())));
+      if (i->second.parent_id != 0)
+        return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                      "procedure " + std::to_string(req.release().id())
+                                        + " is not a root; release its root "
+                                        + std::to_string(i->second.root_id)));
+      if (!is_final(i->second.state))
+        return reply(rp, error_reply(pb::Response::REFUSED,
+                                      "procedure " + std::to_string(req.release().id())
+                                        + " has not ended"));
+      release_tree(self, req.release().id());
+      return reply(rp, encode(pb::Response{}));
+    }
+    case pb::Request::kMetrics: {
+      auto r = std::make_shared<pb::Response>();
+      self->request(st.env->scheduler, std::chrono::seconds{5}, stats_atom::value)
+        .then(
+          [self, rp, r](scheduler_stats& s) mutable {
+            self->request(self->state.env->journal, std::chrono::seconds{5},
+                          journal_stats_atom::value)
+              .then(
+                [self, rp, r, s](journal_stats& j) mutable {
+                  auto& st = self->state;
+                  size_t waiting = 0;
+                  for (const auto& [id, u] : st.procs)
+                    waiting += u.state == proc_state::waiting
+                               || u.state == proc_state::waiting_timeout;
+                  r->set_text(st.metrics.render(s, j, waiting, st.procs.size()));
+                  reply(rp, encode(*r));
+                },
+                [rp](caf::error&) mutable {
+                  reply(rp, error_reply(pb::Response::INTERNAL, "journal stats unavailable"));
+                });
+          },
+          [rp](caf::error&) mutable {
+            reply(rp, error_reply(pb::Response::INTERNAL, "scheduler stats unavailable"));
+          });
+      return;
+    }
+    case pb::Request::BODY_NOT_SET:
+      break;
+  }
+  reply(rp, error_reply(pb::Response::BAD_REQUEST, "empty or unknown request"));
+}
+
+// -- recovery ---------------------------------------------------------------------------------
+
+void recover(executor_actor* self, recovered_state& rec) {
+  auto& st = self->state;
+  size_t running = 0, rolling = 0, done = 0, quarantined = 0;
+  for (auto& t : rec.trees) {
+    auto image = std::make_shared<const tree_image>(std::move(t));
+    if (!image->corrupt.empty()) {
+      ++quarantined;
+      spdlog::error("[root {}] quarantined at recovery: {}", image->root_id, image->corrupt);
+      continue;
+    }
+    for (const auto& [id, p] : image->procs) {
+      auto u = update_from_image(*image, p);
+      if (image->failed && !is_final(u.state))
+        u.state = id == image->root_id ? proc_state::failed : u.state;
+      record_update(self, std::move(u));
+    }
+    const auto* root = image->root();
+    if (!root->nonce.empty())
+      st.nonces[root->nonce] = image->root_id;
+    if (image->finished) {
+      ++done;
+      auto& re = st.roots[image->root_id];
+      re.finished = true;
+      re.nonce = root->nonce;
+      auto left = st.cfg.result_ttl - std::chrono::milliseconds{now_ms() - image->finished_at_ms};
+      self->delayed_send(self, std::max(left, std::chrono::milliseconds{0}), expire_atom::value,
+                         image->root_id);
+      continue;
+    }
+    bool rb = image->failed && !image->rolled_back;
+    (rb ? rolling : running)++;
+    start_root(self, image, rb);
+  }
+  for (auto& ev : rec.events)
+    keep_event(self, ev.key, pending_event{ev.lsn, ev.payload_json, ev.arrived_at_ms});
+  spdlog::info("recovery: {} tree(s) resumed, {} rolling back, {} finished (retained), "
+               "{} quarantined, {} pending event(s)",
+               running, rolling, done, quarantined, rec.events.size());
+}
+
+caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> env,
+                                executor_config cfg, recovered_state rec) {
+  auto& st = self->state;
+  st.env = env;
+  st.cfg = cfg;
+  env->executor = caf::actor_cast<caf::actor>(self);
+  self->set_exit_handler([self](caf::exit_msg& m) { on_root_down(self, m); });
+  recover(self, rec);
+  return {
+    [self](rpc_atom, const std::string& bytes) {
+      auto rp = self->make_response_promise<std::string>();
+      handle_request(self, bytes, rp);
+      return rp;
+    },
+    [self](update_atom, proc_update& u) { record_update(self, std::move(u)); },
+    [self](tree_done_atom, tree_done& d) {
+      auto& st = self->state;
+      for (auto& u : d.procs) {
+        u.waiting_for.clear();
+        record_update(self, std::move(u));
+      }
+      auto& re = st.roots[d.root_id];
+      re.finished = true;
+      self->delayed_send(self, st.cfg.result_ttl, expire_atom::value, d.root_id);
+    },
+    [self](expire_atom, uint64_t root_id) {
+      auto& st = self->state;
+      auto r = st.roots.find(root_id);
+      if (r != st.roots.end() && r->second.finished)
+        release_tree(self, root_id);
+    },
+    [self](restart_root_atom, uint64_t root_id) { restart_root(self, root_id, {}); },
+    [self](wait_timeout_atom, uint64_t id, uint64_t token) {
+      auto& st = self->state;
+      auto w = st.waiters.find(id);
+      if (w == st.waiters.end())
+        return;
+      auto& v = w->second;
+      for (auto i = v.begin(); i != v.end(); ++i)
+        if (i->token == token) {
+          auto p = st.procs.find(id);
+          if (p != st.procs.end())
+            i->rp.deliver(status_reply(p->second, pb::Response::TIMEOUT));
+          v.erase(i);
+          break;
+        }
+      if (v.empty())
+        st.waiters.erase(w);
+    },
+    [self](wait_event_atom, const std::string& key, uint64_t id, caf::actor& h) {
+      auto& st = self->state;
+      auto e = st.events.find(key);
+      if (e != st.events.end() && !e->second.empty()) {
+        self->send(h, wake_atom::value, e->second.back().payload, false, uint64_t{0});
+        return;
+      }
+      st.event_waiters[key].emplace_back(id, std::move(h));
+    },
+    [self](event_expire_atom, const std::string& key, uint64_t lsn) {
+      auto& st = self->state;
+      auto e = st.events.find(key);
+      if (e == st.events.end())
+        return;
+      auto& v = e->second;
+      v.erase(std::remove_if(v.begin(), v.end(),
+                             [lsn](const pending_event& x) { return x.lsn == lsn; }),
+              v.end());
+      if (v.empty())
+        st.events.erase(e);
+      journal_batch b;
+      b.deletes.push_back({journal_keys::meta_root, lsn, lsn + 1});
+      self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
+        .then([](uint64_t) {}, [](caf::error&) {});
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
+                          executor_config cfg, recovered_state recovered) {
+  return sys.spawn(executor_actor_fn, std::move(env), cfg, std::move(recovered));
+}
+
+} // namespace proctor

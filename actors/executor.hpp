@@ -1,0 +1,50 @@
+// The executor: a node's front door (the seeds' ProcedureExecutor). It answers the wire
+// requests (rpc.hpp), assigns procedure ids, deduplicates submits by nonce, keeps every
+// procedure's status and finished results until released or their TTL runs out, routes
+// external events to the procedures suspended on them, supervises the root actors, and
+// starts the trees recovered from the journal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/node_env.hpp"
+#include "persistence/tree_image.hpp"
+
+namespace proctor {
+
+struct executor_config {
+  /// How long a finished tree's result is kept (then its journal range is deleted).
+  std::chrono::milliseconds result_ttl{std::chrono::minutes{15}};
+  /// How long an event is kept for procedures that suspend on its key later.
+  std::chrono::milliseconds event_ttl{std::chrono::minutes{5}};
+  /// Largest accepted args JSON.
+  size_t max_args_bytes = 1 << 20;
+  /// Procedures (live or retained) beyond which submits are refused.
+  size_t max_procedures = 2'000'000;
+};
+
+/// An event kept in the journal's node range.
+struct recovered_event {
+  uint64_t lsn = 0;
+  std::string key;
+  std::string payload_json;
+  int64_t arrived_at_ms = 0;
+};
+
+/// What recovery hands the executor.
+struct recovered_state {
+  std::vector<tree_image> trees;
+  std::vector<recovered_event> events;
+};
+
+/// Spawns the executor; it fills `env->executor` with itself before starting any tree.
+caf::actor spawn_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
+                          executor_config cfg, recovered_state recovered);
+
+} // namespace proctor

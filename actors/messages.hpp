@@ -1,0 +1,91 @@
+// Messages between the actors of one node. None of them crosses the wire (see rpc.hpp), so
+// they are plain C++ types made sendable with CAF_ALLOW_UNSAFE_MESSAGE_TYPE.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "procedures/context.hpp"
+#include "procedures/outcome.hpp"
+#include "procedures/procedure.hpp"
+
+namespace proctor {
+
+// -- atoms ------------------------------------------------------------------------------------
+using ready_atom = caf::atom_constant<caf::atom("ready")>;        // proc -> scheduler
+using slot_atom = caf::atom_constant<caf::atom("slot")>;          // worker -> scheduler
+using step_done_atom = caf::atom_constant<caf::atom("stepdone")>; // worker -> proc
+using child_done_atom = caf::atom_constant<caf::atom("childdone")>;
+using tree_fail_atom = caf::atom_constant<caf::atom("treefail")>; // proc -> root
+using stop_atom = caf::atom_constant<caf::atom("stop")>;          // parent -> child
+using abort_atom = caf::atom_constant<caf::atom("abort")>;        // executor -> root
+using no_return_atom = caf::atom_constant<caf::atom("noreturn")>; // proc -> root
+using update_atom = caf::atom_constant<caf::atom("update")>;      // proc -> executor
+using restart_atom = caf::atom_constant<caf::atom("restart")>;
+using tree_done_atom = caf::atom_constant<caf::atom("treedone")>; // root -> executor
+using retry_atom = caf::atom_constant<caf::atom("retry")>;
+using wake_atom = caf::atom_constant<caf::atom("wake")>;          // timer/event -> proc
+using arm_atom = caf::atom_constant<caf::atom("arm")>;            // -> timer
+using disarm_atom = caf::atom_constant<caf::atom("disarm")>;      // -> timer
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+
+/// One step (or one undo) to run on a worker thread. The procedure instance belongs to the
+/// job while it runs; the procedure actor touches it again only after the result arrives.
+struct step_job {
+  caf::actor proc;
+  std::shared_ptr<procedure> inst;
+  context ctx;
+  int32_t state = 0;
+  bool undo = false;
+  uint64_t tag = 0;  ///< echoed in the result (the undo's LSN)
+  int32_t priority = 0;
+  std::string type;  ///< for logs and metrics
+};
+
+/// What a worker reports back.
+struct step_result {
+  enum class kind : uint8_t { ok, failed, crashed };
+  kind what = kind::ok;
+  std::optional<outcome> out;  ///< forward steps that returned
+  std::string error;           ///< failed / crashed
+  std::string data;            ///< the procedure's data after the handler, serialized
+  int32_t state = 0;
+  bool undo = false;
+  uint64_t tag = 0;
+  std::chrono::microseconds took{0};
+};
+
+/// A procedure's externally visible status, sent to the executor on every change.
+struct proc_update {
+  uint64_t id = 0;
+  uint64_t root_id = 0;
+  uint64_t parent_id = 0;
+  std::string type;
+  proc_state state = proc_state::runnable;
+  std::vector<uint64_t> children;
+  std::string error;
+  std::string result_json;
+  std::string waiting_for;
+  std::string nonce;
+};
+
+/// The end of a tree, root -> executor, with every procedure's final status.
+struct tree_done {
+  uint64_t root_id = 0;
+  std::vector<proc_update> procs;
+};
+
+} // namespace proctor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::proc_update)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::tree_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::child_result)

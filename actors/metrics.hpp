@@ -1,0 +1,46 @@
+// Counters per procedure type and node gauges, rendered in Prometheus text format.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "actors/scheduler.hpp"
+#include "persistence/journal.hpp"
+#include "procedures/proc_state.hpp"
+
+namespace proctor {
+
+class type_metrics {
+public:
+  /// A procedure of `type` entered the node (submitted or spawned).
+  void submitted(const std::string& type);
+
+  /// A procedure of `type` ended in `state` after `runtime`.
+  void ended(const std::string& type, proc_state state,
+             std::chrono::milliseconds runtime = std::chrono::milliseconds{-1});
+
+  /// Prometheus text exposition of the counters and the gauges passed in.
+  std::string render(const scheduler_stats& s, const journal_stats& j, size_t waiting,
+                     size_t procedures) const;
+
+  /// Upper bounds (ms) of the runtime histogram's buckets.
+  static constexpr std::array<int64_t, 10> buckets{1, 5, 10, 50, 100, 500, 1000, 5000, 30000,
+                                                   300000};
+
+private:
+  struct counters {
+    uint64_t submitted = 0;
+    uint64_t succeeded = 0;
+    uint64_t failed = 0;
+    uint64_t rolled_back = 0;
+    std::array<uint64_t, buckets.size() + 1> runtime{};  // last: +Inf
+    uint64_t runtime_count = 0;
+    double runtime_sum_ms = 0;
+  };
+  std::map<std::string, counters> by_type_;
+};
+
+} // namespace proctor

@@ -1,0 +1,127 @@
+#include "actors/node.hpp"
+
+#include <chrono>
+#include <map>
+
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/scheduler.hpp"
+#include "persistence/keys.hpp"
+#include "persistence/tree_image.hpp"
+
+namespace proctor {
+
+node::node(caf::actor_system& sys, const registry& types) : sys_(sys), types_(types) {
+}
+
+node::~node() {
+  stop();
+}
+
+caf::expected<recovery_report> node::start(node_options opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<journal_store> store = opts.store;
+  if (!store) {
+    std::string err;
+    auto s = open_rocksdb_store(opts.data_dir, &err);
+    if (!s)
+      return caf::make_error(caf::sec::runtime_error, err);
+    store = std::move(s);
+  }
+  // One scan: fold records per tree (a tree's records are contiguous), collect the node's
+  // own records (id floor, events), find the highest LSN and id.
+  recovery_report rep;
+  recovered_state rec;
+  uint64_t max_lsn = journal_keys::id_floor_lsn;
+  uint64_t next_id = 1;
+  std::unique_ptr<tree_folder> folder;
+  auto close_tree = [&] {
+    if (!folder)
+      return;
+    auto t = folder->finish();
+    rep.procedures += t.procs.size();
+    for (const auto& [id, p] : t.procs)
+      next_id = std::max(next_id, id + 1);
+    if (!t.corrupt.empty())
+      ++rep.quarantined;
+    rec.trees.push_back(std::move(t));
+    folder.reset();
+  };
+  uint64_t current_root = 0;
+  auto st = store->scan([&](const stored_record& r) {
+    ++rep.records;
+    max_lsn = std::max(max_lsn, r.lsn);
+    if (r.root_id == journal_keys::meta_root) {
+      pb::JournalRecord m;
+      if (!m.ParseFromString(r.value)) {
+        spdlog::error("damaged node record at lsn {} kept as is", r.lsn);
+        return true;
+      }
+      if (m.has_id_floor())
+        next_id = std::max(next_id, m.id_floor().next_id());
+      else if (m.has_event())
+        rec.events.push_back(recovered_event{r.lsn, m.event().event_key(),
+                                             m.event().payload_json(),
+                                             m.event().arrived_at_ms()});
+      return true;
+    }
+    if (!folder || r.root_id != current_root) {
+      close_tree();
+      current_root = r.root_id;
+      folder = std::make_unique<tree_folder>(r.root_id);
+    }
+    folder->add(r.lsn, r.value);
+    return true;
+  });
+  close_tree();
+  if (!st.ok())
+    spdlog::error("journal scan reported: {}", st.ToString());
+  rep.trees = rec.trees.size();
+
+  env_ = std::make_shared<node_env>();
+  env_->types = &types_;
+  env_->next_id = std::make_shared<std::atomic<uint64_t>>(next_id);
+  env_->stuck_after = opts.stuck_after;
+  journal_config jc;
+  jc.store = store;
+  jc.next_lsn = max_lsn + 1;
+  jc.next_id = env_->next_id;
+  jc.fatal = opts.on_journal_fatal;
+  env_->journal = spawn_journal(sys_, std::move(jc));
+  env_->scheduler = spawn_scheduler(sys_, opts.workers);
+  executor_ = spawn_executor(sys_, env_, opts.executor, std::move(rec));
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("node started on {}: {} tree(s), {} procedure(s), {} record(s) in {:.3f} s",
+               opts.data_dir, rep.trees, rep.procedures, rep.records, rep.seconds);
+  return rep;
+}
+
+caf::expected<uint16_t> node::publish(const std::string& host, uint16_t port) {
+  auto p = sys_.middleman().publish(executor_, port, host.c_str(), true);
+  if (p) {
+    published_ = true;
+    port_ = *p;
+  }
+  return p;
+}
+
+void node::stop() {
+  if (!env_)
+    return;
+  if (published_) {
+    sys_.middleman().unpublish(executor_, port_);
+    published_ = false;
+  }
+  auto env = env_;
+  env_.reset();
+  // The executor first (no new work), then the scheduler (its workers finish the steps
+  // they run), the journal last (it flushes what was staged).
+  // Root actors are linked to the executor and their trees to them: they all go with it.
+  caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(env->scheduler, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(env->journal, caf::exit_reason::user_shutdown);
+  executor_ = nullptr;
+}
+
+} // namespace proctor

@@ -1,0 +1,70 @@
+// A node: the journal, scheduler and executor actors over one data directory, recovered
+// from the journal when it starts. proctord, the in-process tests and the benchmark all
+// run a node through this class.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "actors/executor.hpp"
+#include "actors/node_env.hpp"
+#include "persistence/journal.hpp"
+#include "procedures/registry.hpp"
+
+namespace proctor {
+
+struct node_options {
+  std::string data_dir;
+  size_t workers = 8;  ///< run slots: steps running at once
+  executor_config executor;
+  std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
+  /// Called on a journal write error instead of terminating the process (tests).
+  std::function<void(const std::string&)> on_journal_fatal;
+  /// Replaces the RocksDB store (tests inject faults through it).
+  std::shared_ptr<journal_store> store;
+};
+
+/// What recovery found, for logs and the benchmark.
+struct recovery_report {
+  size_t trees = 0;
+  size_t procedures = 0;
+  size_t records = 0;
+  size_t quarantined = 0;
+  double seconds = 0;
+};
+
+class node {
+public:
+  node(caf::actor_system& sys, const registry& types);
+  ~node();
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  /// Opens the data directory, folds the journal and starts the actors. A one-line error on
+  /// failure (directory locked by another process, not writable, damaged beyond reading).
+  caf::expected<recovery_report> start(node_options opts);
+
+  /// Publishes the executor on host:port (port 0 = any); returns the port.
+  caf::expected<uint16_t> publish(const std::string& host, uint16_t port);
+
+  /// Stops every actor of the node (graceful: nothing half-written is acknowledged).
+  void stop();
+
+  caf::actor executor() const { return executor_; }
+  caf::actor journal() const { return env_ ? env_->journal : caf::actor{}; }
+  caf::actor scheduler() const { return env_ ? env_->scheduler : caf::actor{}; }
+
+private:
+  caf::actor_system& sys_;
+  const registry& types_;
+  std::shared_ptr<node_env> env_;
+  caf::actor executor_;
+  bool published_ = false;
+  uint16_t port_ = 0;
+};
+
+} // namespace proctor

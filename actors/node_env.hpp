@@ -1,0 +1,30 @@
+// What every actor of a node shares: the system actors' handles and the type registry.
+// Built once at start-up, before the first procedure actor; read-only afterwards.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include "procedures/registry.hpp"
+
+namespace proctor {
+
+struct node_env {
+  caf::actor journal;
+  caf::actor scheduler;
+  caf::actor executor;
+  const registry* types = nullptr;
+  /// The next procedure id to hand out (shared with the journal, which persists its floor).
+  std::shared_ptr<std::atomic<uint64_t>> next_id;
+  /// A step running longer than this is reported as stuck.
+  std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
+  /// A state machine that commits the same state this many times in a row is flagged.
+  int no_progress_limit = 1000;
+};
+
+using env_ptr = std::shared_ptr<const node_env>;
+
+} // namespace proctor

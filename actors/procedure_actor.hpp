@@ -1,0 +1,32 @@
+// One actor per procedure. It runs the procedure's steps (on the scheduler's workers),
+// journals every outcome and acts on it only once the journal acknowledged it. A parent's
+// actor supervises its children's actors (links, trapped exits, restart policy); the root's
+// actor supervises the whole tree and owns its rollback.
+#pragma once
+
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include "actors/node_env.hpp"
+#include "persistence/tree_image.hpp"
+
+namespace proctor {
+
+/// How a procedure actor starts.
+struct proc_start {
+  env_ptr env;
+  /// The tree as journaled; the actor takes its own procedure's entry (and those of its
+  /// live descendants, whose actors it spawns).
+  std::shared_ptr<const tree_image> image;
+  uint64_t id = 0;
+  caf::actor parent;  ///< invalid for a root
+  caf::actor root;    ///< invalid for a root
+  bool rollback = false;  ///< root only: the tree failed; run its rollback
+};
+
+/// Spawns a root procedure's actor, linked to `supervisor` (the executor, which traps
+/// exits): a crashed root is restarted by it, and a stopping executor takes the trees along.
+caf::actor spawn_root(caf::event_based_actor* supervisor, proc_start start);
+
+} // namespace proctor

@@ -1,0 +1,170 @@
+// Internal: the state of a procedure actor, shared by its forward path
+// (procedure_actor.cpp), its supervision of children (proc_supervision.cpp) and, for a
+// root, the tree's rollback (tree_rollback.cpp).
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/messages.hpp"
+#include "actors/procedure_actor.hpp"
+#include "journal.pb.h"
+#include "persistence/journal.hpp"
+#include "supervision/restart_tracker.hpp"
+
+namespace proctor {
+
+using subtree_done_atom = caf::atom_constant<caf::atom("subdone")>;
+using wait_event_atom = caf::atom_constant<caf::atom("waitevent")>;
+using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
+
+/// How a child ended, with the final status of every procedure in its subtree (so the root
+/// can write the tree's summary without reading the journal).
+struct subtree_done {
+  child_result result;
+  std::vector<proc_update> procs;
+};
+
+struct child_slot {
+  uint64_t id = 0;
+  caf::actor handle;       ///< invalid while the child is down (awaiting restart) or ended
+  bool ended = false;
+  bool restarting = false;
+  child_result result;
+};
+
+struct proc_actor_state {
+  static inline const char* name = "proctor.procedure";
+
+  // -- identity -----------------------------------------------------------------------------
+  env_ptr env;
+  const procedure_type* ptype = nullptr;
+  uint64_t id = 0;
+  uint64_t root_id = 0;
+  uint64_t parent_id = 0;
+  std::string type;
+  int32_t priority = 0;
+  std::string nonce;
+  caf::actor parent;  ///< invalid for the root
+  caf::actor root;    ///< the root's actor (self for the root)
+
+  // -- the procedure --------------------------------------------------------------------------
+  std::shared_ptr<procedure> inst;
+  std::string committed_data;  ///< data as of the last journaled step
+  int32_t state = 0;           ///< the state that runs next
+  proc_state status = proc_state::runnable;
+  int attempt = 1;             ///< runs of `state` so far, this one included
+  int32_t same_state_commits = 0;
+  std::vector<child_result> child_results;  ///< handed to the next step
+  std::string event_key;
+  std::string event_payload;
+  bool event_timed_out = false;
+  uint64_t timer_token = 0;  ///< stale timer/retry messages carry an older token
+
+  // -- children (this actor supervises them) -----------------------------------------------
+  std::vector<child_slot> children;     ///< every child, in spawn order
+  std::vector<uint64_t> waiting_on;     ///< children of the last spawn step
+  std::vector<proc_update> finished_subtree;  ///< final statuses reported by ended children
+  restart_tracker restarts;
+  std::minstd_rand rng{std::random_device{}()};
+
+  // -- activity -------------------------------------------------------------------------------
+  bool busy = false;       ///< a step runs or its commit is in flight
+  bool parked = false;     ///< failed; waiting for the root's rollback to stop us
+  bool stopping = false;
+  size_t stops_pending = 0;
+  std::vector<caf::response_promise> stop_promises;
+
+  // -- root only ------------------------------------------------------------------------------
+  bool is_root = false;
+  bool failing = false;        ///< the tree failed; stopping it, then rolling back
+  bool busy_failure_record = false;  ///< the Failed record is not durable yet
+  bool past_no_return = false;
+  std::string failure;
+  std::vector<undo_item> plan;
+  size_t plan_pos = 0;
+  std::shared_ptr<const tree_image> rb_image;
+
+  // -- helpers --------------------------------------------------------------------------------
+  child_slot* child(uint64_t cid) {
+    for (auto& c : children)
+      if (c.id == cid)
+        return &c;
+    return nullptr;
+  }
+  child_slot* child_by_addr(const caf::actor_addr& a) {
+    for (auto& c : children)
+      if (c.handle && c.handle.address() == a)
+        return &c;
+    return nullptr;
+  }
+};
+
+using proc_actor = caf::stateful_actor<proc_actor_state>;
+
+// -- shared between the files of the procedure actor ------------------------------------------
+
+/// The actor's behavior (procedure_actor.cpp).
+caf::behavior procedure_actor(proc_actor* self, proc_start start);
+
+/// Sends the executor this procedure's current status.
+void publish(proc_actor* self, std::string waiting_for = {});
+
+/// Queues the next step on the scheduler.
+void schedule(proc_actor* self);
+
+/// Appends `batch`; runs `then` once it is durable. A journal error means fail-stop.
+void journal_append(proc_actor* self, journal_batch batch, std::function<void()> then);
+
+/// A JournalRecord with the format set, for one procedure's tree.
+journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec);
+
+/// Spawns (linked) the actor of child `cid` from `image`.
+void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image, uint64_t cid);
+
+/// Respawns the children `ids` from the journal's current image of the tree.
+void restart_children(proc_actor* self, std::vector<uint64_t> ids);
+
+/// Handles the exit of a linked actor (proc_supervision.cpp).
+void on_exit(proc_actor* self, caf::exit_msg& msg);
+
+/// Stops this actor's subtree at a step boundary; `done` runs when all of it stopped.
+void stop_subtree(proc_actor* self, caf::response_promise rp);
+void maybe_finish_stop(proc_actor* self);
+
+/// Root: the tree failed (tree_rollback.cpp). Returns false when the tree is past its point
+/// of no return, i.e. the failure must be retried forward.
+bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
+                        const std::string& error);
+
+/// Root: run the rollback of `image` (after every actor of the tree stopped).
+void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image);
+
+/// Root: an undo job finished.
+void on_undo_done(proc_actor* self, step_result& r);
+
+/// Root: every actor of the failing tree stopped; read the tree back and roll it back.
+void rollback_after_stop(proc_actor* self);
+
+/// Builds the final status of a procedure from its image.
+proc_update update_from_image(const tree_image& t, const proc_image& p);
+
+/// The root's summary of a finished tree, to the executor; then the root quits.
+void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_back);
+
+/// Milliseconds since the epoch.
+int64_t now_ms();
+
+#define PLOG(level, self, fmt_, ...)                                                          \
+  spdlog::level("[proc {} root {}] " fmt_, (self)->state.id, (self)->state.root_id,              \
+                ##__VA_ARGS__)
+
+} // namespace proctor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::subtree_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const proctor::tree_image>)

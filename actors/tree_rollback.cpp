@@ -1,0 +1,193 @@
+// The root's rollback of a failed tree: stop every actor of the tree at a step boundary,
+// read the tree back from the journal, then undo what remains in exact reverse order, one
+// journaled undo at a time, so that a crash resumes where it stopped.
+#include "actors/errors.hpp"
+#include "actors/procedure_actor_state.hpp"
+
+namespace proctor {
+
+proc_update update_from_image(const tree_image& t, const proc_image& p) {
+  proc_update u;
+  u.id = p.id;
+  u.root_id = t.root_id;
+  u.parent_id = p.parent_id;
+  u.type = p.type;
+  u.state = p.status;
+  u.children = p.children;
+  u.error = p.error;
+  u.result_json = p.result_json;
+  u.nonce = p.nonce;
+  return u;
+}
+
+bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
+                        const std::string& error) {
+  auto& st = self->state;
+  if (st.past_no_return)
+    return false;
+  if (st.failing)
+    return true;
+  st.failing = true;
+  st.failure = error;
+  PLOG(info, self, "tree fails (procedure {}: {}); stopping it to roll back", proc_id, error);
+  pb::JournalRecord rec;
+  auto* f = rec.mutable_failed();
+  f->set_proc_id(proc_id);
+  f->set_failed_state(state);
+  f->set_error(error);
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  st.busy_failure_record = true;
+  journal_append(self, std::move(batch), [self] {
+    auto& st = self->state;
+    st.busy_failure_record = false;
+    st.status = proc_state::failed;
+    proc_update u;
+    u.id = st.id;
+    u.root_id = st.root_id;
+    u.type = st.type;
+    u.state = proc_state::failed;
+    u.error = st.failure;
+    u.nonce = st.nonce;
+    for (const auto& c : st.children)
+      u.children.push_back(c.id);
+    self->send(st.env->executor, update_atom::value, std::move(u));
+    stop_subtree(self, caf::response_promise{});
+  });
+  return true;
+}
+
+void rollback_after_stop(proc_actor* self) {
+  auto& st = self->state;
+  if (st.rb_image || st.busy_failure_record)
+    return;  // already reading / rolling back, or the Failed record is not durable yet
+  st.rb_image = std::make_shared<const tree_image>();  // marks "reading"
+  self->request(st.env->journal, caf::infinite, read_tree_atom::value, st.root_id)
+    .then(
+      [self](journal_records& recs) {
+        auto& st = self->state;
+        auto image = std::make_shared<const tree_image>(fold_tree(st.root_id, recs));
+        if (!image->corrupt.empty()) {
+          PLOG(error, self, "cannot roll back: tree damaged: {}", image->corrupt);
+          self->quit(caf::make_error(errc::quarantined, image->corrupt));
+          return;
+        }
+        st.plan.clear();
+        run_rollback(self, image);
+      },
+      [self](caf::error& e) {
+        PLOG(critical, self, "journal read failed: {}", self->system().render(e));
+        self->quit(caf::make_error(errc::journal_failed));
+      });
+}
+
+void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
+  auto& st = self->state;
+  if (st.rb_image != image) {
+    st.rb_image = image;
+    st.plan = rollback_plan(*image);
+    st.plan_pos = 0;
+    st.failure = image->failure;
+    PLOG(info, self, "rolling back: {} undo(s) to run", st.plan.size());
+  }
+  if (st.plan_pos == st.plan.size()) {
+    std::vector<proc_update> procs;
+    for (const auto& [id, p] : image->procs) {
+      auto u = update_from_image(*image, p);
+      u.state = proc_state::rolledback;
+      if (u.error.empty())
+        u.error = st.failure;
+      u.result_json.clear();
+      procs.push_back(std::move(u));
+    }
+    PLOG(info, self, "ROLLEDBACK ({} procedure(s))", procs.size());
+    return finish_tree(self, std::move(procs), true);
+  }
+  const auto& item = st.plan[st.plan_pos];
+  const auto* p = image->find(item.proc_id);
+  std::string err;
+  auto inst = p == nullptr ? nullptr : st.env->types->make_from_bytes(p->type, item.data, &err);
+  if (!inst) {
+    // Without the procedure we cannot undo its step; never skip silently.
+    PLOG(critical, self, "cannot recreate procedure {} to undo state {}: {}; tree quarantined",
+         item.proc_id, item.state, err);
+    self->quit(caf::make_error(errc::quarantined, err));
+    return;
+  }
+  step_job job;
+  job.proc = caf::actor_cast<caf::actor>(self);
+  job.inst = std::move(inst);
+  job.ctx.id_ = p->id;
+  job.ctx.root_id_ = st.root_id;
+  job.ctx.parent_id_ = p->parent_id;
+  job.state = item.state;
+  job.undo = true;
+  job.tag = st.plan_pos;
+  job.priority = st.priority;
+  job.type = p->type;
+  st.busy = true;
+  self->send(st.env->scheduler, ready_atom::value, std::move(job));
+}
+
+void on_undo_done(proc_actor* self, step_result& r) {
+  auto& st = self->state;
+  st.busy = false;
+  if (r.tag != st.plan_pos || st.plan_pos >= st.plan.size())
+    return;
+  const auto& item = st.plan[st.plan_pos];
+  if (r.what != step_result::kind::ok) {
+    // A rollback cannot itself be rolled back: retry it until it succeeds.
+    auto delay = st.restarts.backoff();
+    PLOG(warn, self, "undo of procedure {} state {} failed: {}; retrying in {} ms",
+         item.proc_id, item.state, r.error, delay.count());
+    self->delayed_send(self, delay, undo_retry_atom::value);
+    return;
+  }
+  pb::JournalRecord rec;
+  auto* u = rec.mutable_undone();
+  u->set_undone_lsn(item.lsn);
+  u->set_proc_id(item.proc_id);
+  u->set_state(item.state);
+  u->set_data(r.data);
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  st.busy = true;
+  journal_append(self, std::move(batch), [self] {
+    auto& st = self->state;
+    st.busy = false;
+    ++st.plan_pos;
+    run_rollback(self, st.rb_image);
+  });
+}
+
+void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_back) {
+  auto& st = self->state;
+  pb::JournalRecord rec;
+  auto* s = rec.mutable_summary();
+  s->set_finished_at_ms(now_ms());
+  for (const auto& u : procs) {
+    auto* ps = s->add_procs();
+    ps->set_proc_id(u.id);
+    ps->set_parent_id(u.parent_id);
+    ps->set_type(u.type);
+    ps->set_state(to_pb(u.state));
+    ps->set_result_json(u.result_json);
+    ps->set_error(u.error);
+    for (auto c : u.children)
+      ps->add_children(c);
+    ps->set_nonce(u.nonce);
+  }
+  journal_batch batch;
+  batch.deletes.push_back({st.root_id, 0});
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  st.busy = true;
+  journal_append(self, std::move(batch), [self, procs = std::move(procs), rolled_back]() mutable {
+    auto& st = self->state;
+    st.busy = false;
+    PLOG(debug, self, "tree finished ({})", rolled_back ? "ROLLEDBACK" : "SUCCESS");
+    self->send(st.env->executor, tree_done_atom::value, tree_done{st.root_id, std::move(procs)});
+    self->quit();
+  });
+}
+
+} // namespace proctor

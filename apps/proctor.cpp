@@ -1,0 +1,377 @@
+// proctor: the operator CLI. Each command sends one pb::Request to a node's executor (see
+// actors/rpc.hpp) and prints the answer.
+//
+// Exit codes: 0 ok; 1 the node answered with an error, or `wait` saw ROLLEDBACK / FAILED;
+// 2 `wait` timed out; 3 the node cannot be reached (or the connection dropped); 64 usage.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/rpc.hpp"
+#include "apps/status_json.hpp"
+#include "journal.pb.h"
+#include "wire.pb.h"
+
+namespace {
+
+constexpr int exit_ok = 0;
+constexpr int exit_error = 1;
+constexpr int exit_timeout = 2;
+constexpr int exit_unreachable = 3;
+constexpr int exit_usage = 64;
+
+constexpr auto default_request_timeout = std::chrono::seconds{30};
+/// How much longer than the node's own wait deadline the CLI waits for the node's answer.
+constexpr auto wait_grace = std::chrono::seconds{15};
+
+struct endpoint {
+  std::string host;
+  uint16_t port = 0;
+};
+
+/// Parses HOST:PORT (an IPv6 host may be bracketed: [::1]:4000).
+std::optional<endpoint> parse_endpoint(const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    return std::nullopt;
+  endpoint ep;
+  ep.host = text.substr(0, colon);
+  if (ep.host.size() >= 2 && ep.host.front() == '[' && ep.host.back() == ']')
+    ep.host = ep.host.substr(1, ep.host.size() - 2);
+  auto port_text = text.substr(colon + 1);
+  if (ep.host.empty() || port_text.size() > 5
+      || port_text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  auto port = std::stoul(port_text);
+  if (port == 0 || port > 65535)
+    return std::nullopt;
+  ep.port = static_cast<uint16_t>(port);
+  return ep;
+}
+
+/// A CAF error as one readable line.
+std::string describe(caf::actor_system& sys, const caf::error& err) {
+  std::string text;
+  if (err.category() == caf::atom("system")) {
+    text = to_string(static_cast<caf::sec>(err.code()));
+    std::replace(text.begin(), text.end(), '_', ' ');
+    const auto& ctx = err.context();
+    if (!ctx.empty() && ctx.match_element<std::string>(0))
+      text += " (" + ctx.get_as<std::string>(0) + ")";
+    else if (!ctx.empty())
+      text += ": " + to_string(ctx);
+  } else {
+    text = sys.render(err);
+  }
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+/// How one round trip to the node ended.
+struct call_result {
+  enum class kind : uint8_t { reply, unreachable, failed };
+  kind what = kind::failed;
+  std::string reply;   ///< the serialized pb::Response (kind::reply)
+  std::string reason;  ///< why there is no reply (otherwise)
+};
+
+/// Sends `request` to `node` and waits for the reply. An event-based helper does the
+/// request so that it can monitor the node at the same time: a request to a peer whose
+/// connection dropped is never answered (CAF 0.17 fails it only at its timeout), but the
+/// monitor sees the peer go down within milliseconds. A zero `timeout` waits forever.
+call_result call(caf::actor_system& sys, const caf::actor& node, std::string request,
+                 std::chrono::seconds timeout) {
+  struct shared {
+    std::promise<call_result> promise;
+    bool done = false;
+    void finish(call_result r) {
+      if (!done) {
+        done = true;
+        promise.set_value(std::move(r));
+      }
+    }
+  };
+  auto state = std::make_shared<shared>();
+  auto result = state->promise.get_future();
+  auto* sysp = &sys;
+  auto limit = timeout.count() > 0 ? caf::duration{timeout} : caf::duration{caf::infinite};
+  auto limit_text = std::to_string(timeout.count()) + " s";
+  sys.spawn([=, request = std::move(request)](caf::event_based_actor* self) {
+    self->monitor(node);
+    self->set_down_handler([=](caf::down_msg&) {
+      state->finish({call_result::kind::unreachable, {}, "the connection to the node was lost"});
+      self->quit();
+    });
+    self->request(node, limit, proctor::rpc_atom::value, request)
+      .then(
+        [=](std::string& reply) {
+          state->finish({call_result::kind::reply, std::move(reply), {}});
+          self->quit();
+        },
+        [=](caf::error& err) {
+          if (err == caf::sec::request_timeout)
+            state->finish({call_result::kind::unreachable, {},
+                           "the node did not answer within " + limit_text});
+          else if (err == caf::sec::request_receiver_down)
+            state->finish({call_result::kind::unreachable, {}, "the connection to the node was lost"});
+          else
+            state->finish({call_result::kind::failed, {}, describe(*sysp, err)});
+          self->quit();
+        });
+  });
+  return result.get();
+}
+
+/// Prints `text` followed by a newline unless it already ends with one.
+void print_text(const std::string& text) {
+  std::cout << text;
+  if (!text.empty() && text.back() != '\n')
+    std::cout << '\n';
+}
+
+/// What the command line asked for.
+struct command {
+  std::string node;
+  proctor::pb::Request request;
+  enum class verb : uint8_t { submit, status, list, wait, abort, event, metrics, release };
+  verb what = verb::status;
+  uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s
+};
+
+/// Prints the answer to `cmd` and returns the exit code.
+int report(const command& cmd, const proctor::pb::Response& resp) {
+  using proctor::pb::Response;
+  if (cmd.what == command::verb::wait && resp.code() == Response::TIMEOUT) {
+    if (resp.has_status())
+      std::cout << proctor::status_to_json(resp.status()) << '\n';
+    std::cerr << "error: "
+              << (resp.error().empty() ? "timed out waiting for the procedure" : resp.error())
+              << '\n';
+    return exit_timeout;
+  }
+  if (resp.code() != Response::OK) {
+    std::cerr << "error: "
+              << (resp.error().empty() ? Response::Code_Name(resp.code()) : resp.error())
+              << '\n';
+    return exit_error;
+  }
+  switch (cmd.what) {
+    case command::verb::submit:
+      std::cout << resp.id() << '\n';
+      return exit_ok;
+    case command::verb::status:
+      std::cout << proctor::status_to_json(resp.status()) << '\n';
+      return exit_ok;
+    case command::verb::list:
+      std::cout << proctor::list_to_json(resp.list()) << '\n';
+      return exit_ok;
+    case command::verb::wait: {
+      std::cout << proctor::status_to_json(resp.status()) << '\n';
+      switch (resp.status().state()) {
+        case proctor::pb::SUCCESS: return exit_ok;
+        case proctor::pb::ROLLEDBACK:
+        case proctor::pb::FAILED: return exit_error;
+        default:
+          std::cerr << "error: the procedure has not ended\n";
+          return exit_timeout;
+      }
+    }
+    case command::verb::abort:
+    case command::verb::release:
+      if (resp.has_status())
+        std::cout << proctor::status_to_json(resp.status()) << '\n';
+      else if (!resp.text().empty())
+        print_text(resp.text());
+      return exit_ok;
+    case command::verb::event:
+    case command::verb::metrics:
+      print_text(resp.text());
+      return exit_ok;
+  }
+  return exit_ok;
+}
+
+/// Connects, sends the request, prints the answer. Every CAF handle lives in this scope, so
+/// none outlives the actor system.
+int run(caf::actor_system& sys, const command& cmd) {
+  auto ep = parse_endpoint(cmd.node);
+  auto node = sys.middleman().remote_actor(ep->host, ep->port);
+  if (!node) {
+    std::cerr << "error: cannot reach node " << cmd.node << ": " << describe(sys, node.error())
+              << '\n';
+    return exit_unreachable;
+  }
+  auto timeout = std::chrono::seconds{default_request_timeout};
+  if (cmd.what == command::verb::wait)
+    timeout = cmd.wait_timeout_s > 0 ? std::chrono::seconds{cmd.wait_timeout_s} + wait_grace
+                                     : std::chrono::seconds{0};
+  auto result = call(sys, *node, cmd.request.SerializeAsString(), timeout);
+  switch (result.what) {
+    case call_result::kind::unreachable:
+      std::cerr << "error: node " << cmd.node << ": " << result.reason << '\n';
+      return exit_unreachable;
+    case call_result::kind::failed:
+      std::cerr << "error: node " << cmd.node << " rejected the request: " << result.reason
+                << '\n';
+      return exit_error;
+    case call_result::kind::reply:
+      break;
+  }
+  proctor::pb::Response resp;
+  if (!resp.ParseFromString(result.reply)) {
+    std::cerr << "error: node " << cmd.node << " sent a malformed reply\n";
+    return exit_error;
+  }
+  return report(cmd, resp);
+}
+
+class cli_config : public caf::actor_system_config {
+public:
+  cli_config() {
+    load<caf::io::middleman>();
+    set("logger.console", caf::atom("none"));
+    set("logger.file-verbosity", caf::atom("quiet"));
+    set("scheduler.max-threads", size_t{2});
+  }
+};
+
+const std::vector<std::string> state_names{"INITIALIZING", "RUNNABLE", "WAITING",
+                                           "WAITING_TIMEOUT", "ROLLEDBACK", "SUCCESS",
+                                           "FAILED"};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  GOOGLE_PROTOBUF_VERIFY_VERSION;
+  command cmd;
+  using verb = command::verb;
+
+  CLI::App app{"Operator CLI of a Proctor node.", "proctor"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("--node", cmd.node, "The node's address, HOST:PORT")
+    ->required()
+    ->check([](const std::string& s) {
+      return parse_endpoint(s) ? std::string{} : std::string{"expected HOST:PORT, got " + s};
+    });
+
+  // submit
+  std::string type;
+  std::string args_json;
+  std::string nonce;
+  int32_t priority = 0;
+  auto* submit = app.add_subcommand("submit", "Submit a procedure; prints its id");
+  submit->add_option("type", type, "Registered procedure type, e.g. demo.ledger")->required();
+  submit->add_option("--args-json", args_json, "The procedure's arguments as a JSON object");
+  submit->add_option("--nonce", nonce, "Deduplication key: a repeated nonce returns the same id");
+  submit->add_option("--priority", priority, "Higher runs first (default 0)");
+
+  // status
+  uint64_t id = 0;
+  bool json = false;
+  auto* status = app.add_subcommand("status", "Print a procedure's status as JSON");
+  status->add_option("id", id, "Procedure id")->required();
+  status->add_flag("--json", json, "JSON output (the only format)");
+
+  // list
+  std::string state_filter;
+  bool all = false;
+  auto* list = app.add_subcommand("list", "Print procedures' statuses as a JSON array");
+  list->add_option("--state", state_filter, "Only procedures in this state")
+    ->transform(CLI::IsMember(state_names, CLI::ignore_case));
+  list->add_flag("--all", all, "Children too, not only roots");
+  list->add_flag("--json", json, "JSON output (the only format)");
+
+  // wait
+  uint64_t timeout_s = 0;
+  auto* wait = app.add_subcommand("wait", "Wait for a procedure to end; prints its status");
+  wait->add_option("id", id, "Procedure id")->required();
+  auto* timeout_opt = wait->add_option("--timeout-s", timeout_s, "Give up after N seconds (exit 2)")
+                        ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));
+  wait->add_flag("--json", json, "JSON output (the only format)");
+
+  // abort
+  auto* abort = app.add_subcommand("abort", "Abort a procedure: its tree rolls back");
+  abort->add_option("id", id, "Procedure id")->required();
+
+  // event
+  std::string key;
+  std::string payload_json;
+  auto* event = app.add_subcommand("event", "Deliver an external event to procedures waiting for KEY");
+  event->add_option("key", key, "Event key")->required();
+  event->add_option("--payload-json", payload_json, "The event's payload as JSON");
+
+  // metrics
+  auto* metrics = app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)");
+
+  // release
+  auto* release = app.add_subcommand("release", "Drop a finished procedure's retained result now");
+  release->add_option("id", id, "Procedure id")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? exit_ok : exit_usage;
+  }
+
+  if (submit->parsed()) {
+    cmd.what = verb::submit;
+    auto* r = cmd.request.mutable_submit();
+    r->set_type(type);
+    r->set_args_json(args_json);
+    r->set_nonce(nonce);
+    r->set_priority(priority);
+  } else if (status->parsed()) {
+    cmd.what = verb::status;
+    cmd.request.mutable_status()->set_id(id);
+  } else if (list->parsed()) {
+    cmd.what = verb::list;
+    auto* r = cmd.request.mutable_list();
+    r->set_all(all);
+    if (!state_filter.empty()) {
+      auto s = proctor::pb::STATE_UNSPECIFIED;
+      proctor::pb::ProcState_Parse(state_filter, &s);
+      r->set_state(s);
+    }
+  } else if (wait->parsed()) {
+    cmd.what = verb::wait;
+    auto* r = cmd.request.mutable_wait();
+    r->set_id(id);
+    if (timeout_opt->count() > 0) {
+      cmd.wait_timeout_s = timeout_s;
+      r->set_timeout_ms(timeout_s * 1000);
+    }
+  } else if (abort->parsed()) {
+    cmd.what = verb::abort;
+    cmd.request.mutable_abort()->set_id(id);
+  } else if (event->parsed()) {
+    cmd.what = verb::event;
+    auto* r = cmd.request.mutable_event();
+    r->set_key(key);
+    r->set_payload_json(payload_json);
+  } else if (metrics->parsed()) {
+    cmd.what = verb::metrics;
+    cmd.request.mutable_metrics();
+  } else if (release->parsed()) {
+    cmd.what = verb::release;
+    cmd.request.mutable_release()->set_id(id);
+  }
+
+  int rc = exit_error;
+  {
+    cli_config cfg;
+    caf::actor_system sys{cfg};
+    rc = run(sys, cmd);
+  }
+  std::cout.flush();
+  return rc;
+}

@@ -1,0 +1,153 @@
+// proctord: one Proctor node. Runs until SIGTERM/SIGINT (graceful) or SIGKILL; after any
+// of them, a restart on the same data directory carries every procedure on.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/node.hpp"
+#include "procedures/demo.hpp"
+
+#ifdef PROCTOR_HAVE_HTTPLIB
+#include "apps/metrics_http.hpp"
+#endif
+
+namespace {
+
+bool split_host_port(const std::string& s, std::string* host, uint16_t* port) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
+    return false;
+  *host = s.substr(0, colon);
+  try {
+    size_t used = 0;
+    auto p = std::stoul(s.substr(colon + 1), &used);
+    if (used != s.size() - colon - 1 || p > 65535)
+      return false;
+    *port = static_cast<uint16_t>(p);
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+class daemon_config : public caf::actor_system_config {
+public:
+  daemon_config() {
+    load<caf::io::middleman>();
+    set("logger.console-verbosity", caf::atom("quiet"));
+    set("logger.file-verbosity", caf::atom("quiet"));
+  }
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"proctord: a Proctor node (durable procedures on actors, journaled to RocksDB)"};
+  std::string data_dir, listen, log_level = "info", metrics_addr;
+  size_t workers = 8;
+  int result_ttl_s = 900;
+  size_t max_args = 1 << 20;
+  app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
+  app.add_option("--listen", listen, "HOST:PORT the node serves on (port 0: any)")->required();
+  app.add_option("--workers", workers, "Run slots: steps that run at once")
+    ->check(CLI::Range(1, 4096));
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
+    ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_option("--metrics", metrics_addr, "HOST:PORT to serve Prometheus metrics on");
+  app.add_option("--result-ttl-s", result_ttl_s, "Seconds a finished tree's result is kept")
+    ->check(CLI::Range(1, 365 * 24 * 3600));
+  app.add_option("--max-args-bytes", max_args, "Largest args JSON a submit may carry")
+    ->check(CLI::Range(size_t{64}, size_t{1} << 30));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto logger = spdlog::stderr_color_mt("proctord");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  std::string host;
+  uint16_t port = 0;
+  if (!split_host_port(listen, &host, &port)) {
+    std::cerr << "proctord: --listen wants HOST:PORT, got '" << listen << "'\n";
+    return 64;
+  }
+  std::string mhost;
+  uint16_t mport = 0;
+  if (!metrics_addr.empty() && !split_host_port(metrics_addr, &mhost, &mport)) {
+    std::cerr << "proctord: --metrics wants HOST:PORT, got '" << metrics_addr << "'\n";
+    return 64;
+  }
+
+  // Signals are taken synchronously by this thread; block them before CAF starts threads.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  proctor::registry types;
+  proctor::register_demo_procedures(types);
+  daemon_config cfg;
+  int rc = 0;
+  {
+    caf::actor_system sys{cfg};
+    proctor::node n{sys, types};
+    proctor::node_options opts;
+    opts.data_dir = data_dir;
+    opts.workers = workers;
+    opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
+    opts.executor.max_args_bytes = max_args;
+    auto started = n.start(opts);
+    if (!started) {
+      std::cerr << "proctord: " << sys.render(started.error()) << "\n";
+      spdlog::shutdown();
+      std::_Exit(1);
+    }
+    auto p = n.publish(host, port);
+    if (!p) {
+      std::cerr << "proctord: cannot listen on " << listen << ": " << sys.render(p.error())
+                << "\n";
+      n.stop();
+      spdlog::shutdown();
+      std::_Exit(1);
+    }
+    spdlog::info("proctord listening on {}:{} with {} worker(s), data in {}", host, *p, workers,
+                 data_dir);
+#ifdef PROCTOR_HAVE_HTTPLIB
+    std::unique_ptr<proctor::metrics_http> http;
+    if (!metrics_addr.empty()) {
+      http = std::make_unique<proctor::metrics_http>(sys, n.executor());
+      std::string err;
+      if (!http->start(mhost, mport, &err)) {
+        std::cerr << "proctord: cannot serve metrics on " << metrics_addr << ": " << err << "\n";
+        n.stop();
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+    }
+#else
+    if (!metrics_addr.empty())
+      spdlog::warn("--metrics ignored: built without cpp-httplib");
+#endif
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    spdlog::info("signal {}: shutting down", sig);
+#ifdef PROCTOR_HAVE_HTTPLIB
+    if (http)
+      http->stop();
+#endif
+    n.stop();
+  }
+  spdlog::shutdown();
+  return rc;
+}

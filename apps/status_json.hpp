@@ -1,0 +1,32 @@
+// The CLI's JSON rendering of procedure statuses (the output of `status`, `wait` and `list`).
+// One format everywhere, one line per status, keys always in this order:
+//
+//   {"id":5,"type":"demo.ledger","state":"SUCCESS","root_id":5,"parent_id":0,
+//    "children":[6,7],"error":"","result":{"n":3},"waiting_for":""}
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <google/protobuf/repeated_field.h>
+
+#include "wire.pb.h"
+
+namespace proctor {
+
+/// `s` as one JSON object (no trailing newline). `result` is the procedure's result_json
+/// embedded as JSON when it is a valid JSON text, `null` when it is empty, and otherwise
+/// the text itself as a JSON string, so the output is always valid JSON.
+std::string status_to_json(const pb::ProcStatus& s);
+
+/// `xs` as one JSON array of `status_to_json` objects (no trailing newline).
+std::string list_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs);
+
+/// `s` as a JSON string literal, quotes included. Control characters are escaped; bytes
+/// that are not valid UTF-8 become U+FFFD, so the literal is always valid JSON.
+std::string json_quote(std::string_view s);
+
+/// True if `text` is exactly one valid JSON value (RFC 8259), surrounding whitespace allowed.
+bool is_valid_json(std::string_view text);
+
+} // namespace proctor

@@ -1,0 +1,179 @@
+#include "persistence/journal.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "journal.pb.h"
+#include "persistence/keys.hpp"
+
+namespace proctor {
+
+namespace {
+
+/// An append waiting for the next synced write.
+struct staged_append {
+  journal_batch batch;
+  uint64_t first_lsn = 0;  ///< LSN of the first entry; next free LSN if there are none
+  uint64_t last_lsn = 0;   ///< the acknowledgement
+  caf::typed_response_promise<uint64_t> rp;
+};
+
+struct journal_state {
+  journal_config cfg;
+  uint64_t next_lsn = 1;
+  std::vector<staged_append> staged;
+  size_t staged_entries = 0;
+  size_t staged_deletes = 0;
+  /// A flush_atom is on its way: appends arriving before it ride along.
+  bool flush_scheduled = false;
+  /// A write failed: nothing is ever acknowledged again.
+  bool failed = false;
+  journal_stats stats;
+  /// Reused between flushes to keep its capacity.
+  std::vector<store_op> ops;
+
+  static inline const char* name = "proctor.journal";
+};
+
+using journal_actor = caf::stateful_actor<journal_state>;
+
+void fail_stop(journal_state& st, const std::string& msg) {
+  st.failed = true;
+  if (st.cfg.fatal) {
+    spdlog::error("journal write failed: {}", msg);
+    st.cfg.fatal(msg);
+    return;
+  }
+  spdlog::critical("journal write failed, node fail-stops: {}", msg);
+  spdlog::shutdown();
+  std::_Exit(70);
+}
+
+std::string id_floor_record(uint64_t next_id) {
+  pb::JournalRecord rec;
+  rec.set_format(1);
+  rec.mutable_id_floor()->set_next_id(next_id);
+  return rec.SerializeAsString();
+}
+
+/// Writes every staged append with one synced write, then acknowledges them in order.
+void flush(journal_actor* self) {
+  auto& st = self->state;
+  if (st.failed || st.staged.empty())
+    return;
+  auto& ops = st.ops;
+  ops.clear();
+  ops.reserve(st.staged_entries + st.staged_deletes + 1);
+  for (auto& a : st.staged) {
+    for (const auto& d : a.batch.deletes) {
+      auto& op = ops.emplace_back();
+      op.what = store_op::kind::delete_range;
+      op.root_id = d.root_id;
+      op.from_lsn = d.from_lsn;
+      op.lsn = d.before_lsn == 0 ? a.first_lsn : d.before_lsn;
+    }
+    auto lsn = a.first_lsn;
+    for (auto& e : a.batch.entries) {
+      auto& op = ops.emplace_back();
+      op.root_id = e.root_id;
+      op.lsn = lsn++;
+      op.value = std::move(e.record);
+    }
+  }
+  // Written after the deletes, so even a delete of the meta tree cannot remove it.
+  if (st.staged_deletes > 0 && st.cfg.next_id) {
+    auto& op = ops.emplace_back();
+    op.root_id = journal_keys::meta_root;
+    op.lsn = journal_keys::id_floor_lsn;
+    op.value = id_floor_record(st.cfg.next_id->load());
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto status = st.cfg.store->write(ops);
+  auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - t0)
+                                    .count());
+  ops.clear();
+  auto entries = std::exchange(st.staged_entries, 0);
+  st.staged_deletes = 0;
+  if (!status.ok()) {
+    // The promises are dropped undelivered: their requesters time out, never see an ack.
+    st.staged.clear();
+    fail_stop(st, status.ToString());
+    return;
+  }
+  st.stats.batches += 1;
+  st.stats.records += entries;
+  st.stats.last_batch_size = st.staged.size();
+  st.stats.fsync_us_last = us;
+  st.stats.fsync_us_total += us;
+  for (auto& a : st.staged)
+    a.rp.deliver(uint64_t{a.last_lsn});
+  st.staged.clear();
+}
+
+caf::behavior journal_impl(journal_actor* self, journal_config cfg) {
+  auto& st = self->state;
+  st.next_lsn = cfg.next_lsn;
+  st.cfg = std::move(cfg);
+  // Appends already received are flushed before a (trappable) exit, so a clean shutdown
+  // acknowledges everything it accepted.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    if (!msg.reason)
+      return;
+    flush(self);
+    self->quit(msg.reason);
+  });
+  return {
+    [self](append_atom, journal_batch& batch) -> caf::typed_response_promise<uint64_t> {
+      auto& st = self->state;
+      // Taking the promise answers the request; dropping it sends nothing.
+      auto rp = self->make_response_promise<uint64_t>();
+      if (st.failed)
+        return rp;
+      auto& a = st.staged.emplace_back();
+      a.first_lsn = st.next_lsn;
+      st.next_lsn += batch.entries.size();
+      a.last_lsn = st.next_lsn - 1;
+      st.staged_entries += batch.entries.size();
+      st.staged_deletes += batch.deletes.size();
+      a.batch = std::move(batch);
+      a.rp = rp;
+      if (!st.flush_scheduled) {
+        st.flush_scheduled = true;
+        self->send(self, flush_atom::value);
+      }
+      return rp;
+    },
+    [self](flush_atom) {
+      self->state.flush_scheduled = false;
+      flush(self);
+    },
+    [self](read_tree_atom, uint64_t root_id) -> caf::result<journal_records> {
+      auto& st = self->state;
+      flush(self);
+      if (st.failed)
+        return caf::make_error(caf::sec::runtime_error, "journal failed: node fail-stops");
+      journal_records out;
+      auto status = st.cfg.store->read_tree(root_id, &out);
+      if (!status.ok())
+        return caf::make_error(caf::sec::runtime_error, status.ToString());
+      return out;
+    },
+    [self](journal_stats_atom) {
+      auto stats = self->state.stats;
+      stats.next_lsn = self->state.next_lsn;
+      return stats;
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_journal(caf::actor_system& sys, journal_config cfg) {
+  return sys.spawn<caf::detached>(journal_impl, std::move(cfg));
+}
+
+} // namespace proctor

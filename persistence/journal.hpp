@@ -1,0 +1,80 @@
+// The journal actor: the node's only RocksDB writer. Appends that arrive while a write is in
+// flight are collected into the next WriteBatch (group commit); a batch is written with
+// sync = true and only then is every append in it acknowledged. It runs detached (its own
+// thread), so blocking I/O never stalls CAF's cooperative workers.
+//
+// Messages:
+//   (append_atom, journal_batch)      -> uint64_t  last LSN assigned, once durable
+//   (read_tree_atom, uint64_t root)   -> journal_records  every record of the tree, ascending
+//   (journal_stats_atom)              -> journal_stats
+// A write error makes the node fail-stop: the `fatal` callback runs and no waiting append is
+// ever acknowledged.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "persistence/journal_store.hpp"
+
+namespace proctor {
+
+using append_atom = caf::atom_constant<caf::atom("append")>;
+using read_tree_atom = caf::atom_constant<caf::atom("readtree")>;
+using journal_stats_atom = caf::atom_constant<caf::atom("jstats")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+
+/// A record to append; the journal assigns its LSN.
+struct journal_entry {
+  uint64_t root_id = 0;
+  std::string record;  ///< a serialized pb::JournalRecord
+};
+
+/// One append: written atomically (all or nothing), in this order: the range deletes,
+/// then the entries. A delete of tree r removes (r, from_lsn) <= key < (r, before_lsn), where
+/// before_lsn = 0 means "every record of r written so far".
+struct journal_batch {
+  std::vector<journal_entry> entries;
+  struct range_delete {
+    uint64_t root_id = 0;
+    uint64_t from_lsn = 0;    ///< first LSN deleted
+    uint64_t before_lsn = 0;  ///< 0: up to this batch's first entry; UINT64_MAX: whole tree
+  };
+  std::vector<range_delete> deletes;
+};
+
+using journal_records = std::vector<stored_record>;
+
+struct journal_stats {
+  uint64_t batches = 0;         ///< WriteBatches written
+  uint64_t records = 0;         ///< records appended
+  uint64_t last_batch_size = 0; ///< appends in the last batch
+  uint64_t fsync_us_total = 0;  ///< time spent in synced writes, microseconds
+  uint64_t fsync_us_last = 0;
+  uint64_t next_lsn = 0;
+};
+
+struct journal_config {
+  std::shared_ptr<journal_store> store;
+  uint64_t next_lsn = 1;  ///< first LSN to assign (recovery: max LSN seen + 1)
+  /// Ids below this value have been handed out; written with every delete so that a
+  /// deleted tree's ids are never reused after a restart. May be null.
+  std::shared_ptr<std::atomic<uint64_t>> next_id;
+  /// Called once on a write error, before the journal stops acknowledging. The default
+  /// (empty) logs and terminates the process (fail-stop).
+  std::function<void(const std::string&)> fatal;
+};
+
+/// Spawns the journal actor (detached).
+caf::actor spawn_journal(caf::actor_system& sys, journal_config cfg);
+
+} // namespace proctor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::journal_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::journal_records)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::journal_stats)

@@ -1,0 +1,56 @@
+// The journal's storage, behind an interface so tests can inject I/O errors and crashes.
+// The only implementation used by nodes is RocksDB (rocksdb_store.hpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <rocksdb/status.h>
+
+namespace proctor {
+
+/// One write of a batch.
+struct store_op {
+  enum class kind : uint8_t {
+    put,           ///< key (root_id, lsn) := value
+    delete_range,  ///< delete keys (root_id, from_lsn) <= k < (root_id, lsn);
+                   ///< lsn = UINT64_MAX: to the end of the tree; empty if from_lsn >= lsn
+  };
+  kind what = kind::put;
+  uint64_t root_id = 0;
+  uint64_t lsn = 0;
+  std::string value;
+  uint64_t from_lsn = 0;  ///< delete_range only: first LSN deleted
+};
+
+/// A record as stored.
+struct stored_record {
+  uint64_t root_id = 0;
+  uint64_t lsn = 0;
+  std::string value;
+};
+
+class journal_store {
+public:
+  virtual ~journal_store() = default;
+
+  /// Applies `ops` atomically, in order, and durably (fsync'd) before returning OK.
+  virtual rocksdb::Status write(const std::vector<store_op>& ops) = 0;
+
+  /// Visits every record in key order (root_id, then lsn). `fn` returns false to stop.
+  /// Records whose key is malformed are reported as a Corruption status after the scan.
+  virtual rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) = 0;
+
+  /// Every record of one tree, ascending LSN.
+  virtual rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) = 0;
+};
+
+/// Opens (creating if missing) the RocksDB journal under `dir`. Fails with a one-line
+/// reason if the directory is not writable or another process holds its lock.
+std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::string* error);
+
+} // namespace proctor

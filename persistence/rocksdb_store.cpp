@@ -1,0 +1,217 @@
+#include "persistence/rocksdb_store.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+#include <spdlog/spdlog.h>
+
+#include "persistence/keys.hpp"
+
+namespace proctor {
+
+namespace {
+
+constexpr size_t scan_readahead = 2 * 1024 * 1024;
+
+/// The first key after every key of tree `root_id`. For the last possible root there is
+/// no (root + 1, 0): a 17-byte key sorts after every 16-byte key with the same prefix.
+std::string tree_end(uint64_t root_id) {
+  if (root_id == UINT64_MAX)
+    return std::string(journal_keys::key_size, '\xff') + '\0';
+  return journal_keys::encode(root_id + 1, 0);
+}
+
+std::string range_end(const store_op& op) {
+  if (op.lsn == UINT64_MAX)
+    return tree_end(op.root_id);
+  return journal_keys::encode(op.root_id, op.lsn);
+}
+
+rocksdb::Slice as_slice(std::string_view s) {
+  return {s.data(), s.size()};
+}
+
+std::string one_line(std::string s) {
+  for (auto& c : s)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  return s;
+}
+
+bool contains(const std::string& haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+rocksdb::Options make_options() {
+  rocksdb::Options opts;
+  opts.create_if_missing = true;
+  // Fail on any sign of damage instead of opening a partial journal.
+  opts.paranoid_checks = true;
+  // Two cores: one flush and one compaction in the background at most.
+  opts.IncreaseParallelism(2);
+  opts.write_buffer_size = 32 << 20;
+  opts.max_write_buffer_number = 3;
+  opts.max_total_wal_size = 256 << 20;
+  // RocksDB's own LOG files live in the data directory: keep them bounded.
+  opts.keep_log_file_num = 5;
+  opts.max_log_file_size = 16 << 20;
+  // Every acknowledged write is synced, so a torn WAL tail holds only unacknowledged
+  // writes: recovering to the last intact record is exactly right.
+  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  return opts;
+}
+
+} // namespace
+
+// -- rocksdb_store ------------------------------------------------------------------------
+
+rocksdb_store::rocksdb_store(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {
+  // nop
+}
+
+rocksdb_store::~rocksdb_store() {
+  if (!db_)
+    return;
+  auto st = db_->Close();
+  if (!st.ok())
+    spdlog::warn("closing the journal database failed: {}", st.ToString());
+}
+
+rocksdb::Status rocksdb_store::write(const std::vector<store_op>& ops) {
+  if (ops.empty())
+    return rocksdb::Status::OK();
+  // Reserve the batch's buffer once: per record roughly key + value + a few header bytes.
+  size_t bytes = 12;
+  for (const auto& op : ops)
+    bytes += 2 * journal_keys::key_size + op.value.size() + 8;
+  rocksdb::WriteBatch batch(bytes);
+  char key[journal_keys::key_size];
+  for (const auto& op : ops) {
+    rocksdb::Status st;
+    switch (op.what) {
+      case store_op::kind::put:
+        journal_keys::put_be64(key, op.root_id);
+        journal_keys::put_be64(key + 8, op.lsn);
+        st = batch.Put(rocksdb::Slice(key, sizeof(key)), as_slice(op.value));
+        break;
+      case store_op::kind::delete_range: {
+        // An empty range is a no-op; RocksDB is not asked to store an inverted tombstone.
+        if (op.lsn != UINT64_MAX && op.from_lsn >= op.lsn)
+          break;
+        auto begin = journal_keys::encode(op.root_id, op.from_lsn);
+        auto end = range_end(op);
+        st = batch.DeleteRange(begin, end);
+        break;
+      }
+    }
+    if (!st.ok())
+      return st;
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return db_->Write(wo, &batch);
+}
+
+rocksdb::Status rocksdb_store::scan(const std::function<bool(const stored_record&)>& fn) {
+  rocksdb::ReadOptions ro;
+  ro.verify_checksums = true;
+  ro.fill_cache = false;
+  ro.readahead_size = scan_readahead;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  size_t malformed = 0;
+  stored_record rec;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    auto k = it->key();
+    if (!journal_keys::decode({k.data(), k.size()}, &rec.root_id, &rec.lsn)) {
+      ++malformed;
+      continue;
+    }
+    auto v = it->value();
+    rec.value.assign(v.data(), v.size());
+    if (!fn(rec))
+      break;
+  }
+  auto st = it->status();
+  if (!st.ok())
+    return st;
+  if (malformed > 0)
+    return rocksdb::Status::Corruption("journal scan: " + std::to_string(malformed)
+                                       + " record(s) with a malformed key");
+  return rocksdb::Status::OK();
+}
+
+rocksdb::Status rocksdb_store::read_tree(uint64_t root_id, std::vector<stored_record>* out) {
+  auto begin = journal_keys::encode(root_id, 0);
+  auto end = tree_end(root_id);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.verify_checksums = true;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  size_t malformed = 0;
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    auto k = it->key();
+    stored_record rec;
+    if (!journal_keys::decode({k.data(), k.size()}, &rec.root_id, &rec.lsn)) {
+      ++malformed;
+      continue;
+    }
+    auto v = it->value();
+    rec.value.assign(v.data(), v.size());
+    out->push_back(std::move(rec));
+  }
+  auto st = it->status();
+  if (!st.ok())
+    return st;
+  if (malformed > 0)
+    return rocksdb::Status::Corruption("journal tree " + std::to_string(root_id) + ": "
+                                       + std::to_string(malformed)
+                                       + " record(s) with a malformed key");
+  return rocksdb::Status::OK();
+}
+
+// -- open ---------------------------------------------------------------------------------
+
+std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::string* error) {
+  auto fail = [&](std::string msg) -> std::unique_ptr<journal_store> {
+    if (error != nullptr)
+      *error = one_line(std::move(msg));
+    return nullptr;
+  };
+  auto not_writable = [&](const std::string& why) {
+    return fail("data directory " + dir + " is not writable: " + why);
+  };
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return not_writable(ec.message());
+  if (!std::filesystem::is_directory(dir, ec))
+    return not_writable(ec ? ec.message() : std::string{"not a directory"});
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return not_writable(std::strerror(errno));
+  rocksdb::DB* raw = nullptr;
+  auto st = rocksdb::DB::Open(make_options(), dir, &raw);
+  std::unique_ptr<rocksdb::DB> db(raw);
+  if (st.ok())
+    return std::make_unique<rocksdb_store>(std::move(db));
+  auto msg = st.ToString();
+  // Check permissions first: failing to *create* the LOCK file also mentions "lock".
+  if (contains(msg, "Permission denied") || contains(msg, "Read-only file system"))
+    return not_writable(msg);
+  // Another process: flock gives EAGAIN ("While lock file"); this process: RocksDB's own
+  // table of locked files ("lock hold by current process").
+  if (st.IsIOError() && (contains(msg, "While lock file") || contains(msg, "lock hold")))
+    return fail("data directory " + dir + " is in use by another proctord (lock held)");
+  return fail("cannot open the journal in " + dir + ": " + msg);
+}
+
+} // namespace proctor

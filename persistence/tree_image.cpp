@@ -1,0 +1,245 @@
+#include "persistence/tree_image.hpp"
+
+#include <algorithm>
+
+namespace proctor {
+
+void tree_folder::add(uint64_t lsn, const std::string& value) {
+  pb::JournalRecord rec;
+  if (!rec.ParseFromString(value)) {
+    if (image_.corrupt.empty())
+      image_.corrupt = "unparsable record at lsn " + std::to_string(lsn);
+    return;
+  }
+  add(lsn, rec);
+}
+
+void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
+  auto& t = image_;
+  t.last_lsn = std::max(t.last_lsn, lsn);
+  auto missing = [&](uint64_t id) {
+    if (t.corrupt.empty())
+      t.corrupt = "record at lsn " + std::to_string(lsn) + " names unknown procedure "
+                  + std::to_string(id);
+  };
+  switch (rec.body_case()) {
+    case pb::JournalRecord::kSubmitted: {
+      const auto& s = rec.submitted();
+      auto& p = t.procs[s.proc_id()];
+      p.id = s.proc_id();
+      p.parent_id = s.parent_id();
+      p.type = s.type();
+      p.type_version = s.type_version();
+      p.priority = s.priority();
+      p.nonce = s.nonce();
+      p.submitted_at_ms = s.submitted_at_ms();
+      p.status = proc_state::runnable;
+      p.state = s.state();
+      p.data = s.data();
+      break;
+    }
+    case pb::JournalRecord::kStep: {
+      const auto& s = rec.step();
+      auto* p = t.find(s.proc_id());
+      if (p == nullptr)
+        return missing(s.proc_id());
+      p->steps.push_back(step_entry{lsn, s.executed_state(), std::move(p->data),
+                                    s.past_no_return(), false});
+      if (s.past_no_return())
+        t.past_no_return = true;
+      p->data = s.data();
+      p->state = s.next_state();
+      p->event_key.clear();
+      p->event_delivered = false;
+      p->event_payload.clear();
+      p->event_timed_out = false;
+      p->deadline_ms = p->wake_at_ms = 0;
+      if (s.children_size() > 0) {
+        p->last_spawned.assign(s.children().begin(), s.children().end());
+        p->children.insert(p->children.end(), s.children().begin(), s.children().end());
+        p->status = proc_state::waiting;
+      } else {
+        p->status = proc_state::runnable;
+      }
+      break;
+    }
+    case pb::JournalRecord::kSuspended: {
+      const auto& s = rec.suspended();
+      auto* p = t.find(s.proc_id());
+      if (p == nullptr)
+        return missing(s.proc_id());
+      p->status = proc_state::waiting;
+      p->event_key = s.event_key();
+      p->deadline_ms = s.deadline_ms();
+      p->state = s.resume_state();
+      break;
+    }
+    case pb::JournalRecord::kTimer: {
+      const auto& s = rec.timer();
+      auto* p = t.find(s.proc_id());
+      if (p == nullptr)
+        return missing(s.proc_id());
+      p->status = proc_state::waiting_timeout;
+      p->wake_at_ms = s.wake_at_ms();
+      p->state = s.resume_state();
+      break;
+    }
+    case pb::JournalRecord::kDelivered: {
+      const auto& s = rec.delivered();
+      auto* p = t.find(s.proc_id());
+      if (p == nullptr)
+        return missing(s.proc_id());
+      p->status = proc_state::runnable;
+      p->event_delivered = true;
+      p->event_payload = s.payload_json();
+      p->event_timed_out = s.timed_out();
+      break;
+    }
+    case pb::JournalRecord::kFailed: {
+      const auto& s = rec.failed();
+      auto* p = t.find(s.proc_id());
+      if (p == nullptr)
+        return missing(s.proc_id());
+      p->failed = true;
+      p->failed_state = s.failed_state();
+      if (!t.failed)
+        t.failure = s.error();
+      t.failed = true;
+      if (p->error.empty())
+        p->error = s.error();
+      break;
+    }
+    case pb::JournalRecord::kUndone: {
+      const auto& s = rec.undone();
+      auto* p = t.find(s.proc_id());
+      if (p == nullptr)
+        return missing(s.proc_id());
+      if (s.undone_lsn() == 0) {
+        p->partial_undone = true;
+      } else {
+        for (auto& st : p->steps)
+          if (st.lsn == s.undone_lsn())
+            st.undone = true;
+      }
+      p->data = s.data();
+      break;
+    }
+    case pb::JournalRecord::kFinished: {
+      const auto& s = rec.finished();
+      auto* p = t.find(s.proc_id());
+      if (p == nullptr)
+        return missing(s.proc_id());
+      p->status = from_pb(s.state());
+      p->result_json = s.result_json();
+      if (!s.error().empty())
+        p->error = s.error();
+      if (p->id == t.root_id)
+        t.finished = true;
+      break;
+    }
+    case pb::JournalRecord::kRolledBack: {
+      t.rolled_back = true;
+      t.finished = true;
+      for (auto& [id, p] : t.procs)
+        if (p.status != proc_state::rolledback) {
+          p.status = proc_state::rolledback;
+          if (p.error.empty())
+            p.error = rec.rolled_back().error();
+        }
+      break;
+    }
+    case pb::JournalRecord::kSummary: {
+      const auto& s = rec.summary();
+      t.procs.clear();
+      t.summarized = true;
+      t.finished = true;
+      t.finished_at_ms = s.finished_at_ms();
+      for (const auto& ps : s.procs()) {
+        auto& p = t.procs[ps.proc_id()];
+        p.id = ps.proc_id();
+        p.parent_id = ps.parent_id();
+        p.type = ps.type();
+        p.status = from_pb(ps.state());
+        p.result_json = ps.result_json();
+        p.error = ps.error();
+        p.children.assign(ps.children().begin(), ps.children().end());
+        p.nonce = ps.nonce();
+        if (p.status == proc_state::rolledback)
+          t.rolled_back = t.failed = true;
+      }
+      break;
+    }
+    case pb::JournalRecord::kIdFloor:
+    case pb::JournalRecord::kEvent:
+    case pb::JournalRecord::BODY_NOT_SET:
+      if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())
+        t.corrupt = "empty record at lsn " + std::to_string(lsn);
+      break;
+  }
+}
+
+tree_image tree_folder::finish() {
+  auto& t = image_;
+  if (t.corrupt.empty() && t.procs.find(t.root_id) == t.procs.end())
+    t.corrupt = "tree has no Submitted record for its root";
+  for (auto& [id, p] : t.procs) {
+    if (p.status != proc_state::waiting || p.last_spawned.empty() || !p.event_key.empty())
+      continue;
+    bool all_ended = std::all_of(p.last_spawned.begin(), p.last_spawned.end(), [&](uint64_t c) {
+      auto* cp = t.find(c);
+      return cp != nullptr && is_final(cp->status);
+    });
+    if (all_ended)
+      p.status = proc_state::runnable;
+  }
+  return std::move(image_);
+}
+
+tree_image fold_tree(uint64_t root_id, const std::vector<stored_record>& records) {
+  tree_folder f(root_id);
+  for (const auto& r : records)
+    if (r.root_id == root_id)
+      f.add(r.lsn, r.value);
+  return f.finish();
+}
+
+std::vector<undo_item> rollback_plan(const tree_image& tree) {
+  std::vector<undo_item> plan;
+  // States that may have run partly: every procedure that had not ended. Newest first.
+  for (auto i = tree.procs.rbegin(); i != tree.procs.rend(); ++i) {
+    const auto& p = i->second;
+    if (is_final(p.status) || p.partial_undone)
+      continue;
+    plan.push_back(undo_item{p.id, p.failed ? p.failed_state : p.state, 0, p.data});
+  }
+  std::vector<undo_item> steps;
+  for (const auto& [id, p] : tree.procs)
+    for (const auto& s : p.steps)
+      if (!s.undone && !s.no_return)
+        steps.push_back(undo_item{id, s.executed_state, s.lsn, s.data_before});
+  std::sort(steps.begin(), steps.end(),
+            [](const undo_item& a, const undo_item& b) { return a.lsn > b.lsn; });
+  plan.insert(plan.end(), std::make_move_iterator(steps.begin()),
+              std::make_move_iterator(steps.end()));
+  return plan;
+}
+
+pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
+  pb::TreeSummary s;
+  s.set_finished_at_ms(finished_at_ms);
+  for (const auto& [id, p] : tree.procs) {
+    auto* ps = s.add_procs();
+    ps->set_proc_id(id);
+    ps->set_parent_id(p.parent_id);
+    ps->set_type(p.type);
+    ps->set_state(to_pb(p.status));
+    ps->set_result_json(p.result_json);
+    ps->set_error(p.error);
+    for (auto c : p.children)
+      ps->add_children(c);
+    ps->set_nonce(p.nonce);
+  }
+  return s;
+}
+
+} // namespace proctor

@@ -1,0 +1,117 @@
+// The folded state of one procedure tree, rebuilt from its journal records. Recovery folds
+// every tree at start-up; a supervisor folds one tree again to restart a crashed subtree;
+// a root folds its tree to plan a rollback. One fold, three uses.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "journal.pb.h"
+#include "persistence/journal_store.hpp"
+#include "procedures/proc_state.hpp"
+
+namespace proctor {
+
+/// A committed step, as rollback needs it.
+struct step_entry {
+  uint64_t lsn = 0;
+  int32_t executed_state = 0;
+  std::string data_before;  ///< the data the step started with
+  bool no_return = false;   ///< executed_state does not support rollback
+  bool undone = false;
+};
+
+struct proc_image {
+  uint64_t id = 0;
+  uint64_t parent_id = 0;
+  std::string type;
+  uint32_t type_version = 1;
+  int32_t priority = 0;
+  std::string nonce;
+  int64_t submitted_at_ms = 0;
+
+  proc_state status = proc_state::runnable;
+  int32_t state = 0;  ///< the state that runs next
+  std::string data;   ///< data after the last committed step (or undo)
+  std::vector<uint64_t> children;      ///< every child ever spawned, in spawn order
+  std::vector<uint64_t> last_spawned;  ///< children of the last spawning step
+  std::vector<step_entry> steps;       ///< committed steps, ascending LSN
+
+  std::string result_json;
+  std::string error;
+  bool failed = false;  ///< a Failed record names this procedure
+  int32_t failed_state = 0;
+  bool partial_undone = false;  ///< the undo of its current (partly run) state is done
+
+  // WAITING on an event / WAITING_TIMEOUT
+  std::string event_key;
+  int64_t deadline_ms = 0;
+  int64_t wake_at_ms = 0;
+  std::string event_payload;  ///< set once the event was delivered
+  bool event_delivered = false;
+  bool event_timed_out = false;
+};
+
+struct tree_image {
+  uint64_t root_id = 0;
+  std::map<uint64_t, proc_image> procs;
+  uint64_t last_lsn = 0;
+  bool failed = false;        ///< rolling back (or rolled back)
+  std::string failure;        ///< the first failure's message
+  bool rolled_back = false;   ///< a RolledBack record closed the rollback
+  bool finished = false;      ///< the root ended (summary or Finished of the root)
+  bool summarized = false;    ///< held as one TreeSummary record
+  int64_t finished_at_ms = 0;
+  bool past_no_return = false;
+  std::string corrupt;        ///< non-empty: a record could not be read; quarantined
+
+  const proc_image* find(uint64_t id) const {
+    auto i = procs.find(id);
+    return i == procs.end() ? nullptr : &i->second;
+  }
+  proc_image* find(uint64_t id) {
+    auto i = procs.find(id);
+    return i == procs.end() ? nullptr : &i->second;
+  }
+  const proc_image* root() const { return find(root_id); }
+};
+
+/// Folds records of one tree, in ascending LSN, into a tree_image.
+class tree_folder {
+public:
+  explicit tree_folder(uint64_t root_id) { image_.root_id = root_id; }
+
+  /// Adds one record. A value that does not parse marks the tree corrupt.
+  void add(uint64_t lsn, const std::string& value);
+  void add(uint64_t lsn, const pb::JournalRecord& rec);
+
+  /// Finishes the fold (derives WAITING parents whose children all ended) and returns it.
+  tree_image finish();
+
+private:
+  tree_image image_;
+};
+
+/// Folds every record of one tree.
+tree_image fold_tree(uint64_t root_id, const std::vector<stored_record>& records);
+
+/// One undo of a rollback plan.
+struct undo_item {
+  uint64_t proc_id = 0;
+  int32_t state = 0;
+  uint64_t lsn = 0;  ///< the StepCommitted undone; 0 for the undo of a partly run state
+  std::string data;  ///< the data the undone step started with
+};
+
+/// What remains to undo in a failed tree, in the order to run: first the states that may
+/// have run partly (of every procedure that had not ended), then every committed step that
+/// is not yet undone, by descending LSN. Steps past a point of no return are left out.
+std::vector<undo_item> rollback_plan(const tree_image& tree);
+
+/// The record of one procedure's summary for a finished tree.
+pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms);
+
+} // namespace proctor

@@ -1,0 +1,51 @@
+// What a running step may know about itself and its tree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "procedures/proc_state.hpp"
+
+namespace proctor {
+
+/// How a child ended, as its parent sees it when it runs again after `spawn`.
+struct child_result {
+  uint64_t id = 0;
+  proc_state state = proc_state::success;
+  std::string result_json;
+  std::string error;
+};
+
+/// Passed to every step and rollback handler. Valid only during the call.
+class context {
+public:
+  /// This procedure's id, its root's id and its parent's id (0 for a root).
+  uint64_t id() const noexcept { return id_; }
+  uint64_t root_id() const noexcept { return root_id_; }
+  uint64_t parent_id() const noexcept { return parent_id_; }
+  bool is_root() const noexcept { return parent_id_ == 0; }
+
+  /// How often this state has started, counting this time (1 = first time). Counts runs
+  /// interrupted by crashes and restarts only when the crash was observed by a supervisor.
+  int attempt() const noexcept { return attempt_; }
+
+  /// The children spawned by the step that preceded this one, with how they ended.
+  const std::vector<child_result>& children() const noexcept { return children_; }
+
+  /// The payload of the event that woke this procedure ("" if none).
+  const std::string& event_payload() const noexcept { return event_payload_; }
+  /// True when a suspend's deadline passed before its event arrived.
+  bool event_timed_out() const noexcept { return event_timed_out_; }
+
+  // -- set by the runtime ---------------------------------------------------------------------
+  uint64_t id_ = 0;
+  uint64_t root_id_ = 0;
+  uint64_t parent_id_ = 0;
+  int attempt_ = 1;
+  std::vector<child_result> children_;
+  std::string event_payload_;
+  bool event_timed_out_ = false;
+};
+
+} // namespace proctor

@@ -1,0 +1,240 @@
+#include "procedures/demo.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "demo.pb.h"
+#include "procedures/state_machine.hpp"
+
+namespace proctor {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Creates `path` if missing (idempotent); throws on I/O errors (a crash: retried).
+void touch(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
+/// Removes `path` if present (idempotent).
+void remove_file(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (ec)
+    throw std::runtime_error("cannot remove " + path.string() + ": " + ec.message());
+}
+
+void nap(int ms) {
+  if (ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds{ms});
+}
+
+// -- demo.ledger --------------------------------------------------------------------------------
+
+class ledger : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  ledger() { on(pb::LEDGER_STEP, &ledger::step, &ledger::undo); }
+
+  std::string validate() const override {
+    const auto& d = typed_data();
+    if (d.ledger_dir().empty())
+      return "ledger_dir is required";
+    if (steps(d) < 0 || d.children() < 0 || d.depth() < 0 || d.step_sleep_ms() < 0)
+      return "steps, children, depth and step_sleep_ms must not be negative";
+    if (d.depth() > 8 || d.children() > 100000)
+      return "depth is limited to 8 and children to 100000";
+    if (!fs::is_directory(d.ledger_dir()))
+      return "ledger_dir '" + d.ledger_dir() + "' is not a directory";
+    return {};
+  }
+
+private:
+  static int steps(const pb::LedgerData& d) { return d.has_steps() ? d.steps() : 3; }
+  static int fail_at(const pb::LedgerData& d) { return d.has_fail_at() ? d.fail_at() : -1; }
+
+  static fs::path file(const pb::LedgerData& d, const context& ctx, int s) {
+    return fs::path(d.ledger_dir())
+           / (std::to_string(ctx.root_id()) + "." + std::to_string(ctx.id()) + "."
+              + std::to_string(s));
+  }
+
+  outcome step(pb::LedgerData& d, context& ctx) {
+    int s = d.step();
+    if (s >= steps(d))
+      return done(R"({"steps":)" + std::to_string(s) + "}");
+    if (ctx.is_root() && s == fail_at(d))
+      return fail("demo.ledger: failing at step " + std::to_string(s) + " as asked (fail_at)");
+    nap(d.step_sleep_ms());
+    touch(file(d, ctx, s));
+    d.set_step(s + 1);
+    if (s == 0 && d.depth() > 0 && d.children() > 0) {
+      pb::LedgerData c = d;
+      c.set_depth(d.depth() - 1);
+      c.set_step(0);
+      std::vector<child_spec> kids;
+      for (int i = 0; i < d.children(); ++i)
+        kids.push_back(child("demo.ledger", c));
+      return spawn(std::move(kids), pb::LEDGER_STEP);
+    }
+    if (s + 1 >= steps(d))
+      return done(R"({"steps":)" + std::to_string(s + 1) + "}");
+    return next(pb::LEDGER_STEP);
+  }
+
+  void undo(pb::LedgerData& d, context& ctx) {
+    nap(d.step_sleep_ms());
+    remove_file(file(d, ctx, d.step()));
+  }
+};
+
+// -- demo.flaky ---------------------------------------------------------------------------------
+
+class flaky : public state_machine<pb::FlakyData, pb::FlakyState> {
+public:
+  flaky() {
+    on(pb::FLAKY_PREPARE, &flaky::prepare, &flaky::unprepare);
+    on(pb::FLAKY_RISKY, &flaky::risky, &flaky::nothing);
+    on(pb::FLAKY_FINISH, &flaky::finish, &flaky::nothing);
+  }
+
+  std::string validate() const override {
+    const auto& d = typed_data();
+    if (d.ledger_dir().empty())
+      return "ledger_dir is required";
+    if (d.crash_times() < 0)
+      return "crash_times must not be negative";
+    if (!fs::is_directory(d.ledger_dir()))
+      return "ledger_dir '" + d.ledger_dir() + "' is not a directory";
+    return {};
+  }
+
+private:
+  static fs::path prepared(const pb::FlakyData& d, const context& ctx) {
+    return fs::path(d.ledger_dir())
+           / (std::to_string(ctx.root_id()) + "." + std::to_string(ctx.id()) + ".prepared");
+  }
+
+  outcome prepare(pb::FlakyData& d, context& ctx) {
+    touch(prepared(d, ctx));
+    return next(pb::FLAKY_RISKY);
+  }
+
+  void unprepare(pb::FlakyData& d, context& ctx) { remove_file(prepared(d, ctx)); }
+
+  outcome risky(pb::FlakyData& d, context& ctx) {
+    // The attempt count lives in a file, so it survives actor restarts and node crashes.
+    auto path = fs::path(d.ledger_dir()) / (std::to_string(ctx.id()) + ".attempts");
+    int attempts = 0;
+    if (std::ifstream in(path); in)
+      in >> attempts;
+    ++attempts;
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << attempts;
+    }
+    if (attempts <= d.crash_times())
+      throw std::runtime_error("demo.flaky: simulated crash " + std::to_string(attempts)
+                               + " of " + std::to_string(d.crash_times()));
+    return next(pb::FLAKY_FINISH);
+  }
+
+  outcome finish(pb::FlakyData&, context&) { return done(); }
+  void nothing(pb::FlakyData&, context&) {}
+};
+
+// -- demo.wait_event ----------------------------------------------------------------------------
+
+class wait_event : public state_machine<pb::WaitEventData, pb::WaitEventState> {
+public:
+  wait_event() {
+    on(pb::WAIT_EVENT_SUSPEND, &wait_event::suspend_step, &wait_event::nothing);
+    on(pb::WAIT_EVENT_RESUME, &wait_event::resume, &wait_event::nothing);
+  }
+
+  std::string validate() const override {
+    if (typed_data().key().empty())
+      return "key is required";
+    if (typed_data().timeout_ms() < 0)
+      return "timeout_ms must not be negative";
+    return {};
+  }
+
+private:
+  outcome suspend_step(pb::WaitEventData& d, context&) {
+    return suspend(d.key(), pb::WAIT_EVENT_RESUME, std::chrono::milliseconds{d.timeout_ms()});
+  }
+
+  outcome resume(pb::WaitEventData& d, context& ctx) {
+    d.set_payload_json(ctx.event_payload());
+    return done(ctx.event_payload());
+  }
+
+  void nothing(pb::WaitEventData&, context&) {}
+};
+
+// -- demo.noop / demo.fanout --------------------------------------------------------------------
+
+class noop : public state_machine<pb::NoopData, pb::NoopState> {
+public:
+  noop() { on(pb::NOOP_STEP, &noop::step, &noop::nothing); }
+
+private:
+  outcome step(pb::NoopData& d, context&) {
+    d.set_step(d.step() + 1);
+    return d.step() >= d.steps() ? done() : next(pb::NOOP_STEP);
+  }
+  void nothing(pb::NoopData&, context&) {}
+};
+
+class fanout : public state_machine<pb::FanoutData, pb::FanoutState> {
+public:
+  fanout() {
+    on(pb::FANOUT_SPAWN, &fanout::spawn_step, &fanout::nothing);
+    on(pb::FANOUT_JOIN, &fanout::join, &fanout::nothing);
+  }
+
+  std::string validate() const override {
+    if (typed_data().children() < 0 || typed_data().children() > 1000000)
+      return "children must be within 0..1000000";
+    return {};
+  }
+
+private:
+  outcome spawn_step(pb::FanoutData& d, context&) {
+    pb::NoopData c;
+    c.set_steps(std::max(1, d.child_steps()));
+    std::vector<child_spec> kids(static_cast<size_t>(d.children()), child("demo.noop", c));
+    return spawn(std::move(kids), pb::FANOUT_JOIN);
+  }
+
+  outcome join(pb::FanoutData&, context& ctx) {
+    for (const auto& c : ctx.children())
+      if (c.state != proc_state::success)
+        return fail("child " + std::to_string(c.id) + " did not succeed");
+    return done(R"({"children":)" + std::to_string(ctx.children().size()) + "}");
+  }
+  void nothing(pb::FanoutData&, context&) {}
+};
+
+} // namespace
+
+void register_demo_procedures(registry& r) {
+  r.add<ledger>("demo.ledger");
+  r.add<flaky>("demo.flaky");
+  r.add<wait_event>("demo.wait_event");
+  r.add<noop>("demo.noop");
+  r.add<fanout>("demo.fanout");
+}
+
+} // namespace proctor

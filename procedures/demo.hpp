@@ -1,0 +1,16 @@
+// The built-in demo procedures, used by the demo, the tests and the benchmark:
+//   demo.ledger      steps that each leave one file; trees; a failing root (rollback)
+//   demo.flaky       a step that crashes its first `crash_times` attempts (supervision)
+//   demo.wait_event  suspends until an external event or its deadline
+//   demo.noop        `steps` empty steps (durable step throughput)
+//   demo.fanout      one root spawning `children` demo.noop children (wide trees)
+#pragma once
+
+#include "procedures/registry.hpp"
+
+namespace proctor {
+
+/// Registers every demo procedure type in `r`.
+void register_demo_procedures(registry& r);
+
+} // namespace proctor

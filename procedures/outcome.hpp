@@ -1,0 +1,122 @@
+// What a step decides. A step returns exactly one outcome; nothing it decides takes effect
+// until the journal record that carries it is durable.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/message.h>
+
+namespace proctor {
+
+/// A child procedure requested by `spawn`: a registered type and its serialized data.
+struct child_spec {
+  std::string type;
+  std::string data;  ///< the child's data message, serialized (see `child()`)
+  int32_t priority = 0;
+};
+
+/// Builds a child_spec from the child's data message.
+inline child_spec child(std::string type, const google::protobuf::Message& data,
+                        int32_t priority = 0) {
+  return child_spec{std::move(type), data.SerializeAsString(), priority};
+}
+
+class outcome {
+public:
+  enum class kind : uint8_t { done, next, fail, yield, spawn, suspend, wait };
+
+  // -- constructors -------------------------------------------------------------------------
+
+  /// Finished: SUCCESS with an optional result (a JSON text, "" for none).
+  static outcome done(std::string result_json = {}) {
+    outcome o(kind::done);
+    o.result_json_ = std::move(result_json);
+    return o;
+  }
+
+  /// Finished: SUCCESS with the JSON mapping of a protobuf message as result.
+  static outcome done(const google::protobuf::Message& result);
+
+  /// Persist, then run `state` next.
+  static outcome next(int32_t state) {
+    outcome o(kind::next);
+    o.state_ = state;
+    return o;
+  }
+
+  /// Business failure: the procedure fails and its tree rolls back.
+  static outcome fail(std::string error) {
+    outcome o(kind::fail);
+    o.error_ = std::move(error);
+    return o;
+  }
+
+  /// Back of the run queue without persisting anything; `state` runs again later.
+  static outcome yield(int32_t state) {
+    outcome o(kind::yield);
+    o.state_ = state;
+    return o;
+  }
+
+  /// Persist this step and the children atomically; run `state` once every child ended.
+  static outcome spawn(std::vector<child_spec> children, int32_t state) {
+    outcome o(kind::spawn);
+    o.children_ = std::move(children);
+    o.state_ = state;
+    return o;
+  }
+
+  /// Wait for the external event `key`, then run `state`; `timeout` 0 waits forever.
+  static outcome suspend(std::string key, int32_t state,
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    outcome o(kind::suspend);
+    o.event_key_ = std::move(key);
+    o.state_ = state;
+    o.duration_ = timeout;
+    return o;
+  }
+
+  /// WAITING_TIMEOUT for `duration`, then run `state`.
+  static outcome wait(std::chrono::milliseconds duration, int32_t state) {
+    outcome o(kind::wait);
+    o.duration_ = duration;
+    o.state_ = state;
+    return o;
+  }
+
+  // -- observers ------------------------------------------------------------------------------
+
+  kind what() const noexcept { return kind_; }
+  /// The state that runs next (next, yield, spawn, suspend, wait).
+  int32_t state() const noexcept { return state_; }
+  const std::string& result_json() const noexcept { return result_json_; }
+  const std::string& error() const noexcept { return error_; }
+  const std::vector<child_spec>& children() const noexcept { return children_; }
+  std::vector<child_spec>& children() noexcept { return children_; }
+  const std::string& event_key() const noexcept { return event_key_; }
+  std::chrono::milliseconds duration() const noexcept { return duration_; }
+
+private:
+  explicit outcome(kind k) : kind_(k) {}
+
+  kind kind_;
+  int32_t state_ = 0;
+  std::string result_json_;
+  std::string error_;
+  std::vector<child_spec> children_;
+  std::string event_key_;
+  std::chrono::milliseconds duration_{0};
+};
+
+/// Thrown by a step (or returned through `outcome::fail`) for a business failure: the
+/// procedure fails and its tree rolls back. Any other exception is a crash, handled by the
+/// supervisor (restart from the last journaled state).
+class procedure_failure : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+} // namespace proctor

@@ -1,0 +1,42 @@
+// Per-type policies an author may declare at registration: how a parent supervises its
+// children, and how a failing step past its point of no return is retried.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace proctor {
+
+/// Which children restart when one crashes (Erlang/OTP's strategies).
+enum class restart_strategy : uint8_t {
+  one_for_one,   ///< only the crashed child's subtree
+  one_for_all,   ///< every child subtree of the same parent
+  rest_for_one,  ///< the crashed child and the children spawned after it
+};
+
+/// How a procedure supervises its children (and how a root is supervised).
+struct supervision_policy {
+  restart_strategy strategy = restart_strategy::one_for_one;
+  /// Restart intensity: more than `max_restarts` crashes within `period` escalate.
+  int max_restarts = 3;
+  std::chrono::milliseconds period{std::chrono::seconds{60}};
+  /// Back-off before restart n (n = 1, 2, ...): min(backoff_max, backoff_min * 2^(n-1)),
+  /// then +/- `jitter` (a fraction) of it at random.
+  std::chrono::milliseconds backoff_min{20};
+  std::chrono::milliseconds backoff_max{std::chrono::seconds{2}};
+  double jitter = 0.2;
+};
+
+/// How a failing step is retried forward (past the point of no return, or when a type
+/// asks for retries of business failures).
+struct retry_policy {
+  enum class backoff : uint8_t { fixed, linear, exponential };
+  backoff kind = backoff::exponential;
+  std::chrono::milliseconds delay{100};
+  std::chrono::milliseconds max_delay{std::chrono::seconds{30}};
+  /// Attempts in all, the first included; 0 = unbounded.
+  int max_attempts = 0;
+  double jitter = 0.2;
+};
+
+} // namespace proctor

@@ -1,0 +1,64 @@
+#include "procedures/registry.hpp"
+
+#include <google/protobuf/util/json_util.h>
+
+namespace proctor {
+
+bool registry::add(procedure_type t) {
+  auto name = t.name;
+  return types_.emplace(std::move(name), std::move(t)).second;
+}
+
+const procedure_type* registry::find(std::string_view name) const {
+  auto i = types_.find(name);
+  return i == types_.end() ? nullptr : &i->second;
+}
+
+std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
+                                                    const std::string& args_json,
+                                                    std::string* error) const {
+  const auto* t = find(type);
+  if (t == nullptr) {
+    *error = "unknown procedure type '" + std::string(type) + "'";
+    return nullptr;
+  }
+  auto p = t->make();
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = false;
+  auto st = google::protobuf::util::JsonStringToMessage(args_json.empty() ? "{}" : args_json,
+                                                        &p->data(), opts);
+  if (!st.ok()) {
+    *error = "malformed args JSON for '" + std::string(type) + "': " + st.ToString();
+    return nullptr;
+  }
+  if (auto why = p->validate(); !why.empty()) {
+    *error = "invalid args for '" + std::string(type) + "': " + why;
+    return nullptr;
+  }
+  return p;
+}
+
+std::unique_ptr<procedure> registry::make_from_bytes(std::string_view type,
+                                                     const std::string& bytes,
+                                                     std::string* error) const {
+  const auto* t = find(type);
+  if (t == nullptr) {
+    *error = "unknown procedure type '" + std::string(type) + "'";
+    return nullptr;
+  }
+  auto p = t->make();
+  if (!p->data().ParseFromString(bytes)) {
+    *error = "unparsable data for '" + std::string(type) + "'";
+    return nullptr;
+  }
+  return p;
+}
+
+std::vector<std::string> registry::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : types_)
+    out.push_back(name);
+  return out;
+}
+
+} // namespace proctor

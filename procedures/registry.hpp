@@ -1,0 +1,57 @@
+// Procedure types by stable name and version. Recovery recreates a procedure from the type
+// name stored in its journal records, so a name, once used, must keep meaning the same type.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "procedures/policy.hpp"
+#include "procedures/procedure.hpp"
+
+namespace proctor {
+
+struct procedure_type {
+  std::string name;
+  uint32_t version = 1;
+  std::function<std::unique_ptr<procedure>()> make;
+  supervision_policy supervision;
+  retry_policy retry;
+};
+
+class registry {
+public:
+  /// Registers `T` (default-constructible, derived from `procedure`) under `name`.
+  /// Returns false if the name is taken.
+  template <class T>
+  bool add(std::string name, uint32_t version = 1, supervision_policy sup = {},
+           retry_policy retry = {}) {
+    return add(procedure_type{std::move(name), version,
+                              [] { return std::unique_ptr<procedure>(new T()); }, sup, retry});
+  }
+
+  bool add(procedure_type t);
+
+  /// The type registered under `name`, or nullptr.
+  const procedure_type* find(std::string_view name) const;
+
+  /// A new procedure of `type` with its data parsed from `args_json` ("" = {}) and validated.
+  /// On error returns nullptr and sets `*error` to a one-line reason.
+  std::unique_ptr<procedure> make_from_json(std::string_view type, const std::string& args_json,
+                                            std::string* error) const;
+
+  /// A procedure of `type` with its data parsed from serialized bytes (the journal's copy).
+  std::unique_ptr<procedure> make_from_bytes(std::string_view type, const std::string& bytes,
+                                             std::string* error) const;
+
+  /// Registered type names, sorted.
+  std::vector<std::string> names() const;
+
+private:
+  std::map<std::string, procedure_type, std::less<>> types_;
+};
+
+} // namespace proctor

@@ -1,0 +1,116 @@
+// A procedure written as a state machine over a protobuf enum: one step handler and one
+// rollback handler per state, the data an author-defined protobuf message.
+//
+//   class create_table : public proctor::state_machine<pb::CreateTableData, pb::CreateTableState> {
+//   public:
+//     create_table() {
+//       on(pb::CT_WRITE_META, &create_table::write_meta, &create_table::undo_meta);
+//       on(pb::CT_OPEN_REGIONS, &create_table::open_regions, &create_table::close_regions);
+//       on_no_rollback(pb::CT_PUBLISH, &create_table::publish);  // point of no return
+//     }
+//     ...
+//   };
+#pragma once
+
+#include <functional>
+#include <map>
+#include <type_traits>
+
+#include "procedures/procedure.hpp"
+
+namespace proctor {
+
+template <class Data, class Enum>
+class state_machine : public procedure {
+public:
+  static_assert(std::is_base_of_v<google::protobuf::Message, Data>,
+                "Data must be a protobuf message");
+  using step_fn = std::function<outcome(Data&, context&)>;
+  using undo_fn = std::function<void(Data&, context&)>;
+
+  google::protobuf::Message& data() final { return data_; }
+  const Data& typed_data() const noexcept { return data_; }
+  Data& typed_data() noexcept { return data_; }
+
+  int32_t initial_state() const final {
+    return handlers_.empty() ? 0 : handlers_.begin()->first;
+  }
+
+  outcome execute(int32_t state, context& ctx) final {
+    auto i = handlers_.find(state);
+    if (i == handlers_.end())
+      throw std::logic_error("no step handler for state " + std::to_string(state));
+    return i->second.step(data_, ctx);
+  }
+
+  void rollback(int32_t state, context& ctx) final {
+    auto i = handlers_.find(state);
+    if (i != handlers_.end() && i->second.undo)
+      i->second.undo(data_, ctx);
+  }
+
+  bool rollback_supported(int32_t state) const final {
+    auto i = handlers_.find(state);
+    return i == handlers_.end() || static_cast<bool>(i->second.undo);
+  }
+
+  std::string state_name(int32_t state) const override {
+    const auto* d = google::protobuf::GetEnumDescriptor<Enum>();
+    if (const auto* v = d->FindValueByNumber(state))
+      return v->name();
+    return std::to_string(state);
+  }
+
+protected:
+  /// Declares the handlers of `s`. The lowest-numbered declared state is the initial one
+  /// (protobuf enums keep 0 for UNSPECIFIED, so number the first real state 1).
+  void on(Enum s, step_fn step, undo_fn undo) {
+    handlers_[static_cast<int32_t>(s)] = {std::move(step), std::move(undo)};
+  }
+
+  /// Declares `s` with no rollback: a point of no return.
+  void on_no_rollback(Enum s, step_fn step) {
+    handlers_[static_cast<int32_t>(s)] = {std::move(step), nullptr};
+  }
+
+  /// Member-function forms of `on` / `on_no_rollback`.
+  template <class Self>
+  void on(Enum s, outcome (Self::*step)(Data&, context&), void (Self::*undo)(Data&, context&)) {
+    auto* self = static_cast<Self*>(this);
+    on(s, [self, step](Data& d, context& c) { return (self->*step)(d, c); },
+       [self, undo](Data& d, context& c) { (self->*undo)(d, c); });
+  }
+  template <class Self>
+  void on_no_rollback(Enum s, outcome (Self::*step)(Data&, context&)) {
+    auto* self = static_cast<Self*>(this);
+    on_no_rollback(s, [self, step](Data& d, context& c) { return (self->*step)(d, c); });
+  }
+
+  /// Outcome helpers typed by the enum.
+  static outcome next(Enum s) { return outcome::next(static_cast<int32_t>(s)); }
+  static outcome yield(Enum s) { return outcome::yield(static_cast<int32_t>(s)); }
+  static outcome spawn(std::vector<child_spec> c, Enum s) {
+    return outcome::spawn(std::move(c), static_cast<int32_t>(s));
+  }
+  static outcome suspend(std::string key, Enum s,
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    return outcome::suspend(std::move(key), static_cast<int32_t>(s), timeout);
+  }
+  static outcome wait(std::chrono::milliseconds d, Enum s) {
+    return outcome::wait(d, static_cast<int32_t>(s));
+  }
+  static outcome done(std::string result_json = {}) { return outcome::done(std::move(result_json)); }
+  static outcome done(const google::protobuf::Message& m) { return outcome::done(m); }
+  static outcome fail(std::string error) { return outcome::fail(std::move(error)); }
+
+private:
+  struct handlers {
+    step_fn step;
+    undo_fn undo;
+  };
+
+  Data data_;
+  std::map<int32_t, handlers> handlers_;
+};
+
+} // namespace proctor

@@ -1,0 +1,41 @@
+// Restart intensity and back-off for one supervisor (Erlang/OTP's MaxR within MaxT).
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <random>
+
+#include "procedures/policy.hpp"
+
+namespace proctor {
+
+class restart_tracker {
+public:
+  using clock = std::chrono::steady_clock;
+
+  explicit restart_tracker(supervision_policy policy = {}) : policy_(policy) {}
+
+  /// Records a crash at `now`. Returns false if it exceeds the intensity (more than
+  /// max_restarts crashes within period): the supervisor must escalate instead of restarting.
+  bool record_crash(clock::time_point now);
+
+  /// The back-off before the restart that follows the crash just recorded: doubling from
+  /// backoff_min per crash within the period, capped at backoff_max, with +/- jitter.
+  std::chrono::milliseconds backoff();
+
+  /// Crashes within the current period.
+  size_t recent() const noexcept { return crashes_.size(); }
+
+  const supervision_policy& policy() const noexcept { return policy_; }
+
+private:
+  supervision_policy policy_;
+  std::deque<clock::time_point> crashes_;
+  std::minstd_rand rng_{std::random_device{}()};
+};
+
+/// The delay before attempt `attempt` (2 = first retry) of a retried step, or -1 ms when
+/// max_attempts is exhausted.
+std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt, std::minstd_rand& rng);
+
+} // namespace proctor
