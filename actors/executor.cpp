@@ -96,7 +96,7 @@ void record_update(executor_actor* self, proc_update u) {
   auto [it, fresh] = st.procs.try_emplace(u.id);
   if (fresh)
     st.metrics.submitted(u.type);
-  auto final_now = is_final(u.state) && !is_final(it->second.state);
+  auto final_now = u.ended && !it->second.ended;
   it->second = std::move(u);
   if (final_now) {
     st.metrics.ended(it->second.type, it->second.state);
@@ -153,11 +153,12 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
   s.image = image;
   s.id = image->root_id;
   s.rollback = rollback;
-  auto& re = st.roots[image->root_id];
+  auto [it, fresh] = st.roots.try_emplace(image->root_id);
+  auto& re = it->second;
   if (const auto* p = image->root()) {
     re.nonce = p->nonce;
-    if (const auto* t = st.env->types->find(p->type))
-      re.restarts = restart_tracker(t->supervision);
+    if (const auto* t = st.env->types->find(p->type); t != nullptr && fresh)
+      re.restarts = restart_tracker(t->supervision);  // keeps its history across restarts
   }
   re.handle = spawn_root(self, std::move(s));
 }
@@ -327,7 +328,7 @@ void handle_wait(executor_actor* self, const pb::WaitRequest& req, promise_t rp)
   if (i == st.procs.end())
     return reply(rp, error_reply(pb::Response::NOT_FOUND,
                                   "no procedure " + std::to_string(req.id())));
-  if (is_final(i->second.state))
+  if (i->second.ended)
     return reply(rp, status_reply(i->second));
   auto token = ++st.wait_token;
   st.waiters[req.id()].push_back(waiter{rp, token});
@@ -342,7 +343,7 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
   if (i == st.procs.end())
     return reply(rp, error_reply(pb::Response::NOT_FOUND,
                                   "no procedure " + std::to_string(req.id())));
-  if (is_final(i->second.state))
+  if (i->second.ended)
     return reply(rp, error_reply(pb::Response::REFUSED,
                                   "procedure " + std::to_string(req.id()) + " already ended "
                                     + std::string(to_string(i->second.state))));
@@ -463,7 +464,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                                       "procedure " + std::to_string(req.release().id())
                                         + " is not a root; release its root "
                                         + std::to_string(i->second.root_id)));
-      if (!is_final(i->second.state))
+      if (!i->second.ended)
         return reply(rp, error_reply(pb::Response::REFUSED,
                                       "procedure " + std::to_string(req.release().id())
                                         + " has not ended"));
@@ -563,6 +564,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       auto& st = self->state;
       for (auto& u : d.procs) {
         u.waiting_for.clear();
+        u.ended = true;
         record_update(self, std::move(u));
       }
       auto& re = st.roots[d.root_id];

@@ -74,6 +74,9 @@ struct proc_update {
   std::string result_json;
   std::string waiting_for;
   std::string nonce;
+  /// The procedure has ended (SUCCESS, ROLLEDBACK, or FAILED for good). A FAILED procedure
+  /// whose tree is still rolling back has not.
+  bool ended = false;
 };
 
 /// The end of a tree, root -> executor, with every procedure's final status.

@@ -78,6 +78,7 @@ proc_update final_update(proc_actor* self, const std::string& result) {
     u.children.push_back(c.id);
   u.result_json = result;
   u.nonce = st.nonce;
+  u.ended = true;
   return u;
 }
 

@@ -17,6 +17,7 @@ proc_update update_from_image(const tree_image& t, const proc_image& p) {
   u.error = p.error;
   u.result_json = p.result_json;
   u.nonce = p.nonce;
+  u.ended = is_final(p.status);
   return u;
 }
 
@@ -95,6 +96,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
       u.state = proc_state::rolledback;
+      u.ended = true;
       if (u.error.empty())
         u.error = st.failure;
       u.result_json.clear();

@@ -58,6 +58,15 @@ std::optional<endpoint> parse_endpoint(const std::string& text) {
   return ep;
 }
 
+/// The first line of `text`: errors go to stderr as one line (protobuf's JSON parse errors,
+/// for one, append the offending input and a caret on lines of their own).
+std::string first_line(const std::string& text) {
+  auto line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
+    line.pop_back();
+  return line;
+}
+
 /// A CAF error as one readable line.
 std::string describe(caf::actor_system& sys, const caf::error& err) {
   std::string text;
@@ -75,6 +84,8 @@ std::string describe(caf::actor_system& sys, const caf::error& err) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   return text;
 }
+
+constexpr const char* connection_lost = "the connection to the node was lost";
 
 /// How one round trip to the node ended.
 struct call_result {
@@ -108,7 +119,7 @@ call_result call(caf::actor_system& sys, const caf::actor& node, std::string req
   sys.spawn([=, request = std::move(request)](caf::event_based_actor* self) {
     self->monitor(node);
     self->set_down_handler([=](caf::down_msg&) {
-      state->finish({call_result::kind::unreachable, {}, "the connection to the node was lost"});
+      state->finish({call_result::kind::unreachable, {}, connection_lost});
       self->quit();
     });
     self->request(node, limit, proctor::rpc_atom::value, request)
@@ -122,7 +133,7 @@ call_result call(caf::actor_system& sys, const caf::actor& node, std::string req
             state->finish({call_result::kind::unreachable, {},
                            "the node did not answer within " + limit_text});
           else if (err == caf::sec::request_receiver_down)
-            state->finish({call_result::kind::unreachable, {}, "the connection to the node was lost"});
+            state->finish({call_result::kind::unreachable, {}, connection_lost});
           else
             state->finish({call_result::kind::failed, {}, describe(*sysp, err)});
           self->quit();
@@ -144,7 +155,7 @@ struct command {
   proctor::pb::Request request;
   enum class verb : uint8_t { submit, status, list, wait, abort, event, metrics, release };
   verb what = verb::status;
-  uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s
+  uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
 };
 
 /// Prints the answer to `cmd` and returns the exit code.
@@ -154,13 +165,14 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
     if (resp.has_status())
       std::cout << proctor::status_to_json(resp.status()) << '\n';
     std::cerr << "error: "
-              << (resp.error().empty() ? "timed out waiting for the procedure" : resp.error())
+              << (resp.error().empty() ? "timed out waiting for the procedure"
+                                       : first_line(resp.error()))
               << '\n';
     return exit_timeout;
   }
   if (resp.code() != Response::OK) {
     std::cerr << "error: "
-              << (resp.error().empty() ? Response::Code_Name(resp.code()) : resp.error())
+              << (resp.error().empty() ? Response::Code_Name(resp.code()) : first_line(resp.error()))
               << '\n';
     return exit_error;
   }
@@ -244,9 +256,13 @@ public:
   }
 };
 
-const std::vector<std::string> state_names{"INITIALIZING", "RUNNABLE", "WAITING",
-                                           "WAITING_TIMEOUT", "ROLLEDBACK", "SUCCESS",
-                                           "FAILED"};
+/// The seven state names, as --state accepts them.
+std::vector<std::string> state_names() {
+  std::vector<std::string> names;
+  for (int s = proctor::pb::ProcState_MIN + 1; s <= proctor::pb::ProcState_MAX; ++s)
+    names.push_back(proctor::pb::ProcState_Name(static_cast<proctor::pb::ProcState>(s)));
+  return names;
+}
 
 } // namespace
 
@@ -254,6 +270,7 @@ int main(int argc, char** argv) {
   GOOGLE_PROTOBUF_VERIFY_VERSION;
   command cmd;
   using verb = command::verb;
+  namespace pb = proctor::pb;
 
   CLI::App app{"Operator CLI of a Proctor node.", "proctor"};
   app.require_subcommand(1);
@@ -264,7 +281,10 @@ int main(int argc, char** argv) {
       return parse_endpoint(s) ? std::string{} : std::string{"expected HOST:PORT, got " + s};
     });
 
-  // submit
+  // Each subcommand's callback runs after a successful parse and fills in the request.
+  bool json = false;  // accepted for the contract; JSON is the only format
+  uint64_t id = 0;
+
   std::string type;
   std::string args_json;
   std::string nonce;
@@ -274,96 +294,91 @@ int main(int argc, char** argv) {
   submit->add_option("--args-json", args_json, "The procedure's arguments as a JSON object");
   submit->add_option("--nonce", nonce, "Deduplication key: a repeated nonce returns the same id");
   submit->add_option("--priority", priority, "Higher runs first (default 0)");
-
-  // status
-  uint64_t id = 0;
-  bool json = false;
-  auto* status = app.add_subcommand("status", "Print a procedure's status as JSON");
-  status->add_option("id", id, "Procedure id")->required();
-  status->add_flag("--json", json, "JSON output (the only format)");
-
-  // list
-  std::string state_filter;
-  bool all = false;
-  auto* list = app.add_subcommand("list", "Print procedures' statuses as a JSON array");
-  list->add_option("--state", state_filter, "Only procedures in this state")
-    ->transform(CLI::IsMember(state_names, CLI::ignore_case));
-  list->add_flag("--all", all, "Children too, not only roots");
-  list->add_flag("--json", json, "JSON output (the only format)");
-
-  // wait
-  uint64_t timeout_s = 0;
-  auto* wait = app.add_subcommand("wait", "Wait for a procedure to end; prints its status");
-  wait->add_option("id", id, "Procedure id")->required();
-  auto* timeout_opt = wait->add_option("--timeout-s", timeout_s, "Give up after N seconds (exit 2)")
-                        ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));
-  wait->add_flag("--json", json, "JSON output (the only format)");
-
-  // abort
-  auto* abort = app.add_subcommand("abort", "Abort a procedure: its tree rolls back");
-  abort->add_option("id", id, "Procedure id")->required();
-
-  // event
-  std::string key;
-  std::string payload_json;
-  auto* event = app.add_subcommand("event", "Deliver an external event to procedures waiting for KEY");
-  event->add_option("key", key, "Event key")->required();
-  event->add_option("--payload-json", payload_json, "The event's payload as JSON");
-
-  // metrics
-  auto* metrics = app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)");
-
-  // release
-  auto* release = app.add_subcommand("release", "Drop a finished procedure's retained result now");
-  release->add_option("id", id, "Procedure id")->required();
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? exit_ok : exit_usage;
-  }
-
-  if (submit->parsed()) {
+  submit->callback([&] {
     cmd.what = verb::submit;
     auto* r = cmd.request.mutable_submit();
     r->set_type(type);
     r->set_args_json(args_json);
     r->set_nonce(nonce);
     r->set_priority(priority);
-  } else if (status->parsed()) {
+  });
+
+  auto* status = app.add_subcommand("status", "Print a procedure's status as JSON");
+  status->add_option("id", id, "Procedure id")->required();
+  status->add_flag("--json", json, "JSON output (the only format)");
+  status->callback([&] {
     cmd.what = verb::status;
     cmd.request.mutable_status()->set_id(id);
-  } else if (list->parsed()) {
+  });
+
+  std::string state_filter;
+  bool all = false;
+  auto* list = app.add_subcommand("list", "Print procedures' statuses as a JSON array");
+  list->add_option("--state", state_filter, "Only procedures in this state")
+    ->transform(CLI::IsMember(state_names(), CLI::ignore_case));
+  list->add_flag("--all", all, "Children too, not only roots");
+  list->add_flag("--json", json, "JSON output (the only format)");
+  list->callback([&] {
     cmd.what = verb::list;
     auto* r = cmd.request.mutable_list();
     r->set_all(all);
-    if (!state_filter.empty()) {
-      auto s = proctor::pb::STATE_UNSPECIFIED;
-      proctor::pb::ProcState_Parse(state_filter, &s);
-      r->set_state(s);
-    }
-  } else if (wait->parsed()) {
+    auto s = pb::STATE_UNSPECIFIED;
+    if (!state_filter.empty())
+      pb::ProcState_Parse(state_filter, &s);
+    r->set_state(s);
+  });
+
+  uint64_t timeout_s = 0;
+  auto* wait = app.add_subcommand("wait", "Wait for a procedure to end; prints its status");
+  wait->add_option("id", id, "Procedure id")->required();
+  wait->add_option("--timeout-s", timeout_s, "Give up after N seconds (exit 2)")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{10'000'000}));
+  wait->add_flag("--json", json, "JSON output (the only format)");
+  wait->callback([&] {
     cmd.what = verb::wait;
+    cmd.wait_timeout_s = timeout_s;
     auto* r = cmd.request.mutable_wait();
     r->set_id(id);
-    if (timeout_opt->count() > 0) {
-      cmd.wait_timeout_s = timeout_s;
-      r->set_timeout_ms(timeout_s * 1000);
-    }
-  } else if (abort->parsed()) {
+    r->set_timeout_ms(timeout_s * 1000);
+  });
+
+  auto* abort = app.add_subcommand("abort", "Abort a procedure: its tree rolls back");
+  abort->add_option("id", id, "Procedure id")->required();
+  abort->callback([&] {
     cmd.what = verb::abort;
     cmd.request.mutable_abort()->set_id(id);
-  } else if (event->parsed()) {
+  });
+
+  std::string key;
+  std::string payload_json;
+  auto* event =
+    app.add_subcommand("event", "Deliver an external event to the procedures waiting for KEY");
+  event->add_option("key", key, "Event key")->required();
+  event->add_option("--payload-json", payload_json, "The event's payload as JSON");
+  event->callback([&] {
     cmd.what = verb::event;
     auto* r = cmd.request.mutable_event();
     r->set_key(key);
     r->set_payload_json(payload_json);
-  } else if (metrics->parsed()) {
+  });
+
+  app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)")->callback([&] {
     cmd.what = verb::metrics;
     cmd.request.mutable_metrics();
-  } else if (release->parsed()) {
+  });
+
+  auto* release =
+    app.add_subcommand("release", "Drop a finished procedure's retained result now");
+  release->add_option("id", id, "Procedure id")->required();
+  release->callback([&] {
     cmd.what = verb::release;
     cmd.request.mutable_release()->set_id(id);
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? exit_ok : exit_usage;
   }
 
   int rc = exit_error;

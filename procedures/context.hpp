@@ -26,8 +26,9 @@ public:
   uint64_t parent_id() const noexcept { return parent_id_; }
   bool is_root() const noexcept { return parent_id_ == 0; }
 
-  /// How often this state has started, counting this time (1 = first time). Counts runs
-  /// interrupted by crashes and restarts only when the crash was observed by a supervisor.
+  /// How often this state has started in this incarnation of the procedure, counting this
+  /// time (1 = first time): forward retries and yields count; a restart after a crash or a
+  /// node restart begins again at 1 (keep a durable count yourself if you need one).
   int attempt() const noexcept { return attempt_; }
 
   /// The children spawned by the step that preceded this one, with how they ended.

@@ -77,10 +77,10 @@ for _ in $(seq 1 40); do
 done
 for _ in 1 2; do
   submit SUCCESS demo.ledger \
-    "{\"steps\":3,\"children\":3,\"depth\":2,\"ledger_dir\":\"$data/trees\",\"step_sleep_ms\":20}"
+    "{\"steps\":3,\"children\":3,\"depth\":2,\"ledger_dir\":\"$data/trees\",\"step_sleep_ms\":100}"
 done
 submit ROLLEDBACK demo.ledger \
-  "{\"steps\":3,\"children\":3,\"depth\":2,\"fail_at\":2,\"ledger_dir\":\"$data/rollback\",\"step_sleep_ms\":20}"
+  "{\"steps\":3,\"children\":3,\"depth\":2,\"fail_at\":2,\"ledger_dir\":\"$data/rollback\",\"step_sleep_ms\":100}"
 for _ in 1 2; do
   submit SUCCESS demo.flaky "{\"crash_times\":2,\"ledger_dir\":\"$data/flaky\"}"
 done
