@@ -24,6 +24,8 @@ struct node_options {
   std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
   /// Called on a journal write error instead of terminating the process (tests).
   std::function<void(const std::string&)> on_journal_fatal;
+  /// See node_env::on_procedure_start.
+  std::function<void(uint64_t id)> on_procedure_start;
   /// Replaces the RocksDB store (tests inject faults through it).
   std::shared_ptr<journal_store> store;
 };

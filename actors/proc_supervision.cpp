@@ -39,11 +39,13 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
             c->ended = true;
             c->restarting = false;
             c->result = child_result{cid, p->status, p->result_json, p->error};
+            collect_subtree(*image, cid, &st.finished_subtree);
             continue;
           }
           PLOG(info, self, "restarting child {} from its journaled state", cid);
           spawn_child(self, image, cid);
         }
+        maybe_join(self);
       },
       [self](caf::error& e) {
         PLOG(critical, self, "journal read failed: {}", self->system().render(e));

@@ -191,7 +191,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
       journal_append(self, std::move(batch), [self, after_commit, next = out.state()] {
         after_commit();
         auto& st = self->state;
-        st.attempt = (next == st.state) ? 1 : 1;
+        st.attempt = 1;
         st.state = next;
         st.child_results.clear();
         st.event_payload.clear();
@@ -215,6 +215,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
         PLOG(debug, self, "SUCCESS");
         auto procs = std::move(st.finished_subtree);
         procs.push_back(final_update(self, result));
+        if (!st.is_root)
+          self->send(st.env->executor, update_atom::value, procs.back());
         if (st.is_root)
           return finish_tree(self, std::move(procs), false);
         subtree_done d;
@@ -367,6 +369,7 @@ void on_step_done(proc_actor* self, step_result& r) {
       break;
   }
   if (r.out->what() == outcome::kind::yield) {
+    st.attempt = r.out->state() == st.state ? st.attempt + 1 : 1;
     st.state = r.out->state();
     st.busy = false;
     if (st.stopping)
@@ -438,6 +441,8 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   }
   st.inst = std::move(inst);
   st.committed_data = p->data;
+  if (st.env->on_procedure_start)
+    st.env->on_procedure_start(st.id);
   st.state = p->state;
   st.status = p->status;
   st.event_key = p->event_key;
@@ -450,6 +455,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     if (const auto* cp = s.image->find(cid); cp != nullptr && is_final(cp->status)) {
       c.ended = true;
       c.result = child_result{cid, cp->status, cp->result_json, cp->error};
+      collect_subtree(*s.image, cid, &st.finished_subtree);
     }
     st.children.push_back(std::move(c));
   }
@@ -457,6 +463,21 @@ bool init_from_image(proc_actor* self, proc_start& s) {
 }
 
 } // namespace
+
+void maybe_join(proc_actor* self) {
+  auto& st = self->state;
+  if (st.stopping || st.failing || st.parked || st.busy || st.status != proc_state::waiting
+      || !st.event_key.empty())
+    return;
+  for (auto w : st.waiting_on)
+    if (auto* wc = st.child(w); wc != nullptr && !wc->ended)
+      return;
+  st.child_results.clear();
+  for (auto w : st.waiting_on)
+    st.child_results.push_back(st.child(w)->result);
+  schedule(self);
+  publish(self);
+}
 
 void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image,
                  uint64_t cid) {
@@ -535,16 +556,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       c->result = d.result;
       for (auto& u : d.procs)
         st.finished_subtree.push_back(std::move(u));
-      if (st.stopping || st.failing || st.status != proc_state::waiting)
-        return;
-      for (auto w : st.waiting_on)
-        if (auto* wc = st.child(w); wc != nullptr && !wc->ended)
-          return;
-      st.child_results.clear();
-      for (auto w : st.waiting_on)
-        st.child_results.push_back(st.child(w)->result);
-      schedule(self);
-      publish(self);
+      maybe_join(self);
     },
     [self](wake_atom, std::string& payload, bool timed_out, uint64_t token) {
       if (timed_out && token != self->state.timer_token)

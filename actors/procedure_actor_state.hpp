@@ -154,6 +154,12 @@ void rollback_after_stop(proc_actor* self);
 /// Builds the final status of a procedure from its image.
 proc_update update_from_image(const tree_image& t, const proc_image& p);
 
+/// The final statuses of `id` and its descendants, as an ended child would have reported.
+void collect_subtree(const tree_image& t, uint64_t id, std::vector<proc_update>* out);
+
+/// A WAITING parent whose last spawned children all ended runs again.
+void maybe_join(proc_actor* self);
+
 /// The root's summary of a finished tree, to the executor; then the root quits.
 void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_back);
 

@@ -21,6 +21,15 @@ proc_update update_from_image(const tree_image& t, const proc_image& p) {
   return u;
 }
 
+void collect_subtree(const tree_image& t, uint64_t id, std::vector<proc_update>* out) {
+  const auto* p = t.find(id);
+  if (p == nullptr)
+    return;
+  out->push_back(update_from_image(t, *p));
+  for (auto c : p->children)
+    collect_subtree(t, c, out);
+}
+
 bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
                         const std::string& error) {
   auto& st = self->state;

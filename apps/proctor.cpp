@@ -17,6 +17,7 @@
 #include <caf/io/all.hpp>
 
 #include "actors/rpc.hpp"
+#include "apps/endpoint.hpp"
 #include "apps/status_json.hpp"
 #include "journal.pb.h"
 #include "wire.pb.h"
@@ -33,31 +34,7 @@ constexpr auto default_request_timeout = std::chrono::seconds{30};
 /// How much longer than the node's own wait deadline the CLI waits for the node's answer.
 constexpr auto wait_grace = std::chrono::seconds{15};
 
-struct endpoint {
-  std::string host;
-  uint16_t port = 0;
-};
-
 /// Parses HOST:PORT (an IPv6 host may be bracketed: [::1]:4000).
-std::optional<endpoint> parse_endpoint(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    return std::nullopt;
-  endpoint ep;
-  ep.host = text.substr(0, colon);
-  if (ep.host.size() >= 2 && ep.host.front() == '[' && ep.host.back() == ']')
-    ep.host = ep.host.substr(1, ep.host.size() - 2);
-  auto port_text = text.substr(colon + 1);
-  if (ep.host.empty() || port_text.size() > 5
-      || port_text.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  auto port = std::stoul(port_text);
-  if (port == 0 || port > 65535)
-    return std::nullopt;
-  ep.port = static_cast<uint16_t>(port);
-  return ep;
-}
-
 /// The first line of `text`: errors go to stderr as one line (protobuf's JSON parse errors,
 /// for one, append the offending input and a caret on lines of their own).
 std::string first_line(const std::string& text) {
@@ -215,7 +192,7 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
 /// Connects, sends the request, prints the answer. Every CAF handle lives in this scope, so
 /// none outlives the actor system.
 int run(caf::actor_system& sys, const command& cmd) {
-  auto ep = parse_endpoint(cmd.node);
+  auto ep = proctor::parse_endpoint(cmd.node);
   auto node = sys.middleman().remote_actor(ep->host, ep->port);
   if (!node) {
     std::cerr << "error: cannot reach node " << cmd.node << ": " << describe(sys, node.error())
@@ -278,7 +255,7 @@ int main(int argc, char** argv) {
   app.add_option("--node", cmd.node, "The node's address, HOST:PORT")
     ->required()
     ->check([](const std::string& s) {
-      return parse_endpoint(s) ? std::string{} : std::string{"expected HOST:PORT, got " + s};
+      return proctor::parse_endpoint(s) ? std::string{} : std::string{"expected HOST:PORT, got " + s};
     });
 
   // Each subcommand's callback runs after a successful parse and fills in the request.

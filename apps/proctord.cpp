@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/node.hpp"
+#include "apps/endpoint.hpp"
 #include "procedures/demo.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
@@ -19,23 +20,6 @@
 #endif
 
 namespace {
-
-bool split_host_port(const std::string& s, std::string* host, uint16_t* port) {
-  auto colon = s.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
-    return false;
-  *host = s.substr(0, colon);
-  try {
-    size_t used = 0;
-    auto p = std::stoul(s.substr(colon + 1), &used);
-    if (used != s.size() - colon - 1 || p > 65535)
-      return false;
-    *port = static_cast<uint16_t>(p);
-  } catch (...) {
-    return false;
-  }
-  return true;
-}
 
 class daemon_config : public caf::actor_system_config {
 public:
@@ -75,15 +59,13 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
-  std::string host;
-  uint16_t port = 0;
-  if (!split_host_port(listen, &host, &port)) {
+  auto listen_ep = proctor::parse_endpoint(listen, true);
+  if (!listen_ep) {
     std::cerr << "proctord: --listen wants HOST:PORT, got '" << listen << "'\n";
     return 64;
   }
-  std::string mhost;
-  uint16_t mport = 0;
-  if (!metrics_addr.empty() && !split_host_port(metrics_addr, &mhost, &mport)) {
+  auto metrics_ep = proctor::parse_endpoint(metrics_addr, true);
+  if (!metrics_addr.empty() && !metrics_ep) {
     std::cerr << "proctord: --metrics wants HOST:PORT, got '" << metrics_addr << "'\n";
     return 64;
   }
@@ -113,7 +95,7 @@ int main(int argc, char** argv) {
       spdlog::shutdown();
       std::_Exit(1);
     }
-    auto p = n.publish(host, port);
+    auto p = n.publish(listen_ep->host, listen_ep->port);
     if (!p) {
       std::cerr << "proctord: cannot listen on " << listen << ": " << sys.render(p.error())
                 << "\n";
@@ -121,14 +103,14 @@ int main(int argc, char** argv) {
       spdlog::shutdown();
       std::_Exit(1);
     }
-    spdlog::info("proctord listening on {}:{} with {} worker(s), data in {}", host, *p, workers,
+    spdlog::info("proctord listening on {}:{} with {} worker(s), data in {}", listen_ep->host, *p, workers,
                  data_dir);
 #ifdef PROCTOR_HAVE_HTTPLIB
     std::unique_ptr<proctor::metrics_http> http;
     if (!metrics_addr.empty()) {
       http = std::make_unique<proctor::metrics_http>(sys, n.executor());
       std::string err;
-      if (!http->start(mhost, mport, &err)) {
+      if (!http->start(metrics_ep->host, metrics_ep->port, &err)) {
         std::cerr << "proctord: cannot serve metrics on " << metrics_addr << ": " << err << "\n";
         n.stop();
         spdlog::shutdown();

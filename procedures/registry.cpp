@@ -28,7 +28,9 @@ std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
   auto st = google::protobuf::util::JsonStringToMessage(args_json.empty() ? "{}" : args_json,
                                                         &p->data(), opts);
   if (!st.ok()) {
-    *error = "malformed args JSON for '" + std::string(type) + "': " + st.ToString();
+    std::string why(st.message());
+    *error = "malformed args JSON for '" + std::string(type) + "': "
+             + why.substr(0, why.find('\n'));
     return nullptr;
   }
   if (auto why = p->validate(); !why.empty()) {

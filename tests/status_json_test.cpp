@@ -1,6 +1,5 @@
-// The CLI's status JSON. apps/status_json.cpp is compiled into this test directly because
-// process_test links only proctor_actors; move it into a library to drop this include.
-#include "apps/status_json.cpp"
+// The CLI's status JSON.
+#include "apps/status_json.hpp"
 
 #include <gtest/gtest.h>
 
