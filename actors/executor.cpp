@@ -55,7 +55,8 @@ struct executor_state {
   std::unordered_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> event_waiters;
   std::unordered_map<std::string, std::vector<pending_event>> events;
   type_metrics metrics;
-  size_t live_roots = 0;
+  /// When each live procedure was first seen, for the runtime histogram.
+  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
 };
 
 using executor_actor = caf::stateful_actor<executor_state>;
@@ -94,12 +95,21 @@ std::string status_reply(const proc_update& u, pb::Response::Code code = pb::Res
 void record_update(executor_actor* self, proc_update u) {
   auto& st = self->state;
   auto [it, fresh] = st.procs.try_emplace(u.id);
-  if (fresh)
+  if (fresh) {
     st.metrics.submitted(u.type);
+    if (!u.ended)
+      st.started.emplace(u.id, std::chrono::steady_clock::now());
+  }
   auto final_now = u.ended && !it->second.ended;
   it->second = std::move(u);
   if (final_now) {
-    st.metrics.ended(it->second.type, it->second.state);
+    auto runtime = std::chrono::milliseconds{-1};
+    if (auto s = st.started.find(it->first); s != st.started.end()) {
+      runtime = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - s->second);
+      st.started.erase(s);
+    }
+    st.metrics.ended(it->second.type, it->second.state, runtime);
     auto w = st.waiters.find(it->first);
     if (w != st.waiters.end()) {
       auto reply = status_reply(it->second);
@@ -505,6 +515,23 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
 
 // -- recovery ---------------------------------------------------------------------------------
 
+/// Locks held when the node stopped are taken again before anything of the tree runs: by
+/// every procedure that had started (or whose tree is rolling back) and had not ended.
+void restore_locks(executor_actor* self, const tree_image& t) {
+  auto& st = self->state;
+  for (const auto& [id, p] : t.procs) {
+    if (is_final(p.status) || (p.steps.empty() && !t.failed))
+      continue;
+    std::string err;
+    auto inst = st.env->types->make_from_bytes(p.type, p.data, &err);
+    if (!inst)
+      continue;  // the tree's own start reports it
+    auto locks = inst->locks();
+    if (!locks.empty())
+      self->send(st.env->scheduler, restore_locks_atom::value, id, t.root_id, std::move(locks));
+  }
+}
+
 void recover(executor_actor* self, recovered_state& rec) {
   auto& st = self->state;
   size_t running = 0, rolling = 0, done = 0, quarantined = 0;
@@ -536,6 +563,7 @@ void recover(executor_actor* self, recovered_state& rec) {
     }
     bool rb = image->failed && !image->rolled_back;
     (rb ? rolling : running)++;
+    restore_locks(self, *image);
     start_root(self, image, rb);
   }
   for (auto& ev : rec.events)
@@ -560,6 +588,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       return rp;
     },
     [self](update_atom, proc_update& u) { record_update(self, std::move(u)); },
+    [self](no_progress_atom, const std::string& type) { self->state.metrics.no_progress(type); },
     [self](tree_done_atom, tree_done& d) {
       auto& st = self->state;
       for (auto& u : d.procs) {

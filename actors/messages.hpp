@@ -35,6 +35,12 @@ using arm_atom = caf::atom_constant<caf::atom("arm")>;            // -> timer
 using disarm_atom = caf::atom_constant<caf::atom("disarm")>;      // -> timer
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using lock_wait_atom = caf::atom_constant<caf::atom("lockwait")>;  // scheduler -> proc
+using unlock_atom = caf::atom_constant<caf::atom("unlock")>;        // proc -> scheduler
+using unlock_tree_atom = caf::atom_constant<caf::atom("unlocktree")>;
+using restore_locks_atom = caf::atom_constant<caf::atom("relock")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;        // proc -> scheduler
+using no_progress_atom = caf::atom_constant<caf::atom("noprogress")>; // proc -> executor
 
 /// One step (or one undo) to run on a worker thread. The procedure instance belongs to the
 /// job while it runs; the procedure actor touches it again only after the result arrives.
@@ -47,6 +53,9 @@ struct step_job {
   uint64_t tag = 0;  ///< echoed in the result (the undo's LSN)
   int32_t priority = 0;
   std::string type;  ///< for logs and metrics
+  /// Locks to hold before the step runs (kept until unlock); empty: none needed.
+  lock_set locks;
+  std::vector<uint64_t> ancestors;  ///< whose locks this procedure may use
 };
 
 /// What a worker reports back.
@@ -92,3 +101,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::proc_update)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::tree_done)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::child_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::lock_set)

@@ -42,6 +42,9 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
   counter("proctor_procedures_failed_total", "Procedures that ended FAILED.", &counters::failed);
   counter("proctor_procedures_rolledback_total", "Procedures that ended ROLLEDBACK.",
           &counters::rolled_back);
+  counter("proctor_procedures_no_progress_total",
+          "Procedures flagged for committing the same state with the same data many times.",
+          &counters::no_progress);
   o << "# HELP proctor_procedure_runtime_ms Submit-to-end time of procedures.\n"
        "# TYPE proctor_procedure_runtime_ms histogram\n";
   for (const auto& [type, c] : by_type_) {
@@ -68,6 +71,12 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
   gauge("proctor_run_slots", "Run slots (worker threads).", static_cast<double>(s.slots));
   gauge("proctor_waiting_procedures", "Procedures WAITING or WAITING_TIMEOUT.",
         static_cast<double>(waiting));
+  gauge("proctor_lock_waiting_steps", "Steps waiting for a resource lock.",
+        static_cast<double>(s.lock_waiting));
+  gauge("proctor_lock_holders", "Procedures holding resource locks.",
+        static_cast<double>(s.lock_owners));
+  gauge("proctor_stuck_steps", "Running steps older than the stuck threshold.",
+        static_cast<double>(s.stuck));
   gauge("proctor_procedures", "Procedures known to the node (live and retained).",
         static_cast<double>(procedures));
   gauge("proctor_journal_last_batch_size", "Appends in the journal's last WriteBatch.",

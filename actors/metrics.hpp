@@ -22,6 +22,9 @@ public:
   void ended(const std::string& type, proc_state state,
              std::chrono::milliseconds runtime = std::chrono::milliseconds{-1});
 
+  /// A procedure of `type` was flagged for making no progress.
+  void no_progress(const std::string& type) { ++by_type_[type].no_progress; }
+
   /// Prometheus text exposition of the counters and the gauges passed in.
   std::string render(const scheduler_stats& s, const journal_stats& j, size_t waiting,
                      size_t procedures) const;
@@ -36,6 +39,7 @@ private:
     uint64_t succeeded = 0;
     uint64_t failed = 0;
     uint64_t rolled_back = 0;
+    uint64_t no_progress = 0;
     std::array<uint64_t, buckets.size() + 1> runtime{};  // last: +Inf
     uint64_t runtime_count = 0;
     double runtime_sum_ms = 0;

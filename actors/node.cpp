@@ -90,7 +90,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   jc.next_id = env_->next_id;
   jc.fatal = opts.on_journal_fatal;
   env_->journal = spawn_journal(sys_, std::move(jc));
-  env_->scheduler = spawn_scheduler(sys_, opts.workers);
+  env_->scheduler = spawn_scheduler(sys_, opts.workers, opts.stuck_after);
   executor_ = spawn_executor(sys_, env_, opts.executor, std::move(rec));
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("node started on {}: {} tree(s), {} procedure(s), {} record(s) in {:.3f} s",

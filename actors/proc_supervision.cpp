@@ -146,6 +146,20 @@ void stop_subtree(proc_actor* self, caf::response_promise rp) {
     return maybe_finish_stop(self);
   st.stopping = true;
   ++st.timer_token;  // no timer or retry fires any more
+  if (st.job_queued) {
+    // A step that has not started yet (queued, or waiting for a lock) need not run.
+    self->request(st.env->scheduler, caf::infinite, cancel_atom::value, st.id)
+      .then(
+        [self](bool cancelled) {
+          auto& st = self->state;
+          if (cancelled && st.job_queued) {
+            st.job_queued = false;
+            st.busy = false;
+            maybe_finish_stop(self);
+          }
+        },
+        [](caf::error&) {});
+  }
   for (auto& c : st.children) {
     if (!c.handle || c.ended)
       continue;

@@ -59,7 +59,10 @@ void schedule(proc_actor* self) {
   job.state = st.state;
   job.priority = st.priority;
   job.type = st.type;
+  job.locks = st.locks;
+  job.ancestors = st.ancestors;
   st.busy = true;
+  st.job_queued = true;
   st.status = proc_state::runnable;
   self->send(st.env->scheduler, ready_atom::value, std::move(job));
 }
@@ -111,15 +114,34 @@ void wait_for_event(proc_actor* self, int64_t deadline_ms) {
     arm_timer(self, deadline_ms, true);
 }
 
-/// A business failure of this procedure's step: ask the root whether the tree rolls back.
+/// Runs the failed step again after the policy's back-off.
+void retry_step(proc_actor* self, int32_t state, const std::string& error, int max_attempts) {
+  auto& st = self->state;
+  auto policy = st.ptype->retry;
+  policy.max_attempts = max_attempts;
+  ++st.attempt;
+  auto delay = retry_delay(policy, st.attempt, st.rng);
+  PLOG(info, self, "retrying {} in {} ms (attempt {}): {}", st.inst->state_name(state),
+       delay.count(), st.attempt, error);
+  st.busy = false;
+  publish(self, "retry");
+  arm_timer(self, now_ms() + delay.count(), false);
+}
+
+/// A business failure of this procedure's step: retry it while the type's policy allows,
+/// then ask the root whether the tree rolls back (it does not past a point of no return:
+/// then the step is retried forward).
 void on_business_failure(proc_actor* self, int32_t state, const std::string& error) {
   auto& st = self->state;
-  PLOG(info, self, "step {} failed: {}", st.inst->state_name(state), error);
+  PLOG(info, self, "step {} failed (attempt {}): {}", st.inst->state_name(state), st.attempt,
+       error);
+  const auto& policy = st.ptype->retry;
+  if (policy.max_attempts == 0 || st.attempt < policy.max_attempts)
+    return retry_step(self, state, error, policy.max_attempts);
   auto retry_forward = [self, state, error] {
     auto& st = self->state;
-    ++st.attempt;
-    auto delay = retry_delay(st.ptype->retry, st.attempt, st.rng);
-    if (delay.count() < 0) {
+    auto limit = st.ptype->retry.max_attempts_past_no_return;
+    if (limit > 0 && st.attempt >= limit) {
       PLOG(error, self, "past the point of no return and out of retries: {}; it stays "
                         "FAILED until an operator intervenes", error);
       st.status = proc_state::failed;
@@ -130,10 +152,8 @@ void on_business_failure(proc_actor* self, int32_t state, const std::string& err
       self->send(st.env->executor, update_atom::value, std::move(u));
       return;
     }
-    PLOG(warn, self, "past the point of no return: retrying {} forward in {} ms (attempt {})",
-         st.inst->state_name(state), delay.count(), st.attempt);
-    st.busy = false;
-    arm_timer(self, now_ms() + delay.count(), false);
+    PLOG(warn, self, "past the point of no return: the failure is retried forward");
+    retry_step(self, state, error, limit);
   };
   if (st.is_root) {
     if (!begin_tree_failure(self, st.id, state, error))
@@ -172,18 +192,22 @@ void commit_outcome(proc_actor* self, step_result& r) {
   step->set_past_no_return(no_return);
   step->set_attempt(st.attempt);
   journal_batch batch;
-  auto after_commit = [self, no_return, data = r.data, executed] {
+  auto after_commit = [self, no_return, data = r.data, executed, next = out.state()] {
     auto& st = self->state;
+    // No progress: the step leads back to itself with its data unchanged.
+    bool same = next == executed && data == st.committed_data;
+    st.same_state_commits = same ? st.same_state_commits + 1 : 0;
     st.committed_data = data;
-    st.same_state_commits = (executed == st.state) ? st.same_state_commits + 1 : 1;
     if (no_return && !st.past_no_return) {
       st.past_no_return = true;
       if (!st.is_root)
         self->send(st.root, no_return_atom::value);
     }
-    if (st.same_state_commits == st.env->no_progress_limit)
-      PLOG(warn, self, "no progress: state {} committed {} times in a row",
+    if (st.same_state_commits == st.env->no_progress_limit) {
+      PLOG(warn, self, "no progress: state {} committed {} times in a row with the same data",
            st.inst->state_name(executed), st.same_state_commits);
+      self->send(st.env->executor, no_progress_atom::value, st.type);
+    }
   };
   switch (out.what()) {
     case outcome::kind::next: {
@@ -217,6 +241,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
         procs.push_back(final_update(self, result));
         if (!st.is_root)
           self->send(st.env->executor, update_atom::value, procs.back());
+        if (!st.locks.empty() && !st.is_root)
+          self->send(st.env->scheduler, unlock_atom::value, st.id);
         if (st.is_root)
           return finish_tree(self, std::move(procs), false);
         subtree_done d;
@@ -346,6 +372,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
 
 void on_step_done(proc_actor* self, step_result& r) {
   auto& st = self->state;
+  st.job_queued = false;
   if (r.took > st.env->stuck_after)
     PLOG(warn, self, "stuck step: {} ran {} ms", st.inst->state_name(r.state),
          r.took.count() / 1000);
@@ -440,6 +467,8 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     return false;
   }
   st.inst = std::move(inst);
+  st.locks = st.inst->locks();
+  st.ancestors = s.ancestors;
   st.committed_data = p->data;
   if (st.env->on_procedure_start)
     st.env->on_procedure_start(st.id);
@@ -489,6 +518,8 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.id = cid;
   cs.parent = caf::actor_cast<caf::actor>(self);
   cs.root = st.root;
+  cs.ancestors = st.ancestors;
+  cs.ancestors.push_back(st.id);
   c->handle = self->spawn<caf::linked>(procedure_actor, std::move(cs));
   c->restarting = false;
 }
@@ -579,6 +610,9 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       return begin_tree_failure(self, proc_id, state, error);
     },
     [self](no_return_atom) { self->state.past_no_return = true; },
+    [self](lock_wait_atom, const std::string& blocker) {
+      publish(self, blocker.empty() ? std::string{} : "lock " + blocker);
+    },
     [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
     [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },
     [self](abort_atom, uint64_t proc_id) -> caf::result<bool> {

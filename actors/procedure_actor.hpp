@@ -23,6 +23,7 @@ struct proc_start {
   caf::actor parent;  ///< invalid for a root
   caf::actor root;    ///< invalid for a root
   bool rollback = false;  ///< root only: the tree failed; run its rollback
+  std::vector<uint64_t> ancestors;  ///< parent, grandparent, ... (their locks are usable)
 };
 
 /// Spawns a root procedure's actor, linked to `supervisor` (the executor, which traps

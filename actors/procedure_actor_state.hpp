@@ -52,6 +52,8 @@ struct proc_actor_state {
   std::string nonce;
   caf::actor parent;  ///< invalid for the root
   caf::actor root;    ///< the root's actor (self for the root)
+  std::vector<uint64_t> ancestors;
+  lock_set locks;     ///< what the procedure declared; held from its first step to its end
 
   // -- the procedure --------------------------------------------------------------------------
   std::shared_ptr<procedure> inst;
@@ -75,6 +77,7 @@ struct proc_actor_state {
 
   // -- activity -------------------------------------------------------------------------------
   bool busy = false;       ///< a step runs or its commit is in flight
+  bool job_queued = false; ///< a step job is with the scheduler (queued or running)
   bool parked = false;     ///< failed; waiting for the root's rollback to stop us
   bool stopping = false;
   size_t stops_pending = 0;

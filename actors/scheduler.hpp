@@ -7,8 +7,16 @@
 //   (ready_atom, step_job)   queue a step; it runs when a slot is free and its turn comes
 //   (slot_atom)              a worker finished a job
 //   (stats_atom)             -> scheduler_stats
+//   (unlock_atom, id)        a procedure ended: release its locks
+//   (unlock_tree_atom, root) a tree ended: release the locks of all its procedures
+//   (restore_locks_atom, id, root, lock_set)  recovery: locks held before the crash
+//   (cancel_atom, id)        -> bool  drops the procedure's queued step (false: it runs)
+// A job whose locks conflict waits (its procedure is told: lock_wait_atom, "name") and is
+// retried whenever locks are released. A running step slower than `stuck_after` is reported
+// once (log and the stuck_steps gauge).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 
 #include <caf/all.hpp>
@@ -20,10 +28,14 @@ struct scheduler_stats {
   size_t running = 0;
   size_t slots = 0;
   uint64_t dispatched = 0;
+  size_t lock_waiting = 0;  ///< jobs waiting for a lock
+  size_t lock_owners = 0;   ///< procedures holding locks
+  size_t stuck = 0;         ///< running steps older than stuck_after
 };
 
 /// Spawns the scheduler with `workers` run slots.
-caf::actor spawn_scheduler(caf::actor_system& sys, size_t workers);
+caf::actor spawn_scheduler(caf::actor_system& sys, size_t workers,
+                           std::chrono::milliseconds stuck_after = std::chrono::seconds{30});
 
 } // namespace proctor
 

@@ -196,6 +196,7 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
     auto& st = self->state;
     st.busy = false;
     PLOG(debug, self, "tree finished ({})", rolled_back ? "ROLLEDBACK" : "SUCCESS");
+    self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
     self->send(st.env->executor, tree_done_atom::value, tree_done{st.root_id, std::move(procs)});
     self->quit();
   });

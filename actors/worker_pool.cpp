@@ -85,8 +85,9 @@ void worker_pool::loop() {
       queue_.pop_front();
     }
     auto r = run(job);
+    auto id = job.ctx.id();
     caf::anon_send(job.proc, step_done_atom::value, std::move(r));
-    caf::anon_send(scheduler_, slot_atom::value);
+    caf::anon_send(scheduler_, slot_atom::value, id);
   }
 }
 

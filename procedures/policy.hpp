@@ -27,15 +27,20 @@ struct supervision_policy {
   double jitter = 0.2;
 };
 
-/// How a failing step is retried forward (past the point of no return, or when a type
-/// asks for retries of business failures).
+/// How a step that fails (a business failure) is retried before its failure stands.
 struct retry_policy {
   enum class backoff : uint8_t { fixed, linear, exponential };
   backoff kind = backoff::exponential;
+  /// Delay before the first retry; linear adds it per retry, exponential doubles it.
   std::chrono::milliseconds delay{100};
   std::chrono::milliseconds max_delay{std::chrono::seconds{30}};
-  /// Attempts in all, the first included; 0 = unbounded.
-  int max_attempts = 0;
+  /// Attempts of a failing step in all, the first included, before the failure stands and
+  /// the tree rolls back. 1 = no retry; 0 = unbounded.
+  int max_attempts = 1;
+  /// Past the point of no return a failure cannot roll back, so the step is retried
+  /// forward: up to this many attempts in all (0 = forever), after which the procedure ends
+  /// FAILED and waits for an operator.
+  int max_attempts_past_no_return = 0;
   double jitter = 0.2;
 };
 

@@ -10,6 +10,7 @@
 
 #include "procedures/context.hpp"
 #include "procedures/outcome.hpp"
+#include "procedures/resource_lock.hpp"
 
 namespace proctor {
 
@@ -41,6 +42,12 @@ public:
   /// Checks the data after it was parsed from a submit's args; "" if acceptable, otherwise
   /// a one-line reason given back to the submitter.
   virtual std::string validate() const { return {}; }
+
+  /// The resources this procedure locks, computed from its data. All are acquired at once
+  /// (all or nothing, so no deadlock between two procedures' sets) before its first step,
+  /// held across steps and restarts, and released when it ends or its tree finished rolling
+  /// back. Its descendants may use them.
+  virtual lock_set locks() const { return {}; }
 
   /// What happens when a `suspend` deadline passes before its event: false (the default)
   /// fails the procedure, so its tree rolls back; true runs the resume state with

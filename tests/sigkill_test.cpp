@@ -1,0 +1,319 @@
+// SIGKILL recovery, the foundation issue's test: a node running 200 demo.ledger procedures is
+// killed with SIGKILL mid-run (once, then three times at different moments), restarted on the
+// same data directory, and every procedure must end SUCCESS with exactly one ledger file per
+// step: <root>.<id>.<step>, 1000 files in all, no more, no fewer.
+#include <gtest/gtest.h>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/process_harness.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using proctor::test::eventually;
+using proctor::test::node;
+using proctor::test::run_result;
+using proctor::test::temp_dir;
+
+constexpr size_t procedures = 200;
+constexpr int steps = 5;
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+std::optional<uint64_t> parse_id(const std::string& text) {
+  auto t = trim(text);
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoull(t);
+}
+
+std::optional<google::protobuf::Value> parse_json(const std::string& text) {
+  google::protobuf::Value v;
+  if (!google::protobuf::util::JsonStringToMessage(trim(text), &v).ok())
+    return std::nullopt;
+  return v;
+}
+
+size_t count_files(const fs::path& dir) {
+  std::error_code ec;
+  size_t n = 0;
+  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+    ++n;
+  return n;
+}
+
+std::set<std::string> file_names(const fs::path& dir) {
+  std::set<std::string> names;
+  for (auto& e : fs::directory_iterator{dir})
+    names.insert(e.path().filename().string());
+  return names;
+}
+
+/// Runs f(0) … f(n-1) on `threads` threads.
+template <class F>
+void parallel_for(size_t n, size_t threads, F f) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < n;)
+        f(i);
+    });
+  for (auto& t : pool)
+    t.join();
+}
+
+/// The number of roots `list --state STATE --json` reports, or nullopt if it failed.
+std::optional<size_t> count_in_state(const node& n, const std::string& state) {
+  auto r = n.ctl({"list", "--state", state, "--json"}, 10s);
+  if (r.exit_code != 0)
+    return std::nullopt;
+  auto v = parse_json(r.out);
+  if (!v || !v->has_list_value())
+    return std::nullopt;
+  return static_cast<size_t>(v->list_value().values_size());
+}
+
+std::string ledger_args(const fs::path& ledger) {
+  return R"({"steps":)" + std::to_string(steps) + R"(,"step_sleep_ms":10,"ledger_dir":")"
+         + ledger.string() + R"("})";
+}
+
+/// What the ledger must hold once every procedure in `ids` succeeded.
+std::set<std::string> expected_ledger(const std::vector<uint64_t>& ids) {
+  std::set<std::string> want;
+  for (auto id : ids)
+    for (int s = 0; s < steps; ++s)
+      want.insert(std::to_string(id) + "." + std::to_string(id) + "." + std::to_string(s));
+  return want;
+}
+
+/// Up to `max` elements of a \ b, for failure messages.
+std::string difference(const std::set<std::string>& a, const std::set<std::string>& b,
+                       size_t max = 10) {
+  std::string out;
+  size_t n = 0;
+  for (auto& x : a)
+    if (!b.count(x)) {
+      if (n++ < max)
+        out += x + " ";
+    }
+  return std::to_string(n) + " [" + out + (n > max ? "...]" : "]");
+}
+
+/// The ledger files of procedure `id`, for failure messages.
+std::string ledger_files_of(const fs::path& ledger, uint64_t id) {
+  std::string out;
+  auto prefix = std::to_string(id) + ".";
+  for (auto& name : file_names(ledger))
+    if (name.rfind(prefix, 0) == 0)
+      out += name + " ";
+  return out;
+}
+
+/// The node log's lines about procedure or root `id`, for failure messages.
+std::string log_lines_of(const node& n, uint64_t id) {
+  std::ifstream in{n.log_file()};
+  std::string out;
+  auto a = "proc " + std::to_string(id) + " ";
+  auto b = "root " + std::to_string(id) + "]";
+  for (std::string l; std::getline(in, l);)
+    if (l.find(a) != std::string::npos || l.find(b) != std::string::npos
+        || l.find("recovery") != std::string::npos || l.find("started") != std::string::npos)
+      out += l + "\n";
+  return out;
+}
+
+/// Waits for every id (in parallel) and checks that each ended SUCCESS; then checks the ledger.
+void expect_all_succeeded_exactly_once(const node& n, const std::vector<uint64_t>& ids,
+                                       const fs::path& ledger) {
+  std::vector<run_result> waits(ids.size());
+  parallel_for(ids.size(), 4, [&](size_t i) {
+    waits[i] = n.ctl({"wait", std::to_string(ids[i]), "--timeout-s", "60"}, 90s);
+  });
+  size_t bad = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto v = parse_json(waits[i].out);
+    bool ok = waits[i].exit_code == 0 && v && v->has_struct_value()
+              && v->struct_value().fields().at("state").string_value() == "SUCCESS";
+    if (!ok && bad++ < 5)
+      ADD_FAILURE() << "procedure " << ids[i] << ": wait exited " << waits[i].exit_code
+                    << ", out: " << trim(waits[i].out) << ", err: " << trim(waits[i].err)
+                    << "\nits ledger files: " << ledger_files_of(ledger, ids[i])
+                    << "\nits log lines:\n" << log_lines_of(n, ids[i]);
+  }
+  EXPECT_EQ(bad, 0u) << "of " << ids.size() << " procedures did not end SUCCESS\n"
+                     << n.log_tail(30);
+
+  auto want = expected_ledger(ids);
+  auto have = file_names(ledger);
+  EXPECT_EQ(have.size(), ids.size() * steps);
+  EXPECT_EQ(have, want) << "missing: " << difference(want, have)
+                        << "\nunexpected: " << difference(have, want);
+
+  // No procedure beyond the ones we know of: a lost or duplicated submit would show here.
+  auto roots = n.ctl({"list", "--json"}, 30s);
+  ASSERT_EQ(roots.exit_code, 0) << roots.err;
+  auto v = parse_json(roots.out);
+  ASSERT_TRUE(v && v->has_list_value()) << roots.out;
+  std::set<uint64_t> listed;
+  for (auto& p : v->list_value().values())
+    listed.insert(static_cast<uint64_t>(p.struct_value().fields().at("id").number_value()));
+  std::set<std::string> want_ids, listed_ids;
+  for (auto id : ids)
+    want_ids.insert(std::to_string(id));
+  for (auto id : listed)
+    listed_ids.insert(std::to_string(id));
+  EXPECT_EQ(listed_ids, want_ids) << "missing from list: " << difference(want_ids, listed_ids)
+                                  << "\nunexpected in list: " << difference(listed_ids, want_ids);
+}
+
+TEST(sigkill, one_kill_mid_run_every_ledger_procedure_succeeds_exactly_once) {
+  temp_dir dir;
+  auto ledger = dir.path() / "ledger";
+  fs::create_directories(ledger);
+  // Four run slots: 1000 steps of 10 ms take 2.5 s at least, longer than the submits.
+  node n{dir.path() / "data", 0, {"--workers", "4"}};
+  ASSERT_TRUE(n.start()) << n.log_tail();
+
+  auto args = ledger_args(ledger);
+  std::vector<run_result> submits(procedures);
+  parallel_for(procedures, 4, [&](size_t i) {
+    submits[i] = n.ctl({"submit", "demo.ledger", "--args-json", args}, 30s);
+  });
+  std::vector<uint64_t> ids;
+  for (auto& r : submits) {
+    ASSERT_EQ(r.exit_code, 0) << r.err << n.log_tail();
+    auto id = parse_id(r.out);
+    ASSERT_TRUE(id) << "submit printed '" << r.out << "'";
+    ids.push_back(*id);
+  }
+  ASSERT_EQ(std::set<uint64_t>(ids.begin(), ids.end()).size(), procedures) << "duplicate ids";
+
+  size_t succeeded = 0;
+  ASSERT_TRUE(eventually(
+    [&] {
+      succeeded = count_in_state(n, "SUCCESS").value_or(0);
+      return succeeded >= 20;
+    },
+    30s, 10ms))
+    << "fewer than 20 procedures succeeded in 30 s\n"
+    << n.log_tail();
+  n.kill();
+  auto files_at_kill = count_files(ledger);
+  ASSERT_LT(succeeded, procedures);
+  ASSERT_LT(files_at_kill, procedures * steps)
+    << "every step had run before the SIGKILL: the test did not crash the node mid-run";
+
+  ASSERT_TRUE(n.start()) << n.log_tail();
+  expect_all_succeeded_exactly_once(n, ids, ledger);
+  n.kill();
+}
+
+TEST(sigkill, three_kills_at_different_moments_every_ledger_procedure_succeeds_exactly_once) {
+  temp_dir dir;
+  auto ledger = dir.path() / "ledger";
+  fs::create_directories(ledger);
+  node n{dir.path() / "data", 0, {"--workers", "4"}};
+  ASSERT_TRUE(n.start()) << n.log_tail();
+  auto args = ledger_args(ledger);
+  auto nonce = [](size_t i) { return "sigkill-" + std::to_string(i); };
+
+  // Kill 1: while submits are in flight. A submit cut off by the kill may or may not have
+  // become durable; resubmitting it with its nonce after the restart says which id it has.
+  std::vector<run_result> submits(procedures);
+  std::atomic<size_t> acknowledged{0};
+  std::thread submitter([&] {
+    parallel_for(procedures, 4, [&](size_t i) {
+      submits[i] =
+        n.ctl({"submit", "demo.ledger", "--args-json", args, "--nonce", nonce(i)}, 30s);
+      if (submits[i].exit_code == 0)
+        ++acknowledged;
+    });
+  });
+  bool enough = eventually([&] { return acknowledged.load() >= 50; }, 30s, 2ms);
+  n.kill();
+  submitter.join();
+  ASSERT_TRUE(enough) << "fewer than 50 submits acknowledged in 30 s\n" << n.log_tail();
+  auto files_at_kill = count_files(ledger);
+  size_t cut_off = 0;
+  std::vector<std::optional<uint64_t>> ids(procedures);
+  for (size_t i = 0; i < procedures; ++i) {
+    if (submits[i].exit_code == 0) {
+      ids[i] = parse_id(submits[i].out);
+      ASSERT_TRUE(ids[i]) << "submit printed '" << submits[i].out << "'";
+    } else {
+      EXPECT_EQ(submits[i].exit_code, 3) << "a submit to a killed node: " << submits[i].err;
+      ++cut_off;
+    }
+  }
+  EXPECT_GT(cut_off, 0u) << "every submit finished before the first SIGKILL";
+
+  ASSERT_TRUE(n.start()) << n.log_tail();
+  std::vector<run_result> resubmits(procedures);
+  parallel_for(procedures, 4, [&](size_t i) {
+    if (!ids[i])
+      resubmits[i] =
+        n.ctl({"submit", "demo.ledger", "--args-json", args, "--nonce", nonce(i)}, 30s);
+  });
+  for (size_t i = 0; i < procedures; ++i)
+    if (!ids[i]) {
+      ASSERT_EQ(resubmits[i].exit_code, 0) << resubmits[i].err << n.log_tail();
+      ids[i] = parse_id(resubmits[i].out);
+      ASSERT_TRUE(ids[i]) << "submit printed '" << resubmits[i].out << "'";
+    }
+  std::vector<uint64_t> all;
+  for (auto& id : ids)
+    all.push_back(*id);
+  ASSERT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), procedures) << "duplicate ids";
+
+  // Kill 2: as soon as steps run again after the restart.
+  ASSERT_TRUE(eventually([&] { return count_files(ledger) > files_at_kill; }, 30s, 2ms))
+    << "no step ran within 30 s of the restart\n"
+    << n.log_tail();
+  n.kill();
+  files_at_kill = count_files(ledger);
+  ASSERT_LT(files_at_kill, procedures * steps);
+
+  // Kill 3: well into the run.
+  ASSERT_TRUE(n.start()) << n.log_tail();
+  auto target = std::min(files_at_kill + 250, procedures * steps - 150);
+  ASSERT_TRUE(eventually([&] { return count_files(ledger) >= target; }, 30s, 2ms))
+    << "the ledger did not reach " << target << " files within 30 s\n"
+    << n.log_tail();
+  n.kill();
+  files_at_kill = count_files(ledger);
+  ASSERT_LT(files_at_kill, procedures * steps)
+    << "every step had run before the third SIGKILL: the test did not crash the node mid-run";
+
+  ASSERT_TRUE(n.start()) << n.log_tail();
+  expect_all_succeeded_exactly_once(n, all, ledger);
+
+  // Nonces outlive the crashes: each one still names its procedure.
+  for (size_t i : {size_t{0}, procedures / 2, procedures - 1}) {
+    auto r = n.ctl({"submit", "demo.ledger", "--args-json", args, "--nonce", nonce(i)}, 30s);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(parse_id(r.out), all[i]) << "nonce " << nonce(i);
+  }
+  n.kill();
+}
+
+} // namespace
