@@ -53,6 +53,7 @@ struct executor_state {
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
     nonce_pending;
   std::unordered_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> event_waiters;
+  std::unordered_map<uint64_t, std::string> waiting_key;  ///< procedure -> its event key
   std::unordered_map<std::string, std::vector<pending_event>> events;
   type_metrics metrics;
   /// When each live procedure was first seen, for the runtime histogram.
@@ -92,6 +93,23 @@ std::string status_reply(const proc_update& u, pb::Response::Code code = pb::Res
   return encode(r);
 }
 
+/// A procedure that no longer waits for an event is no longer woken by it (nor counted).
+void forget_event_wait(executor_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto k = st.waiting_key.find(id);
+  if (k == st.waiting_key.end())
+    return;
+  auto w = st.event_waiters.find(k->second);
+  if (w != st.event_waiters.end()) {
+    auto& v = w->second;
+    v.erase(std::remove_if(v.begin(), v.end(), [id](const auto& x) { return x.first == id; }),
+            v.end());
+    if (v.empty())
+      st.event_waiters.erase(w);
+  }
+  st.waiting_key.erase(k);
+}
+
 void record_update(executor_actor* self, proc_update u) {
   auto& st = self->state;
   auto [it, fresh] = st.procs.try_emplace(u.id);
@@ -101,6 +119,8 @@ void record_update(executor_actor* self, proc_update u) {
       st.started.emplace(u.id, std::chrono::steady_clock::now());
   }
   auto final_now = u.ended && !it->second.ended;
+  if (u.state != proc_state::waiting)
+    forget_event_wait(self, u.id);
   it->second = std::move(u);
   if (final_now) {
     auto runtime = std::chrono::milliseconds{-1};
@@ -385,6 +405,7 @@ void wake_waiters(executor_actor* self, const std::string& key, const std::strin
     return;
   for (auto& [id, h] : i->second) {
     self->send(h, wake_atom::value, payload, false, uint64_t{0});
+    st.waiting_key.erase(id);
     ++*woke;
   }
   st.event_waiters.erase(i);
@@ -631,7 +652,9 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
         self->send(h, wake_atom::value, e->second.back().payload, false, uint64_t{0});
         return;
       }
+      forget_event_wait(self, id);
       st.event_waiters[key].emplace_back(id, std::move(h));
+      st.waiting_key[id] = key;
     },
     [self](event_expire_atom, const std::string& key, uint64_t lsn) {
       auto& st = self->state;

@@ -428,10 +428,10 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out) {
     st.event_key.clear();
     st.event_payload = payload;
     st.event_timed_out = timed_out;
-    if (timed_out && !st.inst->resume_on_timeout()) {
-      st.status = proc_state::runnable;
+    st.status = proc_state::runnable;
+    publish(self);
+    if (timed_out && !st.inst->resume_on_timeout())
       return on_business_failure(self, st.state, "timed out waiting for event '" + key + "'");
-    }
     proceed(self);
   });
 }
