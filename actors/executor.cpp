@@ -577,7 +577,19 @@ void recover(executor_actor* self, recovered_state& rec) {
       auto& re = st.roots[image->root_id];
       re.finished = true;
       re.nonce = root->nonce;
-      auto left = st.cfg.result_ttl - std::chrono::milliseconds{now_ms() - image->finished_at_ms};
+      auto finished_at = image->finished_at_ms;
+      if (!image->summarized) {
+        // It ended, but the node went down before the tree was folded into its summary.
+        finished_at = now_ms();
+        journal_batch b;
+        b.deletes.push_back({image->root_id, 0});
+        pb::JournalRecord rec;
+        *rec.mutable_summary() = summarize(*image, finished_at);
+        b.entries.push_back(make_entry(image->root_id, rec));
+        self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
+          .then([](uint64_t) {}, [](caf::error&) {});
+      }
+      auto left = st.cfg.result_ttl - std::chrono::milliseconds{now_ms() - finished_at};
       self->delayed_send(self, std::max(left, std::chrono::milliseconds{0}), expire_atom::value,
                          image->root_id);
       continue;

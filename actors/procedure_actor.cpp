@@ -225,6 +225,12 @@ void commit_outcome(proc_actor* self, step_result& r) {
       return;
     }
     case outcome::kind::done: {
+      if (st.is_root) {
+        // The tree's summary says all the last step's records would: one write ends it.
+        auto procs = std::move(st.finished_subtree);
+        procs.push_back(final_update(self, out.result_json()));
+        return finish_tree(self, std::move(procs), false);
+      }
       batch.entries.push_back(make_entry(st.root_id, rec));
       pb::JournalRecord fin;
       fin.mutable_finished()->set_proc_id(st.id);
@@ -239,12 +245,9 @@ void commit_outcome(proc_actor* self, step_result& r) {
         PLOG(debug, self, "SUCCESS");
         auto procs = std::move(st.finished_subtree);
         procs.push_back(final_update(self, result));
-        if (!st.is_root)
-          self->send(st.env->executor, update_atom::value, procs.back());
-        if (!st.locks.empty() && !st.is_root)
+        self->send(st.env->executor, update_atom::value, procs.back());
+        if (!st.locks.empty())
           self->send(st.env->scheduler, unlock_atom::value, st.id);
-        if (st.is_root)
-          return finish_tree(self, std::move(procs), false);
         subtree_done d;
         d.result = child_result{st.id, proc_state::success, result, {}};
         d.procs = std::move(procs);

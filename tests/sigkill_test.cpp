@@ -317,3 +317,47 @@ TEST(sigkill, three_kills_at_different_moments_every_ledger_procedure_succeeds_e
 }
 
 } // namespace
+
+namespace {
+
+TEST(sigkill, roots_that_finished_just_before_a_sigkill_are_still_known_after_restart) {
+  temp_dir dir;
+  node n{dir.path() / "data"};
+  ASSERT_TRUE(n.start()) << n.log_tail();
+  constexpr size_t roots = 60;
+  for (int round = 0; round < 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto key = "go-" + std::to_string(round);
+    std::vector<run_result> subs(roots);
+    parallel_for(roots, 4, [&](size_t i) {
+      subs[i] = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":")" + key + "\"}"},
+                      30s);
+    });
+    std::vector<uint64_t> ids;
+    for (auto& r : subs) {
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      ids.push_back(*parse_id(r.out));
+    }
+    ASSERT_TRUE(eventually([&] { return count_in_state(n, "WAITING") == roots; }, 30s, 10ms));
+    // Every root wakes at once and finishes: kill while their final records are being written.
+    auto e = n.ctl({"event", key}, 30s);
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds{2 * round});
+    n.kill();
+    ASSERT_TRUE(n.start()) << n.log_tail();
+    size_t lost = 0;
+    std::string which;
+    for (auto id : ids) {
+      auto r = n.ctl({"wait", std::to_string(id), "--timeout-s", "30"}, 60s);
+      if (r.exit_code != 0) {
+        ++lost;
+        which += std::to_string(id) + " (" + trim(r.err) + ") ";
+      }
+    }
+    std::printf("  round %d: %zu of %zu lost\n", round, lost, roots);
+    EXPECT_EQ(lost, 0u) << which;
+  }
+  n.kill();
+}
+
+} // namespace

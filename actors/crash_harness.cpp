@@ -1,0 +1,302 @@
+#include "actors/crash_harness.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/node.hpp"
+#include "actors/rpc.hpp"
+#include "persistence/fault_store.hpp"
+
+namespace proctor::testing {
+
+namespace {
+
+/// Counts how often each step and undo ran (shared by every wrapped procedure).
+struct execution_log {
+  std::mutex mtx;
+  std::map<step_key, int> counts;
+
+  void add(step_key k) {
+    std::lock_guard<std::mutex> g(mtx);
+    ++counts[std::move(k)];
+  }
+  std::map<step_key, int> take() {
+    std::lock_guard<std::mutex> g(mtx);
+    return std::exchange(counts, {});
+  }
+};
+
+/// Forwards to the author's procedure and records every step and undo it runs.
+class counting_procedure : public procedure {
+public:
+  counting_procedure(std::unique_ptr<procedure> inner, std::string type,
+                     std::shared_ptr<execution_log> log)
+    : inner_(std::move(inner)), type_(std::move(type)), log_(std::move(log)) {}
+
+  google::protobuf::Message& data() override { return inner_->data(); }
+  int32_t initial_state() const override { return inner_->initial_state(); }
+  outcome execute(int32_t state, context& ctx) override {
+    log_->add(step_key{type_, state, false, inner_->data().SerializeAsString()});
+    return inner_->execute(state, ctx);
+  }
+  void rollback(int32_t state, context& ctx) override {
+    log_->add(step_key{type_, state, true, inner_->data().SerializeAsString()});
+    inner_->rollback(state, ctx);
+  }
+  bool rollback_supported(int32_t state) const override {
+    return inner_->rollback_supported(state);
+  }
+  std::string validate() const override { return inner_->validate(); }
+  std::string state_name(int32_t state) const override { return inner_->state_name(state); }
+  lock_set locks() const override { return inner_->locks(); }
+  bool resume_on_timeout() const override { return inner_->resume_on_timeout(); }
+
+private:
+  std::unique_ptr<procedure> inner_;
+  std::string type_;
+  std::shared_ptr<execution_log> log_;
+};
+
+registry counting_registry(const registry& types, const std::shared_ptr<execution_log>& log) {
+  registry out;
+  for (const auto& name : types.names()) {
+    auto t = *types.find(name);
+    auto make = t.make;
+    t.make = [make, name, log] {
+      return std::unique_ptr<procedure>(new counting_procedure(make(), name, log));
+    };
+    out.add(std::move(t));
+  }
+  return out;
+}
+
+class quiet_config : public caf::actor_system_config {
+public:
+  quiet_config() { set("logger.console-verbosity", caf::atom("quiet")); }
+};
+
+/// One incarnation of a node over `dir`; `crash` configures the store's crash point.
+class incarnation {
+public:
+  incarnation(const registry& types, const std::string& dir, size_t workers,
+              const std::function<void(fault_store&)>& crash)
+    : sys_(cfg_), node_(sys_, types) {
+    std::string err;
+    std::shared_ptr<journal_store> inner = open_rocksdb_store(dir, &err);
+    if (!inner)
+      throw std::runtime_error("cannot open " + dir + ": " + err);
+    store_ = std::make_shared<fault_store>(std::move(inner));
+    if (crash)
+      crash(*store_);
+    node_options o;
+    o.data_dir = dir;
+    o.workers = workers;
+    o.store = store_;
+    o.on_journal_fatal = [](const std::string&) {};  // a frozen store is the simulated crash
+    auto started = node_.start(o);
+    if (!started)
+      throw std::runtime_error("node did not start: " + sys_.render(started.error()));
+  }
+
+  ~incarnation() { node_.stop(); }
+
+  /// Sends one request; nullopt when no answer came within `timeout` (e.g. frozen journal).
+  std::optional<pb::Response> call(const pb::Request& req, std::chrono::milliseconds timeout) {
+    caf::scoped_actor self{sys_};
+    std::optional<pb::Response> out;
+    self->request(node_.executor(), timeout, rpc_atom::value, req.SerializeAsString())
+      .receive(
+        [&](const std::string& bytes) {
+          pb::Response r;
+          if (r.ParseFromString(bytes))
+            out = std::move(r);
+        },
+        [&](caf::error&) {});
+    return out;
+  }
+
+  bool frozen() const { return store_->frozen(); }
+  uint64_t writes() const { return store_->writes(); }
+
+private:
+  quiet_config cfg_;
+  caf::actor_system sys_;
+  node node_;
+  std::shared_ptr<fault_store> store_;
+};
+
+constexpr const char* nonce = "crash-harness";
+
+class runner {
+public:
+  explicit runner(const crash_matrix_options& o)
+    : opts_(o), log_(std::make_shared<execution_log>()),
+      types_(counting_registry(*o.types, log_)) {}
+
+  /// Runs the procedure to its end in a fresh directory. `crash(i, store)` arms the store of
+  /// incarnation i (0 = first) or leaves it alone.
+  crash_run run(const std::string& label,
+                const std::function<void(int, fault_store&)>& crash) {
+    crash_run out;
+    out.label = label;
+    auto dir = opts_.work_dir + "/run-" + std::to_string(++counter_);
+    std::filesystem::remove_all(dir);
+    if (opts_.reset)
+      opts_.reset();
+    log_->take();
+    auto deadline = std::chrono::steady_clock::now() + opts_.run_timeout;
+    uint64_t id = 0;
+    for (int i = 0;; ++i) {
+      incarnation inc(types_, dir, opts_.workers,
+                      [&](fault_store& s) { if (crash) crash(i, s); });
+      bool crashed = false;
+      // Submit (again, after a crash: the nonce makes it idempotent) until it is durable.
+      while (id == 0 && !crashed) {
+        pb::Request req;
+        auto* s = req.mutable_submit();
+        s->set_type(opts_.type);
+        s->set_args_json(opts_.args_json);
+        s->set_nonce(nonce);
+        auto r = inc.call(req, std::chrono::milliseconds{200});
+        if (r && r->code() != pb::Response::OK)
+          throw std::runtime_error(label + ": submit refused: " + r->error());
+        if (r)
+          id = r->id();
+        crashed = inc.frozen();
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error(label + ": the submit never became durable");
+      }
+      while (!crashed) {
+        pb::Request req;
+        req.mutable_wait()->set_id(id);
+        req.mutable_wait()->set_timeout_ms(20);
+        auto r = inc.call(req, std::chrono::seconds{5});
+        if (r && r->code() == pb::Response::OK) {
+          out.root = r->status();
+          break;
+        }
+        if (r && r->code() != pb::Response::TIMEOUT)
+          throw std::runtime_error(label + ": the procedure was lost: " + r->error());
+        crashed = inc.frozen();
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error(label + ": did not end within the run timeout");
+      }
+      out.journal_writes += inc.writes();
+      if (!crashed)
+        break;
+      ++out.crashes;
+      if (out.crashes > 10000)
+        throw std::runtime_error(label + ": crashes without end");
+    }
+    out.executions = log_->take();
+    std::filesystem::remove_all(dir);
+    return out;
+  }
+
+private:
+  const crash_matrix_options& opts_;
+  std::shared_ptr<execution_log> log_;
+  registry types_;
+  int counter_ = 0;
+};
+
+std::string describe(const step_key& k) {
+  std::ostringstream o;
+  o << k.type << (k.undo ? " undo of state " : " state ") << k.state << " (data "
+    << k.data.size() << " bytes)";
+  return o.str();
+}
+
+void compare(const crash_run& clean, const crash_run& r, bool bounded,
+             std::vector<std::string>* failures) {
+  auto fail = [&](const std::string& what) { failures->push_back(r.label + ": " + what); };
+  if (r.root.state() != clean.root.state())
+    fail("ended " + pb::ProcState_Name(r.root.state()) + ", the clean run ended "
+         + pb::ProcState_Name(clean.root.state()) + " (" + r.root.error() + ")");
+  for (const auto& [k, n] : clean.executions) {
+    auto i = r.executions.find(k);
+    int got = i == r.executions.end() ? 0 : i->second;
+    if (got < n)
+      fail(describe(k) + " ran " + std::to_string(got) + " time(s), the clean run "
+           + std::to_string(n));
+    else if (bounded && got > 2 * n)
+      fail(describe(k) + " ran " + std::to_string(got) + " time(s): more than twice");
+  }
+}
+
+} // namespace
+
+std::string crash_report::summary() const {
+  std::ostringstream o;
+  o << runs << " run(s), " << crashes << " crash(es) over " << boundaries
+    << " journal boundaries; " << failures.size() << " failure(s)";
+  for (const auto& f : failures)
+    o << "\n  " << f;
+  return o.str();
+}
+
+crash_report run_crash_matrix(const crash_matrix_options& opts) {
+  crash_report rep;
+  if (opts.types == nullptr || opts.types->find(opts.type) == nullptr) {
+    rep.failures.push_back("type '" + opts.type + "' is not registered");
+    return rep;
+  }
+  auto level = spdlog::get_level();
+  // The simulated crashes make the journal log errors by the dozen; PROCTOR_HARNESS_LOG=1
+  // keeps the node's log for debugging a failing matrix.
+  if (const char* l = std::getenv("PROCTOR_HARNESS_LOG"); l == nullptr)
+    spdlog::set_level(spdlog::level::off);
+  else if (std::string_view(l) == "debug")
+    spdlog::set_level(spdlog::level::debug);
+  struct restore {
+    spdlog::level::level_enum l;
+    ~restore() { spdlog::set_level(l); }
+  } restore_level{level};
+  std::filesystem::create_directories(opts.work_dir);
+  runner r(opts);
+  auto check = [&](const crash_run& run) {
+    ++rep.runs;
+    rep.crashes += static_cast<size_t>(run.crashes);
+    if (opts.check)
+      if (auto why = opts.check(run); !why.empty())
+        rep.failures.push_back(run.label + ": " + why);
+  };
+  try {
+    auto clean = r.run("clean", {});
+    check(clean);
+    rep.boundaries = clean.journal_writes;
+    for (uint64_t k = 1; k <= rep.boundaries; ++k) {
+      for (bool after : {false, true}) {
+        if ((after && !opts.crash_after) || (!after && !opts.crash_before))
+          continue;
+        auto label = std::string("crash ") + (after ? "after" : "before") + " write "
+                     + std::to_string(k);
+        auto run = r.run(label, [&](int i, fault_store& s) {
+          if (i == 0)
+            s.crash_at(k, after);
+        });
+        check(run);
+        compare(clean, run, true, &rep.failures);
+      }
+    }
+    if (opts.chained) {
+      // HBase's double execution: every incarnation lets one write through (the one the
+      // previous incarnation was killed before) and is killed before the next.
+      auto run = r.run("chained", [](int, fault_store& s) { s.crash_at(2, false); });
+      check(run);
+      compare(clean, run, false, &rep.failures);
+    }
+  } catch (const std::exception& e) {
+    rep.failures.push_back(e.what());
+  }
+  return rep;
+}
+
+} // namespace proctor::testing
