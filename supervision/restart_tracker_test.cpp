@@ -213,6 +213,10 @@ TEST(retry_delay_test, unbounded_when_max_attempts_is_zero) {
 TEST(retry_delay_test, default_policy_is_exponential_from_100ms) {
   std::minstd_rand rng(1);
   retry_policy p;
+  // By default a failing step is not retried: its failure stands at once.
+  EXPECT_EQ(p.max_attempts, 1);
+  EXPECT_EQ(retry_delay(p, 2, rng), -1ms);
+  p.max_attempts = 0;
   p.jitter = 0;
   EXPECT_EQ(retry_delay(p, 2, rng), 100ms);
   EXPECT_EQ(retry_delay(p, 3, rng), 200ms);
