@@ -46,6 +46,7 @@ struct executor_state {
   executor_config cfg;
   std::unordered_map<uint64_t, proc_update> procs;
   std::unordered_map<uint64_t, root_entry> roots;
+  std::unordered_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
   std::unordered_map<uint64_t, std::vector<waiter>> waiters;
   uint64_t wait_token = 0;
   std::unordered_map<std::string, uint64_t> nonces;
@@ -191,6 +192,7 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
       re.restarts = restart_tracker(t->supervision);  // keeps its history across restarts
   }
   re.handle = spawn_root(self, std::move(s));
+  st.root_addrs[re.handle.address()] = image->root_id;
 }
 
 /// The tree of `root_id` is read back and restarted (or, when `fail` is set, failed and
@@ -230,19 +232,13 @@ void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
           });
 }
 
-void on_root_down(executor_actor* self, caf::exit_msg& m) {
+void on_root_down(executor_actor* self, caf::down_msg& m) {
   auto& st = self->state;
-  uint64_t root_id = 0;
-  for (auto& [id, r] : st.roots)
-    if (r.handle && r.handle.address() == m.source) {
-      root_id = id;
-      break;
-    }
-  if (root_id == 0) {
-    if (m.reason && m.reason != caf::exit_reason::normal)
-      self->quit(m.reason);  // a shutdown of the node
+  auto a = st.root_addrs.find(m.source);
+  if (a == st.root_addrs.end())
     return;
-  }
+  auto root_id = a->second;
+  st.root_addrs.erase(a);
   auto& re = st.roots[root_id];
   re.handle = nullptr;
   if (!m.reason || m.reason == caf::exit_reason::normal || re.finished)
@@ -612,7 +608,15 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
   st.env = env;
   st.cfg = cfg;
   env->executor = caf::actor_cast<caf::actor>(self);
-  self->set_exit_handler([self](caf::exit_msg& m) { on_root_down(self, m); });
+  self->set_down_handler([self](caf::down_msg& m) { on_root_down(self, m); });
+  // A node shutting down takes its trees along (roots are monitored, not linked: a link
+  // per root would make every root's exit cost a walk of the executor's link list).
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    for (auto& [id, r] : self->state.roots)
+      if (r.handle)
+        self->send_exit(r.handle, m.reason);
+    self->quit(m.reason);
+  });
   recover(self, rec);
   return {
     [self](rpc_atom, const std::string& bytes) {

@@ -36,9 +36,8 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
             continue;
           if (is_final(p->status)) {
             // It ended before it went down; collect how, as its subtree_done would have.
-            c->ended = true;
             c->restarting = false;
-            c->result = child_result{cid, p->status, p->result_json, p->error};
+            st.child_ended(*c, child_result{cid, p->status, p->result_json, p->error});
             collect_subtree(*image, cid, &st.finished_subtree);
             continue;
           }
@@ -81,7 +80,7 @@ void stop_then_restart(proc_actor* self, std::vector<uint64_t> ids,
 
 } // namespace
 
-void on_exit(proc_actor* self, caf::exit_msg& m) {
+void on_down(proc_actor* self, caf::down_msg& m) {
   auto& st = self->state;
   bool normal = !m.reason || m.reason == caf::exit_reason::normal;
   if (st.parent && m.source == st.parent.address()) {
@@ -90,11 +89,9 @@ void on_exit(proc_actor* self, caf::exit_msg& m) {
     return;
   }
   auto* c = st.child_by_addr(m.source);
-  if (c == nullptr) {
-    if (!normal)
-      self->quit(m.reason);  // the executor (a root's supervisor) went down
+  if (c == nullptr)
     return;
-  }
+  st.child_addrs.erase(m.source);
   c->handle = nullptr;
   if (normal || c->ended || c->restarting || st.stopping || st.failing || st.parked)
     return;

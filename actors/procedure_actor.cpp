@@ -1,5 +1,6 @@
 #include "actors/procedure_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "actors/errors.hpp"
@@ -120,7 +121,7 @@ void retry_step(proc_actor* self, int32_t state, const std::string& error, int m
   auto policy = st.ptype->retry;
   policy.max_attempts = max_attempts;
   ++st.attempt;
-  auto delay = retry_delay(policy, st.attempt, st.rng);
+  auto delay = retry_delay(policy, st.attempt);
   PLOG(info, self, "retrying {} in {} ms (attempt {}): {}", st.inst->state_name(state),
        delay.count(), st.attempt, error);
   st.busy = false;
@@ -296,8 +297,11 @@ void commit_outcome(proc_actor* self, step_result& r) {
         st.attempt = 1;
         st.child_results.clear();
         st.waiting_on = ids;
+        for (auto& c : st.children)
+          c.awaited = false;
+        st.waiting_left = 0;
         for (auto cid : ids)
-          st.children.push_back(child_slot{cid, {}, false, false, {}});
+          st.add_child(cid, true);
         if (st.stopping)
           return maybe_finish_stop(self);
         if (ids.empty())
@@ -483,13 +487,13 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.past_no_return = s.image->past_no_return;
   st.waiting_on = p->last_spawned;
   for (auto cid : p->children) {
-    child_slot c{cid, {}, false, false, {}};
+    bool awaited = std::find(p->last_spawned.begin(), p->last_spawned.end(), cid)
+                   != p->last_spawned.end();
+    auto& c = st.add_child(cid, awaited);
     if (const auto* cp = s.image->find(cid); cp != nullptr && is_final(cp->status)) {
-      c.ended = true;
-      c.result = child_result{cid, cp->status, cp->result_json, cp->error};
+      st.child_ended(c, child_result{cid, cp->status, cp->result_json, cp->error});
       collect_subtree(*s.image, cid, &st.finished_subtree);
     }
-    st.children.push_back(std::move(c));
   }
   return true;
 }
@@ -501,9 +505,8 @@ void maybe_join(proc_actor* self) {
   if (st.stopping || st.failing || st.parked || st.busy || st.status != proc_state::waiting
       || !st.event_key.empty())
     return;
-  for (auto w : st.waiting_on)
-    if (auto* wc = st.child(w); wc != nullptr && !wc->ended)
-      return;
+  if (st.waiting_left > 0)
+    return;
   st.child_results.clear();
   for (auto w : st.waiting_on)
     st.child_results.push_back(st.child(w)->result);
@@ -523,12 +526,15 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.root = st.root;
   cs.ancestors = st.ancestors;
   cs.ancestors.push_back(st.id);
-  c->handle = self->spawn<caf::linked>(procedure_actor, std::move(cs));
+  c->handle = self->spawn<caf::monitored>(procedure_actor, std::move(cs));
   c->restarting = false;
+  st.child_addrs[c->handle.address()] = cid;
 }
 
 caf::behavior procedure_actor(proc_actor* self, proc_start start) {
-  self->set_exit_handler([self](caf::exit_msg& m) { on_exit(self, m); });
+  self->set_down_handler([self](caf::down_msg& m) { on_down(self, m); });
+  if (start.parent)
+    self->monitor(start.parent);  // a child goes down with its parent (see on_down)
   if (!init_from_image(self, start)) {
     self->quit(caf::make_error(errc::quarantined, "cannot recreate procedure"));
     return {};
@@ -586,8 +592,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto* c = st.child(d.result.id);
       if (c == nullptr)
         return;
-      c->ended = true;
-      c->result = d.result;
+      st.child_ended(*c, d.result);
       for (auto& u : d.procs)
         st.finished_subtree.push_back(std::move(u));
       maybe_join(self);
@@ -631,7 +636,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
 }
 
 caf::actor spawn_root(caf::event_based_actor* supervisor, proc_start start) {
-  return supervisor->spawn<caf::linked>(procedure_actor, std::move(start));
+  return supervisor->spawn<caf::monitored>(procedure_actor, std::move(start));
 }
 
 } // namespace proctor

@@ -26,8 +26,8 @@ struct proc_start {
   std::vector<uint64_t> ancestors;  ///< parent, grandparent, ... (their locks are usable)
 };
 
-/// Spawns a root procedure's actor, linked to `supervisor` (the executor, which traps
-/// exits): a crashed root is restarted by it, and a stopping executor takes the trees along.
+/// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed
+/// root is restarted by it, and a stopping executor takes the trees along.
 caf::actor spawn_root(caf::event_based_actor* supervisor, proc_start start);
 
 } // namespace proctor

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ struct child_slot {
   caf::actor handle;       ///< invalid while the child is down (awaiting restart) or ended
   bool ended = false;
   bool restarting = false;
+  bool awaited = false;    ///< spawned by the last spawn step: the parent waits for it
   child_result result;
 };
 
@@ -70,10 +72,12 @@ struct proc_actor_state {
 
   // -- children (this actor supervises them) -----------------------------------------------
   std::vector<child_slot> children;     ///< every child, in spawn order
+  std::unordered_map<uint64_t, size_t> child_index;             ///< id -> children[i]
+  std::unordered_map<caf::actor_addr, uint64_t> child_addrs;   ///< live actor -> id
   std::vector<uint64_t> waiting_on;     ///< children of the last spawn step
+  size_t waiting_left = 0;              ///< of those, how many have not ended
   std::vector<proc_update> finished_subtree;  ///< final statuses reported by ended children
   restart_tracker restarts;
-  std::minstd_rand rng{std::random_device{}()};
 
   // -- activity -------------------------------------------------------------------------------
   bool busy = false;       ///< a step runs or its commit is in flight
@@ -95,16 +99,28 @@ struct proc_actor_state {
 
   // -- helpers --------------------------------------------------------------------------------
   child_slot* child(uint64_t cid) {
-    for (auto& c : children)
-      if (c.id == cid)
-        return &c;
-    return nullptr;
+    auto i = child_index.find(cid);
+    return i == child_index.end() ? nullptr : &children[i->second];
   }
   child_slot* child_by_addr(const caf::actor_addr& a) {
-    for (auto& c : children)
-      if (c.handle && c.handle.address() == a)
-        return &c;
-    return nullptr;
+    auto i = child_addrs.find(a);
+    return i == child_addrs.end() ? nullptr : child(i->second);
+  }
+  child_slot& add_child(uint64_t cid, bool awaited) {
+    child_index[cid] = children.size();
+    children.push_back(child_slot{cid, {}, false, false, awaited, {}});
+    if (awaited)
+      ++waiting_left;
+    return children.back();
+  }
+  /// Records how a child ended (once).
+  void child_ended(child_slot& c, child_result r) {
+    if (c.ended)
+      return;
+    c.ended = true;
+    c.result = std::move(r);
+    if (c.awaited && waiting_left > 0)
+      --waiting_left;
   }
 };
 
@@ -133,8 +149,8 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
 /// Respawns the children `ids` from the journal's current image of the tree.
 void restart_children(proc_actor* self, std::vector<uint64_t> ids);
 
-/// Handles the exit of a linked actor (proc_supervision.cpp).
-void on_exit(proc_actor* self, caf::exit_msg& msg);
+/// Handles the end of a monitored actor: a child, or the parent (proc_supervision.cpp).
+void on_down(proc_actor* self, caf::down_msg& msg);
 
 /// Stops this actor's subtree at a step boundary; `done` runs when all of it stopped.
 void stop_subtree(proc_actor* self, caf::response_promise rp);

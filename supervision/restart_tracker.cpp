@@ -17,9 +17,15 @@ std::chrono::milliseconds jittered(double ms, double jitter, std::minstd_rand& r
 
 } // namespace
 
+std::minstd_rand& jitter_rng() {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  return rng;
+}
+
 bool restart_tracker::record_crash(clock::time_point now) {
-  while (!crashes_.empty() && now - crashes_.front() > policy_.period)
-    crashes_.pop_front();
+  auto stale = std::find_if(crashes_.begin(), crashes_.end(),
+                            [&](clock::time_point t) { return now - t <= policy_.period; });
+  crashes_.erase(crashes_.begin(), stale);
   crashes_.push_back(now);
   return static_cast<int>(crashes_.size()) <= policy_.max_restarts;
 }
@@ -29,7 +35,7 @@ std::chrono::milliseconds restart_tracker::backoff() {
   double base = static_cast<double>(policy_.backoff_min.count())
                 * std::pow(2.0, static_cast<double>(std::min<size_t>(n - 1, 30)));
   base = std::min(base, static_cast<double>(policy_.backoff_max.count()));
-  return jittered(base, policy_.jitter, rng_);
+  return jittered(base, policy_.jitter, jitter_rng());
 }
 
 std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt, std::minstd_rand& rng) {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
+#include <vector>
 #include <random>
 
 #include "procedures/policy.hpp"
@@ -30,12 +30,18 @@ public:
 
 private:
   supervision_policy policy_;
-  std::deque<clock::time_point> crashes_;
-  std::minstd_rand rng_{std::random_device{}()};
+  std::vector<clock::time_point> crashes_;  // within the period, oldest first
 };
+
+/// A random engine per thread, for jitter (seeding one per object costs a random_device
+/// read each, tens of microseconds on some virtual machines).
+std::minstd_rand& jitter_rng();
 
 /// The delay before attempt `attempt` (2 = first retry) of a retried step, or -1 ms when
 /// max_attempts is exhausted.
 std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt, std::minstd_rand& rng);
+inline std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt) {
+  return retry_delay(p, attempt, jitter_rng());
+}
 
 } // namespace proctor

@@ -325,7 +325,7 @@ TEST(sigkill, roots_that_finished_just_before_a_sigkill_are_still_known_after_re
   node n{dir.path() / "data"};
   ASSERT_TRUE(n.start()) << n.log_tail();
   constexpr size_t roots = 60;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < 20; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     auto key = "go-" + std::to_string(round);
     std::vector<run_result> subs(roots);
@@ -342,7 +342,7 @@ TEST(sigkill, roots_that_finished_just_before_a_sigkill_are_still_known_after_re
     // Every root wakes at once and finishes: kill while their final records are being written.
     auto e = n.ctl({"event", key}, 30s);
     ASSERT_EQ(e.exit_code, 0) << e.err;
-    std::this_thread::sleep_for(std::chrono::milliseconds{5 * round});
+    std::this_thread::sleep_for(std::chrono::microseconds{700 * round});
     n.kill();
     ASSERT_TRUE(n.start()) << n.log_tail();
     size_t lost = 0;
