@@ -79,7 +79,7 @@ registry counting_registry(const registry& types, const std::shared_ptr<executio
 
 class quiet_config : public caf::actor_system_config {
 public:
-  quiet_config() { set("logger.console-verbosity", caf::atom("quiet")); }
+  quiet_config() { tune_actor_system(*this); }
 };
 
 /// One incarnation of a node over `dir`; `crash` configures the store's crash point.

@@ -99,7 +99,7 @@ protected:
   /// Starts a node on the test's data directory; `tweak` adjusts the options.
   void start(const std::function<void(node_options&)>& tweak = {}) {
     cfg_ = std::make_unique<caf::actor_system_config>();
-    cfg_->set("logger.console-verbosity", caf::atom("quiet"));
+    tune_actor_system(*cfg_);
     sys_ = std::make_unique<caf::actor_system>(*cfg_);
     node_ = std::make_unique<node>(*sys_, types_);
     node_options o;

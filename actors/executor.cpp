@@ -59,6 +59,7 @@ struct executor_state {
   type_metrics metrics;
   /// When each live procedure was first seen, for the runtime histogram.
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
+  size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
 };
 
 using executor_actor = caf::stateful_actor<executor_state>;
@@ -122,6 +123,13 @@ void record_update(executor_actor* self, proc_update u) {
   auto final_now = u.ended && !it->second.ended;
   if (u.state != proc_state::waiting)
     forget_event_wait(self, u.id);
+  auto waits = [](const proc_update& x) {
+    return x.state == proc_state::waiting || x.state == proc_state::waiting_timeout;
+  };
+  if (!fresh && waits(it->second))
+    --st.waiting;
+  if (waits(u))
+    ++st.waiting;
   it->second = std::move(u);
   if (final_now) {
     auto runtime = std::chrono::milliseconds{-1};
@@ -508,11 +516,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
               .then(
                 [self, rp, r, s](journal_stats& j) mutable {
                   auto& st = self->state;
-                  size_t waiting = 0;
-                  for (const auto& [id, u] : st.procs)
-                    waiting += u.state == proc_state::waiting
-                               || u.state == proc_state::waiting_timeout;
-                  r->set_text(st.metrics.render(s, j, waiting, st.procs.size()));
+                  r->set_text(st.metrics.render(s, j, st.waiting, st.procs.size()));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

@@ -12,6 +12,12 @@
 
 namespace proctor {
 
+void tune_actor_system(caf::actor_system_config& cfg) {
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  cfg.set("logger.file-verbosity", caf::atom("quiet"));
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+}
+
 node::node(caf::actor_system& sys, const registry& types) : sys_(sys), types_(types) {
 }
 

@@ -39,6 +39,13 @@ struct recovery_report {
   double seconds = 0;
 };
 
+/// Settings a node's actor system should run with: quiet CAF logging, and the "sharing"
+/// scheduler. CAF 0.17's work-stealing queues remove from the tail by walking the whole
+/// queue, so when one actor spawns many (recovery starts every tree at once, a wide tree
+/// spawns its children) every steal costs O(queue length); a shared FIFO queue does not,
+/// and its workers sleep instead of spinning on an idle 2-core machine.
+void tune_actor_system(caf::actor_system_config& cfg);
+
 class node {
 public:
   node(caf::actor_system& sys, const registry& types);

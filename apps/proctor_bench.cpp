@@ -275,8 +275,7 @@ size_t rss_bytes() {
 class bench_config : public caf::actor_system_config {
 public:
   bench_config() {
-    set("logger.console-verbosity", caf::atom("quiet"));
-    set("logger.file-verbosity", caf::atom("quiet"));
+    proctor::tune_actor_system(*this);
   }
 };
 

@@ -25,8 +25,7 @@ class daemon_config : public caf::actor_system_config {
 public:
   daemon_config() {
     load<caf::io::middleman>();
-    set("logger.console-verbosity", caf::atom("quiet"));
-    set("logger.file-verbosity", caf::atom("quiet"));
+    proctor::tune_actor_system(*this);
   }
 };
 
