@@ -60,6 +60,7 @@ struct executor_state {
   /// When each live procedure was first seen, for the runtime histogram.
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
+  std::vector<pb::Quarantined> quarantined;
 };
 
 using executor_actor = caf::stateful_actor<executor_state>;
@@ -185,6 +186,33 @@ void release_tree(executor_actor* self, uint64_t root_id) {
   drop_tree(self, root_id);
 }
 
+/// A tree whose records cannot be read is neither run nor deleted: it is listed for an
+/// operator, and what could be read of it stays visible in status.
+void quarantine(executor_actor* self, const tree_image& t, const std::string& reason) {
+  auto& st = self->state;
+  spdlog::error("[root {}] quarantined: {} ({} journal records kept)", t.root_id, reason,
+                t.records);
+  pb::Quarantined q;
+  q.set_root_id(t.root_id);
+  q.set_reason(reason);
+  q.set_records(t.records);
+  st.quarantined.push_back(std::move(q));
+  for (const auto& [id, p] : t.procs) {
+    auto u = update_from_image(t, p);
+    u.waiting_for = "operator (tree quarantined: " + reason + ")";
+    u.ended = false;
+    record_update(self, std::move(u));
+  }
+  if (!t.procs.count(t.root_id)) {
+    proc_update u;
+    u.id = u.root_id = t.root_id;
+    u.state = proc_state::failed;
+    u.error = "quarantined: " + reason;
+    u.waiting_for = "operator (tree quarantined)";
+    record_update(self, std::move(u));
+  }
+}
+
 void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback) {
   auto& st = self->state;
   proc_start s;
@@ -213,7 +241,7 @@ void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
         [self, root_id](journal_records& recs) {
           auto image = std::make_shared<const tree_image>(fold_tree(root_id, recs));
           if (!image->corrupt.empty()) {
-            spdlog::error("[root {}] quarantined: {}", root_id, image->corrupt);
+            quarantine(self, *image, image->corrupt);
             return;
           }
           start_root(self, image, image->failed && !image->rolled_back);
@@ -252,12 +280,14 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
   if (!m.reason || m.reason == caf::exit_reason::normal || re.finished)
     return;
   if (is(m.reason, errc::quarantined)) {
-    spdlog::error("[root {}] tree quarantined: {}", root_id, self->system().render(m.reason));
-    auto i = st.procs.find(root_id);
-    if (i != st.procs.end()) {
-      i->second.error = "quarantined: " + self->system().render(m.reason);
-      i->second.waiting_for = "operator (quarantined)";
-    }
+    // Read the tree once more to list it with what can be read of it.
+    self->request(st.env->journal, caf::infinite, read_tree_atom::value, root_id)
+      .then(
+        [self, root_id, why = self->system().render(m.reason)](journal_records& recs) {
+          auto image = fold_tree(root_id, recs);
+          quarantine(self, image, image.corrupt.empty() ? why : image.corrupt);
+        },
+        [](caf::error&) {});
     return;
   }
   if (is(m.reason, errc::journal_failed))
@@ -516,7 +546,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
               .then(
                 [self, rp, r, s](journal_stats& j) mutable {
                   auto& st = self->state;
-                  r->set_text(st.metrics.render(s, j, st.waiting, st.procs.size()));
+                  r->set_text(
+                    st.metrics.render(s, j, st.waiting, st.procs.size(), st.quarantined.size()));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {
@@ -527,6 +558,12 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
             reply(rp, error_reply(pb::Response::INTERNAL, "scheduler stats unavailable"));
           });
       return;
+    }
+    case pb::Request::kQuarantine: {
+      pb::Response r;
+      for (const auto& q : st.quarantined)
+        *r.add_quarantined() = q;
+      return reply(rp, encode(r));
     }
     case pb::Request::BODY_NOT_SET:
       break;
@@ -560,7 +597,7 @@ void recover(executor_actor* self, recovered_state& rec) {
     auto image = std::make_shared<const tree_image>(std::move(t));
     if (!image->corrupt.empty()) {
       ++quarantined;
-      spdlog::error("[root {}] quarantined at recovery: {}", image->root_id, image->corrupt);
+      quarantine(self, *image, image->corrupt);
       continue;
     }
     for (const auto& [id, p] : image->procs) {

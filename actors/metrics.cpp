@@ -28,7 +28,7 @@ void type_metrics::ended(const std::string& type, proc_state state,
 }
 
 std::string type_metrics::render(const scheduler_stats& s, const journal_stats& j,
-                                 size_t waiting, size_t procedures) const {
+                                 size_t waiting, size_t procedures, size_t quarantined) const {
   std::ostringstream o;
   auto counter = [&](const char* name, const char* help, auto field) {
     o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
@@ -77,6 +77,8 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         static_cast<double>(s.lock_owners));
   gauge("proctor_stuck_steps", "Running steps older than the stuck threshold.",
         static_cast<double>(s.stuck));
+  gauge("proctor_quarantined_trees", "Trees whose journal records could not be read.",
+        static_cast<double>(quarantined));
   gauge("proctor_procedures", "Procedures known to the node (live and retained).",
         static_cast<double>(procedures));
   gauge("proctor_journal_last_batch_size", "Appends in the journal's last WriteBatch.",

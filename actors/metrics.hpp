@@ -27,7 +27,7 @@ public:
 
   /// Prometheus text exposition of the counters and the gauges passed in.
   std::string render(const scheduler_stats& s, const journal_stats& j, size_t waiting,
-                     size_t procedures) const;
+                     size_t procedures, size_t quarantined = 0) const;
 
   /// Upper bounds (ms) of the runtime histogram's buckets.
   static constexpr std::array<int64_t, 10> buckets{1, 5, 10, 50, 100, 500, 1000, 5000, 30000,

@@ -81,8 +81,17 @@ caf::expected<recovery_report> node::start(node_options opts) {
     return true;
   });
   close_tree();
-  if (!st.ok())
-    spdlog::error("journal scan reported: {}", st.ToString());
+  if (!st.ok()) {
+    if (st.IsCorruption() && st.ToString().find("malformed key") != std::string::npos) {
+      spdlog::error("{}; those records are kept and ignored", st.ToString());
+    } else {
+      // A block that fails its checksum ends the scan: starting on what was read would
+      // forget every tree after it. Refuse, and keep everything for an operator.
+      return caf::make_error(caf::sec::runtime_error,
+                             "the journal in " + opts.data_dir + " cannot be read ("
+                               + st.ToString() + "); not starting on a partial journal");
+    }
+  }
   rep.trees = rec.trees.size();
 
   env_ = std::make_shared<node_env>();

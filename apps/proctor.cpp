@@ -130,7 +130,9 @@ void print_text(const std::string& text) {
 struct command {
   std::string node;
   proctor::pb::Request request;
-  enum class verb : uint8_t { submit, status, list, wait, abort, event, metrics, release };
+  enum class verb : uint8_t {
+    submit, status, list, wait, abort, event, metrics, release, quarantine
+  };
   verb what = verb::status;
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
 };
@@ -184,6 +186,9 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
     case command::verb::event:
     case command::verb::metrics:
       print_text(resp.text());
+      return exit_ok;
+    case command::verb::quarantine:
+      std::cout << proctor::quarantine_to_json(resp.quarantined()) << '\n';
       return exit_ok;
   }
   return exit_ok;
@@ -342,6 +347,14 @@ int main(int argc, char** argv) {
   app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)")->callback([&] {
     cmd.what = verb::metrics;
     cmd.request.mutable_metrics();
+  });
+
+  auto* quarantine = app.add_subcommand(
+    "quarantine", "List the trees whose journal records could not be read (JSON array)");
+  quarantine->add_flag("--json", json, "JSON output (the only format)");
+  quarantine->callback([&] {
+    cmd.what = verb::quarantine;
+    cmd.request.mutable_quarantine();
   });
 
   auto* release =

@@ -327,4 +327,16 @@ std::string list_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus
   return out;
 }
 
+std::string quarantine_to_json(const google::protobuf::RepeatedPtrField<pb::Quarantined>& xs) {
+  std::string out = "[";
+  for (int i = 0; i < xs.size(); ++i) {
+    if (i > 0)
+      out += ',';
+    out += "{\"root_id\":" + std::to_string(xs[i].root_id()) + ",\"reason\":"
+           + json_quote(xs[i].reason()) + ",\"records\":" + std::to_string(xs[i].records()) + '}';
+  }
+  out += ']';
+  return out;
+}
+
 } // namespace proctor

@@ -22,6 +22,9 @@ std::string status_to_json(const pb::ProcStatus& s);
 /// `xs` as one JSON array of `status_to_json` objects (no trailing newline).
 std::string list_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs);
 
+/// The quarantined trees as one JSON array: [{"root_id":7,"reason":"...","records":12}].
+std::string quarantine_to_json(const google::protobuf::RepeatedPtrField<pb::Quarantined>& xs);
+
 /// `s` as a JSON string literal, quotes included. Control characters are escaped; bytes
 /// that are not valid UTF-8 become U+FFFD, so the literal is always valid JSON.
 std::string json_quote(std::string_view s);

@@ -7,6 +7,7 @@ namespace proctor {
 void tree_folder::add(uint64_t lsn, const std::string& value) {
   pb::JournalRecord rec;
   if (!rec.ParseFromString(value)) {
+    ++image_.records;
     if (image_.corrupt.empty())
       image_.corrupt = "unparsable record at lsn " + std::to_string(lsn);
     return;
@@ -16,6 +17,7 @@ void tree_folder::add(uint64_t lsn, const std::string& value) {
 
 void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
   auto& t = image_;
+  ++t.records;
   t.last_lsn = std::max(t.last_lsn, lsn);
   auto missing = [&](uint64_t id) {
     if (t.corrupt.empty())

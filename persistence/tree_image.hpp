@@ -67,6 +67,7 @@ struct tree_image {
   int64_t finished_at_ms = 0;
   bool past_no_return = false;
   std::string corrupt;        ///< non-empty: a record could not be read; quarantined
+  size_t records = 0;         ///< records folded (damaged ones included)
 
   const proc_image* find(uint64_t id) const {
     auto i = procs.find(id);
