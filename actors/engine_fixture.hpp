@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/node.hpp"
@@ -100,6 +101,8 @@ protected:
   void start(const std::function<void(node_options&)>& tweak = {}) {
     cfg_ = std::make_unique<caf::actor_system_config>();
     tune_actor_system(*cfg_);
+    if (middleman_)
+      cfg_->load<caf::io::middleman>();
     sys_ = std::make_unique<caf::actor_system>(*cfg_);
     node_ = std::make_unique<node>(*sys_, types_);
     node_options o;
@@ -200,6 +203,7 @@ protected:
   }
 
   std::string dir_;
+  bool middleman_ = false;  ///< load CAF's middleman (remote calls, publish)
   registry types_;
   std::unique_ptr<caf::actor_system_config> cfg_;
   std::unique_ptr<caf::actor_system> sys_;

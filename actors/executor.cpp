@@ -559,6 +559,26 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
           });
       return;
     }
+    case pb::Request::kCall: {
+      // Another node's procedure calls a service of this node.
+      auto svc = st.env->services.find(req.call().service());
+      if (svc == st.env->services.end())
+        return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                     "no service '" + req.call().service() + "' on this node"));
+      self->request(svc->second, std::chrono::seconds{60}, service_call_atom::value,
+                    req.call().call_id(), req.call().request())
+        .then(
+          [rp](const std::string& answer) mutable {
+            pb::Response r;
+            r.set_text(answer);
+            reply(rp, encode(r));
+          },
+          [self, rp](caf::error& e) mutable {
+            reply(rp, error_reply(pb::Response::INTERNAL,
+                                  "service failed: " + self->system().render(e)));
+          });
+      return;
+    }
     case pb::Request::kQuarantine: {
       pb::Response r;
       for (const auto& q : st.quarantined)

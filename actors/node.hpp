@@ -26,6 +26,8 @@ struct node_options {
   std::function<void(const std::string&)> on_journal_fatal;
   /// See node_env::on_procedure_start.
   std::function<void(uint64_t id)> on_procedure_start;
+  /// Services by name (see node_env::services).
+  std::map<std::string, caf::actor> services;
   /// Replaces the RocksDB store (tests inject faults through it).
   std::shared_ptr<journal_store> store;
 };

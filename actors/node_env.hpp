@@ -5,13 +5,19 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 
 #include <caf/all.hpp>
 
 #include "procedures/registry.hpp"
 
 namespace proctor {
+
+/// A service's protocol: (service_call_atom, std::string call_id, std::string request)
+/// -> std::string reply (or an error). The same call id may arrive more than once.
+using service_call_atom = caf::atom_constant<caf::atom("svccall")>;
 
 struct node_env {
   caf::actor journal;
@@ -27,6 +33,9 @@ struct node_env {
   /// Observability hook for tests: called (on an actor thread) whenever a procedure's actor
   /// starts, including restarts by a supervisor and recovery. May be empty.
   std::function<void(uint64_t id)> on_procedure_start;
+  /// Services procedures of this node may call by name (outcome::call), and that other
+  /// nodes may call through the executor: (service_call_atom, call_id, request) -> reply.
+  std::map<std::string, caf::actor> services;
 };
 
 using env_ptr = std::shared_ptr<const node_env>;

@@ -5,6 +5,10 @@
 
 #include "actors/errors.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/rpc.hpp"
+#include "wire.pb.h"
+
+#include <caf/io/all.hpp>
 
 namespace proctor {
 
@@ -69,6 +73,9 @@ void schedule(proc_actor* self) {
 }
 
 namespace {
+
+void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why = {});
+void wait_for_call(proc_actor* self, int64_t deadline_ms);
 
 proc_update final_update(proc_actor* self, const std::string& result) {
   auto& st = self->state;
@@ -349,6 +356,39 @@ void commit_outcome(proc_actor* self, step_result& r) {
       });
       return;
     }
+    case outcome::kind::call: {
+      int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
+      auto key = "call:" + std::to_string(st.id) + ":" + std::to_string(now_ms()) + ":"
+                 + std::to_string(st.attempt);
+      batch.entries.push_back(make_entry(st.root_id, rec));
+      pb::JournalRecord sus;
+      auto* s = sus.mutable_suspended();
+      s->set_proc_id(st.id);
+      s->set_event_key(key);
+      s->set_deadline_ms(deadline);
+      s->set_resume_state(out.state());
+      s->set_call_service(out.service());
+      s->set_call_request(out.request());
+      batch.entries.push_back(make_entry(st.root_id, sus));
+      journal_append(self, std::move(batch),
+                     [self, after_commit, key, svc = out.service(), req = out.request(),
+                      next = out.state(), deadline] {
+        after_commit();
+        auto& st = self->state;
+        st.busy = false;
+        st.state = next;
+        st.attempt = 1;
+        st.event_key = key;
+        st.call_service = svc;
+        st.call_request = req;
+        st.event_payload.clear();
+        st.event_timed_out = false;
+        if (st.stopping)
+          return maybe_finish_stop(self);
+        wait_for_call(self, deadline);
+      });
+      return;
+    }
     case outcome::kind::wait: {
       int64_t wake_at = now_ms() + out.duration().count();
       batch.entries.push_back(make_entry(st.root_id, rec));
@@ -414,7 +454,7 @@ void on_step_done(proc_actor* self, step_result& r) {
 }
 
 /// Woken by an event (or its deadline): journal the delivery, then run the resume state.
-void on_wake(proc_actor* self, const std::string& payload, bool timed_out) {
+void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why) {
   auto& st = self->state;
   if (st.busy || st.stopping || st.parked || st.status != proc_state::waiting
       || st.event_key.empty())
@@ -429,18 +469,107 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out) {
   d->set_timed_out(timed_out);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
-  journal_append(self, std::move(batch), [self, payload, timed_out] {
+  journal_append(self, std::move(batch), [self, payload, timed_out, why] {
     auto& st = self->state;
     auto key = std::move(st.event_key);
     st.event_key.clear();
+    st.call_service.clear();
+    st.call_request.clear();
     st.event_payload = payload;
     st.event_timed_out = timed_out;
     st.status = proc_state::runnable;
     publish(self);
     if (timed_out && !st.inst->resume_on_timeout())
-      return on_business_failure(self, st.state, "timed out waiting for event '" + key + "'");
+      return on_business_failure(self, st.state,
+                                 why.empty() ? "timed out waiting for event '" + key + "'" : why);
     proceed(self);
   });
+}
+
+/// Sends the pending call (again, after a restart: the callee deduplicates by call id).
+/// Transport failures are retried with back-off; an error reply fails the call.
+void issue_call(proc_actor* self) {
+  auto& st = self->state;
+  auto token = st.timer_token;
+  auto key = st.event_key;
+  auto on_reply = [self, token](const std::string& reply) {
+    if (self->state.timer_token == token)
+      on_wake(self, reply, false);
+  };
+  auto on_error = [self, token](const std::string& what, bool transient) {
+    auto& st = self->state;
+    if (st.timer_token != token)
+      return;
+    if (transient && ++st.call_attempts < 10) {
+      retry_policy p;
+      p.max_attempts = 0;
+      auto delay = retry_delay(p, st.call_attempts + 1);
+      PLOG(warn, self, "call to {} failed ({}); again in {} ms", st.call_service, what,
+           delay.count());
+      self->delayed_send(self, delay, call_again_atom::value, token);
+      return;
+    }
+    on_wake(self, "", true, "call to " + st.call_service + " failed: " + what);
+  };
+  auto slash = st.call_service.find('/');
+  if (slash == std::string::npos) {
+    auto svc = st.env->services.find(st.call_service);
+    if (svc == st.env->services.end())
+      return on_error("no service '" + st.call_service + "' on this node", false);
+    self->request(svc->second, caf::infinite, service_call_atom::value, key, st.call_request)
+      .then([on_reply](const std::string& reply) { on_reply(reply); },
+            [self, on_error](caf::error& e) { on_error(self->system().render(e), false); });
+    return;
+  }
+  // host:port/service: through the other node's executor, connecting without blocking.
+  auto where = st.call_service.substr(0, slash);
+  auto name = st.call_service.substr(slash + 1);
+  auto colon = where.rfind(':');
+  uint16_t port = 0;
+  try {
+    port = colon == std::string::npos ? 0 : static_cast<uint16_t>(std::stoul(where.substr(colon + 1)));
+  } catch (...) {
+  }
+  if (port == 0)
+    return on_error("'" + st.call_service + "' is not host:port/service", false);
+  pb::Request req;
+  auto* c = req.mutable_call();
+  c->set_service(name);
+  c->set_call_id(key);
+  c->set_request(st.call_request);
+  auto bytes = req.SerializeAsString();
+  auto mm = self->system().middleman().actor_handle();
+  self->request(mm, std::chrono::seconds{10}, caf::connect_atom::value, where.substr(0, colon), port)
+    .then(
+      [self, on_reply, on_error, bytes](const caf::node_id&, caf::strong_actor_ptr& remote,
+                                        const std::set<std::string>&) {
+        if (!remote)
+          return on_error("the node published no actor", true);
+        auto h = caf::actor_cast<caf::actor>(remote);
+        self->request(h, std::chrono::seconds{60}, rpc_atom::value, bytes)
+          .then(
+            [on_reply, on_error](const std::string& raw) {
+              pb::Response r;
+              if (!r.ParseFromString(raw))
+                return on_error("malformed reply", false);
+              if (r.code() != pb::Response::OK)
+                return on_error(r.error(), false);
+              on_reply(r.text());
+            },
+            [self, on_error](caf::error& e) { on_error(self->system().render(e), true); });
+      },
+      [self, on_error](caf::error& e) { on_error(self->system().render(e), true); });
+}
+
+/// Waits for the reply of the pending call (and its deadline).
+void wait_for_call(proc_actor* self, int64_t deadline_ms) {
+  auto& st = self->state;
+  st.status = proc_state::waiting;
+  st.call_attempts = 0;
+  publish(self, "reply from " + st.call_service);
+  if (deadline_ms > 0)
+    arm_timer(self, deadline_ms, true);
+  issue_call(self);
 }
 
 /// Starts from the journaled image: spawn live children, then run, wait or roll back.
@@ -482,6 +611,8 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.state = p->state;
   st.status = p->status;
   st.event_key = p->event_key;
+  st.call_service = p->call_service;
+  st.call_request = p->call_request;
   st.event_payload = p->event_payload;
   st.event_timed_out = p->event_timed_out;
   st.past_no_return = s.image->past_no_return;
@@ -567,7 +698,9 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         schedule(self);
         break;
       case proc_state::waiting:
-        if (!st.event_key.empty())
+        if (!st.call_service.empty())
+          wait_for_call(self, start.image->find(st.id)->deadline_ms);
+        else if (!st.event_key.empty())
           wait_for_event(self, start.image->find(st.id)->deadline_ms);
         else
           publish(self, "children");
@@ -601,6 +734,10 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (timed_out && token != self->state.timer_token)
         return;
       on_wake(self, payload, timed_out);
+    },
+    [self](call_again_atom, uint64_t token) {
+      if (token == self->state.timer_token)
+        issue_call(self);
     },
     [self](retry_atom, uint64_t token) {
       auto& st = self->state;

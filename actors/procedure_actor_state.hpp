@@ -23,6 +23,7 @@ namespace proctor {
 using subtree_done_atom = caf::atom_constant<caf::atom("subdone")>;
 using wait_event_atom = caf::atom_constant<caf::atom("waitevent")>;
 using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
+using call_again_atom = caf::atom_constant<caf::atom("callagain")>;
 
 /// How a child ended, with the final status of every procedure in its subtree (so the root
 /// can write the tree's summary without reading the journal).
@@ -66,6 +67,9 @@ struct proc_actor_state {
   int32_t same_state_commits = 0;
   std::vector<child_result> child_results;  ///< handed to the next step
   std::string event_key;
+  std::string call_service;  ///< WAITING for the reply of a call to this service
+  std::string call_request;
+  int call_attempts = 0;
   std::string event_payload;
   bool event_timed_out = false;
   uint64_t timer_token = 0;  ///< stale timer/retry messages carry an older token

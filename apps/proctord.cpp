@@ -11,6 +11,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/echo_service.hpp"
 #include "actors/node.hpp"
 #include "apps/endpoint.hpp"
 #include "procedures/demo.hpp"
@@ -88,6 +89,8 @@ int main(int argc, char** argv) {
     opts.workers = workers;
     opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
     opts.executor.max_args_bytes = max_args;
+    auto echo = proctor::spawn_echo_service(sys);
+    opts.services["demo.echo"] = echo;
     auto started = n.start(opts);
     if (!started) {
       std::cerr << "proctord: " << sys.render(started.error()) << "\n";
@@ -128,6 +131,7 @@ int main(int argc, char** argv) {
       http->stop();
 #endif
     n.stop();
+    caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
   }
   spdlog::shutdown();
   return rc;

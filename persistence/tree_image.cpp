@@ -52,6 +52,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->data = s.data();
       p->state = s.next_state();
       p->event_key.clear();
+      p->call_service.clear();
+      p->call_request.clear();
       p->event_delivered = false;
       p->event_payload.clear();
       p->event_timed_out = false;
@@ -74,6 +76,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->event_key = s.event_key();
       p->deadline_ms = s.deadline_ms();
       p->state = s.resume_state();
+      p->call_service = s.call_service();
+      p->call_request = s.call_request();
       break;
     }
     case pb::JournalRecord::kTimer: {
@@ -92,6 +96,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       if (p == nullptr)
         return missing(s.proc_id());
       p->status = proc_state::runnable;
+      p->call_service.clear();
+      p->call_request.clear();
       p->event_delivered = true;
       p->event_payload = s.payload_json();
       p->event_timed_out = s.timed_out();

@@ -51,6 +51,8 @@ struct proc_image {
   int64_t deadline_ms = 0;
   int64_t wake_at_ms = 0;
   std::string event_payload;  ///< set once the event was delivered
+  std::string call_service;   ///< WAITING for the reply to a call to this service
+  std::string call_request;
   bool event_delivered = false;
   bool event_timed_out = false;
 };

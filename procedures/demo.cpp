@@ -183,6 +183,35 @@ private:
   void nothing(pb::WaitEventData&, context&) {}
 };
 
+// -- demo.call -----------------------------------------------------------------------------------
+
+class call_service : public state_machine<pb::CallData, pb::CallState> {
+public:
+  call_service() {
+    on(pb::CALL_SEND, &call_service::send, &call_service::nothing);
+    on(pb::CALL_DONE, &call_service::finish, &call_service::nothing);
+  }
+
+  std::string validate() const override {
+    if (typed_data().service().empty())
+      return "service is required";
+    if (typed_data().timeout_ms() < 0)
+      return "timeout_ms must not be negative";
+    return {};
+  }
+
+private:
+  outcome send(pb::CallData& d, context&) {
+    return call(d.service(), d.request(), pb::CALL_DONE,
+                std::chrono::milliseconds{d.timeout_ms()});
+  }
+  outcome finish(pb::CallData& d, context& ctx) {
+    d.set_reply(ctx.event_payload());
+    return done(ctx.event_payload());
+  }
+  void nothing(pb::CallData&, context&) {}
+};
+
 // -- demo.noop / demo.fanout --------------------------------------------------------------------
 
 class noop : public state_machine<pb::NoopData, pb::NoopState> {
@@ -234,6 +263,7 @@ void register_demo_procedures(registry& r) {
   r.add<flaky>("demo.flaky");
   r.add<wait_event>("demo.wait_event");
   r.add<noop>("demo.noop");
+  r.add<call_service>("demo.call");
   r.add<fanout>("demo.fanout");
 }
 

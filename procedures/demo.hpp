@@ -3,6 +3,7 @@
 //   demo.flaky       a step that crashes its first `crash_times` attempts (supervision)
 //   demo.wait_event  suspends until an external event or its deadline
 //   demo.noop        `steps` empty steps (durable step throughput)
+//   demo.call        sends `request` to a service and ends with its reply
 //   demo.fanout      one root spawning `children` demo.noop children (wide trees)
 #pragma once
 

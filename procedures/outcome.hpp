@@ -26,7 +26,7 @@ inline child_spec child(std::string type, const google::protobuf::Message& data,
 
 class outcome {
 public:
-  enum class kind : uint8_t { done, next, fail, yield, spawn, suspend, wait };
+  enum class kind : uint8_t { done, next, fail, yield, spawn, suspend, wait, call };
 
   // -- constructors -------------------------------------------------------------------------
 
@@ -79,6 +79,22 @@ public:
     return o;
   }
 
+  /// Sends `request` to the service `service` and runs `state` with the reply
+  /// (`ctx.event_payload()`), which is journaled before the procedure acts on it. `service`
+  /// names a service of this node ("billing") or of another ("host:port/billing"). The
+  /// request may be delivered more than once (after a crash it is sent again): services
+  /// deduplicate by the call id they receive. A failed call or a passed `timeout` fails the
+  /// procedure unless `resume_on_timeout()`.
+  static outcome call(std::string service, std::string request, int32_t state,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    outcome o(kind::call);
+    o.event_key_ = std::move(service);
+    o.result_json_ = std::move(request);
+    o.state_ = state;
+    o.duration_ = timeout;
+    return o;
+  }
+
   /// WAITING_TIMEOUT for `duration`, then run `state`.
   static outcome wait(std::chrono::milliseconds duration, int32_t state) {
     outcome o(kind::wait);
@@ -97,6 +113,9 @@ public:
   const std::vector<child_spec>& children() const noexcept { return children_; }
   std::vector<child_spec>& children() noexcept { return children_; }
   const std::string& event_key() const noexcept { return event_key_; }
+  /// call: the service and the request.
+  const std::string& service() const noexcept { return event_key_; }
+  const std::string& request() const noexcept { return result_json_; }
   std::chrono::milliseconds duration() const noexcept { return duration_; }
 
 private:

@@ -96,6 +96,11 @@ protected:
                          std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
     return outcome::suspend(std::move(key), static_cast<int32_t>(s), timeout);
   }
+  static outcome call(std::string service, std::string request, Enum s,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    return outcome::call(std::move(service), std::move(request), static_cast<int32_t>(s),
+                         timeout);
+  }
   static outcome wait(std::chrono::milliseconds d, Enum s) {
     return outcome::wait(d, static_cast<int32_t>(s));
   }

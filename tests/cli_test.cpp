@@ -597,8 +597,18 @@ TEST(cli, sigterm_exits_0_promptly_and_a_restart_carries_a_suspended_procedure_o
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();
   auto id = f.submit("demo.wait_event", R"({"key":"cli-term"})");
   ASSERT_TRUE(f.reaches(id, "WAITING")) << f.n.log_tail();
+  // Steps running when the signal comes: 20 ledgers of 5 steps of 50 ms.
+  std::vector<uint64_t> ledgers;
+  for (int i = 0; i < 20; ++i)
+    ledgers.push_back(f.submit("demo.ledger", R"({"steps":5,"step_sleep_ms":50,"ledger_dir":")"
+                                                + f.ledger.string() + "\"}"));
+  auto count = [&] {
+    return static_cast<size_t>(std::distance(fs::directory_iterator{f.ledger}, {}));
+  };
+  ASSERT_TRUE(eventually([&] { return count() > 0; }, 30s, 2ms)) << f.n.log_tail();
   auto t0 = clock_type::now();
   EXPECT_EQ(f.n.stop(10s), 0) << f.n.log_tail();
+  EXPECT_LT(count(), ledgers.size() * 5) << "every step had run before the SIGTERM";
   EXPECT_LT(clock_type::now() - t0, 5s);
   EXPECT_FALSE(f.n.running());
 
@@ -613,6 +623,19 @@ TEST(cli, sigterm_exits_0_promptly_and_a_restart_carries_a_suspended_procedure_o
   auto v = parse_json(w.out);
   ASSERT_TRUE(v);
   EXPECT_EQ(field(field(*v, "result"), "after").string_value(), "sigterm") << w.out;
+
+  // The steps the signal interrupted were carried on: every ledger done, each step once.
+  std::set<std::string> want;
+  for (auto l : ledgers) {
+    auto lw = f.n.ctl({"wait", std::to_string(l), "--timeout-s", "30"});
+    EXPECT_EQ(lw.exit_code, 0) << describe(lw);
+    for (int s = 0; s < 5; ++s)
+      want.insert(std::to_string(l) + "." + std::to_string(l) + "." + std::to_string(s));
+  }
+  std::set<std::string> have;
+  for (auto& e : fs::directory_iterator{f.ledger})
+    have.insert(e.path().filename().string());
+  EXPECT_EQ(have, want);
   EXPECT_EQ(f.n.stop(10s), 0);
 }
 

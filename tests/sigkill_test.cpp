@@ -7,9 +7,11 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -146,7 +148,7 @@ std::string log_lines_of(const node& n, uint64_t id) {
 void expect_all_succeeded_exactly_once(const node& n, const std::vector<uint64_t>& ids,
                                        const fs::path& ledger) {
   std::vector<run_result> waits(ids.size());
-  parallel_for(ids.size(), 4, [&](size_t i) {
+  parallel_for(ids.size(), 2, [&](size_t i) {
     waits[i] = n.ctl({"wait", std::to_string(ids[i]), "--timeout-s", "60"}, 90s);
   });
   size_t bad = 0;
@@ -190,13 +192,13 @@ TEST(sigkill, one_kill_mid_run_every_ledger_procedure_succeeds_exactly_once) {
   temp_dir dir;
   auto ledger = dir.path() / "ledger";
   fs::create_directories(ledger);
-  // Four run slots: 1000 steps of 10 ms take 2.5 s at least, longer than the submits.
-  node n{dir.path() / "data", 0, {"--workers", "4"}};
+  // Two run slots: 1000 steps of 10 ms take 5 s at least, well beyond the submits.
+  node n{dir.path() / "data", 0, {"--workers", "2"}};
   ASSERT_TRUE(n.start()) << n.log_tail();
 
   auto args = ledger_args(ledger);
   std::vector<run_result> submits(procedures);
-  parallel_for(procedures, 4, [&](size_t i) {
+  parallel_for(procedures, 2, [&](size_t i) {
     submits[i] = n.ctl({"submit", "demo.ledger", "--args-json", args}, 30s);
   });
   std::vector<uint64_t> ids;
@@ -222,6 +224,8 @@ TEST(sigkill, one_kill_mid_run_every_ledger_procedure_succeeds_exactly_once) {
   ASSERT_LT(succeeded, procedures);
   ASSERT_LT(files_at_kill, procedures * steps)
     << "every step had run before the SIGKILL: the test did not crash the node mid-run";
+  std::printf("  SIGKILL with %zu SUCCESS, %zu of %zu ledger files\n", succeeded, files_at_kill,
+              procedures * steps);
 
   ASSERT_TRUE(n.start()) << n.log_tail();
   expect_all_succeeded_exactly_once(n, ids, ledger);
@@ -242,7 +246,7 @@ TEST(sigkill, three_kills_at_different_moments_every_ledger_procedure_succeeds_e
   std::vector<run_result> submits(procedures);
   std::atomic<size_t> acknowledged{0};
   std::thread submitter([&] {
-    parallel_for(procedures, 4, [&](size_t i) {
+    parallel_for(procedures, 2, [&](size_t i) {
       submits[i] =
         n.ctl({"submit", "demo.ledger", "--args-json", args, "--nonce", nonce(i)}, 30s);
       if (submits[i].exit_code == 0)
@@ -266,10 +270,21 @@ TEST(sigkill, three_kills_at_different_moments_every_ledger_procedure_succeeds_e
     }
   }
   EXPECT_GT(cut_off, 0u) << "every submit finished before the first SIGKILL";
+  std::printf("  SIGKILL 1: %zu submits cut off, %zu ledger files\n", cut_off, files_at_kill);
+
+  // Kill 2: as soon as steps run again after the restart, before anything else is asked.
+  ASSERT_TRUE(n.start()) << n.log_tail();
+  ASSERT_TRUE(eventually([&] { return count_files(ledger) > files_at_kill; }, 30s, 2ms))
+    << "no step ran within 30 s of the restart\n"
+    << n.log_tail();
+  n.kill();
+  files_at_kill = count_files(ledger);
+  ASSERT_LT(files_at_kill, procedures * steps);
+  std::printf("  SIGKILL 2: %zu ledger files\n", files_at_kill);
 
   ASSERT_TRUE(n.start()) << n.log_tail();
   std::vector<run_result> resubmits(procedures);
-  parallel_for(procedures, 4, [&](size_t i) {
+  parallel_for(procedures, 2, [&](size_t i) {
     if (!ids[i])
       resubmits[i] =
         n.ctl({"submit", "demo.ledger", "--args-json", args, "--nonce", nonce(i)}, 30s);
@@ -285,16 +300,7 @@ TEST(sigkill, three_kills_at_different_moments_every_ledger_procedure_succeeds_e
     all.push_back(*id);
   ASSERT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), procedures) << "duplicate ids";
 
-  // Kill 2: as soon as steps run again after the restart.
-  ASSERT_TRUE(eventually([&] { return count_files(ledger) > files_at_kill; }, 30s, 2ms))
-    << "no step ran within 30 s of the restart\n"
-    << n.log_tail();
-  n.kill();
-  files_at_kill = count_files(ledger);
-  ASSERT_LT(files_at_kill, procedures * steps);
-
   // Kill 3: well into the run.
-  ASSERT_TRUE(n.start()) << n.log_tail();
   auto target = std::min(files_at_kill + 250, procedures * steps - 150);
   ASSERT_TRUE(eventually([&] { return count_files(ledger) >= target; }, 30s, 2ms))
     << "the ledger did not reach " << target << " files within 30 s\n"
@@ -303,6 +309,7 @@ TEST(sigkill, three_kills_at_different_moments_every_ledger_procedure_succeeds_e
   files_at_kill = count_files(ledger);
   ASSERT_LT(files_at_kill, procedures * steps)
     << "every step had run before the third SIGKILL: the test did not crash the node mid-run";
+  std::printf("  SIGKILL 3: %zu ledger files\n", files_at_kill);
 
   ASSERT_TRUE(n.start()) << n.log_tail();
   expect_all_succeeded_exactly_once(n, all, ledger);

@@ -1,0 +1,84 @@
+// Procedures as message handlers: a step calls a service (of this node or another) and
+// resumes with the reply, journaled before it is acted on; a restart re-sends the call.
+#include "actors/echo_service.hpp"
+#include "actors/engine_fixture.hpp"
+
+namespace proctor::testing {
+namespace {
+
+/// Never answers (until the node goes away).
+caf::behavior black_hole(caf::event_based_actor* self) {
+  return {
+    [self](service_call_atom, const std::string&, const std::string&) {
+      return self->make_response_promise<std::string>();
+    },
+  };
+}
+
+class call_test : public engine {
+protected:
+  void with_echo(node_options& o) { o.services["demo.echo"] = spawn_echo_service(*sys_); }
+};
+
+TEST_F(call_test, a_step_calls_a_local_service_and_resumes_with_the_reply) {
+  start([this](node_options& o) { with_echo(o); });
+  auto id = submit("demo.call", R"({"service":"demo.echo","request":"hello"})");
+  auto s = wait(id);
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+  EXPECT_EQ(s.result_json(), R"({"echo":"hello"})");
+}
+
+TEST_F(call_test, a_call_to_an_unknown_service_fails_the_procedure) {
+  start();
+  auto id = submit("demo.call", R"({"service":"nobody","request":"x"})");
+  auto s = wait(id);
+  EXPECT_EQ(s.state(), pb::ROLLEDBACK);
+  EXPECT_NE(s.error().find("no service 'nobody'"), std::string::npos) << s.error();
+}
+
+TEST_F(call_test, an_unanswered_call_times_out) {
+  start([this](node_options& o) { o.services["hole"] = sys_->spawn(black_hole); });
+  auto id = submit("demo.call", R"({"service":"hole","request":"x","timeout_ms":50})");
+  EXPECT_EQ(wait(id).state(), pb::ROLLEDBACK);
+}
+
+TEST_F(call_test, a_call_pending_at_a_restart_is_sent_again) {
+  start([this](node_options& o) { o.services["demo.echo"] = sys_->spawn(black_hole); });
+  auto id = submit("demo.call", R"({"service":"demo.echo","request":"again"})");
+  ASSERT_TRUE(eventually([&] { return status(id).waiting_for() == "reply from demo.echo"; }));
+  restart([this](node_options& o) { with_echo(o); });
+  auto s = wait(id);
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+  EXPECT_EQ(s.result_json(), R"({"echo":"again"})");
+}
+
+TEST_F(call_test, a_step_calls_a_service_of_another_node) {
+  middleman_ = true;
+  // The other node: its own actor system and data directory, published on a free port.
+  caf::actor_system_config other_cfg;
+  tune_actor_system(other_cfg);
+  other_cfg.load<caf::io::middleman>();
+  uint16_t port = 0;
+  {
+    caf::actor_system other_sys{other_cfg};
+    node other{other_sys, types_};
+    node_options oo;
+    oo.data_dir = dir_ + "/other";
+    oo.services["demo.echo"] = spawn_echo_service(other_sys);
+    ASSERT_TRUE(other.start(oo));
+    auto p = other.publish("127.0.0.1", 0);
+    ASSERT_TRUE(p) << other_sys.render(p.error());
+    port = *p;
+    start();
+    auto id = submit("demo.call", R"({"service":"127.0.0.1:)" + std::to_string(port)
+                                    + R"(/demo.echo","request":"far"})");
+    auto s = wait(id);
+    EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+    EXPECT_EQ(s.result_json(), R"({"echo":"far"})");
+    stop();
+    other.stop();
+  }
+}
+
+} // namespace
+} // namespace proctor::testing
