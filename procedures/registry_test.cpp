@@ -126,8 +126,8 @@ TEST(registry_test, names_are_sorted) {
 TEST(registry_test, demo_procedures_are_registered) {
   registry r;
   register_demo_procedures(r);
-  EXPECT_EQ(r.names(), (std::vector<std::string>{"demo.fanout", "demo.flaky", "demo.ledger",
-                                                 "demo.noop", "demo.wait_event"}));
+  EXPECT_EQ(r.names(), (std::vector<std::string>{"demo.call", "demo.fanout", "demo.flaky",
+                                                 "demo.ledger", "demo.noop", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
     EXPECT_EQ(r.find(n)->version, 1u) << n;
