@@ -60,6 +60,8 @@ struct executor_state {
   /// When each live procedure was first seen, for the runtime histogram.
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
+  uint64_t append_tag = 0;
+  std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
 };
 
@@ -150,6 +152,16 @@ void record_update(executor_actor* self, proc_update u) {
   }
 }
 
+/// Appends `b` to the journal; `then` runs once it is durable. There is no error path: a
+/// journal that cannot write never acknowledges and makes the node fail-stop.
+void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {}) {
+  auto& st = self->state;
+  auto tag = ++st.append_tag;
+  if (then)
+    st.appends.emplace(tag, std::move(then));
+  self->send(st.env->journal, append_atom::value, std::move(b), tag);
+}
+
 void drop_tree(executor_actor* self, uint64_t root_id) {
   auto& st = self->state;
   auto i = st.procs.find(root_id);
@@ -175,14 +187,9 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
 }
 
 void release_tree(executor_actor* self, uint64_t root_id) {
-  auto& st = self->state;
   journal_batch b;
   b.deletes.push_back({root_id, 0, UINT64_MAX});
-  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
-    .then([](uint64_t) {},
-          [self](caf::error& e) {
-            spdlog::critical("journal delete failed: {}", self->system().render(e));
-          });
+  append(self, std::move(b));
   drop_tree(self, root_id);
 }
 
@@ -261,11 +268,7 @@ void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
   (void) p;
   journal_batch b;
   b.entries.push_back(make_entry(root_id, rec));
-  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
-    .then([go](uint64_t) { go(); },
-          [self](caf::error& e) {
-            spdlog::critical("journal append failed: {}", self->system().render(e));
-          });
+  append(self, std::move(b), [go](uint64_t) { go(); });
 }
 
 void on_root_down(executor_actor* self, caf::down_msg& m) {
@@ -362,9 +365,7 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
   tree_folder f(id);
   f.add(0, rec);
   auto image = std::make_shared<const tree_image>(f.finish());
-  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
-    .then(
-      [self, id, rp, image, nonce = req.nonce()](uint64_t) mutable {
+  append(self, std::move(b), [self, id, rp, image, nonce = req.nonce()](uint64_t) mutable {
         auto& st = self->state;
         const auto& p = *image->root();
         record_update(self, proc_update{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {},
@@ -379,10 +380,6 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
         for (auto& x : st.nonce_pending[nonce])
           x.deliver(bytes);
         st.nonce_pending.erase(nonce);
-      },
-      [self, rp](caf::error& e) mutable {
-        reply(rp, error_reply(pb::Response::INTERNAL,
-                               "journal write failed: " + self->system().render(e)));
       });
 }
 
@@ -455,7 +452,6 @@ void keep_event(executor_actor* self, const std::string& key, pending_event ev) 
 }
 
 void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t rp) {
-  auto& st = self->state;
   if (req.key().empty())
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, "event key is empty"));
   std::string payload = req.payload_json().empty() ? "null" : req.payload_json();
@@ -466,8 +462,7 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
   e->set_arrived_at_ms(now_ms());
   journal_batch b;
   b.entries.push_back(make_entry(journal_keys::meta_root, rec));
-  self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
-    .then(
+  append(self, std::move(b),
       [self, rp, key = req.key(), payload, at = e->arrived_at_ms()](uint64_t lsn) mutable {
         size_t woke = 0;
         wake_waiters(self, key, payload, &woke);
@@ -476,10 +471,6 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
         r.set_text("event '" + key + "' delivered to " + std::to_string(woke)
                    + " waiting procedure(s)");
         reply(rp, encode(r));
-      },
-      [self, rp](caf::error& e) mutable {
-        reply(rp, error_reply(pb::Response::INTERNAL,
-                               "journal write failed: " + self->system().render(e)));
       });
 }
 
@@ -643,8 +634,7 @@ void recover(executor_actor* self, recovered_state& rec) {
         pb::JournalRecord rec;
         *rec.mutable_summary() = summarize(*image, finished_at);
         b.entries.push_back(make_entry(image->root_id, rec));
-        self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
-          .then([](uint64_t) {}, [](caf::error&) {});
+        append(self, std::move(b));
       }
       auto left = st.cfg.result_ttl - std::chrono::milliseconds{now_ms() - finished_at};
       self->delayed_send(self, std::max(left, std::chrono::milliseconds{0}), expire_atom::value,
@@ -682,10 +672,26 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
   return {
     [self](rpc_atom, const std::string& bytes) {
       auto rp = self->make_response_promise<std::string>();
-      handle_request(self, bytes, rp);
+      try {
+        handle_request(self, bytes, rp);
+      } catch (const std::exception& e) {
+        // A request must never take the node's front door down with it.
+        spdlog::error("request failed: {}", e.what());
+        if (rp.pending())
+          reply(rp, error_reply(pb::Response::INTERNAL, std::string("request failed: ") + e.what()));
+      }
       return rp;
     },
     [self](update_atom, proc_update& u) { record_update(self, std::move(u)); },
+    [self](appended_atom, uint64_t tag, uint64_t lsn) {
+      auto& st = self->state;
+      auto i = st.appends.find(tag);
+      if (i == st.appends.end())
+        return;
+      auto then = std::move(i->second);
+      st.appends.erase(i);
+      then(lsn);
+    },
     [self](no_progress_atom, const std::string& type) { self->state.metrics.no_progress(type); },
     [self](tree_done_atom, tree_done& d) {
       auto& st = self->state;
@@ -746,8 +752,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
         st.events.erase(e);
       journal_batch b;
       b.deletes.push_back({journal_keys::meta_root, lsn, lsn + 1});
-      self->request(st.env->journal, caf::infinite, append_atom::value, std::move(b))
-        .then([](uint64_t) {}, [](caf::error&) {});
+      append(self, std::move(b));
     },
   };
 }

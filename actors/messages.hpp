@@ -40,6 +40,7 @@ using unlock_atom = caf::atom_constant<caf::atom("unlock")>;        // proc -> s
 using unlock_tree_atom = caf::atom_constant<caf::atom("unlocktree")>;
 using restore_locks_atom = caf::atom_constant<caf::atom("relock")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;        // proc -> scheduler
+using run_inline_atom = caf::atom_constant<caf::atom("runinline")>;  // scheduler -> proc
 using no_progress_atom = caf::atom_constant<caf::atom("noprogress")>; // proc -> executor
 
 /// One step (or one undo) to run on a worker thread. The procedure instance belongs to the
@@ -56,6 +57,9 @@ struct step_job {
   /// Locks to hold before the step runs (kept until unlock); empty: none needed.
   lock_set locks;
   std::vector<uint64_t> ancestors;  ///< whose locks this procedure may use
+  /// Run on the procedure actor's thread (procedure_type::nonblocking) instead of a worker:
+  /// the scheduler sends the job back as (run_inline_atom, step_job) when its turn comes.
+  bool run_inline = false;
 };
 
 /// What a worker reports back.

@@ -6,6 +6,7 @@
 #include "actors/errors.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/rpc.hpp"
+#include "actors/worker_pool.hpp"
 #include "wire.pb.h"
 
 #include <caf/io/all.hpp>
@@ -66,6 +67,7 @@ void schedule(proc_actor* self) {
   job.type = st.type;
   job.locks = st.locks;
   job.ancestors = st.ancestors;
+  job.run_inline = st.ptype->nonblocking;
   st.busy = true;
   st.job_queued = true;
   st.status = proc_state::runnable;
@@ -715,6 +717,14 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     }
   }
   return {
+    [self](run_inline_atom, step_job& job) {
+      // Our turn, for a type whose steps never block: run it here, free the slot, go on.
+      auto r = worker_pool::run(job);
+      self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());
+      if (r.undo)
+        return on_undo_done(self, r);
+      on_step_done(self, r);
+    },
     [self](step_done_atom, step_result& r) {
       if (r.undo)
         return on_undo_done(self, r);

@@ -118,7 +118,12 @@ void dispatch(sched_actor* self) {
     ++st.dispatched;
     st.running[job.ctx.id()] = running_job{job.ctx.id(), job.ctx.root_id(), job.type,
                                            std::chrono::steady_clock::now(), false};
-    st.pool->push(std::move(job));
+    if (job.run_inline) {
+      auto proc = job.proc;
+      self->send(proc, run_inline_atom::value, std::move(job));
+    } else {
+      st.pool->push(std::move(job));
+    }
   }
 }
 

@@ -136,6 +136,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   job.tag = st.plan_pos;
   job.priority = st.priority;
   job.type = p->type;
+  if (const auto* t = st.env->types->find(p->type))
+    job.run_inline = t->nonblocking;
   st.busy = true;
   self->send(st.env->scheduler, ready_atom::value, std::move(job));
 }

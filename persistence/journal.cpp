@@ -19,6 +19,8 @@ struct staged_append {
   uint64_t first_lsn = 0;  ///< LSN of the first entry; next free LSN if there are none
   uint64_t last_lsn = 0;   ///< the acknowledgement
   caf::typed_response_promise<uint64_t> rp;
+  caf::actor tagged_sender;  ///< set: acknowledge with (appended_atom, tag, lsn) instead
+  uint64_t tag = 0;
 };
 
 struct journal_state {
@@ -109,9 +111,30 @@ void flush(journal_actor* self) {
   st.stats.last_batch_size = st.staged.size();
   st.stats.fsync_us_last = us;
   st.stats.fsync_us_total += us;
-  for (auto& a : st.staged)
-    a.rp.deliver(uint64_t{a.last_lsn});
+  for (auto& a : st.staged) {
+    if (a.tagged_sender)
+      self->send(a.tagged_sender, appended_atom::value, a.tag, uint64_t{a.last_lsn});
+    else
+      a.rp.deliver(uint64_t{a.last_lsn});
+  }
   st.staged.clear();
+}
+
+/// Assigns the batch its LSNs and stages it for the next synced write.
+staged_append& stage(journal_actor* self, journal_batch&& batch) {
+  auto& st = self->state;
+  auto& a = st.staged.emplace_back();
+  a.first_lsn = st.next_lsn;
+  st.next_lsn += batch.entries.size();
+  a.last_lsn = st.next_lsn - 1;
+  st.staged_entries += batch.entries.size();
+  st.staged_deletes += batch.deletes.size();
+  a.batch = std::move(batch);
+  if (!st.flush_scheduled) {
+    st.flush_scheduled = true;
+    self->send(self, flush_atom::value);
+  }
+  return a;
 }
 
 caf::behavior journal_impl(journal_actor* self, journal_config cfg) {
@@ -133,19 +156,17 @@ caf::behavior journal_impl(journal_actor* self, journal_config cfg) {
       auto rp = self->make_response_promise<uint64_t>();
       if (st.failed)
         return rp;
-      auto& a = st.staged.emplace_back();
-      a.first_lsn = st.next_lsn;
-      st.next_lsn += batch.entries.size();
-      a.last_lsn = st.next_lsn - 1;
-      st.staged_entries += batch.entries.size();
-      st.staged_deletes += batch.deletes.size();
-      a.batch = std::move(batch);
-      a.rp = rp;
-      if (!st.flush_scheduled) {
-        st.flush_scheduled = true;
-        self->send(self, flush_atom::value);
-      }
+      stage(self, std::move(batch)).rp = rp;
       return rp;
+    },
+    [self](append_atom, journal_batch& batch, uint64_t tag) {
+      auto& st = self->state;
+      auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+      if (st.failed || !sender)
+        return;
+      auto& a = stage(self, std::move(batch));
+      a.tagged_sender = std::move(sender);
+      a.tag = tag;
     },
     [self](flush_atom) {
       self->state.flush_scheduled = false;

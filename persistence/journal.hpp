@@ -5,6 +5,9 @@
 //
 // Messages:
 //   (append_atom, journal_batch)      -> uint64_t  last LSN assigned, once durable
+//   (append_atom, journal_batch, uint64_t tag)  sent, not requested: once durable, the
+//       sender receives (appended_atom, tag, last LSN). For actors with many appends in
+//       flight: CAF 0.17 keeps an actor's pending requests in a flat map searched linearly.
 //   (read_tree_atom, uint64_t root)   -> journal_records  every record of the tree, ascending
 //   (journal_stats_atom)              -> journal_stats
 // A write error makes the node fail-stop: the `fatal` callback runs and no waiting append is
@@ -28,6 +31,7 @@ using append_atom = caf::atom_constant<caf::atom("append")>;
 using read_tree_atom = caf::atom_constant<caf::atom("readtree")>;
 using journal_stats_atom = caf::atom_constant<caf::atom("jstats")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using appended_atom = caf::atom_constant<caf::atom("appended")>;
 
 /// A record to append; the journal assigns its LSN.
 struct journal_entry {

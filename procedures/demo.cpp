@@ -35,6 +35,15 @@ void remove_file(const fs::path& path) {
     throw std::runtime_error("cannot remove " + path.string() + ": " + ec.message());
 }
 
+/// "" if `dir` is a directory, else why not (never throws: args come from clients).
+std::string check_dir(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec))
+    return {};
+  bool unusual = ec && ec != std::errc::no_such_file_or_directory;
+  return "ledger_dir '" + dir + "' is not a directory" + (unusual ? " (" + ec.message() + ")" : "");
+}
+
 void nap(int ms) {
   if (ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds{ms});
@@ -54,9 +63,7 @@ public:
       return "steps, children, depth and step_sleep_ms must not be negative";
     if (d.depth() > 8 || d.children() > 100000)
       return "depth is limited to 8 and children to 100000";
-    if (!fs::is_directory(d.ledger_dir()))
-      return "ledger_dir '" + d.ledger_dir() + "' is not a directory";
-    return {};
+    return check_dir(d.ledger_dir());
   }
 
 private:
@@ -114,9 +121,7 @@ public:
       return "ledger_dir is required";
     if (d.crash_times() < 0)
       return "crash_times must not be negative";
-    if (!fs::is_directory(d.ledger_dir()))
-      return "ledger_dir '" + d.ledger_dir() + "' is not a directory";
-    return {};
+    return check_dir(d.ledger_dir());
   }
 
 private:
@@ -262,9 +267,17 @@ void register_demo_procedures(registry& r) {
   r.add<ledger>("demo.ledger");
   r.add<flaky>("demo.flaky");
   r.add<wait_event>("demo.wait_event");
-  r.add<noop>("demo.noop");
+  {
+    procedure_type t{"demo.noop", 1, [] { return std::unique_ptr<procedure>(new noop()); }, {},
+                     {}, true};
+    r.add(std::move(t));
+  }
   r.add<call_service>("demo.call");
-  r.add<fanout>("demo.fanout");
+  {
+    procedure_type t{"demo.fanout", 1, [] { return std::unique_ptr<procedure>(new fanout()); },
+                     {}, {}, true};
+    r.add(std::move(t));
+  }
 }
 
 } // namespace proctor

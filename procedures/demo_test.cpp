@@ -416,6 +416,15 @@ TEST_F(demo_test, flaky_rollback_removes_the_prepared_file) {
   EXPECT_NO_THROW(p->rollback(pb::FLAKY_PREPARE, ctx));
 }
 
+TEST_F(demo_test, validate_never_throws_on_strange_paths) {
+  // A path component longer than NAME_MAX makes the throwing filesystem calls throw.
+  auto long_name = "/tmp/" + std::string(300, 'a');
+  auto e = error_of("demo.ledger", R"({"ledger_dir": ")" + long_name + "\"}");
+  EXPECT_NE(e.find("is not a directory (File name too long)"), std::string::npos) << e;
+  e = error_of("demo.flaky", R"({"ledger_dir": ")" + long_name + "\"}");
+  EXPECT_NE(e.find("is not a directory"), std::string::npos) << e;
+}
+
 TEST_F(demo_test, flaky_validate) {
   EXPECT_EQ(error_of("demo.flaky", "{}"), "invalid args for 'demo.flaky': ledger_dir is required");
   EXPECT_EQ(error_of("demo.flaky", R"({"ledger_dir": ")" + dir.path + R"(", "crash_times": -1})"),

@@ -4,6 +4,18 @@
 
 namespace proctor {
 
+namespace {
+
+/// Error texts are one line: control characters (newlines above all) become spaces.
+std::string one_line(std::string s) {
+  for (auto& c : s)
+    if (static_cast<unsigned char>(c) < 0x20)
+      c = ' ';
+  return s;
+}
+
+} // namespace
+
 bool registry::add(procedure_type t) {
   auto name = t.name;
   return types_.emplace(std::move(name), std::move(t)).second;
@@ -19,7 +31,7 @@ std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
                                                     std::string* error) const {
   const auto* t = find(type);
   if (t == nullptr) {
-    *error = "unknown procedure type '" + std::string(type) + "'";
+    *error = "unknown procedure type '" + one_line(std::string(type)) + "'";
     return nullptr;
   }
   auto p = t->make();
@@ -29,12 +41,17 @@ std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
                                                         &p->data(), opts);
   if (!st.ok()) {
     std::string why(st.message());
-    *error = "malformed args JSON for '" + std::string(type) + "': "
-             + why.substr(0, why.find('\n'));
+    *error = "malformed args JSON for '" + one_line(std::string(type)) + "': "
+             + one_line(why.substr(0, why.find('\n')));
     return nullptr;
   }
-  if (auto why = p->validate(); !why.empty()) {
-    *error = "invalid args for '" + std::string(type) + "': " + why;
+  try {
+    if (auto why = p->validate(); !why.empty()) {
+      *error = "invalid args for '" + std::string(type) + "': " + one_line(why);
+      return nullptr;
+    }
+  } catch (const std::exception& e) {
+    *error = "invalid args for '" + std::string(type) + "': " + one_line(e.what());
     return nullptr;
   }
   return p;

@@ -20,6 +20,10 @@ struct procedure_type {
   std::function<std::unique_ptr<procedure>()> make;
   supervision_policy supervision;
   retry_policy retry;
+  /// The type's steps and undos never block and finish in microseconds (no I/O, no sleep):
+  /// they run on the procedure actor's own thread when their turn comes, saving the hand-off
+  /// to a worker thread. Leave false for anything that touches a disk or the network.
+  bool nonblocking = false;
 };
 
 class registry {

@@ -53,12 +53,12 @@ for name in "${targets[@]}"; do
   work=build/fuzz/run/$name
   rm -rf "$work"
   mkdir -p "$work/corpus" "$work/artifacts"
-  build/fuzz/${name}_seeds "$work/corpus"
+  "build/fuzz/${name}_seeds" "$work/corpus"
   if [[ -d tests/fuzz/corpus/$name ]]; then
     cp -r tests/fuzz/corpus/"$name"/. "$work/corpus/"
   fi
-  echo "== fuzz: $name for ${seconds}s ($(ls "$work/corpus" | wc -l) seed inputs)"
-  build/fuzz/${name}_fuzzer "$work/corpus" -max_total_time="$seconds" -rss_limit_mb=2048 \
+  echo "== fuzz: $name for ${seconds}s ($(find "$work/corpus" -type f | wc -l) seed inputs)"
+  "build/fuzz/${name}_fuzzer" "$work/corpus" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -timeout=30 -artifact_prefix="$work/artifacts/" -print_final_stats=1 >"$work/log" 2>&1 &
   pids[$name]=$!
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds Proctor, runs the whole GoogleTest suite through ctest, then the black-box
-# acceptance checks in ../shared/acceptance when that directory exists next to the project.
+# Builds Proctor, runs the whole GoogleTest suite through ctest, the black-box acceptance
+# checks in ../shared/acceptance when that directory exists next to the project, the
+# fuzzers for a bounded time, and a quick benchmark run (that it runs, not its figures).
 # Fails if any test or check fails (both always run, so one report shows everything).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,6 +20,14 @@ if [[ -d $acceptance ]]; then
 else
   echo "== acceptance checks: $acceptance not found, skipped"
 fi
+
+echo "== fuzzers (journal-record and wire-message decoding, ${FUZZ_SECONDS:-20} s each)"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || rc=1
+
+echo "== benchmark smoke run (proctor-bench --quick; figures are not checked)"
+bench_dir=$(mktemp -d)
+build/bin/proctor-bench --quick --data-dir "$bench_dir/run" >/dev/null || rc=1
+rm -rf "$bench_dir"
 
 if ((rc != 0)); then
   echo "test: FAILED" >&2

@@ -144,13 +144,14 @@ std::string log_lines_of(const node& n, uint64_t id) {
   return out;
 }
 
-/// Waits for every id (in parallel) and checks that each ended SUCCESS; then checks the ledger.
+/// Waits for every id and checks that each ended SUCCESS; then checks the ledger. The waits
+/// run one at a time: concurrent CLI calls sometimes lose their reply (see the report of
+/// cli.KNOWN_BUG_concurrent_cli_calls_all_get_an_answer), which is not what this test is about.
 void expect_all_succeeded_exactly_once(const node& n, const std::vector<uint64_t>& ids,
                                        const fs::path& ledger) {
   std::vector<run_result> waits(ids.size());
-  parallel_for(ids.size(), 2, [&](size_t i) {
+  for (size_t i = 0; i < ids.size(); ++i)
     waits[i] = n.ctl({"wait", std::to_string(ids[i]), "--timeout-s", "60"}, 90s);
-  });
   size_t bad = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     auto v = parse_json(waits[i].out);

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <string_view>
@@ -113,9 +114,9 @@ int32_t recipe_state(byte_reader& in) {
 
 std::string recipe_type(byte_reader& in) {
   static const char* const names[] = {"demo.ledger", "demo.flaky", "demo.wait_event",
-                                      "demo.noop", "demo.fanout"};
+                                      "demo.noop", "demo.fanout", "demo.call"};
   auto b = in.u8();
-  return b >= 0xF8 ? in.text() : names[b % 5];
+  return b >= 0xF8 ? in.text() : names[b % std::size(names)];
 }
 
 /// A valid record of the kind the recipe's first byte picks. `lsns` are the LSNs folded so
@@ -199,6 +200,10 @@ pb::JournalRecord record_from_recipe(byte_reader& in, uint64_t root,
       s->set_event_key(in.text());
       s->set_deadline_ms(static_cast<int64_t>(in.u64()));
       s->set_resume_state(recipe_state(in));
+      if (in.u8() % 4 == 3) {  // waiting for the reply to a call
+        s->set_call_service(in.text());
+        s->set_call_request(in.text());
+      }
       break;
     }
     case 7: {
@@ -244,8 +249,12 @@ void remap_ids(pb::JournalRecord& r, uint64_t root) {
       for (auto& c : *r.mutable_step()->mutable_children())
         c = m(c);
       break;
-    case pb::JournalRecord::kFailed: r.mutable_failed()->set_proc_id(m(r.failed().proc_id())); break;
-    case pb::JournalRecord::kUndone: r.mutable_undone()->set_proc_id(m(r.undone().proc_id())); break;
+    case pb::JournalRecord::kFailed:
+      r.mutable_failed()->set_proc_id(m(r.failed().proc_id()));
+      break;
+    case pb::JournalRecord::kUndone:
+      r.mutable_undone()->set_proc_id(m(r.undone().proc_id()));
+      break;
     case pb::JournalRecord::kFinished:
       r.mutable_finished()->set_proc_id(m(r.finished().proc_id()));
       break;
@@ -375,7 +384,8 @@ void check_resume(uint64_t root, std::vector<fed_record> records, const tree_ima
 void check_fold_tree(uint64_t root, const std::vector<fed_record>& records, const tree_image& t) {
   std::vector<stored_record> stored;
   for (const auto& r : records) {
-    stored.push_back(stored_record{root + 1, r.lsn, "\x12\x02\x08\x01"});  // another tree's Submitted
+    // Another tree's Submitted (of procedure 1), then this tree's record.
+    stored.push_back(stored_record{root + 1, r.lsn, "\x12\x02\x08\x01"});
     stored.push_back(stored_record{root, r.lsn, r.value});
   }
   auto u = fold_tree(root, stored);
@@ -502,7 +512,9 @@ public:
     bytes_ += static_cast<char>(undo);
   }
 
-  seed& add(const pb::JournalRecord& r, uint8_t gap = 0) { return chunk(r.SerializeAsString(), 0, gap); }
+  seed& add(const pb::JournalRecord& r, uint8_t gap = 0) {
+    return chunk(r.SerializeAsString(), 0, gap);
+  }
 
   seed& chunk(const std::string& payload, uint8_t tag, uint8_t gap = 0) {
     bytes_ += static_cast<char>(gap);
@@ -680,7 +692,10 @@ std::vector<std::pair<std::string, std::string>> seeds() {
   timer.mutable_timer()->set_proc_id(7);
   timer.mutable_timer()->set_wake_at_ms(1700000009000);
   timer.mutable_timer()->set_resume_state(1);
-  put("timer", seed().add(submitted(7, 0, "demo.noop", "\x08\x02")).add(step(7, 1, 1, "\x08\x02\x10\x01")).add(timer));
+  put("timer", seed()
+                 .add(submitted(7, 0, "demo.noop", "\x08\x02"))
+                 .add(step(7, 1, 1, "\x08\x02\x10\x01"))
+                 .add(timer));
 
   pb::JournalRecord floor;
   floor.set_format(1);

@@ -116,8 +116,9 @@ public:
     json_verdict v;
     want w = want::value;
     auto after_value = [&] { w = open.empty() ? want::end : want::comma_or_close; };
+    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
     for (;;) {
-      while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
+      while (i_ < s_.size() && space(s_[i_]))
         ++i_;
       if (i_ == s_.size()) {
         v.valid = w == want::end;
@@ -564,6 +565,7 @@ std::vector<std::pair<std::string, std::string>> seeds() {
   submit("submit_flaky", "demo.flaky", R"({"crash_times":1,"ledger_dir":"/tmp"})", "");
   submit("submit_wait", "demo.wait_event", R"({"key":"order-42","timeout_ms":"5000"})", "");
   submit("submit_fanout", "demo.fanout", R"({"children":3,"childSteps":2})", "");
+  submit("submit_call", "demo.call", R"({"service":"echo","request":"hi","timeoutMs":"100"})", "");
   submit("submit_unknown", "demo.nope", "{}", "");
   pb::Request r;
   r.mutable_status()->set_id(7);
