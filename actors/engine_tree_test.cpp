@@ -269,3 +269,38 @@ TEST_F(tree_test, a_journal_that_cannot_write_acknowledges_nothing_and_loses_not
 
 } // namespace
 } // namespace proctor::testing
+
+namespace proctor::testing {
+namespace {
+
+class limits_test : public engine {};
+
+TEST_F(limits_test, oversized_args_and_a_full_node_are_refused_and_the_node_serves_on) {
+  start([](node_options& o) {
+    o.executor.max_args_bytes = 200;
+    o.executor.max_procedures = 3;
+  });
+  pb::Request req;
+  req.mutable_submit()->set_type("demo.wait_event");
+  req.mutable_submit()->set_args_json(R"({"key":")" + std::string(300, 'k') + "\"}");
+  auto r = call(req);
+  EXPECT_EQ(r.code(), pb::Response::BAD_REQUEST);
+  EXPECT_NE(r.error().find("more than the limit of 200"), std::string::npos) << r.error();
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(submit("demo.wait_event", R"({"key":"full-)" + std::to_string(i) + "\"}"));
+  req.mutable_submit()->set_args_json(R"({"key":"one-too-many"})");
+  r = call(req);
+  EXPECT_EQ(r.code(), pb::Response::REFUSED);
+  EXPECT_NE(r.error().find("capacity"), std::string::npos) << r.error();
+  // Releasing finished trees makes room again.
+  event("full-0", "{}");
+  EXPECT_EQ(wait(ids[0]).state(), pb::SUCCESS);
+  pb::Request rel;
+  rel.mutable_release()->set_id(ids[0]);
+  EXPECT_EQ(call(rel).code(), pb::Response::OK);
+  EXPECT_EQ(call(req).code(), pb::Response::OK);
+}
+
+} // namespace
+} // namespace proctor::testing

@@ -86,6 +86,7 @@ struct bench_options {
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
   std::string phases = "abcdef";  // which measures to run (d and e are one phase)
+  bool ledger = false;  // (b) with demo.ledger (a file per step, on the worker threads)
 };
 
 // -- child processes ------------------------------------------------------------------------
@@ -687,6 +688,12 @@ void phase_steps(reporter& r, const bench_options& o, const std::string& dir) {
   node_in_child nc;
   nc.start(dir, o.workers);
   auto req = submit_req("demo.noop", "{\"steps\":" + std::to_string(o.steps) + "}");
+  if (o.ledger) {
+    auto ledger_dir = dir + "/ledger";
+    std::filesystem::create_directories(ledger_dir);
+    req = submit_req("demo.ledger", "{\"steps\":" + std::to_string(o.steps)
+                                      + ",\"ledger_dir\":\"" + ledger_dir + "\"}");
+  }
   auto t0 = clk::now();
   auto res = run_burst(*nc.sys, nc.exec(), o.procedures, o.procedures,
                        [req](size_t) { return req; }, true);
@@ -926,6 +933,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "Print one JSON object on stdout (the table goes to stderr)");
   auto* opt_n = app.add_option("--procedures", o.procedures, "(b) procedures N (default 20000)");
   app.add_option("--steps", o.steps, "(b) no-op steps per procedure S")->check(CLI::Range(1, 1000));
+  app.add_flag("--ledger", o.ledger,
+               "(b) with demo.ledger instead of demo.noop: one file per step, steps on workers");
   auto* opt_m =
     app.add_option("--waiting", o.waiting, "(d,e) waiting procedures M (default 100000)");
   auto* opt_c = app.add_option("--children", o.children,
