@@ -1100,7 +1100,7 @@ int main(int argc, char** argv) {
   } else if (steps_ps) {
     double ratio = raw_rps ? *steps_ps / *raw_rps : 0;
     row("(b) durable steps, " + fmt_num(static_cast<double>(o.procedures)) + " x "
-          + std::to_string(o.steps) + " no-op",
+          + std::to_string(o.steps) + (o.ledger ? " ledger" : " no-op"),
         fmt_num(*steps_ps) + " steps/s",
         raw_rps ? ">= 40% of (a): " + fmt_num(ratio * 100, 1) + "% " + verdict(ratio >= 0.4)
                 : "(no (a) to compare)");
