@@ -42,53 +42,15 @@ using proctor::test::run_program;
 using proctor::test::run_proctor;
 using proctor::test::run_result;
 using proctor::test::temp_dir;
+using proctor::test::trim;
+using proctor::test::lines;
+using proctor::test::parse_id;
+using proctor::test::parse_json;
+using proctor::test::field;
+using proctor::test::state_of;
+using proctor::test::id_of;
+using proctor::test::describe;
 using clock_type = std::chrono::steady_clock;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
-
-/// The non-empty lines of `text`.
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in{text};
-  for (std::string l; std::getline(in, l);)
-    if (!trim(l).empty())
-      out.push_back(l);
-  return out;
-}
-
-std::optional<uint64_t> parse_id(const std::string& text) {
-  auto t = trim(text);
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoull(t);
-}
-
-std::optional<Value> parse_json(const std::string& text) {
-  Value v;
-  if (!google::protobuf::util::JsonStringToMessage(trim(text), &v).ok())
-    return std::nullopt;
-  return v;
-}
-
-const Value& field(const Value& v, const std::string& key) {
-  static const Value none;
-  auto& f = v.struct_value().fields();
-  auto i = f.find(key);
-  return i == f.end() ? none : i->second;
-}
-
-std::string state_of(const Value& v) { return field(v, "state").string_value(); }
-uint64_t id_of(const Value& v) { return static_cast<uint64_t>(field(v, "id").number_value()); }
-
-/// A run_result for failure messages.
-std::string describe(const run_result& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "")
-         + "\nstdout: " + r.out + "\nstderr: " + r.err;
-}
 
 /// Checks the contract for a command the node answered with an error: exit 1, nothing on
 /// stdout, one line `error: …` on stderr.

@@ -28,41 +28,12 @@ using proctor::test::eventually;
 using proctor::test::node;
 using proctor::test::run_result;
 using proctor::test::temp_dir;
+using proctor::test::parse_id;
+using proctor::test::parse_json;
+using proctor::test::field;
+using proctor::test::state_of;
+using proctor::test::describe;
 using clock_type = std::chrono::steady_clock;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
-
-std::optional<uint64_t> parse_id(const std::string& text) {
-  auto t = trim(text);
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoull(t);
-}
-
-std::optional<Value> parse_json(const std::string& text) {
-  Value v;
-  if (!google::protobuf::util::JsonStringToMessage(trim(text), &v).ok())
-    return std::nullopt;
-  return v;
-}
-
-const Value& field(const Value& v, const std::string& key) {
-  static const Value none;
-  auto& f = v.struct_value().fields();
-  auto i = f.find(key);
-  return i == f.end() ? none : i->second;
-}
-
-std::string state_of(const Value& v) { return field(v, "state").string_value(); }
-
-std::string describe(const run_result& r) {
-  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "")
-         + "\nstdout: " + r.out + "\nstderr: " + r.err;
-}
 
 bool same_json(const Value& a, const Value& b) {
   return google::protobuf::util::MessageDifferencer::Equals(a, b);

@@ -1,5 +1,9 @@
 #include "tests/process_harness.hpp"
 
+#include <google/protobuf/util/json_util.h>
+
+#include <sstream>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -336,6 +340,55 @@ std::string node::log_tail(size_t lines) const {
   for (auto& l : tail)
     out += l + '\n';
   return out;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in{text};
+  for (std::string l; std::getline(in, l);)
+    if (!trim(l).empty())
+      out.push_back(l);
+  return out;
+}
+
+std::optional<uint64_t> parse_id(const std::string& text) {
+  auto t = trim(text);
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoull(t);
+}
+
+std::optional<google::protobuf::Value> parse_json(const std::string& text) {
+  google::protobuf::Value v;
+  if (!google::protobuf::util::JsonStringToMessage(trim(text), &v).ok())
+    return std::nullopt;
+  return v;
+}
+
+const google::protobuf::Value& field(const google::protobuf::Value& v, const std::string& key) {
+  static const google::protobuf::Value none;
+  auto& f = v.struct_value().fields();
+  auto i = f.find(key);
+  return i == f.end() ? none : i->second;
+}
+
+std::string state_of(const google::protobuf::Value& v) {
+  return field(v, "state").string_value();
+}
+
+uint64_t id_of(const google::protobuf::Value& v) {
+  return static_cast<uint64_t>(field(v, "id").number_value());
+}
+
+std::string describe(const run_result& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "")
+         + "\nstdout: " + r.out + "\nstderr: " + r.err;
 }
 
 } // namespace proctor::test

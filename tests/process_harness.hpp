@@ -22,7 +22,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <optional>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
 
 namespace proctor::test {
 
@@ -127,6 +130,30 @@ private:
 template <class Cond>
 bool eventually(Cond cond, std::chrono::milliseconds limit = std::chrono::seconds{10},
                 std::chrono::milliseconds interval = std::chrono::milliseconds{50});
+
+// -- reading what the CLI printed ----------------------------------------------------------
+
+/// `s` without trailing newlines and spaces.
+std::string trim(std::string s);
+
+/// The non-empty lines of `text`.
+std::vector<std::string> lines(const std::string& text);
+
+/// A procedure id printed alone (as `submit` does), or nullopt.
+std::optional<uint64_t> parse_id(const std::string& text);
+
+/// One JSON value (a `status` object, a `list` array), or nullopt if `text` is not JSON.
+std::optional<google::protobuf::Value> parse_json(const std::string& text);
+
+/// A field of a JSON object (a null value when missing).
+const google::protobuf::Value& field(const google::protobuf::Value& v, const std::string& key);
+
+/// The "state" and "id" of a status object.
+std::string state_of(const google::protobuf::Value& v);
+uint64_t id_of(const google::protobuf::Value& v);
+
+/// A run_result for failure messages.
+std::string describe(const run_result& r);
 
 } // namespace proctor::test
 

@@ -30,29 +30,12 @@ using proctor::test::eventually;
 using proctor::test::node;
 using proctor::test::run_result;
 using proctor::test::temp_dir;
+using proctor::test::trim;
+using proctor::test::parse_id;
+using proctor::test::parse_json;
 
 constexpr size_t procedures = 200;
 constexpr int steps = 5;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
-
-std::optional<uint64_t> parse_id(const std::string& text) {
-  auto t = trim(text);
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoull(t);
-}
-
-std::optional<google::protobuf::Value> parse_json(const std::string& text) {
-  google::protobuf::Value v;
-  if (!google::protobuf::util::JsonStringToMessage(trim(text), &v).ok())
-    return std::nullopt;
-  return v;
-}
 
 size_t count_files(const fs::path& dir) {
   std::error_code ec;

@@ -3,8 +3,11 @@
 // waiter exists, some before a kill, some after), waiters that time out, demo.flaky procedures
 // that crash — with ten SIGKILLs at random moments and a restart after each. Submits and
 // events run in a traffic thread while the kill timer runs, so kills also cut CLI calls off;
-// those are retried after the restart (submits with their nonce). At the end every root must
-// have ended as its args demand, every ledger must be exact, and nothing may be stuck.
+// those are retried after the restart (submits with their nonce), and between them the
+// thread polls `status` of random roots (a root once seen SUCCESS or ROLLEDBACK must stay so).
+// At the end every root must have ended as its args demand, every ledger must be exact (its
+// tree's procedures × steps files, <root>.<proc>.<step>, or none after a rollback), the roots
+// listed must be exactly those submitted, and nothing may be stuck or quarantined.
 //
 // The seed comes from PROCTOR_TORTURE_SEED (else the clock) and is printed, and named in every
 // failure; PROCTOR_TORTURE_SEED=<seed> replays the same workload and kill delays (the node's
@@ -84,7 +87,7 @@ const Value& field(const Value& v, const std::string& key) {
   return i == f.end() ? none : i->second;
 }
 
-std::string describe(const run_result& r) {
+std::string describe_run(const run_result& r) {
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "")
          + ", stdout: " + trim(r.out) + ", stderr: " + trim(r.err);
 }
@@ -166,7 +169,6 @@ struct root_spec {
   std::optional<uint64_t> id;
   int submit_attempts = 0;
   int event_attempts = 0;
-  bool event_acknowledged = false;
   run_result wait;
 
   bool must_succeed() const { return !(k == kind::timeout || (k == kind::ledger && fail_at >= 0)); }
@@ -183,7 +185,9 @@ struct root_spec {
     return std::string(kind_name(k)) + " root " + (id ? std::to_string(*id) : "(no id)")
            + " args " + args + (k == kind::waiter ? " event payload " + payload : "")
            + " submitted in round " + std::to_string(submit_round)
-           + (k == kind::waiter ? ", event in round " + std::to_string(event_round) : "");
+           + (submit_attempts > 1 ? " (" + std::to_string(submit_attempts) + " tries)" : "")
+           + (k == kind::waiter ? ", event in round " + std::to_string(event_round) : "")
+           + (event_attempts > 1 ? " (" + std::to_string(event_attempts) + " tries)" : "");
   }
 };
 
@@ -303,7 +307,7 @@ bool perform(const node& n, const action& a, std::vector<root_spec>& roots,
       return false;
     auto id = parse_id(res.out);
     if (res.exit_code != 0 || !id) {
-      problems.push_back("submit of " + r.what() + ": " + describe(res));
+      problems.push_back("submit of " + r.what() + ": " + describe_run(res));
       return true;  // not retried: the failure is reported
     }
     if (r.id && *r.id != *id)
@@ -317,9 +321,7 @@ bool perform(const node& n, const action& a, std::vector<root_spec>& roots,
   if (res.exit_code == 3)
     return false;
   if (res.exit_code != 0)
-    problems.push_back("event for " + r.what() + ": " + describe(res));
-  else
-    r.event_acknowledged = true;
+    problems.push_back("event for " + r.what() + ": " + describe_run(res));
   return true;
 }
 
@@ -336,7 +338,7 @@ std::optional<std::vector<proc_status>> list_procedures(const node& n, bool all,
   if (all)
     cmd.push_back("--all");
   auto r = n.ctl(cmd, 30s);
-  *raw = describe(r);
+  *raw = describe_run(r);
   auto v = parse_json(r.out);
   if (r.exit_code != 0 || !v || !v->has_list_value())
     return std::nullopt;
@@ -406,8 +408,10 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
 
   std::vector<std::string> problems;
   auto report_problems = [&] {
-    for (auto& p : problems)
-      ADD_FAILURE() << replay << ": " << p;
+    for (size_t i = 0; i < problems.size() && i < 10; ++i)
+      ADD_FAILURE() << replay << ": " << problems[i];
+    if (problems.size() > 10)
+      ADD_FAILURE() << replay << ": and " << problems.size() - 10 << " more like these";
     problems.clear();
   };
 
@@ -475,7 +479,8 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
                                                   "WAITING_TIMEOUT", "ROLLEDBACK", "SUCCESS",
                                                   "FAILED"};
         if (res.exit_code != 0 || !states.count(state)) {
-          problems.push_back("status of " + r.what() + ": " + describe(res));
+          problems.push_back("status of " + r.what() + ": " + describe_run(res));
+          std::this_thread::sleep_for(10ms);  // no busy loop when the CLI itself fails
           continue;
         }
         auto [it, first] = ended.emplace(*r.id, state);
@@ -550,7 +555,7 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
     std::string state = v && v->has_struct_value() ? field(*v, "state").string_value() : "";
     std::string want_state = r.must_succeed() ? "SUCCESS" : "ROLLEDBACK";
     if (r.wait.exit_code != 0 && r.wait.exit_code != 1)
-      why.push_back("did not end (stuck?): wait " + describe(r.wait));
+      why.push_back("did not end (stuck?): wait " + describe_run(r.wait));
     else if (state != want_state || r.wait.exit_code != (r.must_succeed() ? 0 : 1))
       why.push_back("ended " + state + " (wait exit " + std::to_string(r.wait.exit_code)
                     + "), expected " + want_state + ": " + trim(r.wait.out));
@@ -650,7 +655,7 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
                       << log_lines_of(n, id);
     }
   }
-  EXPECT_EQ(bad, 0u) << replay << ": of " << roots.size() << " roots ended wrong\n"
+  EXPECT_EQ(bad, 0u) << replay << ": " << bad << " of " << roots.size() << " roots ended wrong\n"
                      << n.log_tail(30);
 
   // Nothing stuck, nothing extra: the roots listed are exactly ours, every procedure ended,
@@ -676,7 +681,7 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
     EXPECT_TRUE(want_ids.count(std::to_string(root)))
       << replay << ": " << count << " procedure(s) listed under unknown root " << root;
   auto q = n.ctl({"quarantine"}, 30s);
-  EXPECT_EQ(q.exit_code, 0) << replay << ": quarantine: " << describe(q);
+  EXPECT_EQ(q.exit_code, 0) << replay << ": quarantine: " << describe_run(q);
   auto qv = parse_json(q.out);
   EXPECT_TRUE(qv && qv->has_list_value() && qv->list_value().values_size() == 0)
     << replay << ": quarantined trees: " << trim(q.out);

@@ -26,22 +26,11 @@ using proctor::test::eventually;
 using proctor::test::node;
 using proctor::test::run_result;
 using proctor::test::temp_dir;
+using proctor::test::trim;
+using proctor::test::parse_id;
 
 constexpr size_t tree_size = 13;  // 1 + 3 + 9
 constexpr int steps = 3;
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
-
-std::optional<uint64_t> parse_id(const std::string& text) {
-  auto t = trim(text);
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoull(t);
-}
 
 /// A procedure's status as `status --json` prints it.
 struct proc_status {
