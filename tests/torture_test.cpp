@@ -46,9 +46,13 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using google::protobuf::Value;
+using proctor::test::field;
 using proctor::test::node;
+using proctor::test::parse_id;
+using proctor::test::parse_json;
 using proctor::test::run_result;
 using proctor::test::temp_dir;
+using proctor::test::trim;
 using clock_type = std::chrono::steady_clock;
 
 constexpr int kills = 10;
@@ -59,33 +63,6 @@ constexpr int final_round = kills;
 constexpr auto final_wait_budget = 60s;
 
 // -- small helpers ------------------------------------------------------------------------------
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
-
-std::optional<uint64_t> parse_id(const std::string& text) {
-  auto t = trim(text);
-  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoull(t);
-}
-
-std::optional<Value> parse_json(const std::string& text) {
-  Value v;
-  if (!google::protobuf::util::JsonStringToMessage(trim(text), &v).ok())
-    return std::nullopt;
-  return v;
-}
-
-const Value& field(const Value& v, const std::string& key) {
-  static const Value none;
-  auto& f = v.struct_value().fields();
-  auto i = f.find(key);
-  return i == f.end() ? none : i->second;
-}
 
 std::string describe_run(const run_result& r) {
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "")
