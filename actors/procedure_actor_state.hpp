@@ -186,6 +186,30 @@ void maybe_join(proc_actor* self);
 /// The root's summary of a finished tree, to the executor; then the root quits.
 void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_back);
 
+/// After a commit: carry on, or stop if a stop was requested meanwhile.
+void proceed(proc_actor* self);
+
+/// A business failure of the step of `state` (retry, roll back, or retry forward).
+void on_business_failure(proc_actor* self, int32_t state, const std::string& error);
+
+// -- waiting (proc_waiting.cpp) ---------------------------------------------------------------
+
+/// Arms the procedure's timer: an event deadline (wake_atom) or a wake-up (retry_atom).
+void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline);
+
+/// WAITING for the event in `state.event_key` (and its deadline, 0 = none).
+void wait_for_event(proc_actor* self, int64_t deadline_ms);
+
+/// WAITING for the reply of the pending call (and its deadline); sends the call.
+void wait_for_call(proc_actor* self, int64_t deadline_ms);
+
+/// Sends the pending call (again, after a restart).
+void issue_call(proc_actor* self);
+
+/// Woken by an event, a reply or a deadline: journal it, then run the resume state (or fail
+/// with `why`, or a default reason, when it timed out).
+void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why = {});
+
 /// Milliseconds since the epoch.
 int64_t now_ms();
 

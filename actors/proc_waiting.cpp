@@ -1,0 +1,149 @@
+// The waiting side of a procedure actor: timers, external events and calls to services.
+#include <caf/io/all.hpp>
+
+#include "actors/procedure_actor_state.hpp"
+#include "actors/rpc.hpp"
+#include "wire.pb.h"
+
+namespace proctor {
+
+void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline) {
+  auto& st = self->state;
+  auto token = ++st.timer_token;
+  auto delay = std::chrono::milliseconds{std::max<int64_t>(0, at_ms - now_ms())};
+  if (event_deadline)
+    self->delayed_send(self, delay, wake_atom::value, std::string{}, true, token);
+  else
+    self->delayed_send(self, delay, retry_atom::value, token);
+}
+
+void wait_for_event(proc_actor* self, int64_t deadline_ms) {
+  auto& st = self->state;
+  st.status = proc_state::waiting;
+  publish(self, "event " + st.event_key);
+  self->send(st.env->executor, wait_event_atom::value, st.event_key, st.id,
+             caf::actor_cast<caf::actor>(self));
+  if (deadline_ms > 0)
+    arm_timer(self, deadline_ms, true);
+}
+
+/// Woken by an event (or its deadline): journal the delivery, then run the resume state.
+void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why) {
+  auto& st = self->state;
+  if (st.busy || st.stopping || st.parked || st.status != proc_state::waiting
+      || st.event_key.empty())
+    return;  // not waiting (any more): a late timer or a duplicate event
+  st.busy = true;
+  ++st.timer_token;  // disarm the deadline
+  pb::JournalRecord rec;
+  auto* d = rec.mutable_delivered();
+  d->set_proc_id(st.id);
+  d->set_event_key(st.event_key);
+  d->set_payload_json(payload);
+  d->set_timed_out(timed_out);
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  journal_append(self, std::move(batch), [self, payload, timed_out, why] {
+    auto& st = self->state;
+    auto key = std::move(st.event_key);
+    st.event_key.clear();
+    st.call_service.clear();
+    st.call_request.clear();
+    st.event_payload = payload;
+    st.event_timed_out = timed_out;
+    st.status = proc_state::runnable;
+    publish(self);
+    if (timed_out && !st.inst->resume_on_timeout())
+      return on_business_failure(self, st.state,
+                                 why.empty() ? "timed out waiting for event '" + key + "'" : why);
+    proceed(self);
+  });
+}
+
+/// Sends the pending call (again, after a restart: the callee deduplicates by call id).
+/// Transport failures are retried with back-off; an error reply fails the call.
+void issue_call(proc_actor* self) {
+  auto& st = self->state;
+  auto token = st.timer_token;
+  auto key = st.event_key;
+  auto on_reply = [self, token](const std::string& reply) {
+    if (self->state.timer_token == token)
+      on_wake(self, reply, false);
+  };
+  auto on_error = [self, token](const std::string& what, bool transient) {
+    auto& st = self->state;
+    if (st.timer_token != token)
+      return;
+    if (transient && ++st.call_attempts < 10) {
+      retry_policy p;
+      p.max_attempts = 0;
+      auto delay = retry_delay(p, st.call_attempts + 1);
+      PLOG(warn, self, "call to {} failed ({}); again in {} ms", st.call_service, what,
+           delay.count());
+      self->delayed_send(self, delay, call_again_atom::value, token);
+      return;
+    }
+    on_wake(self, "", true, "call to " + st.call_service + " failed: " + what);
+  };
+  auto slash = st.call_service.find('/');
+  if (slash == std::string::npos) {
+    auto svc = st.env->services.find(st.call_service);
+    if (svc == st.env->services.end())
+      return on_error("no service '" + st.call_service + "' on this node", false);
+    self->request(svc->second, caf::infinite, service_call_atom::value, key, st.call_request)
+      .then([on_reply](const std::string& reply) { on_reply(reply); },
+            [self, on_error](caf::error& e) { on_error(self->system().render(e), false); });
+    return;
+  }
+  // host:port/service: through the other node's executor, connecting without blocking.
+  auto where = st.call_service.substr(0, slash);
+  auto name = st.call_service.substr(slash + 1);
+  auto colon = where.rfind(':');
+  uint16_t port = 0;
+  try {
+    port = colon == std::string::npos ? 0 : static_cast<uint16_t>(std::stoul(where.substr(colon + 1)));
+  } catch (...) {
+  }
+  if (port == 0)
+    return on_error("'" + st.call_service + "' is not host:port/service", false);
+  pb::Request req;
+  auto* c = req.mutable_call();
+  c->set_service(name);
+  c->set_call_id(key);
+  c->set_request(st.call_request);
+  auto bytes = req.SerializeAsString();
+  auto mm = self->system().middleman().actor_handle();
+  self->request(mm, std::chrono::seconds{10}, caf::connect_atom::value, where.substr(0, colon), port)
+    .then(
+      [self, on_reply, on_error, bytes](const caf::node_id&, caf::strong_actor_ptr& remote,
+                                        const std::set<std::string>&) {
+        if (!remote)
+          return on_error("the node published no actor", true);
+        auto h = caf::actor_cast<caf::actor>(remote);
+        self->request(h, std::chrono::seconds{60}, rpc_atom::value, bytes)
+          .then(
+            [on_reply, on_error](const std::string& raw) {
+              pb::Response r;
+              if (!r.ParseFromString(raw))
+                return on_error("malformed reply", false);
+              if (r.code() != pb::Response::OK)
+                return on_error(r.error(), false);
+              on_reply(r.text());
+            },
+            [self, on_error](caf::error& e) { on_error(self->system().render(e), true); });
+      },
+      [self, on_error](caf::error& e) { on_error(self->system().render(e), true); });
+}
+
+/// Waits for the reply of the pending call (and its deadline).
+void wait_for_call(proc_actor* self, int64_t deadline_ms) {
+  auto& st = self->state;
+  st.status = proc_state::waiting;
+  st.call_attempts = 0;
+  publish(self, "reply from " + st.call_service);
+  if (deadline_ms > 0)
+    arm_timer(self, deadline_ms, true);
+  issue_call(self);
+}
+
+} // namespace proctor
