@@ -1,0 +1,286 @@
+// The executor's wire requests: submit, status, list, wait, abort, event, release, metrics,
+// quarantine, and calls from other nodes' procedures to this node's services.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/executor_state.hpp"
+#include "actors/procedure_actor_state.hpp"
+#include "actors/scheduler.hpp"
+#include "persistence/keys.hpp"
+
+namespace proctor::exec_detail {
+
+namespace {
+
+void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t rp) {
+  auto& st = self->state;
+  if (req.args_json().size() > st.cfg.max_args_bytes)
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                  "args JSON is " + std::to_string(req.args_json().size())
+                                    + " bytes, more than the limit of "
+                                    + std::to_string(st.cfg.max_args_bytes)));
+  if (!req.nonce().empty()) {
+    if (auto i = st.nonces.find(req.nonce()); i != st.nonces.end()) {
+      pb::Response r;
+      r.set_id(i->second);
+      return reply(rp, encode(r));
+    }
+    if (auto i = st.nonce_pending.find(req.nonce()); i != st.nonce_pending.end()) {
+      i->second.push_back(rp);
+      return;
+    }
+  }
+  if (st.procs.size() >= st.cfg.max_procedures)
+    return reply(rp, error_reply(pb::Response::REFUSED,
+                                  "node is at capacity (" + std::to_string(st.procs.size())
+                                    + " procedures); release finished ones or retry later"));
+  std::string err;
+  auto inst = st.env->types->make_from_json(req.type(), req.args_json(), &err);
+  if (!inst) {
+    auto code = st.env->types->find(req.type()) == nullptr ? pb::Response::UNKNOWN_TYPE
+                                                            : pb::Response::BAD_REQUEST;
+    return reply(rp, error_reply(code, err));
+  }
+  auto id = st.env->next_id->fetch_add(1);
+  pb::JournalRecord rec;
+  auto* s = rec.mutable_submitted();
+  s->set_proc_id(id);
+  s->set_type(req.type());
+  s->set_type_version(st.env->types->find(req.type())->version);
+  s->set_data(inst->data().SerializeAsString());
+  s->set_state(inst->initial_state());
+  s->set_nonce(req.nonce());
+  s->set_priority(req.priority());
+  s->set_submitted_at_ms(now_ms());
+  journal_batch b;
+  b.entries.push_back(make_entry(id, rec));
+  if (!req.nonce().empty())
+    st.nonce_pending[req.nonce()].push_back(rp);
+  tree_folder f(id);
+  f.add(0, rec);
+  auto image = std::make_shared<const tree_image>(f.finish());
+  append(self, std::move(b), [self, id, rp, image, nonce = req.nonce()](uint64_t) mutable {
+        auto& st = self->state;
+        const auto& p = *image->root();
+        record_update(self, proc_update{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {},
+                                        nonce});
+        start_root(self, image, false);
+        pb::Response r;
+        r.set_id(id);
+        auto bytes = encode(r);
+        if (nonce.empty())
+          return reply(rp, bytes);
+        st.nonces[nonce] = id;
+        for (auto& x : st.nonce_pending[nonce])
+          x.deliver(bytes);
+        st.nonce_pending.erase(nonce);
+      });
+}
+
+void handle_wait(executor_actor* self, const pb::WaitRequest& req, promise_t rp) {
+  auto& st = self->state;
+  auto i = st.procs.find(req.id());
+  if (i == st.procs.end())
+    return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                  "no procedure " + std::to_string(req.id())));
+  if (i->second.ended)
+    return reply(rp, status_reply(i->second));
+  auto token = ++st.wait_token;
+  st.waiters[req.id()].push_back(waiter{rp, token});
+  if (req.timeout_ms() > 0)
+    self->delayed_send(self, std::chrono::milliseconds{req.timeout_ms()},
+                       wait_timeout_atom::value, req.id(), token);
+}
+
+void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t rp) {
+  auto& st = self->state;
+  auto i = st.procs.find(req.id());
+  if (i == st.procs.end())
+    return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                  "no procedure " + std::to_string(req.id())));
+  if (i->second.ended)
+    return reply(rp, error_reply(pb::Response::REFUSED,
+                                  "procedure " + std::to_string(req.id()) + " already ended "
+                                    + std::string(to_string(i->second.state))));
+  auto r = st.roots.find(i->second.root_id);
+  if (r == st.roots.end() || !r->second.handle)
+    return reply(rp, error_reply(pb::Response::REFUSED,
+                                  "the tree of procedure " + std::to_string(req.id())
+                                    + " is restarting; retry"));
+  self->request(r->second.handle, std::chrono::seconds{30}, abort_atom::value, req.id())
+    .then(
+      [rp, id = req.id()](bool accepted) mutable {
+        if (!accepted)
+          return reply(rp, error_reply(pb::Response::REFUSED,
+                                        "procedure " + std::to_string(id)
+                                          + " is past its point of no return; it cannot be "
+                                            "aborted"));
+        reply(rp, encode(pb::Response{}));
+      },
+      [self, rp](caf::error& e) mutable {
+        reply(rp, error_reply(pb::Response::INTERNAL, "abort failed: " + self->system().render(e)));
+      });
+}
+
+void wake_waiters(executor_actor* self, const std::string& key, const std::string& payload,
+                  size_t* woke) {
+  auto& st = self->state;
+  auto i = st.event_waiters.find(key);
+  if (i == st.event_waiters.end())
+    return;
+  for (auto& [id, h] : i->second) {
+    self->send(h, wake_atom::value, payload, false, uint64_t{0});
+    st.waiting_key.erase(id);
+    ++*woke;
+  }
+  st.event_waiters.erase(i);
+}
+
+} // namespace
+
+void keep_event(executor_actor* self, const std::string& key, pending_event ev) {
+  auto& st = self->state;
+  auto left = st.cfg.event_ttl - std::chrono::milliseconds{now_ms() - ev.arrived_at_ms};
+  if (left.count() < 0)
+    left = std::chrono::milliseconds{0};
+  self->delayed_send(self, left, event_expire_atom::value, key, ev.lsn);
+  st.events[key].push_back(std::move(ev));
+}
+
+namespace {
+
+void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t rp) {
+  if (req.key().empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, "event key is empty"));
+  std::string payload = req.payload_json().empty() ? "null" : req.payload_json();
+  pb::JournalRecord rec;
+  auto* e = rec.mutable_event();
+  e->set_event_key(req.key());
+  e->set_payload_json(payload);
+  e->set_arrived_at_ms(now_ms());
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+  append(self, std::move(b),
+      [self, rp, key = req.key(), payload, at = e->arrived_at_ms()](uint64_t lsn) mutable {
+        size_t woke = 0;
+        wake_waiters(self, key, payload, &woke);
+        keep_event(self, key, pending_event{lsn, payload, at});
+        pb::Response r;
+        r.set_text("event '" + key + "' delivered to " + std::to_string(woke)
+                   + " waiting procedure(s)");
+        reply(rp, encode(r));
+      });
+}
+
+} // namespace
+
+void handle_request(executor_actor* self, const std::string& bytes, promise_t rp) {
+  auto& st = self->state;
+  pb::Request req;
+  if (!req.ParseFromString(bytes))
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, "malformed request payload"));
+  switch (req.body_case()) {
+    case pb::Request::kSubmit:
+      return handle_submit(self, req.submit(), rp);
+    case pb::Request::kStatus: {
+      auto i = st.procs.find(req.status().id());
+      if (i == st.procs.end())
+        return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                      "no procedure " + std::to_string(req.status().id())));
+      return reply(rp, status_reply(i->second));
+    }
+    case pb::Request::kList: {
+      pb::Response r;
+      std::vector<const proc_update*> out;
+      for (const auto& [id, u] : st.procs) {
+        if (!req.list().all() && u.parent_id != 0)
+          continue;
+        if (req.list().state() != pb::STATE_UNSPECIFIED && to_pb(u.state) != req.list().state())
+          continue;
+        out.push_back(&u);
+      }
+      std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->id < b->id; });
+      for (auto* u : out)
+        fill_status(*u, r.add_list());
+      return reply(rp, encode(r));
+    }
+    case pb::Request::kWait:
+      return handle_wait(self, req.wait(), rp);
+    case pb::Request::kAbort:
+      return handle_abort(self, req.abort(), rp);
+    case pb::Request::kEvent:
+      return handle_event(self, req.event(), rp);
+    case pb::Request::kRelease: {
+      auto i = st.procs.find(req.release().id());
+      if (i == st.procs.end())
+        return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                      "no procedure " + std::to_string(req.release().id())));
+      if (i->second.parent_id != 0)
+        return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                      "procedure " + std::to_string(req.release().id())
+                                        + " is not a root; release its root "
+                                        + std::to_string(i->second.root_id)));
+      if (!i->second.ended)
+        return reply(rp, error_reply(pb::Response::REFUSED,
+                                      "procedure " + std::to_string(req.release().id())
+                                        + " has not ended"));
+      release_tree(self, req.release().id());
+      return reply(rp, encode(pb::Response{}));
+    }
+    case pb::Request::kMetrics: {
+      auto r = std::make_shared<pb::Response>();
+      self->request(st.env->scheduler, std::chrono::seconds{5}, stats_atom::value)
+        .then(
+          [self, rp, r](scheduler_stats& s) mutable {
+            self->request(self->state.env->journal, std::chrono::seconds{5},
+                          journal_stats_atom::value)
+              .then(
+                [self, rp, r, s](journal_stats& j) mutable {
+                  auto& st = self->state;
+                  r->set_text(
+                    st.metrics.render(s, j, st.waiting, st.procs.size(), st.quarantined.size()));
+                  reply(rp, encode(*r));
+                },
+                [rp](caf::error&) mutable {
+                  reply(rp, error_reply(pb::Response::INTERNAL, "journal stats unavailable"));
+                });
+          },
+          [rp](caf::error&) mutable {
+            reply(rp, error_reply(pb::Response::INTERNAL, "scheduler stats unavailable"));
+          });
+      return;
+    }
+    case pb::Request::kCall: {
+      // Another node's procedure calls a service of this node.
+      auto svc = st.env->services.find(req.call().service());
+      if (svc == st.env->services.end())
+        return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                     "no service '" + req.call().service() + "' on this node"));
+      self->request(svc->second, std::chrono::seconds{60}, service_call_atom::value,
+                    req.call().call_id(), req.call().request())
+        .then(
+          [rp](const std::string& answer) mutable {
+            pb::Response r;
+            r.set_text(answer);
+            reply(rp, encode(r));
+          },
+          [self, rp](caf::error& e) mutable {
+            reply(rp, error_reply(pb::Response::INTERNAL,
+                                  "service failed: " + self->system().render(e)));
+          });
+      return;
+    }
+    case pb::Request::kQuarantine: {
+      pb::Response r;
+      for (const auto& q : st.quarantined)
+        *r.add_quarantined() = q;
+      return reply(rp, encode(r));
+    }
+    case pb::Request::BODY_NOT_SET:
+      break;
+  }
+  reply(rp, error_reply(pb::Response::BAD_REQUEST, "empty or unknown request"));
+}
+
+} // namespace proctor::exec_detail

@@ -1,0 +1,99 @@
+// Internal: the executor's state and the helpers its two files share (executor.cpp: status
+// bookkeeping, root supervision, recovery; executor_requests.cpp: the wire requests).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/executor.hpp"
+#include "actors/messages.hpp"
+#include "actors/metrics.hpp"
+#include "persistence/journal.hpp"
+#include "supervision/restart_tracker.hpp"
+#include "wire.pb.h"
+
+namespace proctor::exec_detail {
+
+using wait_timeout_atom = caf::atom_constant<caf::atom("waittmo")>;
+using event_expire_atom = caf::atom_constant<caf::atom("evexpire")>;
+using restart_root_atom = caf::atom_constant<caf::atom("rootrst")>;
+
+struct waiter {
+  caf::typed_response_promise<std::string> rp;
+  uint64_t token = 0;
+};
+
+struct root_entry {
+  caf::actor handle;
+  restart_tracker restarts;
+  bool finished = false;
+  std::string nonce;
+};
+
+struct pending_event {
+  uint64_t lsn = 0;
+  std::string payload;
+  int64_t arrived_at_ms = 0;
+};
+
+struct executor_state {
+  static inline const char* name = "proctor.executor";
+  std::shared_ptr<node_env> env;
+  executor_config cfg;
+  std::unordered_map<uint64_t, proc_update> procs;
+  std::unordered_map<uint64_t, root_entry> roots;
+  std::unordered_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
+  std::unordered_map<uint64_t, std::vector<waiter>> waiters;
+  uint64_t wait_token = 0;
+  std::unordered_map<std::string, uint64_t> nonces;
+  /// Submits with a nonce whose Submitted record is not durable yet.
+  std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
+    nonce_pending;
+  std::unordered_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> event_waiters;
+  std::unordered_map<uint64_t, std::string> waiting_key;  ///< procedure -> its event key
+  std::unordered_map<std::string, std::vector<pending_event>> events;
+  type_metrics metrics;
+  /// When each live procedure was first seen, for the runtime histogram.
+  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
+  size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
+  uint64_t append_tag = 0;
+  std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
+  std::vector<pb::Quarantined> quarantined;
+};
+
+using executor_actor = caf::stateful_actor<executor_state>;
+
+using promise_t = caf::typed_response_promise<std::string>;
+
+// -- replies ----------------------------------------------------------------------------------
+std::string encode(const pb::Response& r);
+std::string error_reply(pb::Response::Code code, std::string msg);
+void fill_status(const proc_update& u, pb::ProcStatus* s);
+std::string status_reply(const proc_update& u, pb::Response::Code code = pb::Response::OK);
+void reply(promise_t& rp, std::string bytes);
+
+// -- bookkeeping (executor.cpp) ---------------------------------------------------------------
+/// Records a procedure's new status; answers its waiters when it ended.
+void record_update(executor_actor* self, proc_update u);
+/// A procedure that no longer waits for an event is no longer woken by it.
+void forget_event_wait(executor_actor* self, uint64_t id);
+/// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).
+void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
+/// Deletes a finished tree's records and forgets it.
+void release_tree(executor_actor* self, uint64_t root_id);
+/// Starts (or restarts) a tree's root actor from its image.
+void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback);
+
+// -- requests and events (executor_requests.cpp) ----------------------------------------------
+/// Answers one wire request (rpc.hpp).
+void handle_request(executor_actor* self, const std::string& bytes, promise_t rp);
+/// Keeps an event for procedures that suspend on its key later, until its TTL.
+void keep_event(executor_actor* self, const std::string& key, pending_event ev);
+
+} // namespace proctor::exec_detail
