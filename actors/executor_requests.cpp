@@ -13,6 +13,15 @@ namespace proctor::exec_detail {
 
 namespace {
 
+/// The procedure `id`, or nullptr after answering NOT_FOUND.
+proc_update* find_or_reply(executor_actor* self, uint64_t id, promise_t& rp) {
+  auto i = self->state.procs.find(id);
+  if (i != self->state.procs.end())
+    return &i->second;
+  reply(rp, error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(id)));
+  return nullptr;
+}
+
 void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t rp) {
   auto& st = self->state;
   if (req.args_json().size() > st.cfg.max_args_bytes)
@@ -80,12 +89,11 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
 
 void handle_wait(executor_actor* self, const pb::WaitRequest& req, promise_t rp) {
   auto& st = self->state;
-  auto i = st.procs.find(req.id());
-  if (i == st.procs.end())
-    return reply(rp, error_reply(pb::Response::NOT_FOUND,
-                                  "no procedure " + std::to_string(req.id())));
-  if (i->second.ended)
-    return reply(rp, status_reply(i->second));
+  auto* p = find_or_reply(self, req.id(), rp);
+  if (p == nullptr)
+    return;
+  if (p->ended)
+    return reply(rp, status_reply(*p));
   auto token = ++st.wait_token;
   st.waiters[req.id()].push_back(waiter{rp, token});
   if (req.timeout_ms() > 0)
@@ -95,15 +103,14 @@ void handle_wait(executor_actor* self, const pb::WaitRequest& req, promise_t rp)
 
 void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t rp) {
   auto& st = self->state;
-  auto i = st.procs.find(req.id());
-  if (i == st.procs.end())
-    return reply(rp, error_reply(pb::Response::NOT_FOUND,
-                                  "no procedure " + std::to_string(req.id())));
-  if (i->second.ended)
+  auto* p = find_or_reply(self, req.id(), rp);
+  if (p == nullptr)
+    return;
+  if (p->ended)
     return reply(rp, error_reply(pb::Response::REFUSED,
                                   "procedure " + std::to_string(req.id()) + " already ended "
-                                    + std::string(to_string(i->second.state))));
-  auto r = st.roots.find(i->second.root_id);
+                                    + std::string(to_string(p->state))));
+  auto r = st.roots.find(p->root_id);
   if (r == st.roots.end() || !r->second.handle)
     return reply(rp, error_reply(pb::Response::REFUSED,
                                   "the tree of procedure " + std::to_string(req.id())
@@ -184,11 +191,10 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     case pb::Request::kSubmit:
       return handle_submit(self, req.submit(), rp);
     case pb::Request::kStatus: {
-      auto i = st.procs.find(req.status().id());
-      if (i == st.procs.end())
-        return reply(rp, error_reply(pb::Response::NOT_FOUND,
-                                      "no procedure " + std::to_string(req.status().id())));
-      return reply(rp, status_reply(i->second));
+      auto* p = find_or_reply(self, req.status().id(), rp);
+      if (p == nullptr)
+        return;
+      return reply(rp, status_reply(*p));
     }
     case pb::Request::kList: {
       pb::Response r;
@@ -212,16 +218,15 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     case pb::Request::kEvent:
       return handle_event(self, req.event(), rp);
     case pb::Request::kRelease: {
-      auto i = st.procs.find(req.release().id());
-      if (i == st.procs.end())
-        return reply(rp, error_reply(pb::Response::NOT_FOUND,
-                                      "no procedure " + std::to_string(req.release().id())));
-      if (i->second.parent_id != 0)
+      auto* p = find_or_reply(self, req.release().id(), rp);
+      if (p == nullptr)
+        return;
+      if (p->parent_id != 0)
         return reply(rp, error_reply(pb::Response::BAD_REQUEST,
                                       "procedure " + std::to_string(req.release().id())
                                         + " is not a root; release its root "
-                                        + std::to_string(i->second.root_id)));
-      if (!i->second.ended)
+                                        + std::to_string(p->root_id)));
+      if (!p->ended)
         return reply(rp, error_reply(pb::Response::REFUSED,
                                       "procedure " + std::to_string(req.release().id())
                                         + " has not ended"));
