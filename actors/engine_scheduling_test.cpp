@@ -1,0 +1,94 @@
+// The scheduler's order: priorities first, then round-robin between roots.
+#include <mutex>
+#include <vector>
+
+#include "actors/engine_fixture.hpp"
+#include "demo.pb.h"
+#include "procedures/state_machine.hpp"
+
+namespace proctor::testing {
+namespace {
+
+std::mutex order_mtx;
+std::vector<uint64_t> order;  // procedures in the order their steps ran
+
+/// One step that notes its procedure id, after `steps` milliseconds of work.
+class marker : public state_machine<pb::NoopData, pb::NoopState> {
+public:
+  marker() { on(pb::NOOP_STEP, &marker::step, &marker::nothing); }
+
+private:
+  outcome step(pb::NoopData& d, context& ctx) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{d.steps()});
+    std::lock_guard<std::mutex> g(order_mtx);
+    order.push_back(ctx.id());
+    return done();
+  }
+  void nothing(pb::NoopData&, context&) {}
+};
+
+/// Spawns `steps` markers (of 2 ms each) and ends.
+class crowd : public state_machine<pb::NoopData, pb::NoopState> {
+public:
+  crowd() { on(pb::NOOP_STEP, &crowd::step, &crowd::nothing); }
+
+private:
+  outcome step(pb::NoopData& d, context& ctx) {
+    if (!ctx.children().empty())
+      return done();
+    pb::NoopData m;
+    m.set_steps(2);
+    std::vector<child_spec> kids(static_cast<size_t>(d.steps()), child("test.marker", m));
+    return spawn(std::move(kids), pb::NOOP_STEP);
+  }
+  void nothing(pb::NoopData&, context&) {}
+};
+
+class scheduling_test : public engine {
+protected:
+  void SetUp() override {
+    engine::SetUp();
+    std::lock_guard<std::mutex> g(order_mtx);
+    order.clear();
+    types_.add<marker>("test.marker");
+    types_.add<crowd>("test.crowd");
+  }
+
+  size_t position(uint64_t id) {
+    std::lock_guard<std::mutex> g(order_mtx);
+    for (size_t i = 0; i < order.size(); ++i)
+      if (order[i] == id)
+        return i;
+    return order.size();
+  }
+};
+
+TEST_F(scheduling_test, higher_priority_runs_first) {
+  start([](node_options& o) { o.workers = 1; });
+  // The one run slot is busy for a while; everything below queues behind it.
+  auto blocker = submit("test.marker", R"({"steps":200})");
+  ASSERT_TRUE(eventually([&] { return status(blocker).state() == pb::RUNNABLE; }));
+  std::vector<uint64_t> low;
+  for (int i = 0; i < 5; ++i)
+    low.push_back(submit("test.marker", R"({"steps":1})", {}, 0));
+  auto high = submit("test.marker", R"({"steps":1})", {}, 10);
+  for (auto id : low)
+    EXPECT_EQ(wait(id).state(), pb::SUCCESS);
+  EXPECT_EQ(wait(high).state(), pb::SUCCESS);
+  EXPECT_EQ(position(blocker), 0u);
+  EXPECT_EQ(position(high), 1u) << "the high-priority procedure did not run next";
+}
+
+TEST_F(scheduling_test, one_huge_tree_does_not_starve_another_root) {
+  start([](node_options& o) { o.workers = 1; });
+  auto big = submit("test.crowd", R"({"steps":60})");
+  ASSERT_TRUE(eventually([&] { return status(big).children_size() == 60; }));
+  auto small = submit("test.marker", R"({"steps":1})");
+  EXPECT_EQ(wait(small).state(), pb::SUCCESS);
+  EXPECT_EQ(wait(big).state(), pb::SUCCESS);
+  // Round-robin between roots: the small root waits for at most a few of the tree's 60 steps.
+  EXPECT_LT(position(small), 10u) << "ran after " << position(small) << " steps of the big tree";
+}
+
+} // namespace
+} // namespace proctor::testing
