@@ -12,6 +12,33 @@
 
 namespace proctor {
 
+namespace {
+
+/// The node supervisor: watches the executor, scheduler and journal. One of them dying means
+/// the node can no longer keep its promises; their state is a function of the journal, so
+/// the node fail-stops and a restart recovers everything from the journal.
+caf::behavior node_supervisor(caf::event_based_actor* self, std::vector<caf::actor> watched,
+                              std::function<void(const std::string&)> on_failure) {
+  for (auto& a : watched)
+    self->monitor(a);
+  self->set_down_handler([self, on_failure](caf::down_msg& m) {
+    if (!m.reason || m.reason == caf::exit_reason::user_shutdown)
+      return;
+    auto why = "a system actor of the node died (" + self->system().render(m.reason)
+               + "); the node fail-stops, a restart recovers from the journal";
+    if (on_failure) {
+      on_failure(why);
+      return;
+    }
+    spdlog::critical("{}", why);
+    spdlog::shutdown();
+    std::_Exit(71);
+  });
+  return {[](caf::ok_atom) {}};
+}
+
+} // namespace
+
 void tune_actor_system(caf::actor_system_config& cfg) {
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
@@ -108,6 +135,9 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env_->journal = spawn_journal(sys_, std::move(jc));
   env_->scheduler = spawn_scheduler(sys_, opts.workers, opts.stuck_after);
   executor_ = spawn_executor(sys_, env_, opts.executor, std::move(rec));
+  supervisor_ = sys_.spawn(node_supervisor,
+                           std::vector<caf::actor>{executor_, env_->scheduler, env_->journal},
+                           opts.on_system_failure);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("node started on {}: {} tree(s), {} procedure(s), {} record(s) in {:.3f} s",
                opts.data_dir, rep.trees, rep.procedures, rep.records, rep.seconds);
@@ -132,9 +162,12 @@ void node::stop() {
   }
   auto env = env_;
   env_.reset();
+  // The supervisor first: what follows is a shutdown, not a failure.
+  caf::anon_send_exit(supervisor_, caf::exit_reason::kill);
+  supervisor_ = nullptr;
   // The executor first (no new work), then the scheduler (its workers finish the steps
   // they run), the journal last (it flushes what was staged).
-  // Root actors are linked to the executor and their trees to them: they all go with it.
+  // The executor takes the root actors along, and each parent its children.
   caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(env->scheduler, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(env->journal, caf::exit_reason::user_shutdown);

@@ -24,6 +24,10 @@ struct node_options {
   std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
   /// Called on a journal write error instead of terminating the process (tests).
   std::function<void(const std::string&)> on_journal_fatal;
+  /// Called when a system actor (executor, scheduler, journal) dies unexpectedly, instead of
+  /// terminating the process (tests). Their state is derived from the journal, so the only
+  /// safe restart is the whole node's: fail-stop, and recovery carries everything on.
+  std::function<void(const std::string&)> on_system_failure;
   /// See node_env::on_procedure_start.
   std::function<void(uint64_t id)> on_procedure_start;
   /// Services by name (see node_env::services).
@@ -74,6 +78,7 @@ private:
   const registry& types_;
   std::shared_ptr<node_env> env_;
   caf::actor executor_;
+  caf::actor supervisor_;  ///< the node supervisor: watches the system actors
   bool published_ = false;
   uint16_t port_ = 0;
 };
