@@ -391,4 +391,16 @@ std::string describe(const run_result& r) {
          + "\nstdout: " + r.out + "\nstderr: " + r.err;
 }
 
+std::set<std::string> file_names(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+    names.insert(it->path().filename().string());
+  return names;
+}
+
+size_t count_files(const std::filesystem::path& dir) {
+  return file_names(dir).size();
+}
+
 } // namespace proctor::test

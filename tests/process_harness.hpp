@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <string>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include <google/protobuf/struct.pb.h>
@@ -154,6 +155,14 @@ uint64_t id_of(const google::protobuf::Value& v);
 
 /// A run_result for failure messages.
 std::string describe(const run_result& r);
+
+// -- ledgers ----------------------------------------------------------------------------------
+
+/// The names of the files in `dir` (none if it cannot be read).
+std::set<std::string> file_names(const std::filesystem::path& dir);
+
+/// How many files `dir` holds (0 if it cannot be read).
+size_t count_files(const std::filesystem::path& dir);
 
 } // namespace proctor::test
 

@@ -33,24 +33,11 @@ using proctor::test::temp_dir;
 using proctor::test::trim;
 using proctor::test::parse_id;
 using proctor::test::parse_json;
+using proctor::test::file_names;
+using proctor::test::count_files;
 
 constexpr size_t procedures = 200;
 constexpr int steps = 5;
-
-size_t count_files(const fs::path& dir) {
-  std::error_code ec;
-  size_t n = 0;
-  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-    ++n;
-  return n;
-}
-
-std::set<std::string> file_names(const fs::path& dir) {
-  std::set<std::string> names;
-  for (auto& e : fs::directory_iterator{dir})
-    names.insert(e.path().filename().string());
-  return names;
-}
 
 /// Runs f(0) … f(n-1) on `threads` threads.
 template <class F>

@@ -53,6 +53,7 @@ using proctor::test::parse_json;
 using proctor::test::run_result;
 using proctor::test::temp_dir;
 using proctor::test::trim;
+using proctor::test::file_names;
 using clock_type = std::chrono::steady_clock;
 
 constexpr int kills = 10;
@@ -67,14 +68,6 @@ constexpr auto final_wait_budget = 60s;
 std::string describe_run(const run_result& r) {
   return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "")
          + ", stdout: " + trim(r.out) + ", stderr: " + trim(r.err);
-}
-
-std::set<std::string> file_names(const fs::path& dir) {
-  std::set<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-    names.insert(it->path().filename().string());
-  return names;
 }
 
 std::string join(const std::set<std::string>& s, size_t max = 12) {

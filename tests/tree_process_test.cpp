@@ -28,6 +28,8 @@ using proctor::test::run_result;
 using proctor::test::temp_dir;
 using proctor::test::trim;
 using proctor::test::parse_id;
+using proctor::test::file_names;
+using proctor::test::count_files;
 
 constexpr size_t tree_size = 13;  // 1 + 3 + 9
 constexpr int steps = 3;
@@ -66,21 +68,6 @@ std::optional<proc_status> status_of(const node& n, uint64_t id) {
   if (r.exit_code != 0)
     return std::nullopt;
   return parse_status(r.out);
-}
-
-size_t count_files(const fs::path& dir) {
-  std::error_code ec;
-  size_t n = 0;
-  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
-    ++n;
-  return n;
-}
-
-std::set<std::string> file_names(const fs::path& dir) {
-  std::set<std::string> names;
-  for (auto& e : fs::directory_iterator{dir})
-    names.insert(e.path().filename().string());
-  return names;
 }
 
 std::string tree_args(const fs::path& ledger, const std::string& extra = "") {
