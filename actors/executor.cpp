@@ -195,7 +195,6 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
 /// The tree of `root_id` is read back and restarted (or, when `fail` is set, failed and
 /// rolled back) — the executor as the supervisor of root actors.
 void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
-  auto& st = self->state;
   auto go = [self, root_id] {
     self->request(self->state.env->journal, caf::infinite, read_tree_atom::value, root_id)
       .then(
@@ -216,10 +215,8 @@ void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
   // Past the root's restart intensity: the tree fails and rolls back.
   pb::JournalRecord rec;
   auto* f = rec.mutable_failed();
-  f->set_proc_id(root_id);
-  auto p = st.procs.find(root_id);
+  f->set_proc_id(root_id);  // failed_state 0: the root's current state may have run partly
   f->set_error(fail);
-  (void) p;
   journal_batch b;
   b.entries.push_back(make_entry(root_id, rec));
   append(self, std::move(b), [go](uint64_t) { go(); });

@@ -218,7 +218,9 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
     const auto& p = i->second;
     if (is_final(p.status) || p.partial_undone)
       continue;
-    plan.push_back(undo_item{p.id, p.failed ? p.failed_state : p.state, 0, p.data});
+    // A failure outside a step (failed_state 0: escalation, abort) leaves the current state.
+    auto state = p.failed && p.failed_state != 0 ? p.failed_state : p.state;
+    plan.push_back(undo_item{p.id, state, 0, p.data});
   }
   std::vector<undo_item> steps;
   for (const auto& [id, p] : tree.procs)

@@ -760,6 +760,17 @@ TEST(rollback_plan_test, failed_procedure_undoes_its_failed_state) {
   expect_item(plan[1], 1, 1, 2, "r0");
 }
 
+TEST(rollback_plan_test, a_failure_outside_a_step_undoes_the_current_state) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r0");
+  j.step(1, 1, 2, "r1");
+  j.failed(1, 0, "escalated");  // no step failed: supervision gave up on the tree
+  auto plan = rollback_plan(j.fold());
+  ASSERT_EQ(plan.size(), 2u) << describe(plan);
+  expect_item(plan[0], 1, 2, 0, "r1");
+  expect_item(plan[1], 1, 1, 2, "r0");
+}
+
 TEST(rollback_plan_test, committed_lsns_strictly_descend_across_the_tree) {
   journal_builder j(1);
   j.submitted(1, 0, "r0");
