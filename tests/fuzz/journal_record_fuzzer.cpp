@@ -322,7 +322,9 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
     REQUIRE(partial.insert(u.proc_id).second, "plan undoes a partly run state twice", describe(u));
     REQUIRE(i == 0 || plan[i - 1].proc_id > u.proc_id,
             "partly run states not undone children (higher ids) first", describe(u));
-    REQUIRE(u.state == (p->failed ? p->failed_state : p->state) && u.data == p->data,
+    // failed_state 0 marks a failure outside a step: the current state is undone.
+    REQUIRE(u.state == (p->failed && p->failed_state != 0 ? p->failed_state : p->state)
+                && u.data == p->data,
             "partial undo with the wrong state or data", describe(u));
   }
   size_t expect_partial = 0;
@@ -500,6 +502,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 }
 
 #ifdef PROCTOR_FUZZ_SEEDS_MAIN
+
+#include "tests/fuzz/seed_main.hpp"
+
 // -- seed corpus --------------------------------------------------------------------------------
 
 namespace {
@@ -727,22 +732,6 @@ std::vector<std::pair<std::string, std::string>> seeds() {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\nwrites the seed corpus of journal_record_fuzzer\n",
-                 argv[0]);
-    return 2;
-  }
-  LLVMFuzzerInitialize(&argc, &argv);
-  for (const auto& [name, bytes] : seeds()) {
-    std::ofstream out(std::string(argv[1]) + "/seed-" + name, std::ios::binary);
-    out << bytes;
-    if (!out) {
-      std::fprintf(stderr, "cannot write seed %s into %s\n", name.c_str(), argv[1]);
-      return 1;
-    }
-    // Every seed must pass, or the fuzzer starts from a crash.
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  }
-  return 0;
+  return proctor::fuzz::write_seeds(argc, argv, "journal_record_fuzzer", seeds());
 }
 #endif

@@ -542,6 +542,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 }
 
 #ifdef PROCTOR_FUZZ_SEEDS_MAIN
+
+#include "tests/fuzz/seed_main.hpp"
+
 // -- seed corpus --------------------------------------------------------------------------------
 
 namespace {
@@ -635,21 +638,6 @@ std::vector<std::pair<std::string, std::string>> seeds() {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\nwrites the seed corpus of wire_message_fuzzer\n",
-                 argv[0]);
-    return 2;
-  }
-  LLVMFuzzerInitialize(&argc, &argv);
-  for (const auto& [name, bytes] : seeds()) {
-    std::ofstream out(std::string(argv[1]) + "/seed-" + name, std::ios::binary);
-    out << bytes;
-    if (!out) {
-      std::fprintf(stderr, "cannot write seed %s into %s\n", name.c_str(), argv[1]);
-      return 1;
-    }
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  }
-  return 0;
+  return proctor::fuzz::write_seeds(argc, argv, "wire_message_fuzzer", seeds());
 }
 #endif
