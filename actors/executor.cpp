@@ -174,6 +174,34 @@ void quarantine(executor_actor* self, const tree_image& t, const std::string& re
   }
 }
 
+/// The executor's entry for the root of `image` (its restart history survives restarts).
+root_entry& enter_root(executor_actor* self, const tree_image& image) {
+  auto& st = self->state;
+  auto [it, fresh] = st.roots.try_emplace(image.root_id);
+  auto& re = it->second;
+  if (const auto* p = image.root()) {
+    re.nonce = p->nonce;
+    if (const auto* t = st.env->types->find(p->type); t != nullptr && fresh)
+      re.restarts = restart_tracker(t->supervision);
+  }
+  return re;
+}
+
+/// The root stops being dormant (it runs again, or it cannot be read); what waited for
+/// its actor runs now.
+void end_sleep(executor_actor* self, uint64_t root_id) {
+  auto& st = self->state;
+  auto r = st.roots.find(root_id);
+  if (r == st.roots.end() || !r->second.dormant)
+    return;
+  r->second.dormant = r->second.waking = false;
+  --st.dormant;
+  auto live = std::move(r->second.when_live);
+  r->second.when_live.clear();
+  for (auto& f : live)
+    f();
+}
+
 void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback) {
   auto& st = self->state;
   proc_start s;
@@ -181,37 +209,94 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
   s.image = image;
   s.id = image->root_id;
   s.rollback = rollback;
-  auto [it, fresh] = st.roots.try_emplace(image->root_id);
-  auto& re = it->second;
-  if (const auto* p = image->root()) {
-    re.nonce = p->nonce;
-    if (const auto* t = st.env->types->find(p->type); t != nullptr && fresh)
-      re.restarts = restart_tracker(t->supervision);  // keeps its history across restarts
-  }
+  auto& re = enter_root(self, *image);
   re.handle = spawn_root(self, std::move(s));
   st.root_addrs[re.handle.address()] = image->root_id;
+  end_sleep(self, image->root_id);
+}
+
+/// Reads the tree of `root_id` back from the journal and starts its root.
+void reload_root(executor_actor* self, uint64_t root_id) {
+  self->request(self->state.env->journal, caf::infinite, read_tree_atom::value, root_id)
+    .then(
+      [self, root_id](journal_records& recs) {
+        auto image = std::make_shared<const tree_image>(fold_tree(root_id, recs));
+        if (!image->corrupt.empty()) {
+          quarantine(self, *image, image->corrupt);
+          end_sleep(self, root_id);
+          return;
+        }
+        start_root(self, image, image->failed && !image->rolled_back);
+      },
+      [self](caf::error& e) {
+        spdlog::critical("journal read failed: {}", self->system().render(e));
+      });
+}
+
+/// A root that waits for an event gives up its actor (see executor_config::hibernate_after).
+/// Refused when anything is on its way to the actor: a wake (it is no longer among the
+/// event's waiters) or a request such as an abort.
+bool hibernate_root(executor_actor* self, uint64_t root_id, int64_t deadline_ms) {
+  auto& st = self->state;
+  auto r = st.roots.find(root_id);
+  auto k = st.waiting_key.find(root_id);
+  if (r == st.roots.end() || r->second.dormant || r->second.requests_in_flight > 0
+      || k == st.waiting_key.end())
+    return false;
+  for (auto& [id, h] : st.event_waiters[k->second])
+    if (id == root_id)
+      h = nullptr;  // its place among the waiters stays, without an actor
+  auto& re = r->second;
+  re.dormant = true;
+  ++st.dormant;
+  if (deadline_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds{std::max<int64_t>(0, deadline_ms - now_ms())},
+                       wake_root_atom::value, root_id, ++re.sleep_token);
+  spdlog::debug("[proc {} root {}] hibernated, waiting for event '{}'", root_id, root_id,
+                k->second);
+  return true;
+}
+
+void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
+                   const std::string& payload) {
+  if (h) {
+    self->send(h, wake_atom::value, payload, false, uint64_t{0});
+    return;
+  }
+  // A hibernated root: the payload goes to its actor once it is back (the event itself may
+  // expire before the actor asks for it).
+  wake_root(self, id, [self, id, payload] {
+    auto r = self->state.roots.find(id);
+    if (r != self->state.roots.end() && r->second.handle)
+      self->send(r->second.handle, wake_atom::value, payload, false, uint64_t{0});
+  });
+}
+
+void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> then) {
+  auto& st = self->state;
+  auto r = st.roots.find(root_id);
+  if (r == st.roots.end())
+    return;
+  auto& re = r->second;
+  if (!re.dormant) {
+    if (then)
+      then();
+    return;
+  }
+  if (then)
+    re.when_live.push_back(std::move(then));
+  if (re.waking)
+    return;
+  re.waking = true;
+  spdlog::debug("[proc {} root {}] waking from hibernation", root_id, root_id);
+  reload_root(self, root_id);
 }
 
 /// The tree of `root_id` is read back and restarted (or, when `fail` is set, failed and
 /// rolled back) — the executor as the supervisor of root actors.
 void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
-  auto go = [self, root_id] {
-    self->request(self->state.env->journal, caf::infinite, read_tree_atom::value, root_id)
-      .then(
-        [self, root_id](journal_records& recs) {
-          auto image = std::make_shared<const tree_image>(fold_tree(root_id, recs));
-          if (!image->corrupt.empty()) {
-            quarantine(self, *image, image->corrupt);
-            return;
-          }
-          start_root(self, image, image->failed && !image->rolled_back);
-        },
-        [self](caf::error& e) {
-          spdlog::critical("journal read failed: {}", self->system().render(e));
-        });
-  };
   if (fail.empty())
-    return go();
+    return reload_root(self, root_id);
   // Past the root's restart intensity: the tree fails and rolls back.
   pb::JournalRecord rec;
   auto* f = rec.mutable_failed();
@@ -219,7 +304,7 @@ void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
   f->set_error(fail);
   journal_batch b;
   b.entries.push_back(make_entry(root_id, rec));
-  append(self, std::move(b), [go](uint64_t) { go(); });
+  append(self, std::move(b), [self, root_id](uint64_t) { reload_root(self, root_id); });
 }
 
 void on_root_down(executor_actor* self, caf::down_msg& m) {
@@ -270,6 +355,8 @@ void restore_locks(executor_actor* self, const tree_image& t) {
   for (const auto& [id, p] : t.procs) {
     if (is_final(p.status) || (p.steps.empty() && !t.failed))
       continue;
+    if (const auto* type = st.env->types->find(p.type); type && !type->declares_locks)
+      continue;
     std::string err;
     auto inst = st.env->types->make_from_bytes(p.type, p.data, &err);
     if (!inst)
@@ -280,9 +367,44 @@ void restore_locks(executor_actor* self, const tree_image& t) {
   }
 }
 
+/// True if the tree only waits for an event: its root waits (no call pending) and every
+/// other procedure has ended. Such a tree starts hibernated.
+bool only_waits_for_event(const tree_image& t) {
+  const auto* r = t.root();
+  if (t.failed || t.finished || r == nullptr || r->status != proc_state::waiting
+      || r->event_key.empty() || !r->call_service.empty())
+    return false;
+  for (const auto& [id, p] : t.procs)
+    if (id != t.root_id && !is_final(p.status))
+      return false;
+  return true;
+}
+
+/// Recovery of a tree that only waits for an event: no actor, just its place among the
+/// event's waiters (and its deadline). An event that arrived meanwhile wakes it at once.
+void recover_dormant(executor_actor* self, const tree_image& t) {
+  auto& st = self->state;
+  const auto& key = t.root()->event_key;
+  auto& re = enter_root(self, t);
+  re.dormant = true;
+  ++st.dormant;
+  st.event_waiters[key].emplace_back(t.root_id, caf::actor{});
+  st.waiting_key[t.root_id] = key;
+  if (auto deadline = t.root()->deadline_ms; deadline > 0)
+    self->delayed_send(self, std::chrono::milliseconds{std::max<int64_t>(0, deadline - now_ms())},
+                       wake_root_atom::value, t.root_id, ++re.sleep_token);
+  if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty()) {
+    forget_event_wait(self, t.root_id);
+    deliver_event(self, t.root_id, caf::actor{}, e->second.back().payload);
+  }
+}
+
 void recover(executor_actor* self, recovered_state& rec) {
   auto& st = self->state;
-  size_t running = 0, rolling = 0, done = 0, quarantined = 0;
+  size_t running = 0, rolling = 0, done = 0, quarantined = 0, dormant = 0;
+  // Events first: a tree that waits for one that arrived while the node was down wakes.
+  for (auto& ev : rec.events)
+    keep_event(self, ev.key, pending_event{ev.lsn, ev.payload_json, ev.arrived_at_ms});
   for (auto& t : rec.trees) {
     auto image = std::make_shared<const tree_image>(std::move(t));
     if (!image->corrupt.empty()) {
@@ -290,10 +412,13 @@ void recover(executor_actor* self, recovered_state& rec) {
       quarantine(self, *image, image->corrupt);
       continue;
     }
+    bool sleeps = st.cfg.hibernate_after.count() >= 0 && only_waits_for_event(*image);
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
       if (image->failed && !is_final(u.state))
         u.state = id == image->root_id ? proc_state::failed : u.state;
+      if (sleeps && id == image->root_id)
+        u.waiting_for = event_wait_reason(p.event_key);
       record_update(self, std::move(u));
     }
     const auto* root = image->root();
@@ -321,15 +446,18 @@ void recover(executor_actor* self, recovered_state& rec) {
       continue;
     }
     bool rb = image->failed && !image->rolled_back;
-    (rb ? rolling : running)++;
     restore_locks(self, *image);
+    if (sleeps) {
+      ++dormant;
+      recover_dormant(self, *image);
+      continue;
+    }
+    (rb ? rolling : running)++;
     start_root(self, image, rb);
   }
-  for (auto& ev : rec.events)
-    keep_event(self, ev.key, pending_event{ev.lsn, ev.payload_json, ev.arrived_at_ms});
-  spdlog::info("recovery: {} tree(s) resumed, {} rolling back, {} finished (retained), "
-               "{} quarantined, {} pending event(s)",
-               running, rolling, done, quarantined, rec.events.size());
+  spdlog::info("recovery: {} tree(s) resumed, {} hibernated waiting for an event, {} rolling "
+               "back, {} finished (retained), {} quarantined, {} pending event(s)",
+               running, dormant, rolling, done, quarantined, rec.events.size());
 }
 
 caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> env,
@@ -390,6 +518,15 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
         release_tree(self, root_id);
     },
     [self](restart_root_atom, uint64_t root_id) { restart_root(self, root_id, {}); },
+    [self](hibernate_atom, uint64_t root_id, int64_t deadline_ms) {
+      return hibernate_root(self, root_id, deadline_ms);
+    },
+    [self](wake_root_atom, uint64_t root_id, uint64_t token) {
+      // The deadline of a hibernated root: its actor comes back and times out itself.
+      auto r = self->state.roots.find(root_id);
+      if (r != self->state.roots.end() && r->second.dormant && r->second.sleep_token == token)
+        wake_root(self, root_id);
+    },
     [self](wait_timeout_atom, uint64_t id, uint64_t token) {
       auto& st = self->state;
       auto w = st.waiters.find(id);

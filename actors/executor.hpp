@@ -27,6 +27,11 @@ struct executor_config {
   size_t max_args_bytes = 1 << 20;
   /// Procedures (live or retained) beyond which submits are refused.
   size_t max_procedures = 2'000'000;
+  /// A root that has waited this long for an event, with no child running, gives up its
+  /// actor (hibernates): the executor keeps its status and its place among the event's
+  /// waiters and restarts it from the journal when the event, its deadline or an abort
+  /// comes. Trees found so at recovery start hibernated. Negative: never.
+  std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
 };
 
 /// An event kept in the journal's node range.

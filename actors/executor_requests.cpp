@@ -111,13 +111,23 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
                                   "procedure " + std::to_string(req.id()) + " already ended "
                                     + std::string(to_string(p->state))));
   auto r = st.roots.find(p->root_id);
+  if (r != st.roots.end() && r->second.dormant)
+    return wake_root(self, p->root_id, [self, req, rp]() mutable { handle_abort(self, req, rp); });
   if (r == st.roots.end() || !r->second.handle)
     return reply(rp, error_reply(pb::Response::REFUSED,
                                   "the tree of procedure " + std::to_string(req.id())
                                     + " is restarting; retry"));
+  // No hibernation while the abort is on its way (it would reach no actor).
+  auto done = [self, root_id = p->root_id] {
+    auto r = self->state.roots.find(root_id);
+    if (r != self->state.roots.end())
+      --r->second.requests_in_flight;
+  };
+  ++r->second.requests_in_flight;
   self->request(r->second.handle, std::chrono::seconds{30}, abort_atom::value, req.id())
     .then(
-      [rp, id = req.id()](bool accepted) mutable {
+      [rp, id = req.id(), done](bool accepted) mutable {
+        done();
         if (!accepted)
           return reply(rp, error_reply(pb::Response::REFUSED,
                                         "procedure " + std::to_string(id)
@@ -125,7 +135,8 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
                                             "aborted"));
         reply(rp, encode(pb::Response{}));
       },
-      [self, rp](caf::error& e) mutable {
+      [self, rp, done](caf::error& e) mutable {
+        done();
         reply(rp, error_reply(pb::Response::INTERNAL, "abort failed: " + self->system().render(e)));
       });
 }
@@ -136,12 +147,13 @@ void wake_waiters(executor_actor* self, const std::string& key, const std::strin
   auto i = st.event_waiters.find(key);
   if (i == st.event_waiters.end())
     return;
-  for (auto& [id, h] : i->second) {
-    self->send(h, wake_atom::value, payload, false, uint64_t{0});
+  auto waiting = std::move(i->second);
+  st.event_waiters.erase(i);
+  for (auto& [id, h] : waiting) {
     st.waiting_key.erase(id);
+    deliver_event(self, id, h, payload);
     ++*woke;
   }
-  st.event_waiters.erase(i);
 }
 
 } // namespace
@@ -244,7 +256,9 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                 [self, rp, r, s](journal_stats& j) mutable {
                   auto& st = self->state;
                   r->set_text(
-                    st.metrics.render(s, j, st.waiting, st.procs.size(), st.quarantined.size()));
+                    st.metrics.render(s, j,
+                                     executor_gauges{st.waiting, st.dormant, st.procs.size(),
+                                                     st.quarantined.size()}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

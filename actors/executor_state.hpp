@@ -23,6 +23,7 @@ namespace proctor::exec_detail {
 using wait_timeout_atom = caf::atom_constant<caf::atom("waittmo")>;
 using event_expire_atom = caf::atom_constant<caf::atom("evexpire")>;
 using restart_root_atom = caf::atom_constant<caf::atom("rootrst")>;
+using wake_root_atom = caf::atom_constant<caf::atom("rootwake")>;
 
 struct waiter {
   caf::typed_response_promise<std::string> rp;
@@ -33,6 +34,13 @@ struct root_entry {
   caf::actor handle;
   restart_tracker restarts;
   bool finished = false;
+  /// Hibernated: no actor; the root waits for an event and is restarted from the journal
+  /// when the event, its deadline or an abort comes (wake_root).
+  bool dormant = false;
+  bool waking = false;       ///< its tree is being read back
+  uint64_t sleep_token = 0;  ///< the deadline message of an older sleep carries another
+  int requests_in_flight = 0;  ///< sent to its actor, unanswered: it may not hibernate
+  std::vector<std::function<void()>> when_live;  ///< run once the woken actor exists
   std::string nonce;
 };
 
@@ -62,6 +70,7 @@ struct executor_state {
   /// When each live procedure was first seen, for the runtime histogram.
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
+  size_t dormant = 0;  ///< hibernated roots
   uint64_t append_tag = 0;
   std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
@@ -89,6 +98,12 @@ void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)>
 void release_tree(executor_actor* self, uint64_t root_id);
 /// Starts (or restarts) a tree's root actor from its image.
 void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback);
+/// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event.
+void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
+                   const std::string& payload);
+/// A hibernated root gets its actor back (from the journal); `then` runs once it exists
+/// (at once if it is live). Nothing happens for a tree that is not known.
+void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> then = {});
 
 // -- requests and events (executor_requests.cpp) ----------------------------------------------
 /// Answers one wire request (rpc.hpp).

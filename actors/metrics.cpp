@@ -28,7 +28,7 @@ void type_metrics::ended(const std::string& type, proc_state state,
 }
 
 std::string type_metrics::render(const scheduler_stats& s, const journal_stats& j,
-                                 size_t waiting, size_t procedures, size_t quarantined) const {
+                                 const executor_gauges& g) const {
   std::ostringstream o;
   auto counter = [&](const char* name, const char* help, auto field) {
     o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
@@ -70,7 +70,10 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
   gauge("proctor_running_steps", "Steps running on workers.", static_cast<double>(s.running));
   gauge("proctor_run_slots", "Run slots (worker threads).", static_cast<double>(s.slots));
   gauge("proctor_waiting_procedures", "Procedures WAITING or WAITING_TIMEOUT.",
-        static_cast<double>(waiting));
+        static_cast<double>(g.waiting));
+  gauge("proctor_hibernated_procedures",
+        "Waiting roots without an actor, restarted from the journal when woken.",
+        static_cast<double>(g.hibernated));
   gauge("proctor_lock_waiting_steps", "Steps waiting for a resource lock.",
         static_cast<double>(s.lock_waiting));
   gauge("proctor_lock_holders", "Procedures holding resource locks.",
@@ -78,9 +81,9 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
   gauge("proctor_stuck_steps", "Running steps older than the stuck threshold.",
         static_cast<double>(s.stuck));
   gauge("proctor_quarantined_trees", "Trees whose journal records could not be read.",
-        static_cast<double>(quarantined));
+        static_cast<double>(g.quarantined));
   gauge("proctor_procedures", "Procedures known to the node (live and retained).",
-        static_cast<double>(procedures));
+        static_cast<double>(g.procedures));
   gauge("proctor_journal_last_batch_size", "Appends in the journal's last WriteBatch.",
         static_cast<double>(j.last_batch_size));
   gauge("proctor_journal_last_fsync_us", "Duration of the journal's last synced write.",

@@ -13,6 +13,14 @@
 
 namespace proctor {
 
+/// The executor's own gauges.
+struct executor_gauges {
+  size_t waiting = 0;      ///< procedures WAITING or WAITING_TIMEOUT
+  size_t hibernated = 0;   ///< of those, roots without an actor
+  size_t procedures = 0;   ///< known (live or retained)
+  size_t quarantined = 0;  ///< trees
+};
+
 class type_metrics {
 public:
   /// A procedure of `type` entered the node (submitted or spawned).
@@ -26,8 +34,8 @@ public:
   void no_progress(const std::string& type) { ++by_type_[type].no_progress; }
 
   /// Prometheus text exposition of the counters and the gauges passed in.
-  std::string render(const scheduler_stats& s, const journal_stats& j, size_t waiting,
-                     size_t procedures, size_t quarantined = 0) const;
+  std::string render(const scheduler_stats& s, const journal_stats& j,
+                     const executor_gauges& g) const;
 
   /// Upper bounds (ms) of the runtime histogram's buckets.
   static constexpr std::array<int64_t, 10> buckets{1, 5, 10, 50, 100, 500, 1000, 5000, 30000,

@@ -125,6 +125,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env_->types = &types_;
   env_->next_id = std::make_shared<std::atomic<uint64_t>>(next_id);
   env_->stuck_after = opts.stuck_after;
+  env_->hibernate_after = opts.executor.hibernate_after;
   env_->on_procedure_start = opts.on_procedure_start;
   env_->services = opts.services;
   journal_config jc;

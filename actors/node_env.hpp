@@ -30,6 +30,8 @@ struct node_env {
   std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
   /// A state machine that commits the same state this many times in a row is flagged.
   int no_progress_limit = 1000;
+  /// See executor_config::hibernate_after.
+  std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
   /// Observability hook for tests: called (on an actor thread) whenever a procedure's actor
   /// starts, including restarts by a supervisor and recovery. May be empty.
   std::function<void(uint64_t id)> on_procedure_start;

@@ -20,11 +20,36 @@ void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline) {
 void wait_for_event(proc_actor* self, int64_t deadline_ms) {
   auto& st = self->state;
   st.status = proc_state::waiting;
-  publish(self, "event " + st.event_key);
+  st.deadline_ms = deadline_ms;
+  publish(self, event_wait_reason(st.event_key));
   self->send(st.env->executor, wait_event_atom::value, st.event_key, st.id,
              caf::actor_cast<caf::actor>(self));
   if (deadline_ms > 0)
     arm_timer(self, deadline_ms, true);
+  if (st.is_root && st.env->hibernate_after.count() >= 0)
+    self->delayed_send(self, st.env->hibernate_after, hibernate_atom::value, st.timer_token);
+}
+
+void try_hibernate(proc_actor* self, uint64_t token) {
+  auto& st = self->state;
+  if (token != st.timer_token || st.hibernating || st.busy || st.job_queued || st.stopping
+      || st.parked || st.failing || st.status != proc_state::waiting || st.event_key.empty()
+      || !st.call_service.empty())
+    return;
+  for (const auto& c : st.children)
+    if (!c.ended)
+      return;
+  // The executor refuses when something is on its way to us (the event, an abort); once it
+  // agrees, nothing is, and it answers for us until it restarts us from the journal.
+  st.hibernating = true;
+  self->request(st.env->executor, caf::infinite, hibernate_atom::value, st.id, st.deadline_ms)
+    .then(
+      [self](bool agreed) {
+        self->state.hibernating = false;
+        if (agreed)
+          self->quit();
+      },
+      [self](caf::error&) { self->state.hibernating = false; });
 }
 
 /// Woken by an event (or its deadline): journal the delivery, then run the resume state.

@@ -601,8 +601,16 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](wake_atom, std::string& payload, bool timed_out, uint64_t token) {
       if (timed_out && token != self->state.timer_token)
         return;
+      if (timed_out && self->state.hibernating) {
+        // Our deadline, while the executor decides on our hibernation: if it agrees, it
+        // keeps the deadline itself; if not, we take this again.
+        self->delayed_send(self, std::chrono::milliseconds{5}, wake_atom::value,
+                           std::move(payload), true, token);
+        return;
+      }
       on_wake(self, payload, timed_out);
     },
+    [self](hibernate_atom, uint64_t token) { try_hibernate(self, token); },
     [self](call_again_atom, uint64_t token) {
       if (token == self->state.timer_token)
         issue_call(self);

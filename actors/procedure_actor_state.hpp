@@ -73,6 +73,8 @@ struct proc_actor_state {
   std::string event_payload;
   bool event_timed_out = false;
   uint64_t timer_token = 0;  ///< stale timer/retry messages carry an older token
+  int64_t deadline_ms = 0;   ///< of the event wait (0: none)
+  bool hibernating = false;  ///< asked the executor to hibernate; no answer yet
 
   // -- children (this actor supervises them) -----------------------------------------------
   std::vector<child_slot> children;     ///< every child, in spawn order
@@ -202,6 +204,15 @@ void wait_for_event(proc_actor* self, int64_t deadline_ms);
 
 /// WAITING for the reply of the pending call (and its deadline); sends the call.
 void wait_for_call(proc_actor* self, int64_t deadline_ms);
+
+/// A root that only waits for an event asks the executor to hibernate it (its actor quits);
+/// `token` is the timer token when the wait began.
+void try_hibernate(proc_actor* self, uint64_t token);
+
+/// What a procedure waiting for event `key` shows as waiting_for.
+inline std::string event_wait_reason(const std::string& key) {
+  return "event " + key;
+}
 
 /// Sends the pending call (again, after a restart).
 void issue_call(proc_actor* self);

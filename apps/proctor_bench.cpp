@@ -766,21 +766,33 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
   r.finish();
 }
 
-/// Polls the executor's proctor_waiting_procedures gauge until it reaches `m`.
-void wait_for_waiting(caf::scoped_actor& self, const caf::actor& exec, size_t m,
-                      double timeout_s) {
+/// Polls the executor's gauge `name` until it reaches `m`.
+void wait_for_gauge(caf::scoped_actor& self, const caf::actor& exec, const char* name, size_t m,
+                    double timeout_s) {
   auto t0 = clk::now();
   for (;;) {
     auto text = call(self, exec, metrics_req()).text();
-    auto w = metric(text, "proctor_waiting_procedures");
+    auto w = metric(text, name);
     if (w >= static_cast<double>(m))
       return;
     if (secs(clk::now() - t0) > timeout_s)
-      throw std::runtime_error("only " + std::to_string(static_cast<long>(w)) + " of "
-                               + std::to_string(m) + " procedures WAITING after "
+      throw std::runtime_error(std::string(name) + " is " + std::to_string(static_cast<long>(w))
+                               + ", not " + std::to_string(m) + ", after "
                                + std::to_string(static_cast<int>(timeout_s)) + " s");
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   }
+}
+
+void wait_for_waiting(caf::scoped_actor& self, const caf::actor& exec, size_t m,
+                      double timeout_s) {
+  wait_for_gauge(self, exec, "proctor_waiting_procedures", m, timeout_s);
+}
+
+std::string event_req(const std::string& key, const std::string& payload) {
+  proctor::pb::Request r;
+  r.mutable_event()->set_key(key);
+  r.mutable_event()->set_payload_json(payload);
+  return r.SerializeAsString();
 }
 
 /// (d, first half) M demo.wait_event procedures, each on a key of its own; reports once all
@@ -802,18 +814,26 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
   wait_for_waiting(self, nc.exec(), o.waiting, 120);
   auto el = secs(clk::now() - t0);
   auto rss1 = rss_bytes();
+  // Then they hibernate (executor_config::hibernate_after): their actors go.
+  wait_for_gauge(self, nc.exec(), "proctor_hibernated_procedures", o.waiting, 120);
+  auto rss2 = rss_bytes();
+  auto per_proc = [&](size_t rss) {
+    return (static_cast<double>(rss) - static_cast<double>(rss0))
+           / static_cast<double>(o.waiting);
+  };
   r.put("seconds", el);
   r.put("min_id", static_cast<double>(res.min_id));
   r.put("max_id", static_cast<double>(res.max_id));
-  r.put("bytes_per_proc",
-        (static_cast<double>(rss1) - static_cast<double>(rss0)) / static_cast<double>(o.waiting));
+  r.put("bytes_per_proc", per_proc(rss1));
+  r.put("bytes_per_proc_hibernated", per_proc(rss2));
   r.finish();  // waits for the SIGKILL: no clean shutdown
 }
 
 /// (d, second half) and (e): a new node on the crashed node's directory. Rehydrated = every
-/// one of the M procedure actors has come back and reported itself WAITING on its event to
-/// the executor (the executor's own table says WAITING as soon as the journal is folded, so
-/// the gauge alone would stop the clock before the actors exist).
+/// one of the M procedures is WAITING on its event again and listed so by the executor:
+/// roots that only wait for an event come back hibernated (no actor; the event restarts
+/// them from the journal). After the clock stops, events wake a sample of them, to show
+/// they really were rehydrated (and how fast hibernated roots wake).
 void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
                    uint64_t last_id) {
   node_in_child nc;
@@ -858,6 +878,25 @@ void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
   }
   auto el = secs(t_end - t0);
+  auto sample = std::min<size_t>(1000, o.waiting);
+  auto t_wake = clk::now();
+  for (size_t i = 0; i < sample; ++i) {
+    auto key = "evt-" + std::to_string(i * (o.waiting / sample));
+    auto e = call(self, exec, event_req(key, "1"));
+    if (e.text().find("delivered to 1 ") == std::string::npos)
+      throw std::runtime_error("event " + key + ": " + e.error() + e.text());
+  }
+  for (;;) {
+    auto l = call(self, exec, list_req(proctor::pb::SUCCESS));
+    if (static_cast<size_t>(l.list_size()) >= sample)
+      break;
+    if (secs(clk::now() - t_wake) > 120)
+      throw std::runtime_error("only " + std::to_string(l.list_size()) + " of "
+                               + std::to_string(sample) + " woken procedures succeeded");
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  r.put("woken", static_cast<double>(sample));
+  r.put("wake_s", secs(clk::now() - t_wake));
   r.put("seconds", el);
   r.put("start_s", secs(t_started - t0));
   r.put("gauge_s", secs(t_gauge - t0));
@@ -1135,6 +1174,8 @@ int main(int argc, char** argv) {
         fmt_num(*rec.num("start_s"), 3) + " s / " + fmt_num(*rec.num("gauge_s"), 3) + " s",
         fmt_num(*rec.num("records")) + " records scanned");
     row("    populating them", fmt_num(*pop.num("seconds"), 2) + " s", "");
+    row("    then events woke " + fmt_num(rec.num("woken").value_or(0)) + " of them",
+        fmt_num(rec.num("wake_s").value_or(0), 3) + " s", "(event -> SUCCESS)");
   } else {
     row("(d) recovery", failed(pop.ok ? rec : pop), "");
   }
@@ -1146,8 +1187,9 @@ int main(int argc, char** argv) {
         fmt_num(*rec.num("bytes_per_proc_at_start")) + " B",
         "(journal opened and folded)");
     row("    on the node that submitted them",
-        fmt_num(pop.num("bytes_per_proc").value_or(0)) + " B",
-        "");
+        fmt_num(pop.num("bytes_per_proc").value_or(0)) + " B / "
+          + fmt_num(pop.num("bytes_per_proc_hibernated").value_or(0)) + " B",
+        "(all WAITING / all hibernated)");
   } else {
     row("(e) memory per waiting procedure", failed(pop.ok ? rec : pop), "");
   }

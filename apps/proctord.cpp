@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   size_t workers = 8;
   int result_ttl_s = 900;
   size_t max_args = 1 << 20;
+  int64_t hibernate_after_ms = 1000;
   app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
   app.add_option("--listen", listen, "HOST:PORT the node serves on (port 0: any)")->required();
   app.add_option("--workers", workers, "Run slots: steps that run at once")
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 365 * 24 * 3600));
   app.add_option("--max-args-bytes", max_args, "Largest args JSON a submit may carry")
     ->check(CLI::Range(size_t{64}, size_t{1} << 30));
+  app.add_option("--hibernate-after-ms", hibernate_after_ms,
+                 "A root waiting this long for an event gives up its actor until woken "
+                 "(-1: never)")
+    ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
     opts.workers = workers;
     opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
     opts.executor.max_args_bytes = max_args;
+    opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
     auto echo = proctor::spawn_echo_service(sys);
     opts.services["demo.echo"] = echo;
     auto started = n.start(opts);

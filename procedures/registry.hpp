@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "procedures/policy.hpp"
 #include "procedures/procedure.hpp"
@@ -24,6 +25,9 @@ struct procedure_type {
   /// they run on the procedure actor's own thread when their turn comes, saving the hand-off
   /// to a worker thread. Leave false for anything that touches a disk or the network.
   bool nonblocking = false;
+  /// False when the type keeps procedure::locks() (no locks): recovery then need not build
+  /// each procedure of the type to ask. add<T>() finds out; true is always safe.
+  bool declares_locks = true;
 };
 
 class registry {
@@ -33,8 +37,14 @@ public:
   template <class T>
   bool add(std::string name, uint32_t version = 1, supervision_policy sup = {},
            retry_policy retry = {}) {
-    return add(procedure_type{std::move(name), version,
-                              [] { return std::unique_ptr<procedure>(new T()); }, sup, retry});
+    procedure_type t;
+    t.name = std::move(name);
+    t.version = version;
+    t.make = [] { return std::unique_ptr<procedure>(new T()); };
+    t.supervision = sup;
+    t.retry = retry;
+    t.declares_locks = !std::is_same_v<decltype(&T::locks), lock_set (procedure::*)() const>;
+    return add(std::move(t));
   }
 
   bool add(procedure_type t);

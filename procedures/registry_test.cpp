@@ -52,6 +52,17 @@ public:
   }
 };
 
+/// A type that declares a lock.
+class locking : public state_machine<pb::NoopData, pb::NoopState> {
+public:
+  locking() {
+    on(
+      pb::NOOP_STEP, [](pb::NoopData&, context&) { return outcome::done(); },
+      [](pb::NoopData&, context&) {});
+  }
+  lock_set locks() const override { return {resource_lock::exclusive_on("ns")}; }
+};
+
 const pb::NoopData& noop_data(procedure& p) { return dynamic_cast<pb::NoopData&>(p.data()); }
 
 bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; }
@@ -77,6 +88,21 @@ TEST(registry_test, add_and_find) {
   EXPECT_EQ(r.find("t.count"), nullptr);
   EXPECT_EQ(r.find("t.counting2"), nullptr);
   EXPECT_EQ(r.find(""), nullptr);
+}
+
+TEST(registry_test, add_finds_out_whether_a_type_declares_locks) {
+  registry r;
+  ASSERT_TRUE(r.add<counting>("t.counting"));
+  ASSERT_TRUE(r.add<locking>("t.locking"));
+  EXPECT_FALSE(r.find("t.counting")->declares_locks);
+  EXPECT_TRUE(r.find("t.locking")->declares_locks);
+  // Registered by hand, a type is assumed to declare locks (always safe).
+  procedure_type t;
+  t.name = "t.manual";
+  t.make = [] { return std::unique_ptr<procedure>(new counting()); };
+  EXPECT_TRUE(t.declares_locks);
+  ASSERT_TRUE(r.add(std::move(t)));
+  EXPECT_TRUE(r.find("t.manual")->declares_locks);
 }
 
 TEST(registry_test, default_version_is_one) {
