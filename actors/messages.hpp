@@ -61,6 +61,9 @@ struct step_job {
   /// Run on the procedure actor's thread (procedure_type::nonblocking) instead of a worker:
   /// the scheduler sends the job back as (run_inline_atom, step_job) when its turn comes.
   bool run_inline = false;
+  /// Run inline without asking the scheduler first (nonblocking, no locks): there is no
+  /// run slot to give back.
+  bool direct = false;
 };
 
 /// What a worker reports back.

@@ -60,13 +60,21 @@ void schedule(proc_actor* self) {
   job.ctx.event_timed_out_ = st.event_timed_out;
   job.state = st.state;
   job.priority = st.priority;
-  job.type = st.type;
-  job.locks = st.locks;
-  job.ancestors = st.ancestors;
   job.run_inline = st.ptype->nonblocking;
   st.busy = true;
   st.job_queued = true;
   st.status = proc_state::runnable;
+  if (job.run_inline && st.locks.empty()) {
+    // A step that never blocks and needs no lock has nothing to wait for: it takes no run
+    // slot (those bound the worker threads) and so needs no turn from the scheduler. It runs
+    // on this actor after whatever is already in its mailbox (a stop, an abort).
+    job.direct = true;
+    self->send(self, run_inline_atom::value, std::move(job));
+    return;
+  }
+  job.type = st.type;
+  job.locks = st.locks;
+  job.ancestors = st.ancestors;
   self->send(st.env->scheduler, ready_atom::value, std::move(job));
 }
 
@@ -578,7 +586,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](run_inline_atom, step_job& job) {
       // Our turn, for a type whose steps never block: run it here, free the slot, go on.
       auto r = worker_pool::run(job);
-      self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());
+      if (!job.direct)
+        self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());
       if (r.undo)
         return on_undo_done(self, r);
       on_step_done(self, r);
