@@ -140,6 +140,40 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
   }
 }
 
+void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseconds after) {
+  auto& st = self->state;
+  auto at = std::chrono::steady_clock::now() + std::max(after, std::chrono::milliseconds{0});
+  st.expiries.push(expiry{at, root_id});
+  if (at >= st.expiry_armed_for)
+    return;  // the armed timer comes first
+  st.expiry_armed_for = at;
+  self->delayed_send(self, std::max(after, std::chrono::milliseconds{0}), expire_atom::value,
+                     ++st.expiry_token);
+}
+
+/// The expiry timer: releases every tree whose result is due, then arms for the next.
+void on_expiry_timer(executor_actor* self, uint64_t token) {
+  auto& st = self->state;
+  if (token != st.expiry_token)
+    return;
+  st.expiry_armed_for = std::chrono::steady_clock::time_point::max();
+  auto now = std::chrono::steady_clock::now();
+  while (!st.expiries.empty() && st.expiries.top().at <= now) {
+    auto root_id = st.expiries.top().root_id;
+    st.expiries.pop();
+    auto r = st.roots.find(root_id);
+    if (r != st.roots.end() && r->second.finished)
+      release_tree(self, root_id);
+  }
+  if (st.expiries.empty())
+    return;
+  auto next = st.expiries.top().at;
+  st.expiry_armed_for = next;
+  self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(next - now)
+                             + std::chrono::milliseconds{1},
+                     expire_atom::value, ++st.expiry_token);
+}
+
 void release_tree(executor_actor* self, uint64_t root_id) {
   journal_batch b;
   b.deletes.push_back({root_id, 0, UINT64_MAX});
@@ -453,8 +487,7 @@ void recover(executor_actor* self, recovered_state& rec) {
         append(self, std::move(b));
       }
       auto left = st.cfg.result_ttl - std::chrono::milliseconds{now_ms() - finished_at};
-      self->delayed_send(self, std::max(left, std::chrono::milliseconds{0}), expire_atom::value,
-                         image->root_id);
+      expire_after(self, image->root_id, left);
       continue;
     }
     bool rb = image->failed && !image->rolled_back;
@@ -524,14 +557,9 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       }
       auto& re = st.roots[d.root_id];
       re.finished = true;
-      self->delayed_send(self, st.cfg.result_ttl, expire_atom::value, d.root_id);
+      expire_after(self, d.root_id, st.cfg.result_ttl);
     },
-    [self](expire_atom, uint64_t root_id) {
-      auto& st = self->state;
-      auto r = st.roots.find(root_id);
-      if (r != st.roots.end() && r->second.finished)
-        release_tree(self, root_id);
-    },
+    [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
     [self](restart_root_atom, uint64_t root_id) { restart_root(self, root_id, {}); },
     [self](hibernate_atom, uint64_t root_id, int64_t deadline_ms) {
       return hibernate_root(self, root_id, deadline_ms);

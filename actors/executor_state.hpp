@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <queue>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,13 @@ struct pending_event {
   int64_t arrived_at_ms = 0;
 };
 
+/// A finished tree whose result expires at `at`.
+struct expiry {
+  std::chrono::steady_clock::time_point at;
+  uint64_t root_id = 0;
+  bool operator>(const expiry& o) const { return at > o.at; }
+};
+
 struct executor_state {
   static inline const char* name = "proctor.executor";
   std::shared_ptr<node_env> env;
@@ -71,6 +79,11 @@ struct executor_state {
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
   size_t dormant = 0;  ///< hibernated roots
+  /// Finished trees by expiry, soonest first, under one timer (a delayed message per tree
+  /// would cost the actor clock's lock, a wake-up of its thread and an entry each).
+  std::priority_queue<expiry, std::vector<expiry>, std::greater<>> expiries;
+  uint64_t expiry_token = 0;  ///< of the armed timer; older timers are ignored
+  std::chrono::steady_clock::time_point expiry_armed_for = std::chrono::steady_clock::time_point::max();
   uint64_t append_tag = 0;
   std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
@@ -94,6 +107,8 @@ void record_update(executor_actor* self, proc_update u);
 void forget_event_wait(executor_actor* self, uint64_t id);
 /// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).
 void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
+/// The result of finished tree `root_id` expires after `after`: it is released then.
+void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseconds after);
 /// Deletes a finished tree's records and forgets it.
 void release_tree(executor_actor* self, uint64_t root_id);
 /// Starts (or restarts) a tree's root actor from its image.
