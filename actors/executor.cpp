@@ -236,13 +236,15 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
     f();
 }
 
-void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback) {
+void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback,
+                std::shared_ptr<procedure> submitted) {
   auto& st = self->state;
   proc_start s;
   s.env = st.env;
   s.image = image;
   s.id = image->root_id;
   s.rollback = rollback;
+  s.submitted = std::move(submitted);
   auto& re = enter_root(self, *image);
   re.handle = spawn_root(self, std::move(s));
   st.root_addrs[re.handle.address()] = image->root_id;

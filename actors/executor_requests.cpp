@@ -69,12 +69,14 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
   tree_folder f(id);
   f.add(0, rec);
   auto image = std::make_shared<const tree_image>(f.finish());
-  append(self, std::move(b), [self, id, rp, image, nonce = req.nonce()](uint64_t) mutable {
+  std::shared_ptr<procedure> submitted = std::move(inst);
+  append(self, std::move(b),
+         [self, id, rp, image, submitted, nonce = req.nonce()](uint64_t) mutable {
         auto& st = self->state;
         const auto& p = *image->root();
         record_update(self, proc_update{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {},
                                         nonce});
-        start_root(self, image, false);
+        start_root(self, image, false, std::move(submitted));
         pb::Response r;
         r.set_id(id);
         auto bytes = encode(r);

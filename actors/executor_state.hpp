@@ -111,8 +111,10 @@ void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)>
 void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseconds after);
 /// Deletes a finished tree's records and forgets it.
 void release_tree(executor_actor* self, uint64_t root_id);
-/// Starts (or restarts) a tree's root actor from its image.
-void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback);
+/// Starts (or restarts) a tree's root actor from its image; `submitted`: the instance of a
+/// root just submitted (see proc_start::submitted).
+void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback,
+                std::shared_ptr<procedure> submitted = {});
 /// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event.
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
                    const std::string& payload);

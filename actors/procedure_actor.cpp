@@ -464,13 +464,17 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     return false;
   }
   st.restarts = restart_tracker(st.ptype->supervision);
-  std::string err;
-  auto inst = st.env->types->make_from_bytes(p->type, p->data, &err);
-  if (!inst) {
-    PLOG(error, self, "cannot load data: {}", err);
-    return false;
+  if (s.submitted) {
+    st.inst = std::move(s.submitted);
+  } else {
+    std::string err;
+    auto inst = st.env->types->make_from_bytes(p->type, p->data, &err);
+    if (!inst) {
+      PLOG(error, self, "cannot load data: {}", err);
+      return false;
+    }
+    st.inst = std::move(inst);
   }
-  st.inst = std::move(inst);
   st.locks = st.inst->locks();
   st.ancestors = s.ancestors;
   st.committed_data = p->data;
@@ -534,6 +538,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
   self->set_down_handler([self](caf::down_msg& m) { on_down(self, m); });
   if (start.parent)
     self->monitor(start.parent);  // a child goes down with its parent (see on_down)
+  bool announced = start.submitted != nullptr;
   if (!init_from_image(self, start)) {
     self->quit(caf::make_error(errc::quarantined, "cannot recreate procedure"));
     return {};
@@ -562,7 +567,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
             break;
           }
         }
-        publish(self);
+        if (!announced)
+          publish(self);
         schedule(self);
         break;
       case proc_state::waiting:

@@ -24,6 +24,9 @@ struct proc_start {
   caf::actor root;    ///< invalid for a root
   bool rollback = false;  ///< root only: the tree failed; run its rollback
   std::vector<uint64_t> ancestors;  ///< parent, grandparent, ... (their locks are usable)
+  /// A procedure just submitted: its instance as the submit built it (else it is rebuilt
+  /// from the image's data), and the executor shows it RUNNABLE already.
+  std::shared_ptr<procedure> submitted;
 };
 
 /// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed
