@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
@@ -74,7 +75,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   recovered_state rec;
   uint64_t max_lsn = journal_keys::id_floor_lsn;
   uint64_t next_id = 1;
-  std::unique_ptr<tree_folder> folder;
+  std::optional<tree_folder> folder;  // in place: no heap folder per tree
   auto close_tree = [&] {
     if (!folder)
       return;
@@ -108,7 +109,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
     if (!folder || r.root_id != current_root) {
       close_tree();
       current_root = r.root_id;
-      folder = std::make_unique<tree_folder>(r.root_id);
+      folder.emplace(r.root_id);
     }
     folder->add(r.lsn, r.value);
     return true;
