@@ -928,6 +928,8 @@ void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
   r.put("seconds", el);
   r.put("start_s", secs(t_started - t0));
   r.put("gauge_s", secs(t_gauge - t0));
+  r.put("open_s", nc.report.open_seconds);
+  r.put("scan_s", nc.report.scan_seconds);
   r.put("procs_per_s", static_cast<double>(o.waiting) / el);
   r.put("procedures", static_cast<double>(nc.report.procedures));
   r.put("records", static_cast<double>(nc.report.records));
@@ -1201,6 +1203,9 @@ int main(int argc, char** argv) {
     row("    node.start() returned / gauge at M",
         fmt_num(*rec.num("start_s"), 3) + " s / " + fmt_num(*rec.num("gauge_s"), 3) + " s",
         fmt_num(*rec.num("records")) + " records scanned");
+    row("    of which journal open / scan and fold",
+        fmt_num(*rec.num("open_s"), 3) + " s / " + fmt_num(*rec.num("scan_s"), 3) + " s",
+        "(open replays the WAL)");
     row("    populating them", fmt_num(*pop.num("seconds"), 2) + " s", "");
     row("    then events woke " + fmt_num(rec.num("woken").value_or(0)) + " of them",
         fmt_num(rec.num("wake_s").value_or(0), 3) + " s", "(event -> SUCCESS)");

@@ -28,7 +28,8 @@ public:
   /// One WriteBatch, written with sync = true.
   rocksdb::Status write(const std::vector<store_op>& ops) override;
 
-  /// Reads with checksum verification and large readahead, bypassing the block cache.
+  /// Reads with checksum verification and large readahead, bypassing the block cache, on a
+  /// thread of its own; `fn` runs on the caller's thread.
   rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override;
 
   rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override;

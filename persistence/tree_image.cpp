@@ -1,18 +1,31 @@
 #include "persistence/tree_image.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstddef>
+
+#include <google/protobuf/arena.h>
 
 namespace proctor {
 
-void tree_folder::add(uint64_t lsn, const std::string& value) {
-  pb::JournalRecord rec;
-  if (!rec.ParseFromString(value)) {
+void tree_folder::add(uint64_t lsn, std::string_view value) {
+  // Recovery parses every record of the journal once: on an arena over a stack block, a
+  // record's messages and strings cost no malloc/free pair each (a larger record spills
+  // into heap blocks the arena frees).
+  alignas(std::max_align_t) char block[parse_block_size];
+  google::protobuf::ArenaOptions ao;
+  ao.initial_block = block;
+  ao.initial_block_size = sizeof(block);
+  google::protobuf::Arena arena(ao);
+  auto* rec = google::protobuf::Arena::CreateMessage<pb::JournalRecord>(&arena);
+  if (value.size() > static_cast<size_t>(INT_MAX)
+      || !rec->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
     ++image_.records;
     if (image_.corrupt.empty())
       image_.corrupt = "unparsable record at lsn " + std::to_string(lsn);
     return;
   }
-  add(lsn, rec);
+  add(lsn, *rec);
 }
 
 void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "journal.pb.h"
@@ -88,13 +89,16 @@ public:
   explicit tree_folder(uint64_t root_id) { image_.root_id = root_id; }
 
   /// Adds one record. A value that does not parse marks the tree corrupt.
-  void add(uint64_t lsn, const std::string& value);
+  void add(uint64_t lsn, std::string_view value);
   void add(uint64_t lsn, const pb::JournalRecord& rec);
 
   /// Finishes the fold (derives WAITING parents whose children all ended) and returns it.
   tree_image finish();
 
 private:
+  /// Stack space a record is parsed in; journal records are mostly well under it.
+  static constexpr size_t parse_block_size = 2048;
+
   tree_image image_;
 };
 
