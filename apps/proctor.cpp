@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -31,6 +33,10 @@ constexpr int exit_unreachable = 3;
 constexpr int exit_usage = 64;
 
 constexpr auto default_request_timeout = std::chrono::seconds{30};
+/// A request that is safe to repeat and has had no answer this long is sent again over a new
+/// connection (see main).
+constexpr auto quiet_retry_after = std::chrono::seconds{3};
+constexpr int quiet_retries = 2;
 /// How much longer than the node's own wait deadline the CLI waits for the node's answer.
 constexpr auto wait_grace = std::chrono::seconds{15};
 
@@ -66,7 +72,7 @@ constexpr const char* connection_lost = "the connection to the node was lost";
 
 /// How one round trip to the node ended.
 struct call_result {
-  enum class kind : uint8_t { reply, unreachable, failed };
+  enum class kind : uint8_t { reply, unreachable, no_answer, failed };
   kind what = kind::failed;
   std::string reply;   ///< the serialized pb::Response (kind::reply)
   std::string reason;  ///< why there is no reply (otherwise)
@@ -107,7 +113,7 @@ call_result call(caf::actor_system& sys, const caf::actor& node, std::string req
         },
         [=](caf::error& err) {
           if (err == caf::sec::request_timeout)
-            state->finish({call_result::kind::unreachable, {},
+            state->finish({call_result::kind::no_answer, {},
                            "the node did not answer within " + limit_text});
           else if (err == caf::sec::request_receiver_down)
             state->finish({call_result::kind::unreachable, {}, connection_lost});
@@ -126,6 +132,15 @@ void print_text(const std::string& text) {
     std::cout << '\n';
 }
 
+/// A nonce for a submit that has none, so that sending it again cannot create a second
+/// procedure.
+std::string random_nonce() {
+  std::random_device rd;
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "cli-%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  return buf;
+}
+
 /// What the command line asked for.
 struct command {
   std::string node;
@@ -135,6 +150,8 @@ struct command {
   };
   verb what = verb::status;
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
+  /// Safe to send twice (reads; submits, which always carry a nonce): see main.
+  bool repeatable = false;
 };
 
 /// Prints the answer to `cmd` and returns the exit code.
@@ -194,9 +211,15 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
   return exit_ok;
 }
 
+/// What run() returns when the node took the request but sent no answer in time and a
+/// `last` attempt was not asked for: the caller may try again.
+constexpr int no_answer_yet = -1;
+
 /// Connects, sends the request, prints the answer. Every CAF handle lives in this scope, so
-/// none outlives the actor system.
-int run(caf::actor_system& sys, const command& cmd) {
+/// none outlives the actor system. Unless this is the `last` attempt, a request that gets no
+/// answer within `quiet` (when set) returns no_answer_yet, printing nothing.
+int run(caf::actor_system& sys, const command& cmd, std::optional<std::chrono::seconds> quiet,
+        bool last) {
   auto ep = proctor::parse_endpoint(cmd.node);
   auto node = sys.middleman().remote_actor(ep->host, ep->port);
   if (!node) {
@@ -208,8 +231,14 @@ int run(caf::actor_system& sys, const command& cmd) {
   if (cmd.what == command::verb::wait)
     timeout = cmd.wait_timeout_s > 0 ? std::chrono::seconds{cmd.wait_timeout_s} + wait_grace
                                      : std::chrono::seconds{0};
+  if (quiet && !last)
+    timeout = *quiet;
   auto result = call(sys, *node, cmd.request.SerializeAsString(), timeout);
   switch (result.what) {
+    case call_result::kind::no_answer:
+      if (!last)
+        return no_answer_yet;
+      [[fallthrough]];
     case call_result::kind::unreachable:
       std::cerr << "error: node " << cmd.node << ": " << result.reason << '\n';
       return exit_unreachable;
@@ -278,6 +307,7 @@ int main(int argc, char** argv) {
   submit->add_option("--priority", priority, "Higher runs first (default 0)");
   submit->callback([&] {
     cmd.what = verb::submit;
+    cmd.repeatable = true;
     auto* r = cmd.request.mutable_submit();
     r->set_type(type);
     r->set_args_json(args_json);
@@ -290,6 +320,7 @@ int main(int argc, char** argv) {
   status->add_flag("--json", json, "JSON output (the only format)");
   status->callback([&] {
     cmd.what = verb::status;
+    cmd.repeatable = true;
     cmd.request.mutable_status()->set_id(id);
   });
 
@@ -302,6 +333,7 @@ int main(int argc, char** argv) {
   list->add_flag("--json", json, "JSON output (the only format)");
   list->callback([&] {
     cmd.what = verb::list;
+    cmd.repeatable = true;
     auto* r = cmd.request.mutable_list();
     r->set_all(all);
     auto s = pb::STATE_UNSPECIFIED;
@@ -346,6 +378,7 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)")->callback([&] {
     cmd.what = verb::metrics;
+    cmd.repeatable = true;
     cmd.request.mutable_metrics();
   });
 
@@ -354,6 +387,7 @@ int main(int argc, char** argv) {
   quarantine->add_flag("--json", json, "JSON output (the only format)");
   quarantine->callback([&] {
     cmd.what = verb::quarantine;
+    cmd.repeatable = true;
     cmd.request.mutable_quarantine();
   });
 
@@ -371,11 +405,22 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? exit_ok : exit_usage;
   }
 
+  // CAF 0.17 now and then loses the answer to a request on a new connection (about one call
+  // in 1,500 with four CLIs at once: the node handles the request, the answer never arrives,
+  // and waiting longer on that connection does not help). A request that is safe to repeat
+  // and has had no answer within a few seconds is sent again from a new actor system, i.e.
+  // over a new connection; the last attempt waits the full time.
+  if (cmd.what == verb::submit && cmd.request.submit().nonce().empty())
+    cmd.request.mutable_submit()->set_nonce(random_nonce());
   int rc = exit_error;
-  {
+  auto attempts = cmd.repeatable ? quiet_retries + 1 : 1;
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
     cli_config cfg;
     caf::actor_system sys{cfg};
-    rc = run(sys, cmd);
+    rc = run(sys, cmd, cmd.repeatable ? std::optional{quiet_retry_after} : std::nullopt,
+             attempt == attempts);
+    if (rc != no_answer_yet)
+      break;
   }
   std::cout.flush();
   return rc;

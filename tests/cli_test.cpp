@@ -557,20 +557,33 @@ TEST(cli, metrics_over_http_serves_the_same_text) {
 
 // -- known bugs -----------------------------------------------------------------------------------------
 
-/// True when the reproducers of known, unfixed bugs should run (PROCTOR_TEST_KNOWN_BUGS=1).
-bool run_known_bugs() {
-  const char* v = std::getenv("PROCTOR_TEST_KNOWN_BUGS");
-  return v != nullptr && std::string{v} == "1";
+// A submit without --nonce gets a random one from the CLI (so that sending it again after a
+// lost answer cannot create the procedure twice): two such submits are two procedures, and a
+// repeated --nonce is one.
+TEST(cli, submits_without_a_nonce_are_distinct_and_a_repeated_nonce_is_one_procedure) {
+  fixture f;
+  ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  auto a = f.submit("demo.noop", R"({"steps":1})");
+  auto b = f.submit("demo.noop", R"({"steps":1})");
+  EXPECT_NE(a, b);
+  auto once = [&] {
+    auto r = f.n.ctl({"submit", "demo.noop", "--args-json", R"({"steps":1})", "--nonce", "n-1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return parse_id(r.out);
+  };
+  auto c = once();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(once(), c);
+  EXPECT_NE(*c, a);
+  EXPECT_NE(*c, b);
+  f.n.kill();
 }
 
-// Four operators polling one node at once: every call must get its answer. About one call in
-// 500 gets none: the node handles the request (a submit creates its procedure) but its reply
-// never reaches the CLI, which exits 3 after 30 s ("the node did not answer within 30 s"; 75 s
-// for `wait --timeout-s 60`). Seen with status, submit and wait.
-TEST(cli, KNOWN_BUG_concurrent_cli_calls_all_get_an_answer) {
-  if (!run_known_bugs())
-    GTEST_SKIP() << "BUG: concurrent CLI calls sometimes get no reply from the node (about 1 in "
-                    "500 with 4 at once); PROCTOR_TEST_KNOWN_BUGS=1 runs this reproducer";
+// Four operators polling one node at once: every call must get its answer. CAF 0.17 loses
+// about one answer in 1,500 here (the node handles the request, the answer never reaches the
+// CLI, and that connection stays silent); the CLI sends repeatable requests again over a new
+// connection after a few seconds of silence, so each call still ends with its answer.
+TEST(cli, concurrent_cli_calls_all_get_an_answer) {
   fixture f;
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();
   auto id = f.submit("demo.noop", R"({"steps":1})");
@@ -581,7 +594,7 @@ TEST(cli, KNOWN_BUG_concurrent_cli_calls_all_get_an_answer) {
   for (int t = 0; t < 4; ++t)
     pool.emplace_back([&] {
       for (size_t i; (i = next.fetch_add(1)) < calls;)
-        results[i] = f.n.ctl({"status", std::to_string(id)}, 5s);
+        results[i] = f.n.ctl({"status", std::to_string(id)}, 20s);
     });
   for (auto& t : pool)
     t.join();
@@ -589,7 +602,7 @@ TEST(cli, KNOWN_BUG_concurrent_cli_calls_all_get_an_answer) {
   for (auto& r : results)
     unanswered += r.exit_code != 0;
   EXPECT_EQ(unanswered, 0u) << "of " << calls << " status calls (4 at a time) got no answer "
-                            << "within 5 s";
+                            << "within 20 s";
   f.n.kill();
 }
 
