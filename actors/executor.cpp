@@ -351,7 +351,8 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
   auto root_id = a->second;
   st.root_addrs.erase(a);
   auto& re = st.roots[root_id];
-  re.handle = nullptr;
+  if (re.handle.address() == m.source)
+    re.handle = nullptr;  // (a root that hibernated may have a new actor already)
   if (!m.reason || m.reason == caf::exit_reason::normal || re.finished)
     return;
   if (is(m.reason, errc::quarantined)) {
