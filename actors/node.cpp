@@ -3,6 +3,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
@@ -44,6 +45,7 @@ void tune_actor_system(caf::actor_system_config& cfg) {
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
   cfg.set("scheduler.policy", caf::atom("sharing"));
+  cfg.set("scheduler.max-threads", size_t{std::max(1u, std::thread::hardware_concurrency()) + 2});
 }
 
 node::node(caf::actor_system& sys, const registry& types) : sys_(sys), types_(types) {
