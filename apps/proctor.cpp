@@ -5,6 +5,7 @@
 // 2 `wait` timed out; 3 the node cannot be reached (or the connection dropped); 64 usage.
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <future>
@@ -32,13 +33,16 @@ constexpr int exit_timeout = 2;
 constexpr int exit_unreachable = 3;
 constexpr int exit_usage = 64;
 
-constexpr auto default_request_timeout = std::chrono::seconds{30};
+constexpr auto default_request_timeout = std::chrono::milliseconds{30'000};
 /// A request that is safe to repeat and has had no answer this long is sent again over a new
 /// connection (see main).
-constexpr auto quiet_retry_after = std::chrono::seconds{3};
+constexpr auto quiet_retry_after = std::chrono::milliseconds{3'000};
 constexpr int quiet_retries = 2;
-/// How much longer than the node's own wait deadline the CLI waits for the node's answer.
-constexpr auto wait_grace = std::chrono::seconds{15};
+/// `wait` polls: each wait request asks the node to answer within this (or what is left of
+/// --timeout-s), and the CLI gives the node `wait_grace` more before it takes the answer as
+/// lost (see main) and polls again over a new connection.
+constexpr auto wait_poll = std::chrono::milliseconds{10'000};
+constexpr auto wait_grace = std::chrono::milliseconds{5'000};
 
 /// Parses HOST:PORT (an IPv6 host may be bracketed: [::1]:4000).
 /// The first line of `text`: errors go to stderr as one line (protobuf's JSON parse errors,
@@ -83,7 +87,7 @@ struct call_result {
 /// connection dropped is never answered (CAF 0.17 fails it only at its timeout), but the
 /// monitor sees the peer go down within milliseconds. A zero `timeout` waits forever.
 call_result call(caf::actor_system& sys, const caf::actor& node, std::string request,
-                 std::chrono::seconds timeout) {
+                 std::chrono::milliseconds timeout) {
   struct shared {
     std::promise<call_result> promise;
     bool done = false;
@@ -98,7 +102,7 @@ call_result call(caf::actor_system& sys, const caf::actor& node, std::string req
   auto result = state->promise.get_future();
   auto* sysp = &sys;
   auto limit = timeout.count() > 0 ? caf::duration{timeout} : caf::duration{caf::infinite};
-  auto limit_text = std::to_string(timeout.count()) + " s";
+  auto limit_text = std::to_string((timeout.count() + 999) / 1000) + " s";
   sys.spawn([=, request = std::move(request)](caf::event_based_actor* self) {
     self->monitor(node);
     self->set_down_handler([=](caf::down_msg&) {
@@ -150,6 +154,8 @@ struct command {
   };
   verb what = verb::status;
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
+  /// When --timeout-s runs out (counted from the start, across reconnections).
+  std::optional<std::chrono::steady_clock::time_point> wait_deadline;
   /// Safe to send twice (reads; submits, which always carry a nonce): see main.
   bool repeatable = false;
 };
@@ -215,10 +221,53 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
 /// `last` attempt was not asked for: the caller may try again.
 constexpr int no_answer_yet = -1;
 
+/// `wait` as a series of polls on `node`: a poll the node answers with TIMEOUT while
+/// --timeout-s has not run out is sent again; a poll without an answer returns no_answer_yet
+/// (the caller reconnects and carries on), or exit_unreachable once --timeout-s ran out.
+int run_wait(caf::actor_system& sys, const caf::actor& node, const command& cmd) {
+  using clock = std::chrono::steady_clock;
+  for (;;) {
+    auto req = cmd.request;
+    auto poll = wait_poll;
+    if (cmd.wait_deadline) {
+      auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(*cmd.wait_deadline - clock::now());
+      poll = std::clamp(left, std::chrono::milliseconds{1}, wait_poll);
+    }
+    req.mutable_wait()->set_timeout_ms(static_cast<uint64_t>(poll.count()));
+    auto result = call(sys, node, req.SerializeAsString(), poll + wait_grace);
+    switch (result.what) {
+      case call_result::kind::no_answer:
+        if (!cmd.wait_deadline || clock::now() < *cmd.wait_deadline)
+          return no_answer_yet;
+        [[fallthrough]];
+      case call_result::kind::unreachable:
+        std::cerr << "error: node " << cmd.node << ": " << result.reason << '\n';
+        return exit_unreachable;
+      case call_result::kind::failed:
+        std::cerr << "error: node " << cmd.node << " rejected the request: " << result.reason
+                  << '\n';
+        return exit_error;
+      case call_result::kind::reply:
+        break;
+    }
+    proctor::pb::Response resp;
+    if (!resp.ParseFromString(result.reply)) {
+      std::cerr << "error: node " << cmd.node << " sent a malformed reply\n";
+      return exit_error;
+    }
+    bool ran_out = cmd.wait_deadline && clock::now() >= *cmd.wait_deadline;
+    if (resp.code() == proctor::pb::Response::TIMEOUT && !ran_out)
+      continue;  // not ended yet
+    return report(cmd, resp);
+  }
+}
+
 /// Connects, sends the request, prints the answer. Every CAF handle lives in this scope, so
 /// none outlives the actor system. Unless this is the `last` attempt, a request that gets no
 /// answer within `quiet` (when set) returns no_answer_yet, printing nothing.
-int run(caf::actor_system& sys, const command& cmd, std::optional<std::chrono::seconds> quiet,
+int run(caf::actor_system& sys, const command& cmd,
+        std::optional<std::chrono::milliseconds> quiet,
         bool last) {
   auto ep = proctor::parse_endpoint(cmd.node);
   auto node = sys.middleman().remote_actor(ep->host, ep->port);
@@ -227,10 +276,9 @@ int run(caf::actor_system& sys, const command& cmd, std::optional<std::chrono::s
               << '\n';
     return exit_unreachable;
   }
-  auto timeout = std::chrono::seconds{default_request_timeout};
   if (cmd.what == command::verb::wait)
-    timeout = cmd.wait_timeout_s > 0 ? std::chrono::seconds{cmd.wait_timeout_s} + wait_grace
-                                     : std::chrono::seconds{0};
+    return run_wait(sys, *node, cmd);
+  std::chrono::milliseconds timeout = default_request_timeout;
   if (quiet && !last)
     timeout = *quiet;
   auto result = call(sys, *node, cmd.request.SerializeAsString(), timeout);
@@ -412,8 +460,11 @@ int main(int argc, char** argv) {
   // over a new connection; the last attempt waits the full time.
   if (cmd.what == verb::submit && cmd.request.submit().nonce().empty())
     cmd.request.mutable_submit()->set_nonce(random_nonce());
+  if (cmd.what == verb::wait && cmd.wait_timeout_s > 0)
+    cmd.wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{cmd.wait_timeout_s};
   int rc = exit_error;
-  auto attempts = cmd.repeatable ? quiet_retries + 1 : 1;
+  // A wait polls until it ends (run_wait); the others get at most quiet_retries more tries.
+  auto attempts = cmd.what == verb::wait ? INT_MAX : cmd.repeatable ? quiet_retries + 1 : 1;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     cli_config cfg;
     caf::actor_system sys{cfg};

@@ -249,6 +249,35 @@ TEST(cli, unreachable_node_exits_3) {
   }
 }
 
+// `wait` polls the node (10 s per request): a procedure that ends after the first poll, and
+// a --timeout-s longer than one poll, still end the wait as they should.
+TEST(cli, wait_outlasts_one_poll_and_keeps_its_timeout_across_polls) {
+  fixture f;
+  ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  auto late = f.submit("demo.wait_event", R"({"key":"cli-late"})");
+  auto never = f.submit("demo.wait_event", R"({"key":"cli-never-2"})");
+  ASSERT_TRUE(f.reaches(late, "WAITING")) << f.n.log_tail();
+  run_result timed_out;
+  auto t0 = clock_type::now();
+  std::thread other(
+    [&] { timed_out = f.n.ctl({"wait", std::to_string(never), "--timeout-s", "12"}, 40s); });
+  std::thread eventer([&] {
+    std::this_thread::sleep_for(11s);
+    f.n.ctl({"event", "cli-late", "--payload-json", "7"});
+  });
+  auto r = f.n.ctl({"wait", std::to_string(late)}, 40s);
+  eventer.join();
+  other.join();
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_GE(clock_type::now() - t0, 11s);
+  EXPECT_EQ(timed_out.exit_code, 2) << describe(timed_out);
+  EXPECT_GE(clock_type::now() - t0, 12s);
+  auto v = parse_json(timed_out.out);
+  ASSERT_TRUE(v) << describe(timed_out);
+  EXPECT_EQ(state_of(*v), "WAITING");
+  f.n.kill();
+}
+
 TEST(cli, wait_timeout_on_a_suspended_procedure_exits_2_with_its_status) {
   fixture f;
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();
@@ -594,15 +623,15 @@ TEST(cli, concurrent_cli_calls_all_get_an_answer) {
   for (int t = 0; t < 4; ++t)
     pool.emplace_back([&] {
       for (size_t i; (i = next.fetch_add(1)) < calls;)
-        results[i] = f.n.ctl({"status", std::to_string(id)}, 20s);
+        results[i] = f.n.ctl({i % 2 == 0 ? "status" : "wait", std::to_string(id)}, 20s);
     });
   for (auto& t : pool)
     t.join();
   size_t unanswered = 0;
   for (auto& r : results)
     unanswered += r.exit_code != 0;
-  EXPECT_EQ(unanswered, 0u) << "of " << calls << " status calls (4 at a time) got no answer "
-                            << "within 20 s";
+  EXPECT_EQ(unanswered, 0u) << "of " << calls << " status and wait calls (4 at a time) got no "
+                            << "answer within 20 s";
   f.n.kill();
 }
 
