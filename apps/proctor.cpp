@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <variant>
 
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
@@ -221,70 +222,13 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
 /// `last` attempt was not asked for: the caller may try again.
 constexpr int no_answer_yet = -1;
 
-/// `wait` as a series of polls on `node`: a poll the node answers with TIMEOUT while
-/// --timeout-s has not run out is sent again; a poll without an answer returns no_answer_yet
-/// (the caller reconnects and carries on), or exit_unreachable once --timeout-s ran out.
-int run_wait(caf::actor_system& sys, const caf::actor& node, const command& cmd) {
-  using clock = std::chrono::steady_clock;
-  for (;;) {
-    auto req = cmd.request;
-    auto poll = wait_poll;
-    if (cmd.wait_deadline) {
-      auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(*cmd.wait_deadline - clock::now());
-      poll = std::clamp(left, std::chrono::milliseconds{1}, wait_poll);
-    }
-    req.mutable_wait()->set_timeout_ms(static_cast<uint64_t>(poll.count()));
-    auto result = call(sys, node, req.SerializeAsString(), poll + wait_grace);
-    switch (result.what) {
-      case call_result::kind::no_answer:
-        if (!cmd.wait_deadline || clock::now() < *cmd.wait_deadline)
-          return no_answer_yet;
-        [[fallthrough]];
-      case call_result::kind::unreachable:
-        std::cerr << "error: node " << cmd.node << ": " << result.reason << '\n';
-        return exit_unreachable;
-      case call_result::kind::failed:
-        std::cerr << "error: node " << cmd.node << " rejected the request: " << result.reason
-                  << '\n';
-        return exit_error;
-      case call_result::kind::reply:
-        break;
-    }
-    proctor::pb::Response resp;
-    if (!resp.ParseFromString(result.reply)) {
-      std::cerr << "error: node " << cmd.node << " sent a malformed reply\n";
-      return exit_error;
-    }
-    bool ran_out = cmd.wait_deadline && clock::now() >= *cmd.wait_deadline;
-    if (resp.code() == proctor::pb::Response::TIMEOUT && !ran_out)
-      continue;  // not ended yet
-    return report(cmd, resp);
-  }
-}
-
-/// Connects, sends the request, prints the answer. Every CAF handle lives in this scope, so
-/// none outlives the actor system. Unless this is the `last` attempt, a request that gets no
-/// answer within `quiet` (when set) returns no_answer_yet, printing nothing.
-int run(caf::actor_system& sys, const command& cmd,
-        std::optional<std::chrono::milliseconds> quiet,
-        bool last) {
-  auto ep = proctor::parse_endpoint(cmd.node);
-  auto node = sys.middleman().remote_actor(ep->host, ep->port);
-  if (!node) {
-    std::cerr << "error: cannot reach node " << cmd.node << ": " << describe(sys, node.error())
-              << '\n';
-    return exit_unreachable;
-  }
-  if (cmd.what == command::verb::wait)
-    return run_wait(sys, *node, cmd);
-  std::chrono::milliseconds timeout = default_request_timeout;
-  if (quiet && !last)
-    timeout = *quiet;
-  auto result = call(sys, *node, cmd.request.SerializeAsString(), timeout);
+/// The node's answer in `result`, or the exit code of a call that brought none (its reason
+/// printed; no_answer_yet, printing nothing, when no answer came and `may_retry`).
+std::variant<proctor::pb::Response, int> answer(const command& cmd, const call_result& result,
+                                                bool may_retry) {
   switch (result.what) {
     case call_result::kind::no_answer:
-      if (!last)
+      if (may_retry)
         return no_answer_yet;
       [[fallthrough]];
     case call_result::kind::unreachable:
@@ -302,7 +246,54 @@ int run(caf::actor_system& sys, const command& cmd,
     std::cerr << "error: node " << cmd.node << " sent a malformed reply\n";
     return exit_error;
   }
-  return report(cmd, resp);
+  return resp;
+}
+
+/// `wait` as a series of polls on `node`: a poll the node answers with TIMEOUT while
+/// --timeout-s has not run out is sent again; a poll without an answer returns no_answer_yet
+/// (the caller reconnects and carries on), or exit_unreachable once --timeout-s ran out.
+int run_wait(caf::actor_system& sys, const caf::actor& node, const command& cmd) {
+  using clock = std::chrono::steady_clock;
+  auto running = [&] { return !cmd.wait_deadline || clock::now() < *cmd.wait_deadline; };
+  for (;;) {
+    auto req = cmd.request;
+    auto poll = wait_poll;
+    if (cmd.wait_deadline) {
+      auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(*cmd.wait_deadline - clock::now());
+      poll = std::clamp(left, std::chrono::milliseconds{1}, wait_poll);
+    }
+    req.mutable_wait()->set_timeout_ms(static_cast<uint64_t>(poll.count()));
+    auto got = answer(cmd, call(sys, node, req.SerializeAsString(), poll + wait_grace),
+                      running());
+    if (auto* rc = std::get_if<int>(&got))
+      return *rc;
+    auto& resp = std::get<proctor::pb::Response>(got);
+    if (resp.code() == proctor::pb::Response::TIMEOUT && running())
+      continue;  // not ended yet
+    return report(cmd, resp);
+  }
+}
+
+/// Connects, sends the request, prints the answer. Every CAF handle lives in this scope, so
+/// none outlives the actor system. Unless this is the `last` attempt, a request that gets no
+/// answer within `quiet` (when set) returns no_answer_yet, printing nothing.
+int run(caf::actor_system& sys, const command& cmd,
+        std::optional<std::chrono::milliseconds> quiet, bool last) {
+  auto ep = proctor::parse_endpoint(cmd.node);
+  auto node = sys.middleman().remote_actor(ep->host, ep->port);
+  if (!node) {
+    std::cerr << "error: cannot reach node " << cmd.node << ": " << describe(sys, node.error())
+              << '\n';
+    return exit_unreachable;
+  }
+  if (cmd.what == command::verb::wait)
+    return run_wait(sys, *node, cmd);
+  auto timeout = quiet && !last ? *quiet : default_request_timeout;
+  auto got = answer(cmd, call(sys, *node, cmd.request.SerializeAsString(), timeout), !last);
+  if (auto* rc = std::get_if<int>(&got))
+    return *rc;
+  return report(cmd, std::get<proctor::pb::Response>(got));
 }
 
 class cli_config : public caf::actor_system_config {
