@@ -142,13 +142,13 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
 
 void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseconds after) {
   auto& st = self->state;
-  auto at = std::chrono::steady_clock::now() + std::max(after, std::chrono::milliseconds{0});
+  after = std::max(after, std::chrono::milliseconds{0});
+  auto at = std::chrono::steady_clock::now() + after;
   st.expiries.push(expiry{at, root_id});
   if (at >= st.expiry_armed_for)
     return;  // the armed timer comes first
   st.expiry_armed_for = at;
-  self->delayed_send(self, std::max(after, std::chrono::milliseconds{0}), expire_atom::value,
-                     ++st.expiry_token);
+  self->delayed_send(self, after, expire_atom::value, ++st.expiry_token);
 }
 
 /// The expiry timer: releases every tree whose result is due, then arms for the next.
@@ -269,6 +269,16 @@ void reload_root(executor_actor* self, uint64_t root_id) {
       });
 }
 
+/// Root `root_id` has no actor from now on; its deadline (0: none) will wake it.
+void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms) {
+  re.dormant = true;
+  ++self->state.dormant;
+  if (deadline_ms > 0)
+    self->delayed_send(self,
+                       std::chrono::milliseconds{std::max<int64_t>(0, deadline_ms - now_ms())},
+                       wake_root_atom::value, root_id, ++re.sleep_token);
+}
+
 /// A root that waits for an event gives up its actor (see executor_config::hibernate_after).
 /// Refused when anything is on its way to the actor: a wake (it is no longer among the
 /// event's waiters) or a request such as an abort.
@@ -282,12 +292,7 @@ bool hibernate_root(executor_actor* self, uint64_t root_id, int64_t deadline_ms)
   for (auto& [id, h] : st.event_waiters[k->second])
     if (id == root_id)
       h = nullptr;  // its place among the waiters stays, without an actor
-  auto& re = r->second;
-  re.dormant = true;
-  ++st.dormant;
-  if (deadline_ms > 0)
-    self->delayed_send(self, std::chrono::milliseconds{std::max<int64_t>(0, deadline_ms - now_ms())},
-                       wake_root_atom::value, root_id, ++re.sleep_token);
+  sleep_root(self, r->second, root_id, deadline_ms);
   spdlog::debug("[proc {} root {}] hibernated, waiting for event '{}'", root_id, root_id,
                 k->second);
   return true;
@@ -422,14 +427,9 @@ bool only_waits_for_event(const tree_image& t) {
 void recover_dormant(executor_actor* self, const tree_image& t) {
   auto& st = self->state;
   const auto& key = t.root()->event_key;
-  auto& re = enter_root(self, t);
-  re.dormant = true;
-  ++st.dormant;
+  sleep_root(self, enter_root(self, t), t.root_id, t.root()->deadline_ms);
   st.event_waiters[key].emplace_back(t.root_id, caf::actor{});
   st.waiting_key[t.root_id] = key;
-  if (auto deadline = t.root()->deadline_ms; deadline > 0)
-    self->delayed_send(self, std::chrono::milliseconds{std::max<int64_t>(0, deadline - now_ms())},
-                       wake_root_atom::value, t.root_id, ++re.sleep_token);
   if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty()) {
     forget_event_wait(self, t.root_id);
     deliver_event(self, t.root_id, caf::actor{}, e->second.back().payload);
