@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "actors/engine_fixture.hpp"
+#include "persistence/fault_store.hpp"
+#include "persistence/rocksdb_store.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -105,6 +107,32 @@ TEST_F(hibernate_test, no_hibernation_when_disabled_even_after_a_restart) {
   EXPECT_EQ(hibernated(), 0);
   event("k3", "1");
   EXPECT_EQ(wait(id).state(), pb::SUCCESS);
+}
+
+// The node dies after an event for a hibernated root was journaled and before the root's
+// actor journaled the delivery: the restarted node finds the event and wakes the root.
+TEST_F(hibernate_test, an_event_journaled_before_a_crash_wakes_the_root_after_recovery) {
+  std::shared_ptr<fault_store> faults;
+  start([&](node_options& o) {
+    o.executor.hibernate_after = std::chrono::milliseconds{0};
+    std::string err;
+    std::shared_ptr<journal_store> inner = open_rocksdb_store(o.data_dir, &err);
+    ASSERT_TRUE(inner) << err;
+    faults = std::make_shared<fault_store>(inner);
+    o.store = faults;
+    o.on_journal_fatal = [](const std::string&) {};  // the "crash"
+  });
+  auto id = submit("demo.wait_event", R"({"key":"kc"})");
+  ASSERT_TRUE(eventually([&] { return hibernated() == 1; }));
+  faults->crash_at(2, false);  // 1: the event is journaled; 2 (the delivery) never is
+  auto r = event("kc", R"("after the crash")");
+  EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
+  ASSERT_TRUE(faults->wait_frozen(std::chrono::seconds{10}));
+  faults.reset();
+  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+  auto s = wait(id);
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+  EXPECT_EQ(s.result_json(), R"("after the crash")");
 }
 
 // Events and aborts race with roots deciding to hibernate: none may be lost.
