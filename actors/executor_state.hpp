@@ -1,5 +1,6 @@
-// Internal: the executor's state and the helpers its two files share (executor.cpp: status
-// bookkeeping, root supervision, recovery; executor_requests.cpp: the wire requests).
+// Internal: the executor's state and the helpers its files share (executor.cpp: status
+// bookkeeping, root supervision, recovery; executor_requests.cpp: the wire requests;
+// executor_hibernation.cpp: roots that wait for an event without an actor).
 #pragma once
 
 #include <chrono>
@@ -115,6 +116,21 @@ void release_tree(executor_actor* self, uint64_t root_id);
 /// root just submitted (see proc_start::submitted).
 void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback,
                 std::shared_ptr<procedure> submitted = {});
+/// The executor's entry for the root of `image` (its restart history survives restarts).
+root_entry& enter_root(executor_actor* self, const tree_image& image);
+/// Reads the tree of `root_id` back from the journal and starts its root.
+void reload_root(executor_actor* self, uint64_t root_id);
+
+// -- hibernation (executor_hibernation.cpp) ---------------------------------------------------
+/// Root `root_id` asks to give up its actor until woken; false if something is on its way
+/// to it.
+bool hibernate_root(executor_actor* self, uint64_t root_id, int64_t deadline_ms);
+/// The root is not dormant any more (it runs again, or it cannot be read).
+void end_sleep(executor_actor* self, uint64_t root_id);
+/// True if the tree only waits for an event (it starts hibernated at recovery).
+bool only_waits_for_event(const tree_image& t);
+/// Recovery of a tree that only waits for an event: hibernated from the start.
+void recover_dormant(executor_actor* self, const tree_image& t);
 /// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event.
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
                    const std::string& payload);
