@@ -1,6 +1,6 @@
-// Internal: the state of a procedure actor, shared by its forward path
-// (procedure_actor.cpp), its supervision of children (proc_supervision.cpp) and, for a
-// root, the tree's rollback (tree_rollback.cpp).
+// Internal: the state of a procedure actor, shared by its life cycle (procedure_actor.cpp),
+// its steps and their outcomes (proc_steps.cpp), waiting (proc_waiting.cpp), its supervision
+// of children (proc_supervision.cpp) and, for a root, the tree's rollback (tree_rollback.cpp).
 #pragma once
 
 #include <memory>
@@ -190,6 +190,9 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
 
 /// After a commit: carry on, or stop if a stop was requested meanwhile.
 void proceed(proc_actor* self);
+
+/// A step (not an undo) finished: commit its outcome and act on it (proc_steps.cpp).
+void on_step_done(proc_actor* self, step_result& r);
 
 /// A business failure of the step of `state` (retry, roll back, or retry forward).
 void on_business_failure(proc_actor* self, int32_t state, const std::string& error);

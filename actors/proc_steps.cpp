@@ -1,0 +1,375 @@
+// The step side of a procedure actor: once a step ran, its outcome is journaled and acted
+// on (next state, done, children, suspend, call), or its failure is retried, rolled back, or
+// retried forward past a point of no return.
+#include <algorithm>
+
+#include "actors/errors.hpp"
+#include "actors/procedure_actor_state.hpp"
+
+namespace proctor {
+
+namespace {
+
+proc_update final_update(proc_actor* self, const std::string& result) {
+  auto& st = self->state;
+  proc_update u;
+  u.id = st.id;
+  u.root_id = st.root_id;
+  u.parent_id = st.parent_id;
+  u.type = st.type;
+  u.state = proc_state::success;
+  for (const auto& c : st.children)
+    u.children.push_back(c.id);
+  u.result_json = result;
+  u.nonce = st.nonce;
+  u.ended = true;
+  return u;
+}
+
+/// Runs the failed step again after the policy's back-off.
+void retry_step(proc_actor* self, int32_t state, const std::string& error, int max_attempts) {
+  auto& st = self->state;
+  auto policy = st.ptype->retry;
+  policy.max_attempts = max_attempts;
+  ++st.attempt;
+  auto delay = retry_delay(policy, st.attempt);
+  PLOG(info, self, "retrying {} in {} ms (attempt {}): {}", st.inst->state_name(state),
+       delay.count(), st.attempt, error);
+  st.busy = false;
+  publish(self, "retry");
+  arm_timer(self, now_ms() + delay.count(), false);
+}
+
+} // namespace
+
+/// After a commit: carry on, or stop if a stop was requested meanwhile.
+void proceed(proc_actor* self) {
+  auto& st = self->state;
+  st.busy = false;
+  if (st.stopping)
+    return maybe_finish_stop(self);
+  schedule(self);
+}
+
+/// A business failure of this procedure's step: retry it while the type's policy allows,
+/// then ask the root whether the tree rolls back (it does not past a point of no return:
+/// then the step is retried forward).
+void on_business_failure(proc_actor* self, int32_t state, const std::string& error) {
+  auto& st = self->state;
+  PLOG(info, self, "step {} failed (attempt {}): {}", st.inst->state_name(state), st.attempt,
+       error);
+  const auto& policy = st.ptype->retry;
+  if (policy.max_attempts == 0 || st.attempt < policy.max_attempts)
+    return retry_step(self, state, error, policy.max_attempts);
+  auto retry_forward = [self, state, error] {
+    auto& st = self->state;
+    auto limit = st.ptype->retry.max_attempts_past_no_return;
+    if (limit > 0 && st.attempt >= limit) {
+      PLOG(error, self, "past the point of no return and out of retries: {}; it stays "
+                        "FAILED until an operator intervenes", error);
+      st.status = proc_state::failed;
+      st.busy = false;
+      auto u = final_update(self, {});
+      u.state = proc_state::failed;
+      u.error = error;
+      self->send(st.env->executor, update_atom::value, std::move(u));
+      return;
+    }
+    PLOG(warn, self, "past the point of no return: the failure is retried forward");
+    retry_step(self, state, error, limit);
+  };
+  if (st.is_root) {
+    if (!begin_tree_failure(self, st.id, state, error))
+      retry_forward();
+    else
+      st.busy = false;
+    return;
+  }
+  self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, state, error)
+    .then(
+      [self, retry_forward](bool rolls_back) {
+        if (!rolls_back)
+          return retry_forward();
+        auto& st = self->state;
+        st.busy = false;
+        st.parked = true;
+        maybe_finish_stop(self);
+      },
+      [self](caf::error& e) {
+        PLOG(warn, self, "root unreachable while failing: {}", self->system().render(e));
+        self->quit(e);
+      });
+}
+
+namespace {
+
+void commit_outcome(proc_actor* self, step_result& r) {
+  auto& st = self->state;
+  auto& out = *r.out;
+  auto executed = r.state;
+  bool no_return = !st.inst->rollback_supported(executed);
+  pb::JournalRecord rec;
+  auto* step = rec.mutable_step();
+  step->set_proc_id(st.id);
+  step->set_executed_state(executed);
+  step->set_next_state(out.state());
+  step->set_data(r.data);
+  step->set_past_no_return(no_return);
+  step->set_attempt(st.attempt);
+  journal_batch batch;
+  auto after_commit = [self, no_return, data = r.data, executed, next = out.state()] {
+    auto& st = self->state;
+    // No progress: the step leads back to itself with its data unchanged.
+    bool same = next == executed && data == st.committed_data;
+    st.same_state_commits = same ? st.same_state_commits + 1 : 0;
+    st.committed_data = data;
+    if (no_return && !st.past_no_return) {
+      st.past_no_return = true;
+      if (!st.is_root)
+        self->send(st.root, no_return_atom::value);
+    }
+    if (st.same_state_commits == st.env->no_progress_limit) {
+      PLOG(warn, self, "no progress: state {} committed {} times in a row with the same data",
+           st.inst->state_name(executed), st.same_state_commits);
+      self->send(st.env->executor, no_progress_atom::value, st.type);
+    }
+  };
+  switch (out.what()) {
+    case outcome::kind::next: {
+      batch.entries.push_back(make_entry(st.root_id, rec));
+      journal_append(self, std::move(batch), [self, after_commit, next = out.state()] {
+        after_commit();
+        auto& st = self->state;
+        st.attempt = 1;
+        st.state = next;
+        st.child_results.clear();
+        st.event_payload.clear();
+        st.event_timed_out = false;
+        proceed(self);
+      });
+      return;
+    }
+    case outcome::kind::done: {
+      if (st.is_root) {
+        // The tree's summary says all the last step's records would: one write ends it.
+        auto procs = std::move(st.finished_subtree);
+        procs.push_back(final_update(self, out.result_json()));
+        return finish_tree(self, std::move(procs), false);
+      }
+      batch.entries.push_back(make_entry(st.root_id, rec));
+      pb::JournalRecord fin;
+      fin.mutable_finished()->set_proc_id(st.id);
+      fin.mutable_finished()->set_state(pb::SUCCESS);
+      fin.mutable_finished()->set_result_json(out.result_json());
+      batch.entries.push_back(make_entry(st.root_id, fin));
+      journal_append(self, std::move(batch), [self, after_commit, result = out.result_json()] {
+        after_commit();
+        auto& st = self->state;
+        st.busy = false;
+        st.status = proc_state::success;
+        PLOG(debug, self, "SUCCESS");
+        auto procs = std::move(st.finished_subtree);
+        procs.push_back(final_update(self, result));
+        self->send(st.env->executor, update_atom::value, procs.back());
+        if (!st.locks.empty())
+          self->send(st.env->scheduler, unlock_atom::value, st.id);
+        subtree_done d;
+        d.result = child_result{st.id, proc_state::success, result, {}};
+        d.procs = std::move(procs);
+        self->send(st.parent, subtree_done_atom::value, std::move(d));
+        self->quit();
+      });
+      return;
+    }
+    case outcome::kind::spawn: {
+      std::vector<uint64_t> ids;
+      std::vector<pb::JournalRecord> subs;
+      for (auto& c : out.children()) {
+        const auto* t = st.env->types->find(c.type);
+        if (t == nullptr)
+          return on_business_failure(self, executed, "spawn of unknown procedure type '"
+                                                       + c.type + "'");
+        auto cid = st.env->next_id->fetch_add(1);
+        ids.push_back(cid);
+        std::string err;
+        auto probe = st.env->types->make_from_bytes(c.type, c.data, &err);
+        if (!probe)
+          return on_business_failure(self, executed, "spawn of " + c.type + ": " + err);
+        pb::JournalRecord sub;
+        auto* s = sub.mutable_submitted();
+        s->set_proc_id(cid);
+        s->set_parent_id(st.id);
+        s->set_type(c.type);
+        s->set_type_version(t->version);
+        s->set_data(c.data);
+        s->set_state(probe->initial_state());
+        s->set_priority(c.priority != 0 ? c.priority : st.priority);
+        s->set_submitted_at_ms(now_ms());
+        subs.push_back(std::move(sub));
+      }
+      for (auto cid : ids)
+        step->add_children(cid);
+      batch.entries.push_back(make_entry(st.root_id, rec));
+      for (auto& sub : subs)
+        batch.entries.push_back(make_entry(st.root_id, sub));
+      journal_append(self, std::move(batch),
+                     [self, after_commit, ids, subs = std::move(subs), next = out.state()] {
+        after_commit();
+        auto& st = self->state;
+        st.busy = false;
+        st.state = next;
+        st.attempt = 1;
+        st.child_results.clear();
+        st.waiting_on = ids;
+        for (auto& c : st.children)
+          c.awaited = false;
+        st.waiting_left = 0;
+        for (auto cid : ids)
+          st.add_child(cid, true);
+        if (st.stopping)
+          return maybe_finish_stop(self);
+        if (ids.empty())
+          return proceed(self);  // nothing to wait for
+        st.status = proc_state::waiting;
+        // The children's images: fresh submits, folded like any journal records.
+        auto img = std::make_shared<tree_image>();
+        img->root_id = st.root_id;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          tree_folder f(st.root_id);
+          f.add(0, subs[i]);
+          auto one = f.finish();
+          img->procs.emplace(ids[i], std::move(one.procs.at(ids[i])));
+        }
+        std::shared_ptr<const tree_image> cimg = img;
+        for (auto cid : ids)
+          spawn_child(self, cimg, cid);
+        publish(self, "children");
+      });
+      return;
+    }
+    case outcome::kind::suspend: {
+      int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
+      batch.entries.push_back(make_entry(st.root_id, rec));
+      pb::JournalRecord sus;
+      auto* s = sus.mutable_suspended();
+      s->set_proc_id(st.id);
+      s->set_event_key(out.event_key());
+      s->set_deadline_ms(deadline);
+      s->set_resume_state(out.state());
+      batch.entries.push_back(make_entry(st.root_id, sus));
+      journal_append(self, std::move(batch),
+                     [self, after_commit, key = out.event_key(), next = out.state(), deadline] {
+        after_commit();
+        auto& st = self->state;
+        st.busy = false;
+        st.state = next;
+        st.attempt = 1;
+        st.event_key = key;
+        st.event_payload.clear();
+        st.event_timed_out = false;
+        if (st.stopping)
+          return maybe_finish_stop(self);
+        wait_for_event(self, deadline);
+      });
+      return;
+    }
+    case outcome::kind::call: {
+      int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
+      auto key = "call:" + std::to_string(st.id) + ":" + std::to_string(now_ms()) + ":"
+                 + std::to_string(st.attempt);
+      batch.entries.push_back(make_entry(st.root_id, rec));
+      pb::JournalRecord sus;
+      auto* s = sus.mutable_suspended();
+      s->set_proc_id(st.id);
+      s->set_event_key(key);
+      s->set_deadline_ms(deadline);
+      s->set_resume_state(out.state());
+      s->set_call_service(out.service());
+      s->set_call_request(out.request());
+      batch.entries.push_back(make_entry(st.root_id, sus));
+      journal_append(self, std::move(batch),
+                     [self, after_commit, key, svc = out.service(), req = out.request(),
+                      next = out.state(), deadline] {
+        after_commit();
+        auto& st = self->state;
+        st.busy = false;
+        st.state = next;
+        st.attempt = 1;
+        st.event_key = key;
+        st.call_service = svc;
+        st.call_request = req;
+        st.event_payload.clear();
+        st.event_timed_out = false;
+        if (st.stopping)
+          return maybe_finish_stop(self);
+        wait_for_call(self, deadline);
+      });
+      return;
+    }
+    case outcome::kind::wait: {
+      int64_t wake_at = now_ms() + out.duration().count();
+      batch.entries.push_back(make_entry(st.root_id, rec));
+      pb::JournalRecord tr;
+      tr.mutable_timer()->set_proc_id(st.id);
+      tr.mutable_timer()->set_wake_at_ms(wake_at);
+      tr.mutable_timer()->set_resume_state(out.state());
+      batch.entries.push_back(make_entry(st.root_id, tr));
+      journal_append(self, std::move(batch), [self, after_commit, next = out.state(), wake_at] {
+        after_commit();
+        auto& st = self->state;
+        st.busy = false;
+        st.state = next;
+        st.attempt = 1;
+        if (st.stopping)
+          return maybe_finish_stop(self);
+        st.status = proc_state::waiting_timeout;
+        publish(self, "timer");
+        arm_timer(self, wake_at, false);
+      });
+      return;
+    }
+    case outcome::kind::yield:
+    case outcome::kind::fail:
+      break;  // handled by the caller
+  }
+}
+
+} // namespace
+
+void on_step_done(proc_actor* self, step_result& r) {
+  auto& st = self->state;
+  st.job_queued = false;
+  if (r.took > st.env->stuck_after)
+    PLOG(warn, self, "stuck step: {} ran {} ms", st.inst->state_name(r.state),
+         r.took.count() / 1000);
+  switch (r.what) {
+    case step_result::kind::crashed:
+      PLOG(warn, self, "step {} crashed (attempt {}): {}", st.inst->state_name(r.state),
+           st.attempt, r.error);
+      st.busy = false;
+      if (st.stopping)
+        return maybe_finish_stop(self);
+      // The supervisor restarts this subtree from its last journaled state.
+      self->quit(caf::make_error(errc::step_crashed, r.error));
+      return;
+    case step_result::kind::failed:
+      if (st.stopping) {
+        st.busy = false;
+        return maybe_finish_stop(self);
+      }
+      return on_business_failure(self, r.state, r.error);
+    case step_result::kind::ok:
+      break;
+  }
+  if (r.out->what() == outcome::kind::yield) {
+    st.attempt = r.out->state() == st.state ? st.attempt + 1 : 1;
+    st.state = r.out->state();
+    st.busy = false;
+    if (st.stopping)
+      return maybe_finish_stop(self);
+    return schedule(self);
+  }
+  commit_outcome(self, r);
+}
+
+} // namespace proctor
