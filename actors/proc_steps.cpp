@@ -1,8 +1,6 @@
 // The step side of a procedure actor: once a step ran, its outcome is journaled and acted
 // on (next state, done, children, suspend, call), or its failure is retried, rolled back, or
 // retried forward past a point of no return.
-#include <algorithm>
-
 #include "actors/errors.hpp"
 #include "actors/procedure_actor_state.hpp"
 
