@@ -69,6 +69,15 @@ void forget_event_wait(executor_actor* self, uint64_t id) {
   st.waiting_key.erase(k);
 }
 
+void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h) {
+  auto& st = self->state;
+  if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
+    return deliver_event(self, id, h, e->second.back().payload);
+  forget_event_wait(self, id);
+  st.event_waiters[key].emplace_back(id, std::move(h));
+  st.waiting_key[id] = key;
+}
+
 void record_update(executor_actor* self, proc_update u) {
   auto& st = self->state;
   auto [it, fresh] = st.procs.try_emplace(u.id);
@@ -215,8 +224,9 @@ root_entry& enter_root(executor_actor* self, const tree_image& image) {
   auto& re = it->second;
   if (const auto* p = image.root()) {
     re.nonce = p->nonce;
-    if (const auto* t = st.env->types->find(p->type); t != nullptr && fresh)
-      re.restarts = restart_tracker(t->supervision);
+    if (fresh)
+      if (const auto* t = st.env->types->find(p->type); t != nullptr)
+        re.restarts = restart_tracker(t->supervision);
   }
   return re;
 }
@@ -233,7 +243,8 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
   auto& re = enter_root(self, *image);
   re.handle = spawn_root(self, std::move(s));
   st.root_addrs[re.handle.address()] = image->root_id;
-  end_sleep(self, image->root_id);
+  if (re.dormant)
+    end_sleep(self, image->root_id);
 }
 
 /// Reads the tree of `root_id` back from the journal and starts its root.
@@ -485,15 +496,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
         st.waiters.erase(w);
     },
     [self](wait_event_atom, const std::string& key, uint64_t id, caf::actor& h) {
-      auto& st = self->state;
-      auto e = st.events.find(key);
-      if (e != st.events.end() && !e->second.empty()) {
-        self->send(h, wake_atom::value, e->second.back().payload, false, uint64_t{0});
-        return;
-      }
-      forget_event_wait(self, id);
-      st.event_waiters[key].emplace_back(id, std::move(h));
-      st.waiting_key[id] = key;
+      await_event(self, key, id, std::move(h));
     },
     [self](event_expire_atom, const std::string& key, uint64_t lsn) {
       auto& st = self->state;

@@ -66,7 +66,7 @@ void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
   wake_root(self, id, [self, id, payload] {
     auto r = self->state.roots.find(id);
     if (r != self->state.roots.end() && r->second.handle)
-      self->send(r->second.handle, wake_atom::value, payload, false, uint64_t{0});
+      deliver_event(self, id, r->second.handle, payload);
   });
 }
 
@@ -106,15 +106,8 @@ bool only_waits_for_event(const tree_image& t) {
 /// Recovery of a tree that only waits for an event: no actor, just its place among the
 /// event's waiters (and its deadline). An event that arrived meanwhile wakes it at once.
 void recover_dormant(executor_actor* self, const tree_image& t) {
-  auto& st = self->state;
-  const auto& key = t.root()->event_key;
   sleep_root(self, enter_root(self, t), t.root_id, t.root()->deadline_ms);
-  st.event_waiters[key].emplace_back(t.root_id, caf::actor{});
-  st.waiting_key[t.root_id] = key;
-  if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty()) {
-    forget_event_wait(self, t.root_id);
-    deliver_event(self, t.root_id, caf::actor{}, e->second.back().payload);
-  }
+  await_event(self, t.root()->event_key, t.root_id, caf::actor{});
 }
 
 } // namespace proctor::exec_detail

@@ -106,6 +106,9 @@ void reply(promise_t& rp, std::string bytes);
 void record_update(executor_actor* self, proc_update u);
 /// A procedure that no longer waits for an event is no longer woken by it.
 void forget_event_wait(executor_actor* self, uint64_t id);
+/// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
+/// once by one kept from earlier, else when the next one arrives.
+void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h);
 /// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).
 void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
 /// The result of finished tree `root_id` expires after `after`: it is released then.
