@@ -17,6 +17,9 @@
 // Clients run in-process as actors of the child's actor system: no CAF networking.
 #include <fcntl.h>
 #include <malloc.h>
+#if PROCTOR_HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -621,6 +624,19 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
 
 // -- the phases (each runs in its own child process) ---------------------------------------
 
+/// Returns the allocator's free pages to the OS.
+void release_free_memory() {
+#if PROCTOR_HAVE_JEMALLOC
+#define PROCTOR_STR2(x) #x
+#define PROCTOR_STR(x) PROCTOR_STR2(x)
+  ::mallctl("arena." PROCTOR_STR(MALLCTL_ARENAS_ALL) ".purge", nullptr, nullptr, nullptr, 0);
+#undef PROCTOR_STR
+#undef PROCTOR_STR2
+#else
+  ::malloc_trim(0);
+#endif
+}
+
 /// The size of a journaled no-op step: a StepCommitted record of demo.noop in mid-run.
 std::string sample_step_record(const bench_options& o) {
   proctor::pb::NoopData d;
@@ -845,9 +861,10 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
   auto rss1 = rss_bytes();
   // Then they hibernate (executor_config::hibernate_after): their actors go.
   wait_for_gauge(self, nc.exec(), "proctor_hibernated_procedures", o.waiting, 120);
-  // The actors' memory is free now but stays resident in malloc's arenas until reused;
-  // return the free pages to the OS to see what the hibernated procedures still hold.
-  ::malloc_trim(0);
+  // The actors' memory is free now but stays resident in malloc's arenas until reused (or,
+  // with jemalloc, until its decay timer returns it); return the free pages to the OS now to
+  // see what the hibernated procedures still hold.
+  release_free_memory();
   auto rss2 = rss_bytes();
   auto per_proc = [&](size_t rss) {
     return (static_cast<double>(rss) - static_cast<double>(rss0))
@@ -1226,7 +1243,7 @@ int main(int argc, char** argv) {
     row("    on the node that submitted them",
         fmt_num(pop.num("bytes_per_proc").value_or(0)) + " B / "
           + fmt_num(pop.num("bytes_per_proc_hibernated").value_or(0)) + " B",
-        "(all WAITING / all hibernated, after malloc_trim)");
+        "(all WAITING / all hibernated, free pages purged)");
   } else {
     row("(e) memory per waiting procedure", failed(pop.ok ? rec : pop), "");
   }

@@ -12,6 +12,7 @@ packages=(
   libspdlog-dev
   libgtest-dev libgmock-dev
   libcli11-dev libcpp-httplib-dev
+  libjemalloc-dev
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
