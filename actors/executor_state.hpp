@@ -16,6 +16,7 @@
 #include "actors/executor.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
+#include "actors/incremental_map.hpp"
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
 #include "wire.pb.h"
@@ -63,12 +64,13 @@ struct executor_state {
   static inline const char* name = "proctor.executor";
   std::shared_ptr<node_env> env;
   executor_config cfg;
-  std::unordered_map<uint64_t, proc_update> procs;
-  std::unordered_map<uint64_t, root_entry> roots;
+  // These grow with every tree kept until its result expires: they must not stop to rehash.
+  incremental_map<uint64_t, proc_update> procs;
+  incremental_map<uint64_t, root_entry> roots;
   std::unordered_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
   std::unordered_map<uint64_t, std::vector<waiter>> waiters;
   uint64_t wait_token = 0;
-  std::unordered_map<std::string, uint64_t> nonces;
+  incremental_map<std::string, uint64_t> nonces;
   /// Submits with a nonce whose Submitted record is not durable yet.
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
     nonce_pending;
