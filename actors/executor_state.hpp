@@ -64,22 +64,23 @@ struct executor_state {
   static inline const char* name = "proctor.executor";
   std::shared_ptr<node_env> env;
   executor_config cfg;
-  // These grow with every tree kept until its result expires: they must not stop to rehash.
+  // The tables that grow with the number of procedures (live, waiting, or finished and kept
+  // until their result expires) must not stop the executor to rehash: incremental_map.hpp.
   incremental_map<uint64_t, proc_update> procs;
   incremental_map<uint64_t, root_entry> roots;
-  std::unordered_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
+  incremental_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
   std::unordered_map<uint64_t, std::vector<waiter>> waiters;
   uint64_t wait_token = 0;
   incremental_map<std::string, uint64_t> nonces;
   /// Submits with a nonce whose Submitted record is not durable yet.
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
     nonce_pending;
-  std::unordered_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> event_waiters;
-  std::unordered_map<uint64_t, std::string> waiting_key;  ///< procedure -> its event key
-  std::unordered_map<std::string, std::vector<pending_event>> events;
+  incremental_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> event_waiters;
+  incremental_map<uint64_t, std::string> waiting_key;  ///< procedure -> its event key
+  incremental_map<std::string, std::vector<pending_event>> events;
   type_metrics metrics;
   /// When each live procedure was first seen, for the runtime histogram.
-  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> started;
+  incremental_map<uint64_t, std::chrono::steady_clock::time_point> started;
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
   size_t dormant = 0;  ///< hibernated roots
   /// Finished trees by expiry, soonest first, under one timer (a delayed message per tree

@@ -121,6 +121,10 @@ public:
     auto [it, fresh] = cur_.try_emplace(k, std::forward<Args>(args)...);
     return {iterator(this, 1, it), fresh};
   }
+  template <class M>
+  std::pair<iterator, bool> emplace(const K& k, M&& v) {
+    return try_emplace(k, std::forward<M>(v));
+  }
   V& operator[](const K& k) { return try_emplace(k).first->second; }
 
   size_t erase(const K& k) { return cur_.erase(k) + old_.erase(k); }
