@@ -1,5 +1,7 @@
 // Results of finished trees are kept for executor_config::result_ttl, then released: their
 // journal range is deleted and the node forgets them. A restart keeps what remains of the TTL.
+#include <set>
+#include <string>
 #include <vector>
 
 #include "actors/engine_fixture.hpp"
@@ -52,6 +54,56 @@ TEST_F(retention_test, a_restart_keeps_what_remains_of_the_ttl) {
   restart([](node_options& o) { o.executor.result_ttl = std::chrono::milliseconds{100}; });
   for (auto id : ids)
     EXPECT_TRUE(eventually([&] { return !known(id); }, std::chrono::seconds{5})) << id;
+}
+
+TEST_F(retention_test, neighbouring_trees_go_with_one_range_delete_and_a_live_tree_between_stays) {
+  start_with_ttl(std::chrono::milliseconds{300});
+  auto a = submit("demo.noop", R"({"steps":2})");
+  ASSERT_EQ(wait(a).state(), pb::SUCCESS);
+  auto w = submit("demo.wait_event", R"({"key":"stay"})");
+  ASSERT_TRUE(eventually([&] { return status(w).state() == pb::WAITING; },
+                         std::chrono::seconds{5}));
+  std::vector<uint64_t> done;
+  for (int i = 0; i < 20; ++i)
+    done.push_back(submit("demo.noop", R"({"steps":2})"));
+  for (auto id : done)
+    ASSERT_EQ(wait(id).state(), pb::SUCCESS);
+  done.push_back(a);
+  for (auto id : done)
+    ASSERT_TRUE(eventually([&] { return !known(id); }, std::chrono::seconds{5})) << id;
+  EXPECT_TRUE(known(w));
+  // a alone (w follows it), then the 20 neighbours in a few groups (the expiry timer's
+  // ticks): far fewer range deletes than the 21 trees.
+  auto range_deletes = [&] {
+    pb::Request m;
+    m.mutable_metrics();
+    auto text = call(m).text();
+    const std::string name = "\nproctor_journal_range_deletes_total ";
+    auto at = text.find(name);
+    EXPECT_NE(at, std::string::npos) << text;
+    return at == std::string::npos ? 0 : std::stoull(text.substr(at + name.size()));
+  };
+  ASSERT_TRUE(eventually([&] { return range_deletes() >= 2; }, std::chrono::seconds{5}));
+  EXPECT_LE(range_deletes(), 11u) << "one range delete per tree?";
+  // On disk: nothing of the released trees, all of the waiting one.
+  stop();
+  {
+    std::string err;
+    auto store = open_rocksdb_store(dir_ + "/data", &err);
+    ASSERT_TRUE(store) << err;
+    std::set<uint64_t> roots;
+    ASSERT_TRUE(store->scan([&](const stored_record& r) {
+                  roots.insert(r.root_id);
+                  return true;
+                }).ok());
+    for (auto id : done)
+      EXPECT_FALSE(roots.count(id)) << id;
+    EXPECT_TRUE(roots.count(w));
+  }
+  start_with_ttl(std::chrono::milliseconds{300});
+  EXPECT_EQ(status(w).state(), pb::WAITING);
+  event("stay", "1");
+  EXPECT_EQ(wait(w).state(), pb::SUCCESS);
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "actors/executor.hpp"
 
+#include <algorithm>
+
 #include <unordered_map>
 #include <unordered_set>
 
@@ -157,7 +159,8 @@ void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseco
   if (at >= st.expiry_armed_for)
     return;  // the armed timer comes first
   st.expiry_armed_for = at;
-  self->delayed_send(self, after, expire_atom::value, ++st.expiry_token);
+  self->delayed_send(self, after + expiry_slack(st.cfg), expire_atom::value,
+                     ++st.expiry_token);
 }
 
 /// The expiry timer: releases every tree whose result is due, then arms for the next.
@@ -167,27 +170,66 @@ void on_expiry_timer(executor_actor* self, uint64_t token) {
     return;
   st.expiry_armed_for = std::chrono::steady_clock::time_point::max();
   auto now = std::chrono::steady_clock::now();
+  std::vector<uint64_t> due;
   while (!st.expiries.empty() && st.expiries.top().at <= now) {
     auto root_id = st.expiries.top().root_id;
     st.expiries.pop();
     auto r = st.roots.find(root_id);
     if (r != st.roots.end() && r->second.finished)
-      release_tree(self, root_id);
+      due.push_back(root_id);
   }
+  release_trees(self, std::move(due));
   if (st.expiries.empty())
     return;
   auto next = st.expiries.top().at;
   st.expiry_armed_for = next;
   self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(next - now)
-                             + std::chrono::milliseconds{1},
+                             + expiry_slack(st.cfg),
                      expire_atom::value, ++st.expiry_token);
 }
 
-void release_tree(executor_actor* self, uint64_t root_id) {
+std::chrono::milliseconds expiry_slack(const executor_config& cfg) {
+  // Up to a tenth of the TTL late (at most 100 ms): the trees due meanwhile are released
+  // together, and neighbours among them share one range delete.
+  return std::clamp(cfg.result_ttl / 10, std::chrono::milliseconds{1},
+                    std::chrono::milliseconds{100});
+}
+
+void release_trees(executor_actor* self, std::vector<uint64_t> ids) {
+  auto& st = self->state;
+  if (ids.empty())
+    return;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (auto id : ids)
+    drop_tree(self, id);
+  // An id between two released trees may be covered only if nothing can have records under
+  // it: not a tree still known (running, waiting, finished and kept, quarantined), not a
+  // procedure of one, not a root whose Submitted record is on its way. What is left are
+  // children (their records live under their root's id) and trees released earlier.
+  auto in_use = [&st](uint64_t g) {
+    return st.roots.contains(g) || st.procs.contains(g) || st.submitting.contains(g);
+  };
+  constexpr uint64_t max_gap = 256;  // bounds the checks; a wider gap starts a new range
   journal_batch b;
-  b.deletes.push_back({root_id, 0, UINT64_MAX});
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto lo = ids[i];
+    while (i + 1 < ids.size() && ids[i + 1] - ids[i] <= max_gap) {
+      bool clear = true;
+      for (auto g = ids[i] + 1; g < ids[i + 1] && clear; ++g)
+        clear = !in_use(g);
+      if (!clear)
+        break;
+      ++i;
+    }
+    journal_batch::range_delete d;
+    d.root_id = lo;
+    d.last_root_id = ids[i];
+    b.deletes.push_back(d);
+  }
+  spdlog::debug("released {} finished tree(s) with {} range delete(s)", ids.size(),
+                b.deletes.size());
   append(self, std::move(b));
-  drop_tree(self, root_id);
 }
 
 /// A tree whose records cannot be read is neither run nor deleted: it is listed for an

@@ -70,9 +70,11 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
   f.add(0, rec);
   auto image = std::make_shared<const tree_image>(f.finish());
   std::shared_ptr<procedure> submitted = std::move(inst);
+  st.submitting.insert(id);
   append(self, std::move(b),
          [self, id, rp, image, submitted, nonce = req.nonce()](uint64_t) mutable {
         auto& st = self->state;
+        st.submitting.erase(id);
         const auto& p = *image->root();
         record_update(self, proc_update{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {},
                                         nonce});
@@ -244,7 +246,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
         return reply(rp, error_reply(pb::Response::REFUSED,
                                       "procedure " + std::to_string(req.release().id())
                                         + " has not ended"));
-      release_tree(self, req.release().id());
+      release_trees(self, {req.release().id()});
       return reply(rp, encode(pb::Response{}));
     }
     case pb::Request::kMetrics: {

@@ -9,6 +9,7 @@
 #include <queue>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -88,6 +89,8 @@ struct executor_state {
   std::priority_queue<expiry, std::vector<expiry>, std::greater<>> expiries;
   uint64_t expiry_token = 0;  ///< of the armed timer; older timers are ignored
   std::chrono::steady_clock::time_point expiry_armed_for = std::chrono::steady_clock::time_point::max();
+  /// Roots whose Submitted record is on its way to the journal (not in `roots` yet).
+  std::unordered_set<uint64_t> submitting;
   uint64_t append_tag = 0;
   std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
@@ -116,8 +119,12 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
 void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
 /// The result of finished tree `root_id` expires after `after`: it is released then.
 void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseconds after);
-/// Deletes a finished tree's records and forgets it.
-void release_tree(executor_actor* self, uint64_t root_id);
+/// Forgets finished trees `ids` and deletes their records, neighbours with one range delete
+/// each run (a range tombstone per tree would make every memtable switch stall RocksDB's
+/// writer while it fragments them all).
+void release_trees(executor_actor* self, std::vector<uint64_t> ids);
+/// How late the result-expiry timer may fire, so that trees expire in groups.
+std::chrono::milliseconds expiry_slack(const executor_config& cfg);
 /// Starts (or restarts) a tree's root actor from its image; `submitted`: the instance of a
 /// root just submitted (see proc_start::submitted).
 void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback,

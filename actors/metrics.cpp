@@ -92,7 +92,9 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
        "# TYPE proctor_journal_batches_total counter\nproctor_journal_batches_total "
     << j.batches << "\n# HELP proctor_journal_records_total Records appended.\n"
        "# TYPE proctor_journal_records_total counter\nproctor_journal_records_total "
-    << j.records << "\n# HELP proctor_journal_fsync_us_total Time in synced writes.\n"
+    << j.records << "\n# HELP proctor_journal_range_deletes_total Range deletes written.\n"
+       "# TYPE proctor_journal_range_deletes_total counter\nproctor_journal_range_deletes_total "
+    << j.range_deletes << "\n# HELP proctor_journal_fsync_us_total Time in synced writes.\n"
        "# TYPE proctor_journal_fsync_us_total counter\nproctor_journal_fsync_us_total "
     << j.fsync_us_total << '\n';
   return o.str();

@@ -73,8 +73,13 @@ void flush(journal_actor* self) {
   for (auto& a : st.staged) {
     for (const auto& d : a.batch.deletes) {
       auto& op = ops.emplace_back();
-      op.what = store_op::kind::delete_range;
       op.root_id = d.root_id;
+      if (d.last_root_id != 0) {
+        op.what = store_op::kind::delete_trees;
+        op.last_root_id = d.last_root_id;
+        continue;
+      }
+      op.what = store_op::kind::delete_range;
       op.from_lsn = d.from_lsn;
       op.lsn = d.before_lsn == 0 ? a.first_lsn : d.before_lsn;
     }
@@ -100,7 +105,7 @@ void flush(journal_actor* self) {
                                     .count());
   ops.clear();
   auto entries = std::exchange(st.staged_entries, 0);
-  st.staged_deletes = 0;
+  auto deletes = std::exchange(st.staged_deletes, 0);
   if (!status.ok()) {
     // The promises are dropped undelivered: their requesters time out, never see an ack.
     st.staged.clear();
@@ -109,6 +114,7 @@ void flush(journal_actor* self) {
   }
   st.stats.batches += 1;
   st.stats.records += entries;
+  st.stats.range_deletes += deletes;
   st.stats.last_batch_size = st.staged.size();
   st.stats.fsync_us_last = us;
   st.stats.fsync_us_total += us;

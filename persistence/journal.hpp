@@ -48,6 +48,8 @@ struct journal_batch {
     uint64_t root_id = 0;
     uint64_t from_lsn = 0;    ///< first LSN deleted
     uint64_t before_lsn = 0;  ///< 0: up to this batch's first entry; UINT64_MAX: whole tree
+    /// Nonzero: the whole trees root_id..last_root_id (from_lsn and before_lsn unused).
+    uint64_t last_root_id = 0;
   };
   std::vector<range_delete> deletes;
 };
@@ -57,6 +59,7 @@ using journal_records = std::vector<stored_record>;
 struct journal_stats {
   uint64_t batches = 0;         ///< WriteBatches written
   uint64_t records = 0;         ///< records appended
+  uint64_t range_deletes = 0;   ///< range deletes written (each a RocksDB range tombstone)
   uint64_t last_batch_size = 0; ///< appends in the last batch
   uint64_t fsync_us_total = 0;  ///< time spent in synced writes, microseconds
   uint64_t fsync_us_last = 0;

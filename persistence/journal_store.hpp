@@ -19,12 +19,14 @@ struct store_op {
     put,           ///< key (root_id, lsn) := value
     delete_range,  ///< delete keys (root_id, from_lsn) <= k < (root_id, lsn);
                    ///< lsn = UINT64_MAX: to the end of the tree; empty if from_lsn >= lsn
+    delete_trees,  ///< delete the whole trees root_id..last_root_id (one range tombstone)
   };
   kind what = kind::put;
   uint64_t root_id = 0;
   uint64_t lsn = 0;
   std::string value;
   uint64_t from_lsn = 0;  ///< delete_range only: first LSN deleted
+  uint64_t last_root_id = 0;  ///< delete_trees only: the last tree deleted
 };
 
 /// A record as stored.

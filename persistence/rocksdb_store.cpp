@@ -130,6 +130,12 @@ rocksdb::Status rocksdb_store::write(const std::vector<store_op>& ops) {
         st = batch.DeleteRange(begin, end);
         break;
       }
+      case store_op::kind::delete_trees: {
+        if (op.last_root_id < op.root_id)
+          break;
+        st = batch.DeleteRange(journal_keys::encode(op.root_id, 0), tree_end(op.last_root_id));
+        break;
+      }
     }
     if (!st.ok())
       return st;

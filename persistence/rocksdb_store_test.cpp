@@ -155,6 +155,22 @@ TEST_F(rocksdb_store_test, delete_range_of_a_prefix_keeps_the_rest) {
                                           {6, 0, "m"}}));
 }
 
+TEST_F(rocksdb_store_test, delete_trees_removes_a_run_of_whole_trees_and_keeps_neighbours) {
+  write({put(journal_keys::meta_root, 1, "meta"), put(3, UINT64_MAX, "before"), put(4, 0, "a"),
+         put(4, UINT64_MAX, "b"), put(6, 7, "c"), put(7, UINT64_MAX, "d"), put(8, 0, "after")});
+  store_op op;
+  op.what = store_op::kind::delete_trees;
+  op.root_id = 4;
+  op.last_root_id = 7;
+  write({op});
+  EXPECT_EQ(scan_all(), (std::vector<rec>{{journal_keys::meta_root, 1, "meta"},
+                                          {3, UINT64_MAX, "before"}, {8, 0, "after"}}));
+  op.root_id = 9;
+  op.last_root_id = 8;  // inverted: nothing
+  write({op});
+  EXPECT_EQ(scan_all().size(), 3u);
+}
+
 TEST_F(rocksdb_store_test, delete_range_of_a_whole_tree_keeps_neighbours) {
   write({put(4, UINT64_MAX, "n"), put(5, 0, "a"), put(5, UINT64_MAX - 1, "b"),
          put(5, UINT64_MAX, "c"), put(6, 0, "m")});
