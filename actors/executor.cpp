@@ -127,111 +127,6 @@ void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)>
   self->send(st.env->journal, append_atom::value, std::move(b), tag);
 }
 
-void drop_tree(executor_actor* self, uint64_t root_id) {
-  auto& st = self->state;
-  auto i = st.procs.find(root_id);
-  if (i == st.procs.end())
-    return;
-  std::vector<uint64_t> todo{root_id};
-  while (!todo.empty()) {
-    auto id = todo.back();
-    todo.pop_back();
-    auto j = st.procs.find(id);
-    if (j == st.procs.end())
-      continue;
-    for (auto c : j->second.children)
-      todo.push_back(c);
-    st.procs.erase(j);
-  }
-  auto r = st.roots.find(root_id);
-  if (r != st.roots.end()) {
-    if (!r->second.nonce.empty())
-      st.nonces.erase(r->second.nonce);
-    st.roots.erase(r);
-  }
-}
-
-void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseconds after) {
-  auto& st = self->state;
-  after = std::max(after, std::chrono::milliseconds{0});
-  auto at = std::chrono::steady_clock::now() + after;
-  st.expiries.push(expiry{at, root_id});
-  if (at >= st.expiry_armed_for)
-    return;  // the armed timer comes first
-  st.expiry_armed_for = at;
-  self->delayed_send(self, after + expiry_slack(st.cfg), expire_atom::value,
-                     ++st.expiry_token);
-}
-
-/// The expiry timer: releases every tree whose result is due, then arms for the next.
-void on_expiry_timer(executor_actor* self, uint64_t token) {
-  auto& st = self->state;
-  if (token != st.expiry_token)
-    return;
-  st.expiry_armed_for = std::chrono::steady_clock::time_point::max();
-  auto now = std::chrono::steady_clock::now();
-  std::vector<uint64_t> due;
-  while (!st.expiries.empty() && st.expiries.top().at <= now) {
-    auto root_id = st.expiries.top().root_id;
-    st.expiries.pop();
-    auto r = st.roots.find(root_id);
-    if (r != st.roots.end() && r->second.finished)
-      due.push_back(root_id);
-  }
-  release_trees(self, std::move(due));
-  if (st.expiries.empty())
-    return;
-  auto next = st.expiries.top().at;
-  st.expiry_armed_for = next;
-  self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(next - now)
-                             + expiry_slack(st.cfg),
-                     expire_atom::value, ++st.expiry_token);
-}
-
-std::chrono::milliseconds expiry_slack(const executor_config& cfg) {
-  // Up to a tenth of the TTL late (at most 100 ms): the trees due meanwhile are released
-  // together, and neighbours among them share one range delete.
-  return std::clamp(cfg.result_ttl / 10, std::chrono::milliseconds{1},
-                    std::chrono::milliseconds{100});
-}
-
-void release_trees(executor_actor* self, std::vector<uint64_t> ids) {
-  auto& st = self->state;
-  if (ids.empty())
-    return;
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (auto id : ids)
-    drop_tree(self, id);
-  // An id between two released trees may be covered only if nothing can have records under
-  // it: not a tree still known (running, waiting, finished and kept, quarantined), not a
-  // procedure of one, not a root whose Submitted record is on its way. What is left are
-  // children (their records live under their root's id) and trees released earlier.
-  auto in_use = [&st](uint64_t g) {
-    return st.roots.contains(g) || st.procs.contains(g) || st.submitting.contains(g);
-  };
-  constexpr uint64_t max_gap = 256;  // bounds the checks; a wider gap starts a new range
-  journal_batch b;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto lo = ids[i];
-    while (i + 1 < ids.size() && ids[i + 1] - ids[i] <= max_gap) {
-      bool clear = true;
-      for (auto g = ids[i] + 1; g < ids[i + 1] && clear; ++g)
-        clear = !in_use(g);
-      if (!clear)
-        break;
-      ++i;
-    }
-    journal_batch::range_delete d;
-    d.root_id = lo;
-    d.last_root_id = ids[i];
-    b.deletes.push_back(d);
-  }
-  spdlog::debug("released {} finished tree(s) with {} range delete(s)", ids.size(),
-                b.deletes.size());
-  append(self, std::move(b));
-}
-
 /// A tree whose records cannot be read is neither run nor deleted: it is listed for an
 /// operator, and what could be read of it stays visible in status.
 void quarantine(executor_actor* self, const tree_image& t, const std::string& reason) {
@@ -435,6 +330,12 @@ void recover(executor_actor* self, recovered_state& rec) {
         *rec.mutable_summary() = summarize(*image, finished_at);
         b.entries.push_back(make_entry(image->root_id, rec));
         append(self, std::move(b));
+      } else if (image->records > 1) {
+        // Its summary and the records before it (the node went down before they were
+        // collected).
+        pb::JournalRecord rec;
+        *rec.mutable_summary() = summarize(*image, finished_at);
+        collect_later(self, image->root_id, make_entry(image->root_id, rec).record);
       }
       auto left = st.cfg.result_ttl - std::chrono::milliseconds{now_ms() - finished_at};
       expire_after(self, image->root_id, left);
@@ -507,9 +408,11 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       }
       auto& re = st.roots[d.root_id];
       re.finished = true;
+      collect_later(self, d.root_id, std::move(d.summary));
       expire_after(self, d.root_id, st.cfg.result_ttl);
     },
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
+    [self](collect_atom) { collect_finished(self); },
     [self](restart_root_atom, uint64_t root_id) { restart_root(self, root_id, {}); },
     [self](hibernate_atom, uint64_t root_id, int64_t deadline_ms) {
       return hibernate_root(self, root_id, deadline_ms);

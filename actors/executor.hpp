@@ -21,6 +21,9 @@ namespace proctor {
 struct executor_config {
   /// How long a finished tree's result is kept (then its journal range is deleted).
   std::chrono::milliseconds result_ttl{std::chrono::minutes{15}};
+  /// A finished tree's records other than its summary are deleted within this time, with
+  /// those of the trees that end meanwhile (executor_retention.cpp).
+  std::chrono::milliseconds collect_after{50};
   /// How long an event is kept for procedures that suspend on its key later.
   std::chrono::milliseconds event_ttl{std::chrono::minutes{5}};
   /// Largest accepted args JSON.

@@ -89,6 +89,10 @@ struct executor_state {
   std::priority_queue<expiry, std::vector<expiry>, std::greater<>> expiries;
   uint64_t expiry_token = 0;  ///< of the armed timer; older timers are ignored
   std::chrono::steady_clock::time_point expiry_armed_for = std::chrono::steady_clock::time_point::max();
+  /// Finished trees whose records (but the summary, kept here as written) are still in the
+  /// journal: collect_finished deletes them and writes the summaries again.
+  std::unordered_map<uint64_t, std::string> collectable;
+  bool collect_armed = false;
   /// Roots whose Submitted record is on its way to the journal (not in `roots` yet).
   std::unordered_set<uint64_t> submitting;
   uint64_t append_tag = 0;
@@ -125,6 +129,16 @@ void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseco
 void release_trees(executor_actor* self, std::vector<uint64_t> ids);
 /// How late the result-expiry timer may fire, so that trees expire in groups.
 std::chrono::milliseconds expiry_slack(const executor_config& cfg);
+/// The expiry timer (expire_atom with `token`).
+void on_expiry_timer(executor_actor* self, uint64_t token);
+/// Forgets a tree and its procedures (not its journal records).
+void drop_tree(executor_actor* self, uint64_t root_id);
+/// Finished tree `root_id` (its summary record `summary`, as written) has its other records
+/// deleted soon, with its neighbours': within executor_config::collect_after, or at once
+/// when collect_max trees wait.
+void collect_later(executor_actor* self, uint64_t root_id, std::string summary);
+void collect_finished(executor_actor* self);
+constexpr size_t collect_max = 4096;
 /// Starts (or restarts) a tree's root actor from its image; `submitted`: the instance of a
 /// root just submitted (see proc_start::submitted).
 void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback,

@@ -34,6 +34,7 @@ using wake_atom = caf::atom_constant<caf::atom("wake")>;          // timer/event
 using arm_atom = caf::atom_constant<caf::atom("arm")>;            // -> timer
 using disarm_atom = caf::atom_constant<caf::atom("disarm")>;      // -> timer
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
+using collect_atom = caf::atom_constant<caf::atom("collect")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using lock_wait_atom = caf::atom_constant<caf::atom("lockwait")>;  // scheduler -> proc
 using unlock_atom = caf::atom_constant<caf::atom("unlock")>;        // proc -> scheduler
@@ -100,6 +101,7 @@ struct proc_update {
 struct tree_done {
   uint64_t root_id = 0;
   std::vector<proc_update> procs;
+  std::string summary;  ///< the tree's summary record (a serialized pb::JournalRecord)
 };
 
 } // namespace proctor

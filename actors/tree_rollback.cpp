@@ -190,20 +190,21 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
       ps->add_children(c);
     ps->set_nonce(u.nonce);
   }
-  // Only the summary is written: the fold lets it supersede the tree's earlier records, which
-  // stay until the result expires and go then with the whole tree (release_trees, one range
-  // delete for a run of neighbouring trees). Deleting them here cost one range tombstone per
-  // tree, and RocksDB fragments a memtable's range tombstones on the writing thread when it
-  // switches memtables: some 12 ms at 29k trees/s, with every journal write waiting.
+  // Only the summary is written: the fold lets it supersede the tree's earlier records, and
+  // the executor deletes those soon, together with its neighbours' (collect_finished in
+  // executor_retention.cpp; a range delete here per tree made RocksDB stall).
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
+  auto summary = batch.entries.back().record;
   st.busy = true;
-  journal_append(self, std::move(batch), [self, procs = std::move(procs), rolled_back]() mutable {
+  journal_append(self, std::move(batch), [self, procs = std::move(procs), rolled_back,
+                                          summary = std::move(summary)]() mutable {
     auto& st = self->state;
     st.busy = false;
     PLOG(debug, self, "tree finished ({})", rolled_back ? "ROLLEDBACK" : "SUCCESS");
     self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
-    self->send(st.env->executor, tree_done_atom::value, tree_done{st.root_id, std::move(procs)});
+    self->send(st.env->executor, tree_done_atom::value,
+               tree_done{st.root_id, std::move(procs), std::move(summary)});
     self->quit();
   });
 }
