@@ -21,6 +21,17 @@ protected:
     req.mutable_status()->set_id(id);
     return call(req).code() != pb::Response::NOT_FOUND;
   }
+
+  /// The journal's count of range deletes written since the node started.
+  uint64_t range_deletes() {
+    pb::Request m;
+    m.mutable_metrics();
+    auto text = call(m).text();
+    const std::string name = "\nproctor_journal_range_deletes_total ";
+    auto at = text.find(name);
+    EXPECT_NE(at, std::string::npos) << text;
+    return at == std::string::npos ? 0 : std::stoull(text.substr(at + name.size()));
+  }
 };
 
 TEST_F(retention_test, results_are_released_after_their_ttl_in_the_order_they_ended) {
@@ -76,15 +87,6 @@ TEST_F(retention_test, neighbouring_trees_go_with_one_range_delete_and_a_live_tr
   // Each tree's records are collected soon after it ends, and its summary goes when it is
   // released: a range delete per tree would make 42. Grouped, a goes alone (w follows it),
   // and its 20 neighbours in a few groups (the collection's and the expiry timer's ticks).
-  auto range_deletes = [&] {
-    pb::Request m;
-    m.mutable_metrics();
-    auto text = call(m).text();
-    const std::string name = "\nproctor_journal_range_deletes_total ";
-    auto at = text.find(name);
-    EXPECT_NE(at, std::string::npos) << text;
-    return at == std::string::npos ? 0 : std::stoull(text.substr(at + name.size()));
-  };
   ASSERT_TRUE(eventually([&] { return range_deletes() >= 2; }, std::chrono::seconds{5}));
   EXPECT_LE(range_deletes(), 21u) << "one range delete per tree?";
   // On disk: nothing of the released trees, all of the waiting one.
@@ -154,14 +156,6 @@ TEST_F(retention_test, a_finished_tree_keeps_only_its_summary_once_collected_eve
   });
   for (auto id : done)
     EXPECT_EQ(status(id).state(), pb::SUCCESS) << id;
-  auto range_deletes = [&] {
-    pb::Request m;
-    m.mutable_metrics();
-    auto text = call(m).text();
-    const std::string name = "\nproctor_journal_range_deletes_total ";
-    auto at = text.find(name);
-    return at == std::string::npos ? 0 : std::stoull(text.substr(at + name.size()));
-  };
   ASSERT_TRUE(eventually([&] { return range_deletes() >= 1; }, std::chrono::seconds{5}));
   EXPECT_LE(range_deletes(), 2u) << "w splits them in two runs at most";
   stop();
@@ -179,6 +173,45 @@ TEST_F(retention_test, a_finished_tree_keeps_only_its_summary_once_collected_eve
   }
   event("later", "1");
   EXPECT_EQ(wait(w).state(), pb::SUCCESS);
+}
+
+TEST_F(retention_test, a_tree_that_ended_without_a_summary_gets_one_at_recovery) {
+  // A journal from before summaries were written atomically with a tree's end: the root's
+  // Submitted and Finished records only.
+  {
+    std::string err;
+    auto store = open_rocksdb_store(dir_ + "/data", &err);
+    ASSERT_TRUE(store) << err;
+    pb::JournalRecord sub;
+    sub.set_format(1);
+    sub.mutable_submitted()->set_proc_id(5);
+    sub.mutable_submitted()->set_type("demo.noop");
+    pb::JournalRecord fin;
+    fin.set_format(1);
+    fin.mutable_finished()->set_proc_id(5);
+    fin.mutable_finished()->set_state(pb::SUCCESS);
+    fin.mutable_finished()->set_result_json("42");
+    ASSERT_TRUE(store->write({store_op{store_op::kind::put, 5, 1, sub.SerializeAsString()},
+                              store_op{store_op::kind::put, 5, 2, fin.SerializeAsString()}})
+                  .ok());
+  }
+  start([](node_options& o) {
+    o.executor.result_ttl = std::chrono::seconds{60};
+    o.executor.collect_after = std::chrono::milliseconds{10};
+  });
+  EXPECT_EQ(status(5).state(), pb::SUCCESS);
+  ASSERT_TRUE(eventually([&] { return range_deletes() >= 1; }, std::chrono::seconds{5}));
+  stop();
+  auto records = journal_by_tree(dir_ + "/data")[5];
+  ASSERT_EQ(records.size(), 1u);
+  ASSERT_TRUE(records[0].has_summary());
+  ASSERT_EQ(records[0].summary().procs_size(), 1);
+  EXPECT_EQ(records[0].summary().procs(0).state(), pb::SUCCESS);
+  EXPECT_EQ(records[0].summary().procs(0).result_json(), "42");
+  start_with_ttl(std::chrono::seconds{60});
+  auto s = status(5);
+  EXPECT_EQ(s.state(), pb::SUCCESS);
+  EXPECT_EQ(s.result_json(), "42");
 }
 
 } // namespace

@@ -321,18 +321,11 @@ void recover(executor_actor* self, recovered_state& rec) {
       re.finished = true;
       re.nonce = root->nonce;
       auto finished_at = image->finished_at_ms;
-      if (!image->summarized) {
-        // It ended, but the node went down before the tree was folded into its summary.
-        finished_at = now_ms();
-        journal_batch b;
-        b.deletes.push_back({image->root_id, 0});
-        pb::JournalRecord rec;
-        *rec.mutable_summary() = summarize(*image, finished_at);
-        b.entries.push_back(make_entry(image->root_id, rec));
-        append(self, std::move(b));
-      } else if (image->records > 1) {
-        // Its summary and the records before it (the node went down before they were
-        // collected).
+      if (!image->summarized || image->records > 1) {
+        // The node went down before its records were collected (or before it was even
+        // folded into a summary): they go soon, with the summary written in their place.
+        if (!image->summarized)
+          finished_at = now_ms();
         pb::JournalRecord rec;
         *rec.mutable_summary() = summarize(*image, finished_at);
         collect_later(self, image->root_id, make_entry(image->root_id, rec).record);
