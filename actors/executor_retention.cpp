@@ -130,10 +130,10 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids) {
   if (ids.empty())
     return;
   ids = sorted_unique(std::move(ids));
-  for (auto id : ids)
+  for (auto id : ids) {
     drop_tree(self, id);
-  for (auto id : ids)
     st.collectable.erase(id);  // its records go now, summary included
+  }
   // An id between two released trees may be covered only if nothing can have records under
   // it: not a tree still known (running, waiting, finished and kept, quarantined), not a
   // procedure of one, not a root whose Submitted record is on its way. What is left are

@@ -245,36 +245,15 @@ void commit_outcome(proc_actor* self, step_result& r) {
       });
       return;
     }
-    case outcome::kind::suspend: {
-      int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
-      batch.entries.push_back(make_entry(st.root_id, rec));
-      pb::JournalRecord sus;
-      auto* s = sus.mutable_suspended();
-      s->set_proc_id(st.id);
-      s->set_event_key(out.event_key());
-      s->set_deadline_ms(deadline);
-      s->set_resume_state(out.state());
-      batch.entries.push_back(make_entry(st.root_id, sus));
-      journal_append(self, std::move(batch),
-                     [self, after_commit, key = out.event_key(), next = out.state(), deadline] {
-        after_commit();
-        auto& st = self->state;
-        st.busy = false;
-        st.state = next;
-        st.attempt = 1;
-        st.event_key = key;
-        st.event_payload.clear();
-        st.event_timed_out = false;
-        if (st.stopping)
-          return maybe_finish_stop(self);
-        wait_for_event(self, deadline);
-      });
-      return;
-    }
+    case outcome::kind::suspend:
     case outcome::kind::call: {
+      // Suspended until event `key`; a call waits for the reply to its request, which
+      // comes as an event of a key of its own.
+      bool call = out.what() == outcome::kind::call;
       int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
-      auto key = "call:" + std::to_string(st.id) + ":" + std::to_string(now_ms()) + ":"
-                 + std::to_string(st.attempt);
+      auto key = call ? "call:" + std::to_string(st.id) + ":" + std::to_string(now_ms()) + ":"
+                          + std::to_string(st.attempt)
+                      : out.event_key();
       batch.entries.push_back(make_entry(st.root_id, rec));
       pb::JournalRecord sus;
       auto* s = sus.mutable_suspended();
@@ -282,11 +261,13 @@ void commit_outcome(proc_actor* self, step_result& r) {
       s->set_event_key(key);
       s->set_deadline_ms(deadline);
       s->set_resume_state(out.state());
-      s->set_call_service(out.service());
-      s->set_call_request(out.request());
+      if (call) {
+        s->set_call_service(out.service());
+        s->set_call_request(out.request());
+      }
       batch.entries.push_back(make_entry(st.root_id, sus));
       journal_append(self, std::move(batch),
-                     [self, after_commit, key, svc = out.service(), req = out.request(),
+                     [self, after_commit, call, key, svc = out.service(), req = out.request(),
                       next = out.state(), deadline] {
         after_commit();
         auto& st = self->state;
@@ -294,13 +275,18 @@ void commit_outcome(proc_actor* self, step_result& r) {
         st.state = next;
         st.attempt = 1;
         st.event_key = key;
-        st.call_service = svc;
-        st.call_request = req;
+        if (call) {
+          st.call_service = svc;
+          st.call_request = req;
+        }
         st.event_payload.clear();
         st.event_timed_out = false;
         if (st.stopping)
           return maybe_finish_stop(self);
-        wait_for_call(self, deadline);
+        if (call)
+          wait_for_call(self, deadline);
+        else
+          wait_for_event(self, deadline);
       });
       return;
     }
