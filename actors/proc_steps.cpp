@@ -9,17 +9,9 @@ namespace proctor {
 namespace {
 
 proc_update final_update(proc_actor* self, const std::string& result) {
-  auto& st = self->state;
-  proc_update u;
-  u.id = st.id;
-  u.root_id = st.root_id;
-  u.parent_id = st.parent_id;
-  u.type = st.type;
+  auto u = current_update(self);
   u.state = proc_state::success;
-  for (const auto& c : st.children)
-    u.children.push_back(c.id);
   u.result_json = result;
-  u.nonce = st.nonce;
   u.ended = true;
   return u;
 }

@@ -20,7 +20,7 @@ journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec) {
   return journal_entry{root_id, rec.SerializeAsString()};
 }
 
-void publish(proc_actor* self, std::string waiting_for) {
+proc_update current_update(proc_actor* self) {
   auto& st = self->state;
   proc_update u;
   u.id = st.id;
@@ -30,9 +30,14 @@ void publish(proc_actor* self, std::string waiting_for) {
   u.state = st.status;
   for (const auto& c : st.children)
     u.children.push_back(c.id);
-  u.waiting_for = std::move(waiting_for);
   u.nonce = st.nonce;
-  self->send(st.env->executor, update_atom::value, std::move(u));
+  return u;
+}
+
+void publish(proc_actor* self, std::string waiting_for) {
+  auto u = current_update(self);
+  u.waiting_for = std::move(waiting_for);
+  self->send(self->state.env->executor, update_atom::value, std::move(u));
 }
 
 void journal_append(proc_actor* self, journal_batch batch, std::function<void()> then) {

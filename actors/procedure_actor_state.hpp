@@ -137,6 +137,8 @@ using proc_actor = caf::stateful_actor<proc_actor_state>;
 /// The actor's behavior (procedure_actor.cpp).
 caf::behavior procedure_actor(proc_actor* self, proc_start start);
 
+/// This procedure's status as the executor keeps it.
+proc_update current_update(proc_actor* self);
 /// Sends the executor this procedure's current status.
 void publish(proc_actor* self, std::string waiting_for = {});
 
