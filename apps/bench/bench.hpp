@@ -1,0 +1,219 @@
+// proctor-bench, shared declarations (see apps/proctor_bench.cpp for what it measures):
+// the options, the clock, the child-process machinery (reporter, phase_result, run_phase;
+// children.cpp), the helpers used inside children (requests, metric(), node_in_child;
+// children.cpp), the client actors (burst clients and the open-loop pacer; clients.cpp) and
+// the phases (a)-(c) (phases_write.cpp) and (d)-(f) (phases_wait.cpp).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/node.hpp"
+#include "actors/rpc.hpp"
+#include "procedures/demo.hpp"
+#include "procedures/registry.hpp"
+#include "wire.pb.h"
+
+namespace proctor::bench {
+
+namespace fs = std::filesystem;
+using clk = std::chrono::steady_clock;
+using proctor::rpc_atom;
+
+inline double secs(clk::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// -- options --------------------------------------------------------------------------------
+
+struct bench_options {
+  std::string data_dir;
+  bool json = false;
+  bool quick = false;
+  size_t procedures = 20000;  // (b) N
+  int steps = 5;              // (b) S
+  size_t waiting = 100000;    // (d)/(e) M
+  int children = 10000;       // (f) C
+  size_t workers = 2;
+  double raw_seconds = 2.0;
+  double latency_seconds = 3.0;
+  double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
+  double fanout_timeout = 10.0;
+  std::string phases = "abcdef";  // which measures to run (d and e are one phase)
+  bool ledger = false;  // (b) with demo.ledger (a file per step, on the worker threads)
+};
+
+// -- child processes (children.cpp) ---------------------------------------------------------
+
+/// The child's end of the pipe: "key value" lines, then "end".
+class reporter {
+public:
+  reporter(int fd, bool wait_for_kill) : fd_(fd), wait_for_kill_(wait_for_kill) {}
+
+  void put(const std::string& key, double v);
+
+  void put_str(const std::string& key, std::string v);
+
+  /// Reports the end of the phase and leaves the process without running any destructor
+  /// (no actor system teardown, no clean database close). A phase that ends in a crash
+  /// waits here for the parent's SIGKILL.
+  [[noreturn]] void finish();
+
+private:
+  void write_all(const std::string& s);
+
+  int fd_;
+  bool wait_for_kill_;
+};
+
+struct phase_result {
+  bool ok = false;
+  bool timed_out = false;
+  std::string error;
+  std::map<std::string, std::string> values;
+  double wall_s = 0;
+
+  std::optional<double> num(const std::string& key) const {
+    auto i = values.find(key);
+    if (i == values.end())
+      return std::nullopt;
+    return std::strtod(i->second.c_str(), nullptr);
+  }
+};
+
+/// Runs `body` in a forked child; collects its lines until "end", EOF or the deadline.
+/// `kill_after` SIGKILLs the child once it reported (phase d's crash).
+phase_result run_phase(const std::string& name, double timeout_s, bool kill_after,
+                       const std::function<void(reporter&)>& body);
+
+// -- helpers used inside children (children.cpp) --------------------------------------------
+
+size_t rss_bytes();
+
+class bench_config : public caf::actor_system_config {
+public:
+  bench_config() {
+    proctor::tune_actor_system(*this);
+  }
+};
+
+std::string submit_req(const std::string& type, const std::string& args);
+std::string wait_req(uint64_t id);
+std::string status_req(uint64_t id);
+std::string metrics_req();
+std::string list_req(proctor::pb::ProcState state);
+std::string event_req(const std::string& key, const std::string& payload);
+
+/// One blocking request from the child's main thread.
+proctor::pb::Response call(caf::scoped_actor& self, const caf::actor& exec,
+                           const std::string& req,
+                           caf::duration timeout = caf::duration{std::chrono::seconds{60}});
+
+/// A gauge or counter from the node's Prometheus text (first sample of that name).
+double metric(const std::string& text, const std::string& name);
+
+/// A node of its own on `dir`, with the demo procedures.
+struct node_in_child {
+  bench_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  proctor::registry types;
+  std::unique_ptr<proctor::node> n;
+  proctor::recovery_report report;
+
+  node_in_child() {
+    sys = std::make_unique<caf::actor_system>(cfg);
+    proctor::register_demo_procedures(types);
+  }
+
+  void start(const std::string& dir, size_t workers) {
+    n = std::make_unique<proctor::node>(*sys, types);
+    proctor::node_options o;
+    o.data_dir = dir;
+    o.workers = workers;
+    auto r = n->start(o);
+    if (!r)
+      throw std::runtime_error("node start on " + dir + " failed: " + sys->render(r.error()));
+    report = *r;
+  }
+
+  caf::actor exec() const { return n->executor(); }
+};
+
+// -- a client that keeps many procedures in flight (clients.cpp) ----------------------------
+
+struct burst_result {
+  size_t submitted = 0;
+  size_t succeeded = 0;
+  size_t not_succeeded = 0;
+  uint64_t min_id = UINT64_MAX;
+  uint64_t max_id = 0;
+  std::string error;
+  clk::time_point t_end;
+};
+
+/// Submits `count` procedures (at most `window` in flight), returns when all ended (or, with
+/// wait_end = false, when all were acknowledged). Wall time from the first submit.
+/// (The split over client actors is explained in clients.cpp.)
+burst_result run_burst(caf::actor_system& sys, const caf::actor& exec, size_t count,
+                       size_t window, std::function<std::string(size_t)> make, bool wait_end);
+
+// -- an open-loop pacer (clients.cpp) -------------------------------------------------------
+
+struct pacer_result {
+  std::vector<double> latency_us;  ///< of the procedures submitted in the measured window
+  size_t sent = 0;
+  size_t not_succeeded = 0;
+  double measured_s = 0;
+  std::string error;
+};
+
+struct pacer_state {
+  caf::actor exec;
+  double rate = 0;
+  std::string req;
+  clk::time_point t_start, t_measure, t_stop;
+  size_t sent = 0;
+  size_t outstanding = 0;
+  size_t measured_sent = 0;
+  bool stopped = false;
+  bool finished = false;
+  pacer_result res;
+  std::shared_ptr<std::promise<pacer_result>> done;
+};
+
+caf::behavior pacer(caf::event_based_actor* self, std::shared_ptr<pacer_state> st);
+
+double percentile(const std::vector<double>& sorted, double q);
+
+/// Journal counters of a node, for the table.
+void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec,
+                    const std::string& prefix);
+
+// -- the phases (each runs in its own child process) ---------------------------------------
+
+// phases_write.cpp
+void phase_raw(reporter& r, const bench_options& o, const std::string& dir);
+void phase_steps(reporter& r, const bench_options& o, const std::string& dir);
+void phase_latency_calibrate(reporter& r, const bench_options& o, const std::string& dir);
+void phase_latency(reporter& r, const bench_options& o, const std::string& dir, double rate);
+
+// phases_wait.cpp
+void phase_populate(reporter& r, const bench_options& o, const std::string& dir);
+void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
+                   uint64_t last_id);
+void phase_fanout(reporter& r, const bench_options& o, const std::string& dir);
+
+} // namespace proctor::bench

@@ -1,0 +1,207 @@
+// proctor-bench, the phases that measure writes, each run in a child process of its own:
+// (a) raw RocksDB group commit, (b) durable step throughput, (c) one-step latency (the
+// calibration of the maximum rate, then the open-loop measurement).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include "bench.hpp"
+#include "demo.pb.h"
+#include "journal.pb.h"
+#include "persistence/keys.hpp"
+#include "wire.pb.h"
+
+namespace proctor::bench {
+
+// -- the phases (each runs in its own child process) ---------------------------------------
+
+namespace {
+
+/// The size of a journaled no-op step: a StepCommitted record of demo.noop in mid-run.
+std::string sample_step_record(const bench_options& o) {
+  proctor::pb::NoopData d;
+  d.set_steps(o.steps);
+  d.set_step(o.steps / 2 + 1);
+  proctor::pb::JournalRecord rec;
+  rec.set_format(1);
+  auto* s = rec.mutable_step();
+  s->set_proc_id(o.procedures);
+  s->set_executed_state(proctor::pb::NOOP_STEP);
+  s->set_next_state(proctor::pb::NOOP_STEP);
+  s->set_data(d.SerializeAsString());
+  s->set_attempt(1);
+  return rec.SerializeAsString();
+}
+
+} // namespace
+
+/// (a) raw RocksDB: one writer, batches of 1000 records, sync = true. The options are the
+/// journal store's (rocksdb_store.cpp), so the only difference is the engine on top.
+void phase_raw(reporter& r, const bench_options& o, const std::string& dir) {
+  rocksdb::Options opts;
+  opts.create_if_missing = true;
+  opts.paranoid_checks = true;
+  opts.IncreaseParallelism(2);
+  opts.write_buffer_size = 32 << 20;
+  opts.max_write_buffer_number = 3;
+  opts.max_total_wal_size = 256 << 20;
+  opts.keep_log_file_num = 5;
+  rocksdb::DB* raw = nullptr;
+  auto st = rocksdb::DB::Open(opts, dir, &raw);
+  if (!st.ok())
+    throw std::runtime_error("rocksdb open " + dir + ": " + st.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  const auto value = sample_step_record(o);
+  constexpr size_t per_batch = 1000;
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  uint64_t lsn = 0;
+  char key[proctor::journal_keys::key_size];
+  auto write_one = [&] {
+    rocksdb::WriteBatch b;
+    for (size_t i = 0; i < per_batch; ++i) {
+      ++lsn;
+      proctor::journal_keys::put_be64(key, 1 + lsn / 7);  // a few records per tree
+      proctor::journal_keys::put_be64(key + 8, lsn);
+      b.Put(rocksdb::Slice(key, sizeof(key)), value);
+    }
+    auto s = db->Write(wo, &b);
+    if (!s.ok())
+      throw std::runtime_error("rocksdb write: " + s.ToString());
+  };
+  for (int i = 0; i < 3; ++i)
+    write_one();  // warm-up: WAL file created, first fsyncs
+  size_t batches = 0;
+  std::vector<double> batch_us;
+  auto t0 = clk::now();
+  double el = 0;
+  while (el < o.raw_seconds || batches < 20) {
+    auto tb = clk::now();
+    write_one();
+    ++batches;
+    auto te = clk::now();
+    batch_us.push_back(std::chrono::duration<double, std::micro>(te - tb).count());
+    el = secs(te - t0);
+  }
+  // For (c): what one synced write of a single record costs here (the floor of every
+  // journal round trip on a procedure's critical path).
+  std::vector<double> one_us;
+  for (int i = 0; i < 200; ++i) {
+    rocksdb::WriteBatch b;
+    ++lsn;
+    proctor::journal_keys::put_be64(key, 1 + lsn / 7);
+    proctor::journal_keys::put_be64(key + 8, lsn);
+    b.Put(rocksdb::Slice(key, sizeof(key)), value);
+    auto tb = clk::now();
+    auto s = db->Write(wo, &b);
+    if (!s.ok())
+      throw std::runtime_error("rocksdb write: " + s.ToString());
+    one_us.push_back(std::chrono::duration<double, std::micro>(clk::now() - tb).count());
+  }
+  std::sort(batch_us.begin(), batch_us.end());
+  std::sort(one_us.begin(), one_us.end());
+  r.put("records_per_s", static_cast<double>(batches * per_batch) / el);
+  r.put("batches", static_cast<double>(batches));
+  r.put("batch_ms", el * 1000.0 / static_cast<double>(batches));
+  r.put("batch_p99_us", percentile(batch_us, 0.99));
+  r.put("one_p50_us", percentile(one_us, 0.50));
+  r.put("one_p99_us", percentile(one_us, 0.99));
+  r.put("value_bytes", static_cast<double>(value.size()));
+  r.finish();
+}
+
+/// (b) durable steps: N demo.noop procedures of S steps, all in flight, submit -> SUCCESS.
+void phase_steps(reporter& r, const bench_options& o, const std::string& dir) {
+  node_in_child nc;
+  nc.start(dir, o.workers);
+  auto req = submit_req("demo.noop", "{\"steps\":" + std::to_string(o.steps) + "}");
+  if (o.ledger) {
+    auto ledger_dir = dir + "/ledger";
+    std::filesystem::create_directories(ledger_dir);
+    req = submit_req("demo.ledger", "{\"steps\":" + std::to_string(o.steps)
+                                      + ",\"ledger_dir\":\"" + ledger_dir + "\"}");
+  }
+  auto t0 = clk::now();
+  auto res = run_burst(*nc.sys, nc.exec(), o.procedures, o.procedures,
+                       [req](size_t) { return req; }, true);
+  if (!res.error.empty())
+    throw std::runtime_error(res.error);
+  if (res.not_succeeded > 0)
+    throw std::runtime_error(std::to_string(res.not_succeeded)
+                             + " procedure(s) did not end in SUCCESS");
+  auto el = secs(res.t_end - t0);
+  r.put("seconds", el);
+  r.put("steps_per_s", static_cast<double>(o.procedures) * o.steps / el);
+  r.put("procs_per_s", static_cast<double>(o.procedures) / el);
+  caf::scoped_actor self{*nc.sys};
+  report_journal(r, self, nc.exec(), "");
+  r.finish();
+}
+
+/// (c, first half) the maximum one-step rate: K one-step procedures, all in flight, on a node
+/// of their own.
+void phase_latency_calibrate(reporter& r, const bench_options& o, const std::string& dir) {
+  node_in_child nc;
+  nc.start(dir, o.workers);
+  auto req = submit_req("demo.noop", "{\"steps\":1}");
+  size_t k = std::clamp<size_t>(o.procedures / 4, 1000, 5000);
+  auto t0 = clk::now();
+  auto res = run_burst(*nc.sys, nc.exec(), k, k, [req](size_t) { return req; }, true);
+  if (!res.error.empty())
+    throw std::runtime_error(res.error);
+  if (res.not_succeeded > 0)
+    throw std::runtime_error(std::to_string(res.not_succeeded)
+                             + " procedure(s) did not end in SUCCESS");
+  r.put("max_rate", static_cast<double>(k) / secs(res.t_end - t0));
+  r.put("count", static_cast<double>(k));
+  r.finish();
+}
+
+/// (c) latency of one-step procedures: an open-loop pacer submits at `rate` for 0.5 s of
+/// warm-up plus --latency-seconds on a fresh node; every submit -> SUCCESS is recorded.
+void phase_latency(reporter& r, const bench_options& o, const std::string& dir, double rate) {
+  node_in_child nc;
+  nc.start(dir, o.workers);
+  auto req = submit_req("demo.noop", "{\"steps\":1}");
+  auto st = std::make_shared<pacer_state>();
+  st->exec = nc.exec();
+  st->rate = rate;
+  st->req = req;
+  st->t_start = clk::now();
+  auto warmup = std::chrono::milliseconds{500};
+  st->t_measure = st->t_start + warmup;
+  st->t_stop = st->t_measure + std::chrono::duration_cast<clk::duration>(
+                                 std::chrono::duration<double>(o.latency_seconds));
+  st->done = std::make_shared<std::promise<pacer_result>>();
+  auto fut = st->done->get_future();
+  nc.sys->spawn(pacer, st);
+  auto res = fut.get();
+  if (!res.error.empty())
+    throw std::runtime_error(res.error);
+  if (res.not_succeeded > 0)
+    throw std::runtime_error(std::to_string(res.not_succeeded)
+                             + " procedure(s) did not end in SUCCESS");
+  auto& v = res.latency_us;
+  std::sort(v.begin(), v.end());
+  r.put("rate", rate);
+  r.put("achieved_rate", static_cast<double>(res.sent) / res.measured_s);
+  r.put("count", static_cast<double>(v.size()));
+  r.put("p50_us", percentile(v, 0.50));
+  r.put("p99_us", percentile(v, 0.99));
+  r.put("p999_us", percentile(v, 0.999));
+  r.put("max_us", v.empty() ? 0 : v.back());
+  r.finish();
+}
+
+} // namespace proctor::bench
