@@ -51,10 +51,9 @@ struct recovery_report {
 /// scheduler. CAF 0.17's work-stealing queues remove from the tail by walking the whole
 /// queue, so when one actor spawns many (recovery starts every tree at once, a wide tree
 /// spawns its children) every steal costs O(queue length); a shared FIFO queue does not,
-/// and its workers sleep instead of spinning on an idle 2-core machine. Two workers more than
-/// cores: the node's other threads (journal, run slots, RocksDB, CAF's clock) preempt CAF's
-/// workers, and a spare worker keeps ready actors running meanwhile (durable steps/s +15-20 %
-/// on 2 cores; an idle worker only sleeps).
+/// and its workers sleep instead of spinning on an idle 2-core machine. One worker per core
+/// (at least two): with glibc's malloc two spare workers gained 15-20 % on durable steps/s,
+/// but with jemalloc they only add futex sleeps and wake-ups (node.cpp has the figures).
 void tune_actor_system(caf::actor_system_config& cfg);
 
 class node {
