@@ -61,7 +61,9 @@ bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-rocksdb::Options make_options() {
+} // namespace
+
+rocksdb::Options journal_db_options() {
   rocksdb::Options opts;
   opts.create_if_missing = true;
   // Fail on any sign of damage instead of opening a partial journal.
@@ -87,8 +89,6 @@ rocksdb::Options make_options() {
   opts.avoid_flush_during_recovery = true;
   return opts;
 }
-
-} // namespace
 
 // -- rocksdb_store ------------------------------------------------------------------------
 
@@ -291,7 +291,7 @@ std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::s
   // the replay of the WAL into the memtable (on this thread) spent a tenth of its time there.
   rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
   rocksdb::DB* raw = nullptr;
-  auto st = rocksdb::DB::Open(make_options(), dir, &raw);
+  auto st = rocksdb::DB::Open(journal_db_options(), dir, &raw);
   std::unique_ptr<rocksdb::DB> db(raw);
   if (st.ok())
     return std::make_unique<rocksdb_store>(std::move(db));

@@ -12,6 +12,10 @@
 
 namespace proctor {
 
+/// The RocksDB options of the journal's database (proctor-bench's raw phase uses them too,
+/// so that it measures the same database with nothing on top).
+rocksdb::Options journal_db_options();
+
 class rocksdb_store : public journal_store {
 public:
   /// Takes ownership of an open database. Use open_rocksdb_store() to get one.

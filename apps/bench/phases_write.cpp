@@ -20,6 +20,7 @@
 #include "demo.pb.h"
 #include "journal.pb.h"
 #include "persistence/keys.hpp"
+#include "persistence/rocksdb_store.hpp"
 #include "wire.pb.h"
 
 namespace proctor::bench {
@@ -47,16 +48,9 @@ std::string sample_step_record(const bench_options& o) {
 } // namespace
 
 /// (a) raw RocksDB: one writer, batches of 1000 records, sync = true. The options are the
-/// journal store's (rocksdb_store.cpp), so the only difference is the engine on top.
+/// journal store's (journal_db_options()), so the only difference is the engine on top.
 void phase_raw(reporter& r, const bench_options& o, const std::string& dir) {
-  rocksdb::Options opts;
-  opts.create_if_missing = true;
-  opts.paranoid_checks = true;
-  opts.IncreaseParallelism(2);
-  opts.write_buffer_size = 32 << 20;
-  opts.max_write_buffer_number = 3;
-  opts.max_total_wal_size = 256 << 20;
-  opts.keep_log_file_num = 5;
+  auto opts = proctor::journal_db_options();
   rocksdb::DB* raw = nullptr;
   auto st = rocksdb::DB::Open(opts, dir, &raw);
   if (!st.ok())
