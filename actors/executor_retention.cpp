@@ -149,7 +149,6 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids) {
   append(self, std::move(b));
 }
 
-
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary) {
   auto& st = self->state;
   st.collectable[root_id] = std::move(summary);
@@ -172,7 +171,7 @@ void collect_finished(executor_actor* self) {
   ids.reserve(st.collectable.size());
   for (const auto& [id, summary] : st.collectable)
     ids.push_back(id);
-  ids = sorted_unique(std::move(ids));
+  std::sort(ids.begin(), ids.end());  // map keys: unique already
   // As for release_trees, but the trees collected now are not in use, nor are their
   // procedures: their records go, and the same batch writes their summaries again (after
   // the deletes, so with newer sequence numbers: the range tombstones do not cover them).
