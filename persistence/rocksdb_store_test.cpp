@@ -194,6 +194,18 @@ TEST_F(rocksdb_store_test, ops_apply_in_order_within_one_write) {
   EXPECT_EQ(tree(5), (std::vector<rec>{{5, 4, "x"}}));
 }
 
+TEST_F(rocksdb_store_test, puts_out_of_key_order_around_deletes_apply_as_written) {
+  // The store reorders each run of puts by key; the result must be that of the given order.
+  store_op trees;
+  trees.what = store_op::kind::delete_trees;
+  trees.root_id = 4;
+  trees.last_root_id = 6;
+  write({put(9, 2, "k"), put(5, 7, "gone"), put(4, 1, "gone"), put(9, 1, "j"), put(7, 1, "first"),
+         put(7, 1, "second"), trees, put(6, 3, "kept"), put(2, 1, "a"), put(5, 1, "kept2")});
+  EXPECT_EQ(scan_all(), (std::vector<rec>{{2, 1, "a"}, {5, 1, "kept2"}, {6, 3, "kept"},
+                                          {7, 1, "second"}, {9, 1, "j"}, {9, 2, "k"}}));
+}
+
 TEST_F(rocksdb_store_test, last_root_is_addressable) {
   write({put(UINT64_MAX - 1, 5, "p"), put(UINT64_MAX, 0, "a"), put(UINT64_MAX, UINT64_MAX, "z")});
   EXPECT_EQ(tree(UINT64_MAX),
