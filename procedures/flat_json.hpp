@@ -1,0 +1,23 @@
+// A fast path for the args JSON of a submit. Nearly every args object is flat and tiny
+// ({"steps":5}, {"key":"evt-17"}), yet protobuf's JsonStringToMessage sets up a type resolver
+// and a stream converter for each call: ~6 % of the engine's CPU in the throughput benchmark.
+#pragma once
+
+#include <string_view>
+
+#include <google/protobuf/message.h>
+
+namespace proctor {
+
+/// Parses `text` into `*msg` exactly as google::protobuf::util::JsonStringToMessage (with
+/// ignore_unknown_fields = false) would, when `text` is in the subset this function handles:
+/// a JSON object (JSON whitespace around tokens) whose names are unescaped and name distinct
+/// singular, non-oneof fields of a proto3 message (by json_name or proto name), with values
+///   - a plain integer literal (-?(0|[1-9][0-9]*), not -0) in range, for integer fields;
+///   - true or false, for bool fields;
+///   - a string without escapes or control characters, valid UTF-8, for string fields.
+/// Returns false for anything else, valid or not, leaving `*msg` cleared: the caller then
+/// uses JsonStringToMessage, which gives the result or the error message.
+bool parse_flat_json(std::string_view text, google::protobuf::Message* msg);
+
+} // namespace proctor
