@@ -41,15 +41,32 @@ void publish(proc_actor* self, std::string waiting_for) {
 }
 
 void journal_append(proc_actor* self, journal_batch batch, std::function<void()> then) {
-  self->request(self->state.env->journal, caf::infinite, append_atom::value, std::move(batch))
-    .then([then = std::move(then)](uint64_t) { then(); },
-          [self](caf::error& e) {
-            // The journal acknowledges only durable writes and fail-stops the node on a
-            // write error; an error here means it is gone. Nothing may proceed.
-            PLOG(critical, self, "journal append failed: {}", self->system().render(e));
-            self->quit(caf::make_error(errc::journal_failed));
-          });
+  // A tagged send, not a request: no response handler to build and match for each step. The
+  // journal acknowledges only durable writes and fail-stops the node on a write error, so an
+  // append that is never acknowledged means the node is going down; nothing proceeds.
+  auto& st = self->state;
+  auto tag = ++st.last_append_tag;
+  st.appends.emplace_back(tag, std::move(then));
+  self->send(st.env->journal, append_atom::value, std::move(batch), tag);
 }
+
+namespace {
+
+/// The journal made the append `tag` durable: run what waited for it.
+void on_appended(proc_actor* self, uint64_t tag) {
+  auto& pending = self->state.appends;
+  // The journal acknowledges a sender's appends in the order they were sent.
+  auto i = std::find_if(pending.begin(), pending.end(), [tag](auto& a) { return a.first == tag; });
+  if (i == pending.end()) {
+    PLOG(error, self, "acknowledgement of an unknown journal append {}", tag);
+    return;
+  }
+  auto then = std::move(i->second);
+  pending.erase(i);
+  then();
+}
+
+} // namespace
 
 void schedule(proc_actor* self) {
   auto& st = self->state;
@@ -234,6 +251,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     }
   }
   return {
+    [self](appended_atom, uint64_t tag, uint64_t) { on_appended(self, tag); },
     [self](run_inline_atom, step_job& job) {
       // Our turn, for a type whose steps never block: run it here, free the slot, go on.
       auto r = worker_pool::run(job);

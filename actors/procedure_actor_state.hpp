@@ -3,10 +3,12 @@
 // of children (proc_supervision.cpp) and, for a root, the tree's rollback (tree_rollback.cpp).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -91,6 +93,9 @@ struct proc_actor_state {
   bool parked = false;     ///< failed; waiting for the root's rollback to stop us
   bool stopping = false;
   size_t stops_pending = 0;
+  /// Appends sent to the journal and not yet durable, oldest first: (tag, what runs then).
+  std::vector<std::pair<uint64_t, std::function<void()>>> appends;
+  uint64_t last_append_tag = 0;
   std::vector<caf::response_promise> stop_promises;
 
   // -- root only ------------------------------------------------------------------------------
