@@ -6,8 +6,9 @@
 // Messages:
 //   (append_atom, journal_batch)      -> uint64_t  last LSN assigned, once durable
 //   (append_atom, journal_batch, uint64_t tag)  sent, not requested: once durable, the
-//       sender receives (appended_atom, tag, last LSN). For actors with many appends in
-//       flight: CAF 0.17 keeps an actor's pending requests in a flat map searched linearly.
+//       sender receives (appended_atom, tag, last LSN), a sender's appends in the order sent.
+//       For actors with many appends in flight (CAF 0.17 keeps an actor's pending requests in
+//       a flat map searched linearly) and for procedure actors (no response handler per step).
 //   (read_tree_atom, uint64_t root)   -> journal_records  every record of the tree, ascending
 //   (journal_stats_atom)              -> journal_stats
 // A write error makes the node fail-stop: the `fatal` callback runs and no waiting append is
