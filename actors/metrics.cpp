@@ -88,6 +88,8 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         static_cast<double>(j.last_batch_size));
   gauge("proctor_journal_last_fsync_us", "Duration of the journal's last synced write.",
         static_cast<double>(j.fsync_us_last));
+  gauge("proctor_journal_max_fsync_us", "Duration of the journal's slowest synced write.",
+        static_cast<double>(j.fsync_us_max));
   o << "# HELP proctor_journal_batches_total Synced WriteBatches.\n"
        "# TYPE proctor_journal_batches_total counter\nproctor_journal_batches_total "
     << j.batches << "\n# HELP proctor_journal_records_total Records appended.\n"
@@ -96,7 +98,10 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
        "# TYPE proctor_journal_range_deletes_total counter\nproctor_journal_range_deletes_total "
     << j.range_deletes << "\n# HELP proctor_journal_fsync_us_total Time in synced writes.\n"
        "# TYPE proctor_journal_fsync_us_total counter\nproctor_journal_fsync_us_total "
-    << j.fsync_us_total << '\n';
+    << j.fsync_us_total << "\n# HELP proctor_journal_slow_writes_total Synced writes over "
+    << slow_write_us / 1000 << " ms.\n# TYPE proctor_journal_slow_writes_total counter\n"
+       "proctor_journal_slow_writes_total "
+    << j.slow_writes << '\n';
   return o.str();
 }
 

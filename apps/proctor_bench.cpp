@@ -269,6 +269,12 @@ int main(int argc, char** argv) {
     row("    samples", fmt_num(*lat.num("count")) + " at " + fmt_num(*lat.num("achieved_rate"))
                          + "/s, max " + fmt_num(*lat.num("max_us")) + " us",
         "");
+    if (auto b = lat.num("journal_batches"); b && *b > 0)
+      row("    journal (whole run, warm-up included)",
+          fmt_num(*b) + " synced writes, slowest " + fmt_num(*lat.num("journal_max_fsync_us"))
+            + " us",
+          fmt_num(*lat.num("journal_slow_writes")) + " over "
+            + fmt_num(static_cast<double>(proctor::slow_write_us / 1000)) + " ms");
   } else {
     row("(c) one-step latency", failed(lat), "");
   }

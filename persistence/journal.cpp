@@ -1,5 +1,6 @@
 #include "persistence/journal.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <utility>
@@ -118,6 +119,8 @@ void flush(journal_actor* self) {
   st.stats.last_batch_size = st.staged.size();
   st.stats.fsync_us_last = us;
   st.stats.fsync_us_total += us;
+  st.stats.fsync_us_max = std::max(st.stats.fsync_us_max, us);
+  st.stats.slow_writes += us > slow_write_us ? 1 : 0;
   for (auto& a : st.staged) {
     if (a.tagged_sender)
       self->send(a.tagged_sender, appended_atom::value, a.tag, uint64_t{a.last_lsn});

@@ -57,6 +57,10 @@ struct journal_batch {
 
 using journal_records = std::vector<stored_record>;
 
+/// A synced write slower than this is counted in journal_stats::slow_writes: every append in
+/// it, and every append behind it, waited at least that long.
+constexpr uint64_t slow_write_us = 10'000;
+
 struct journal_stats {
   uint64_t batches = 0;         ///< WriteBatches written
   uint64_t records = 0;         ///< records appended
@@ -64,6 +68,8 @@ struct journal_stats {
   uint64_t last_batch_size = 0; ///< appends in the last batch
   uint64_t fsync_us_total = 0;  ///< time spent in synced writes, microseconds
   uint64_t fsync_us_last = 0;
+  uint64_t fsync_us_max = 0;    ///< the slowest synced write so far
+  uint64_t slow_writes = 0;     ///< synced writes that took longer than slow_write_us
   uint64_t next_lsn = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -65,6 +66,27 @@ public:
   rocksdb::Status read_tree(uint64_t, std::vector<stored_record>*) override {
     return rocksdb::Status::OK();
   }
+};
+
+/// A store whose next write takes `delay` longer, as a disk's occasional stall would.
+class stalling_store : public journal_store {
+public:
+  explicit stalling_store(std::shared_ptr<journal_store> inner) : inner_(std::move(inner)) {}
+  std::atomic<int> stall_ms{0};
+  rocksdb::Status write(const std::vector<store_op>& ops) override {
+    if (auto ms = stall_ms.exchange(0); ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds{ms});
+    return inner_->write(ops);
+  }
+  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
+    return inner_->scan(fn);
+  }
+  rocksdb::Status read_tree(uint64_t root, std::vector<stored_record>* out) override {
+    return inner_->read_tree(root, out);
+  }
+
+private:
+  std::shared_ptr<journal_store> inner_;
 };
 
 class journal_test : public ::testing::Test {
@@ -347,6 +369,24 @@ TEST_F(journal_test, id_floor_is_written_with_deletes) {
 }
 
 // -- failure ------------------------------------------------------------------------------
+
+TEST_F(journal_test, stats_keep_the_slowest_synced_write_and_count_slow_ones) {
+  auto slow = std::make_shared<stalling_store>(store);
+  journal_config jc;
+  jc.store = slow;
+  auto j = spawn(std::move(jc));
+  append(j, entries({{5, "a"}}));
+  auto quick = stats(j);
+  EXPECT_EQ(quick.fsync_us_max, quick.fsync_us_last);
+  slow->stall_ms = static_cast<int>(slow_write_us / 1000) + 5;
+  append(j, entries({{5, "b"}}));
+  append(j, entries({{5, "c"}}));  // after the slow one: the maximum stays
+  auto after = stats(j);
+  EXPECT_EQ(after.batches, 3u);
+  EXPECT_GE(after.slow_writes, quick.slow_writes + 1);
+  EXPECT_GE(after.fsync_us_max, slow_write_us + 5'000);
+  EXPECT_GE(after.fsync_us_total, after.fsync_us_max + quick.fsync_us_last);
+}
 
 TEST_F(journal_test, write_error_fail_stops_and_never_acknowledges) {
   auto bad = std::make_shared<failing_store>();

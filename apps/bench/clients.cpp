@@ -240,6 +240,8 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
   r.put(prefix + "journal_batches", batches);
   r.put(prefix + "journal_records", records);
   r.put(prefix + "journal_fsync_us", fsync_us);
+  r.put(prefix + "journal_max_fsync_us", metric(m, "proctor_journal_max_fsync_us"));
+  r.put(prefix + "journal_slow_writes", metric(m, "proctor_journal_slow_writes_total"));
 }
 
 } // namespace proctor::bench

@@ -195,6 +195,8 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
   r.put("p99_us", percentile(v, 0.99));
   r.put("p999_us", percentile(v, 0.999));
   r.put("max_us", v.empty() ? 0 : v.back());
+  caf::scoped_actor self{*nc.sys};
+  report_journal(r, self, nc.exec(), "");
   r.finish();
 }
 
