@@ -121,7 +121,8 @@ rocksdb::Status rocksdb_store::write(const std::vector<store_op>& ops) {
   // of distinct keys between two deletes changes nothing (a stable sort keeps puts of one
   // key in order); a delete stays between the puts before and after it, because it must
   // cover the first and not the second.
-  auto& order = put_order_;
+  std::vector<uint32_t> order;  // indices into ops of the current run of puts
+  order.reserve(ops.size());
   char key[journal_keys::key_size];
   auto put_run = [&]() -> rocksdb::Status {
     std::stable_sort(order.begin(), order.end(), [&ops](uint32_t a, uint32_t b) {
@@ -137,7 +138,6 @@ rocksdb::Status rocksdb_store::write(const std::vector<store_op>& ops) {
     order.clear();
     return rocksdb::Status::OK();
   };
-  order.clear();
   for (uint32_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
     if (op.what == store_op::kind::put) {

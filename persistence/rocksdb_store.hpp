@@ -40,8 +40,6 @@ public:
 
 private:
   std::unique_ptr<rocksdb::DB> db_;
-  /// write(): indices of a run of puts, sorted by key (kept for its capacity).
-  std::vector<uint32_t> put_order_;
 };
 
 } // namespace proctor
