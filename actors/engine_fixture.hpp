@@ -183,6 +183,16 @@ protected:
     return pred();
   }
 
+  /// A sample of the node's metrics (Prometheus text) by name; -1, and a failure, if absent.
+  double metric(const std::string& name) {
+    pb::Request req;
+    req.mutable_metrics();
+    auto text = call(req).text();
+    auto at = text.find("\n" + name + " ");
+    EXPECT_NE(at, std::string::npos) << name << " not in:\n" << text;
+    return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+  }
+
   pb::Response event(const std::string& key, const std::string& payload) {
     pb::Request req;
     req.mutable_event()->set_key(key);

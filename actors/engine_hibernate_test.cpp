@@ -19,15 +19,7 @@ protected:
   }
 
   /// The node's proctor_hibernated_procedures gauge.
-  long hibernated() {
-    pb::Request req;
-    req.mutable_metrics();
-    auto text = call(req).text();
-    const std::string name = "\nproctor_hibernated_procedures ";
-    auto at = text.find(name);
-    EXPECT_NE(at, std::string::npos) << text;
-    return at == std::string::npos ? -1 : std::stol(text.substr(at + name.size()));
-  }
+  long hibernated() { return static_cast<long>(metric("proctor_hibernated_procedures")); }
 
   pb::Response abort(uint64_t id) {
     pb::Request req;
