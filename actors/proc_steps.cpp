@@ -38,7 +38,7 @@ void proceed(proc_actor* self) {
   st.busy = false;
   if (st.stopping)
     return maybe_finish_stop(self);
-  schedule(self);
+  schedule(self, true);
 }
 
 /// A business failure of this procedure's step: retry it while the type's policy allows,

@@ -66,9 +66,19 @@ void on_appended(proc_actor* self, uint64_t tag) {
   then();
 }
 
+/// Runs `job`'s step on this actor (a type whose steps never block) and acts on its outcome.
+void run_here(proc_actor* self, step_job& job) {
+  auto r = worker_pool::run(job);
+  if (!job.direct)
+    self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());
+  if (r.undo)
+    return on_undo_done(self, r);
+  on_step_done(self, r);
+}
+
 } // namespace
 
-void schedule(proc_actor* self) {
+void schedule(proc_actor* self, bool now) {
   auto& st = self->state;
   step_job job;
   job.proc = caf::actor_cast<caf::actor>(self);
@@ -89,8 +99,12 @@ void schedule(proc_actor* self) {
   if (job.run_inline && st.locks.empty()) {
     // A step that never blocks and needs no lock has nothing to wait for: it takes no run
     // slot (those bound the worker threads) and so needs no turn from the scheduler. It runs
-    // on this actor after whatever is already in its mailbox (a stop, an abort).
+    // on this actor: at once when the caller says nothing else needs a look first (right
+    // after a commit: a stop or abort already queued is seen before the next step commits),
+    // else after whatever is already in its mailbox (a stop, an abort).
     job.direct = true;
+    if (now)
+      return run_here(self, job);
     self->send(self, run_inline_atom::value, std::move(job));
     return;
   }
@@ -252,15 +266,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
   }
   return {
     [self](appended_atom, uint64_t tag, uint64_t) { on_appended(self, tag); },
-    [self](run_inline_atom, step_job& job) {
-      // Our turn, for a type whose steps never block: run it here, free the slot, go on.
-      auto r = worker_pool::run(job);
-      if (!job.direct)
-        self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());
-      if (r.undo)
-        return on_undo_done(self, r);
-      on_step_done(self, r);
-    },
+    // Our turn, for a type whose steps never block: run it here, free the slot, go on.
+    [self](run_inline_atom, step_job& job) { run_here(self, job); },
     [self](step_done_atom, step_result& r) {
       if (r.undo)
         return on_undo_done(self, r);

@@ -147,8 +147,9 @@ proc_update current_update(proc_actor* self);
 /// Sends the executor this procedure's current status.
 void publish(proc_actor* self, std::string waiting_for = {});
 
-/// Queues the next step on the scheduler.
-void schedule(proc_actor* self);
+/// Queues the next step on the scheduler. With `now` (the actor is handling a message and
+/// nothing is in flight), a step that needs no turn from the scheduler runs right here.
+void schedule(proc_actor* self, bool now = false);
 
 /// Appends `batch`; runs `then` once it is durable. A journal error means fail-stop.
 void journal_append(proc_actor* self, journal_batch batch, std::function<void()> then);
