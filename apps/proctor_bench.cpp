@@ -4,7 +4,8 @@
 //       size of a journaled no-op step, sync = true;
 //   (b) durable step throughput: N procedures x S no-op steps, submit -> SUCCESS;
 //   (c) latency of one-step procedures, submit -> SUCCESS, open loop at about half the
-//       maximum one-step rate: p50 / p99 / p999;
+//       maximum one-step rate: p50 / p99 / p999, beside the floor the disk sets at that
+//       rate (raw RocksDB, two chained group-committed synced writes per arrival);
 //   (d) recovery: M procedures suspended on an event, the node SIGKILLed, then the time
 //       until a new node has rehydrated all of them;
 //   (e) resident-memory growth per waiting procedure at that M;
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
     return p;
   };
   phase_result raw = skipped(), steps = skipped(), cal = skipped(), lat = skipped(),
-               pop = skipped(), rec = skipped(), fan = skipped();
+               floor = skipped(), pop = skipped(), rec = skipped(), fan = skipped();
   if (want("a")) {
     raw = run_phase("(a) raw RocksDB", 60, false,
                     [&](reporter& r) { phase_raw(r, o, sub("raw")); });
@@ -183,6 +184,10 @@ int main(int argc, char** argv) {
       lat = run_phase("(c) latency", 60 + o.latency_seconds, false,
                       [&](reporter& r) { phase_latency(r, o, sub("latency"), rate); });
       progress("(c) latency", lat);
+      floor = run_phase("(c) floor", 60 + o.latency_seconds, false, [&](reporter& r) {
+        phase_latency_floor(r, o, sub("latency-floor"), rate);
+      });
+      progress("(c) floor: raw RocksDB at the same rate", floor);
     } else {
       lat.error = "no rate: " + cal.error;
     }
@@ -277,6 +282,19 @@ int main(int argc, char** argv) {
             + fmt_num(static_cast<double>(proctor::slow_write_us / 1000)) + " ms");
   } else {
     row("(c) one-step latency", failed(lat), "");
+  }
+  if (want("c") && floor.ok) {
+    auto fp99 = *floor.num("p99_us");
+    row("    floor: raw RocksDB, 2 synced writes each",
+        "p50 " + fmt_num(*floor.num("p50_us")) + "  p99 " + fmt_num(fp99) + "  p999 "
+          + fmt_num(*floor.num("p999_us")) + " us",
+        p99 && fp99 > 0 ? "p99 " + fmt_num(*p99 / fp99, *p99 >= fp99 ? 1 : 2) + " x the floor's" : "");
+    row("    floor: its synced writes",
+        fmt_num(*floor.num("writes")) + ", slowest " + fmt_num(*floor.num("slowest_write_us"))
+          + " us",
+        "");
+  } else if (want("c") && !floor.error.empty() && lat.ok) {
+    row("    floor: raw RocksDB at the same rate", failed(floor), "");
   }
   if (!want("de")) {
   } else if (rec_ps) {

@@ -209,6 +209,8 @@ void phase_raw(reporter& r, const bench_options& o, const std::string& dir);
 void phase_steps(reporter& r, const bench_options& o, const std::string& dir);
 void phase_latency_calibrate(reporter& r, const bench_options& o, const std::string& dir);
 void phase_latency(reporter& r, const bench_options& o, const std::string& dir, double rate);
+void phase_latency_floor(reporter& r, const bench_options& o, const std::string& dir,
+                         double rate);
 
 // phases_wait.cpp
 void phase_populate(reporter& r, const bench_options& o, const std::string& dir);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -197,6 +198,81 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
   r.put("max_us", v.empty() ? 0 : v.back());
   caf::scoped_actor self{*nc.sys};
   report_journal(r, self, nc.exec(), "");
+  r.finish();
+}
+
+/// (c) the floor under it: what the disk alone allows at the same arrival rate. A one-step
+/// procedure needs two synced writes, one after the other (its submit, then its step with its
+/// end); here each arrival needs two records written one after the other, by one writer with
+/// group commit on the journal's RocksDB options and nothing else: every synced write takes
+/// all that is waiting. Arrivals are paced open-loop on a schedule and latency counts from the
+/// scheduled arrival, so a stalled write delays every arrival it holds up, as in (c).
+void phase_latency_floor(reporter& r, const bench_options& o, const std::string& dir,
+                         double rate) {
+  auto opts = proctor::journal_db_options();
+  rocksdb::DB* raw = nullptr;
+  auto st = rocksdb::DB::Open(opts, dir, &raw);
+  if (!st.ok())
+    throw std::runtime_error("rocksdb open " + dir + ": " + st.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  const auto value = sample_step_record(o);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  auto period = std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(1.0 / rate));
+  auto t_start = clk::now();
+  auto t_measure = t_start + std::chrono::milliseconds{500};
+  auto t_stop = t_measure + std::chrono::duration_cast<clk::duration>(
+                              std::chrono::duration<double>(o.latency_seconds));
+  struct item {
+    uint64_t id;
+    clk::time_point arrival;
+  };
+  std::vector<item> first, second;  // waiting for their first / second write
+  std::vector<double> lat_us;
+  uint64_t arrived = 0;
+  uint64_t lsn = 0;
+  size_t writes = 0;
+  double slowest_us = 0;
+  char key[proctor::journal_keys::key_size];
+  auto arrival = [&](uint64_t i) { return t_start + period * static_cast<int64_t>(i); };
+  for (;;) {
+    auto now = clk::now();
+    for (; arrival(arrived) <= now && arrival(arrived) < t_stop; ++arrived)
+      first.push_back({arrived + 1, arrival(arrived)});
+    if (first.empty() && second.empty()) {
+      if (arrival(arrived) >= t_stop)
+        break;
+      std::this_thread::sleep_until(arrival(arrived));
+      continue;
+    }
+    rocksdb::WriteBatch b;
+    for (const auto* v : {&second, &first})
+      for (const auto& it : *v) {
+        proctor::journal_keys::put_be64(key, it.id);
+        proctor::journal_keys::put_be64(key + 8, ++lsn);
+        b.Put(rocksdb::Slice(key, sizeof(key)), value);
+      }
+    auto tw = clk::now();
+    auto s = db->Write(wo, &b);
+    if (!s.ok())
+      throw std::runtime_error("rocksdb write: " + s.ToString());
+    auto done = clk::now();
+    ++writes;
+    slowest_us = std::max(slowest_us, std::chrono::duration<double, std::micro>(done - tw).count());
+    for (const auto& it : second)
+      if (it.arrival >= t_measure)
+        lat_us.push_back(std::chrono::duration<double, std::micro>(done - it.arrival).count());
+    second.swap(first);
+    first.clear();
+  }
+  std::sort(lat_us.begin(), lat_us.end());
+  r.put("count", static_cast<double>(lat_us.size()));
+  r.put("p50_us", percentile(lat_us, 0.50));
+  r.put("p99_us", percentile(lat_us, 0.99));
+  r.put("p999_us", percentile(lat_us, 0.999));
+  r.put("max_us", lat_us.empty() ? 0 : lat_us.back());
+  r.put("writes", static_cast<double>(writes));
+  r.put("slowest_write_us", slowest_us);
   r.finish();
 }
 
