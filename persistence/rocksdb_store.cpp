@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "persistence/keys.hpp"
+#include "persistence/tree_memtable.hpp"
 
 namespace proctor {
 
@@ -89,6 +90,12 @@ rocksdb::Options journal_db_options() {
   // later recovery past a torn tail still replays the newer WALs: point-in-time recovery
   // goes on where the sequence numbers continue.
   opts.avoid_flush_during_recovery = true;
+  // The memtable keeps each tree's records together (see tree_memtable.hpp): the journal
+  // writes to thousands of trees at once, which a skiplist paid for with a search per record.
+  // Its prefix is the root id; readers that cross trees ask for total order.
+  opts.prefix_extractor = journal_prefix_transform();
+  opts.memtable_factory = std::make_shared<tree_memtable_factory>();
+  opts.allow_concurrent_memtable_write = false;  // one writer: the journal
   return opts;
 }
 
@@ -191,6 +198,7 @@ rocksdb::Status rocksdb_store::scan(const std::function<bool(const stored_record
     ro.verify_checksums = true;
     ro.fill_cache = false;
     ro.readahead_size = scan_readahead;
+    ro.total_order_seek = true;  // every tree (the memtable's prefix is one tree)
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
     std::unique_lock<std::mutex> g(mtx);
     batch b = std::move(spare.back());
@@ -264,6 +272,7 @@ rocksdb::Status rocksdb_store::read_tree(uint64_t root_id, std::vector<stored_re
   rocksdb::ReadOptions ro;
   ro.verify_checksums = true;
   ro.iterate_upper_bound = &upper;
+  // Prefix mode (no total_order_seek): the memtable hands over this tree's records only.
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
   size_t malformed = 0;
   for (it->Seek(begin); it->Valid(); it->Next()) {
