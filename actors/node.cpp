@@ -8,6 +8,7 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/node_scheduler.hpp"
 #include "actors/scheduler.hpp"
 #include "persistence/keys.hpp"
 #include "persistence/tree_image.hpp"
@@ -45,6 +46,10 @@ void tune_actor_system(caf::actor_system_config& cfg) {
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
   cfg.set("scheduler.policy", caf::atom("sharing"));
+  // CAF takes a scheduler module from the config's factories instead of building its own:
+  // work sharing, on a clock that skips needless cancels (node_scheduler.hpp).
+  cfg.module_factories.push_back(
+    [](caf::actor_system& sys) -> caf::actor_system::module* { return new node_coordinator(sys); });
   // One worker per core (at least two). Two more helped while glibc's malloc made workers
   // wait on its locks; with jemalloc the extra workers only sleep and wake on futexes: on
   // 2 cores, 2 workers gave proctor-bench (c) p99 5.6-8.5 ms where 4 gave 8.1-16.9 ms (four
