@@ -43,11 +43,14 @@ protected:
 };
 
 TEST_F(node_scheduler_test, a_request_still_times_out_and_its_actor_is_tracked) {
-  auto silent = sys.spawn([]() -> caf::behavior { return {[](ping_atom) { return caf::delegated<void>{}; }}; });
+  auto silent = sys.spawn([]() -> caf::behavior {
+    return {[](ping_atom) { return caf::delegated<void>{}; }};
+  });
   caf::scoped_actor self{sys};
   bool timed_out = false;
   self->request(silent, 50ms, ping_atom::value)
-    .receive([](caf::message&) {}, [&](caf::error& e) { timed_out = e == caf::sec::request_timeout; });
+    .receive([](caf::message&) {},
+             [&](caf::error& e) { timed_out = e == caf::sec::request_timeout; });
   EXPECT_TRUE(timed_out);
   EXPECT_GE(clock().tracked(), 1u);  // the scoped actor set a timeout
   caf::anon_send_exit(silent, caf::exit_reason::kill);

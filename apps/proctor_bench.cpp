@@ -288,7 +288,9 @@ int main(int argc, char** argv) {
     row("    floor: raw RocksDB, 2 synced writes each",
         "p50 " + fmt_num(*floor.num("p50_us")) + "  p99 " + fmt_num(fp99) + "  p999 "
           + fmt_num(*floor.num("p999_us")) + " us",
-        p99 && fp99 > 0 ? "p99 " + fmt_num(*p99 / fp99, *p99 >= fp99 ? 1 : 2) + " x the floor's" : "");
+        p99 && fp99 > 0
+          ? "p99 " + fmt_num(*p99 / fp99, *p99 >= fp99 ? 1 : 2) + " x the floor's"
+          : "");
     row("    floor: its synced writes",
         fmt_num(*floor.num("writes")) + ", slowest " + fmt_num(*floor.num("slowest_write_us"))
           + " us",

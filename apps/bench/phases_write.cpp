@@ -46,17 +46,21 @@ std::string sample_step_record(const bench_options& o) {
   return rec.SerializeAsString();
 }
 
+/// RocksDB alone, on the journal store's options (journal_db_options()).
+std::unique_ptr<rocksdb::DB> open_raw(const std::string& dir) {
+  rocksdb::DB* raw = nullptr;
+  auto st = rocksdb::DB::Open(proctor::journal_db_options(), dir, &raw);
+  if (!st.ok())
+    throw std::runtime_error("rocksdb open " + dir + ": " + st.ToString());
+  return std::unique_ptr<rocksdb::DB>(raw);
+}
+
 } // namespace
 
 /// (a) raw RocksDB: one writer, batches of 1000 records, sync = true. The options are the
 /// journal store's (journal_db_options()), so the only difference is the engine on top.
 void phase_raw(reporter& r, const bench_options& o, const std::string& dir) {
-  auto opts = proctor::journal_db_options();
-  rocksdb::DB* raw = nullptr;
-  auto st = rocksdb::DB::Open(opts, dir, &raw);
-  if (!st.ok())
-    throw std::runtime_error("rocksdb open " + dir + ": " + st.ToString());
-  std::unique_ptr<rocksdb::DB> db(raw);
+  auto db = open_raw(dir);
   const auto value = sample_step_record(o);
   constexpr size_t per_batch = 1000;
   rocksdb::WriteOptions wo;
@@ -209,16 +213,12 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
 /// scheduled arrival, so a stalled write delays every arrival it holds up, as in (c).
 void phase_latency_floor(reporter& r, const bench_options& o, const std::string& dir,
                          double rate) {
-  auto opts = proctor::journal_db_options();
-  rocksdb::DB* raw = nullptr;
-  auto st = rocksdb::DB::Open(opts, dir, &raw);
-  if (!st.ok())
-    throw std::runtime_error("rocksdb open " + dir + ": " + st.ToString());
-  std::unique_ptr<rocksdb::DB> db(raw);
+  auto db = open_raw(dir);
   const auto value = sample_step_record(o);
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  auto period = std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(1.0 / rate));
+  auto period =
+    std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(1.0 / rate));
   auto t_start = clk::now();
   auto t_measure = t_start + std::chrono::milliseconds{500};
   auto t_stop = t_measure + std::chrono::duration_cast<clk::duration>(
@@ -258,7 +258,8 @@ void phase_latency_floor(reporter& r, const bench_options& o, const std::string&
       throw std::runtime_error("rocksdb write: " + s.ToString());
     auto done = clk::now();
     ++writes;
-    slowest_us = std::max(slowest_us, std::chrono::duration<double, std::micro>(done - tw).count());
+    slowest_us =
+      std::max(slowest_us, std::chrono::duration<double, std::micro>(done - tw).count());
     for (const auto& it : second)
       if (it.arrival >= t_measure)
         lat_us.push_back(std::chrono::duration<double, std::micro>(done - it.arrival).count());
