@@ -95,6 +95,12 @@ private:
   size_t i_ = 0;
 };
 
+/// Entry order, for the standard algorithms.
+struct entry_less {
+  const MemTableRep::KeyComparator* cmp;
+  bool operator()(const char* a, const char* b) const { return (*cmp)(a, b) < 0; }
+};
+
 class tree_rep final : public MemTableRep {
 public:
   tree_rep(const KeyComparator& cmp, rocksdb::Allocator* allocator)
@@ -109,8 +115,7 @@ public:
     if (v->empty() || cmp_(v->back(), e) < 0) {
       v->push_back(e);
     } else {
-      auto at = std::upper_bound(v->begin(), v->end(), e,
-                                 [this](const char* a, const char* b) { return cmp_(a, b) < 0; });
+      auto at = std::upper_bound(v->begin(), v->end(), e, less());
       v->insert(at, e);
     }
     bytes_.fetch_add(sizeof(const char*) + (created ? tree_overhead : 0),
@@ -122,8 +127,7 @@ public:
     const auto* v = find(UserKey(key));
     if (v == nullptr)
       return false;
-    return std::binary_search(v->begin(), v->end(), key,
-                              [this](const char* a, const char* b) { return cmp_(a, b) < 0; });
+    return std::binary_search(v->begin(), v->end(), key, less());
   }
 
   void MarkReadOnly() override {
@@ -154,6 +158,8 @@ public:
 private:
   /// Per tree: the map node, its vector, some of the vector's unused capacity.
   static constexpr size_t tree_overhead = 96;
+
+  entry_less less() const { return {&cmp_}; }
 
   /// Journal keys are at least 8 bytes; shorter ones (only in a damaged store) share a list.
   static bool root_of(const Slice& user, uint64_t* root) {
@@ -208,9 +214,8 @@ private:
     out->insert(out->end(), short_keys_.begin(), short_keys_.end());
     // Trees in root order are in key order under RocksDB's bytewise comparator (big-endian
     // root ids); short keys, or another comparator, need the sort.
-    auto less = [this](const char* a, const char* b) { return cmp_(a, b) < 0; };
-    if (!std::is_sorted(out->begin(), out->end(), less))
-      std::sort(out->begin(), out->end(), less);
+    if (!std::is_sorted(out->begin(), out->end(), less()))
+      std::sort(out->begin(), out->end(), less());
     return out;
   }
 
