@@ -88,6 +88,28 @@ protected:
     return out;
   }
 
+  /// Writes batches to many trees at once, each tree's records in LSN order, as the journal
+  /// does; `model` gets the same writes. Returns the batches written.
+  std::vector<std::vector<kv>> write_interleaved(std::map<std::string, std::string>* model,
+                                                 uint64_t first_lsn) {
+    std::vector<std::vector<kv>> batches;
+    std::mt19937_64 rng(first_lsn);
+    uint64_t lsn = first_lsn;
+    for (int b = 0; b < 20; ++b) {
+      std::vector<kv> puts;
+      for (int i = 0; i < 50; ++i) {
+        auto root = 1 + rng() % 40;
+        auto k = journal_keys::encode(root, lsn++);
+        auto v = "v" + std::to_string(lsn);
+        puts.emplace_back(k, v);
+        (*model)[k] = v;
+      }
+      write(puts);
+      batches.push_back(std::move(puts));
+    }
+    return batches;
+  }
+
   void flush() { ASSERT_TRUE(db_->Flush(rocksdb::FlushOptions{}).ok()); }
 
   std::string dir_;
@@ -96,25 +118,6 @@ protected:
 
 std::string key(uint64_t root, uint64_t lsn) {
   return journal_keys::encode(root, lsn);
-}
-
-/// Batches that write to many trees at once, each tree's records in LSN order, as the
-/// journal does; `model` gets the same writes.
-void interleaved(std::map<std::string, std::string>* model, uint64_t first_lsn,
-                 std::vector<std::vector<kv>>* batches) {
-  std::mt19937_64 rng(first_lsn);
-  uint64_t lsn = first_lsn;
-  for (int b = 0; b < 20; ++b) {
-    std::vector<kv> puts;
-    for (int i = 0; i < 50; ++i) {
-      auto root = 1 + rng() % 40;
-      auto k = key(root, lsn++);
-      auto v = "v" + std::to_string(lsn);
-      puts.emplace_back(k, v);
-      (*model)[k] = v;
-    }
-    batches->push_back(std::move(puts));
-  }
 }
 
 std::vector<kv> of_tree(const std::map<std::string, std::string>& model, uint64_t root) {
@@ -127,10 +130,7 @@ std::vector<kv> of_tree(const std::map<std::string, std::string>& model, uint64_
 
 TEST_F(tree_memtable_test, many_trees_at_once_read_back_in_key_order_before_and_after_flush) {
   std::map<std::string, std::string> model;
-  std::vector<std::vector<kv>> batches;
-  interleaved(&model, 1, &batches);
-  for (auto& b : batches)
-    write(b);
+  write_interleaved(&model, 1);
   std::vector<kv> expected(model.begin(), model.end());
   EXPECT_EQ(all(), expected);
   auto backwards = expected;
@@ -141,10 +141,7 @@ TEST_F(tree_memtable_test, many_trees_at_once_read_back_in_key_order_before_and_
 
   // Half of it flushed to an SST file, the rest in a new memtable: the same answers.
   flush();
-  batches.clear();
-  interleaved(&model, 10000, &batches);
-  for (auto& b : batches)
-    write(b);
+  auto batches = write_interleaved(&model, 10000);
   expected.assign(model.begin(), model.end());
   EXPECT_EQ(all(), expected);
   for (uint64_t root : {1, 17, 40})
@@ -195,10 +192,7 @@ TEST_F(tree_memtable_test, keys_shorter_than_a_root_id_keep_their_place_in_key_o
 
 TEST_F(tree_memtable_test, reopening_replays_the_log_into_it) {
   std::map<std::string, std::string> model;
-  std::vector<std::vector<kv>> batches;
-  interleaved(&model, 1, &batches);
-  for (auto& b : batches)
-    write(b);
+  write_interleaved(&model, 1);
   db_.reset();
   db_ = open(journal_db_options());
   EXPECT_EQ(all(), (std::vector<kv>(model.begin(), model.end())));
