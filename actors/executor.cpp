@@ -224,6 +224,7 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
     return;
   auto root_id = a->second;
   st.root_addrs.erase(a);
+  st.rolling_back.erase(root_id);  // a restarted root reports its rollback again
   auto& re = st.roots[root_id];
   if (re.handle.address() == m.source)
     re.handle = nullptr;  // (a root that hibernated may have a new actor already)
@@ -392,8 +393,16 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       then(lsn);
     },
     [self](no_progress_atom, const std::string& type) { self->state.metrics.no_progress(type); },
+    [self](rollback_atom, uint64_t root_id, bool active) {
+      if (active)
+        self->state.rolling_back.insert(root_id);
+      else
+        self->state.rolling_back.erase(root_id);
+    },
+    [self](undo_atom, bool ok) { ++(ok ? self->state.undos : self->state.undo_failures); },
     [self](tree_done_atom, tree_done& d) {
       auto& st = self->state;
+      st.rolling_back.erase(d.root_id);
       for (auto& u : d.procs) {
         u.waiting_for.clear();
         u.ended = true;

@@ -246,8 +246,10 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
         return reply(rp, error_reply(pb::Response::REFUSED,
                                       "procedure " + std::to_string(req.release().id())
                                         + " has not ended"));
-      release_trees(self, {req.release().id()});
-      return reply(rp, encode(pb::Response{}));
+      // Answered once the deletion is durable: nothing is acknowledged before.
+      release_trees(self, {req.release().id()},
+                    [rp]() mutable { reply(rp, encode(pb::Response{})); });
+      return;
     }
     case pb::Request::kMetrics: {
       auto r = std::make_shared<pb::Response>();
@@ -262,7 +264,9 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                   r->set_text(
                     st.metrics.render(s, j,
                                      executor_gauges{st.waiting, st.dormant, st.procs.size(),
-                                                     st.quarantined.size()}));
+                                                     st.quarantined.size(),
+                                                     st.rolling_back.size(), st.undos,
+                                                     st.undo_failures}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

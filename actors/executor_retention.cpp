@@ -125,7 +125,7 @@ std::chrono::milliseconds expiry_slack(const executor_config& cfg) {
                     std::chrono::milliseconds{100});
 }
 
-void release_trees(executor_actor* self, std::vector<uint64_t> ids) {
+void release_trees(executor_actor* self, std::vector<uint64_t> ids, std::function<void()> then) {
   auto& st = self->state;
   if (ids.empty())
     return;
@@ -146,7 +146,9 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids) {
     b.deletes.push_back(whole_trees(lo, hi));
   spdlog::debug("released {} finished tree(s) with {} range delete(s)", ids.size(),
                 b.deletes.size());
-  append(self, std::move(b));
+  if (!then)
+    return append(self, std::move(b));
+  append(self, std::move(b), [then = std::move(then)](uint64_t) { then(); });
 }
 
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary) {

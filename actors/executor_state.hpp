@@ -98,6 +98,9 @@ struct executor_state {
   uint64_t append_tag = 0;
   std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
+  std::unordered_set<uint64_t> rolling_back;  ///< roots running their tree's rollback
+  uint64_t undos = 0;          ///< undos done
+  uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
 };
 
 using executor_actor = caf::stateful_actor<executor_state>;
@@ -126,7 +129,9 @@ void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseco
 /// Forgets finished trees `ids` and deletes their records, neighbours with one range delete
 /// each run (a range tombstone per tree would make every memtable switch stall RocksDB's
 /// writer while it fragments them all).
-void release_trees(executor_actor* self, std::vector<uint64_t> ids);
+/// `then` (if any) runs once the deletion is durable.
+void release_trees(executor_actor* self, std::vector<uint64_t> ids,
+                   std::function<void()> then = {});
 /// How late the result-expiry timer may fire, so that trees expire in groups.
 std::chrono::milliseconds expiry_slack(const executor_config& cfg);
 /// The expiry timer (expire_atom with `token`).

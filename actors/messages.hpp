@@ -44,6 +44,8 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;        // proc -> s
 using run_inline_atom = caf::atom_constant<caf::atom("runinline")>;  // scheduler -> proc
 using no_progress_atom = caf::atom_constant<caf::atom("noprogress")>; // proc -> executor
 using hibernate_atom = caf::atom_constant<caf::atom("hibernate")>;   // root -> executor
+using rollback_atom = caf::atom_constant<caf::atom("rollback")>;     // root -> executor
+using undo_atom = caf::atom_constant<caf::atom("undo")>;             // root -> executor
 
 /// One step (or one undo) to run on a worker thread. The procedure instance belongs to the
 /// job while it runs; the procedure actor touches it again only after the result arrives.

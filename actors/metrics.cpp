@@ -84,6 +84,13 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         static_cast<double>(g.quarantined));
   gauge("proctor_procedures", "Procedures known to the node (live and retained).",
         static_cast<double>(g.procedures));
+  gauge("proctor_rollbacks_in_progress", "Trees whose rollback is running.",
+        static_cast<double>(g.rolling_back));
+  o << "# HELP proctor_undos_total Undos of rollbacks done.\n"
+       "# TYPE proctor_undos_total counter\nproctor_undos_total "
+    << g.undos << "\n# HELP proctor_undo_failures_total Undos that threw; each is retried.\n"
+       "# TYPE proctor_undo_failures_total counter\nproctor_undo_failures_total "
+    << g.undo_failures << '\n';
   gauge("proctor_journal_last_batch_size", "Appends in the journal's last WriteBatch.",
         static_cast<double>(j.last_batch_size));
   gauge("proctor_journal_last_fsync_us", "Duration of the journal's last synced write.",

@@ -19,6 +19,9 @@ struct executor_gauges {
   size_t hibernated = 0;   ///< of those, roots without an actor
   size_t procedures = 0;   ///< known (live or retained)
   size_t quarantined = 0;  ///< trees
+  size_t rolling_back = 0; ///< trees whose rollback runs
+  uint64_t undos = 0;          ///< counter: undos done
+  uint64_t undo_failures = 0;  ///< counter: undos that threw (and are retried)
 };
 
 class type_metrics {

@@ -21,6 +21,13 @@ void retry_step(proc_actor* self, int32_t state, const std::string& error, int m
   auto& st = self->state;
   auto policy = st.ptype->retry;
   policy.max_attempts = max_attempts;
+  // Like a restart, a retry starts from the last committed data, not from whatever the
+  // failed attempt left in the instance.
+  if (!st.inst->data().ParseFromString(st.committed_data)) {
+    PLOG(error, self, "cannot reload the committed data for a retry; restarting instead");
+    self->quit(caf::make_error(errc::step_crashed, "committed data does not parse"));
+    return;
+  }
   ++st.attempt;
   auto delay = retry_delay(policy, st.attempt);
   PLOG(info, self, "retrying {} in {} ms (attempt {}): {}", st.inst->state_name(state),
@@ -36,7 +43,9 @@ void retry_step(proc_actor* self, int32_t state, const std::string& error, int m
 void proceed(proc_actor* self) {
   auto& st = self->state;
   st.busy = false;
-  if (st.stopping)
+  // A failing root runs no further step: its tree stops (once the Failed record is durable)
+  // and rolls back.
+  if (st.stopping || st.failing)
     return maybe_finish_stop(self);
   schedule(self, true);
 }
@@ -109,6 +118,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
   journal_batch batch;
   auto after_commit = [self, no_return, data = r.data, executed, next = out.state()] {
     auto& st = self->state;
+    st.ran_partly = false;  // the next state has not started
     // No progress: the step leads back to itself with its data unchanged.
     bool same = next == executed && data == st.committed_data;
     st.same_state_commits = same ? st.same_state_commits + 1 : 0;
@@ -140,6 +150,17 @@ void commit_outcome(proc_actor* self, step_result& r) {
       return;
     }
     case outcome::kind::done: {
+      if (st.is_root && st.failing) {
+        // The tree failed while its last step ran (an abort, a child's failure): the tree
+        // rolls back, so the step is committed for its undo but does not end the tree.
+        step->set_ended(true);
+        batch.entries.push_back(make_entry(st.root_id, rec));
+        journal_append(self, std::move(batch), [self, after_commit] {
+          after_commit();
+          proceed(self);  // stops (failing): nothing runs after it
+        });
+        return;
+      }
       if (st.is_root) {
         // The tree's summary says all the last step's records would: one write ends it.
         auto procs = std::move(st.finished_subtree);
@@ -216,8 +237,11 @@ void commit_outcome(proc_actor* self, step_result& r) {
         st.waiting_left = 0;
         for (auto cid : ids)
           st.add_child(cid, true);
-        if (st.stopping)
+        if (st.stopping) {
+          // Journaled but never started: their rollback has no partly run state to undo.
+          st.stopped_clean.insert(st.stopped_clean.end(), ids.begin(), ids.end());
           return maybe_finish_stop(self);
+        }
         if (ids.empty())
           return proceed(self);  // nothing to wait for
         st.status = proc_state::waiting;
@@ -232,7 +256,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         }
         std::shared_ptr<const tree_image> cimg = img;
         for (auto cid : ids)
-          spawn_child(self, cimg, cid);
+          spawn_child(self, cimg, cid, true);
         publish(self, "children");
       });
       return;

@@ -9,10 +9,6 @@
 
 namespace proctor {
 
-namespace {
-
-} // namespace
-
 void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
   auto& st = self->state;
   if (st.stopping || st.failing || st.parked)
@@ -54,31 +50,73 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
 
 namespace {
 
+/// Asks child `c` to stop at a step boundary (once).
+void request_stop(proc_actor* self, child_slot& c) {
+  if (c.stop_pending || !c.handle)
+    return;
+  c.stop_pending = true;
+  ++self->state.stops_pending;
+  self->send(c.handle, stop_atom::value);
+}
+
+/// Restarts every batch whose children all stopped, after its back-off.
+void fire_pending_restarts(proc_actor* self) {
+  auto& batches = self->state.pending_restarts;
+  for (auto i = batches.begin(); i != batches.end();) {
+    bool stopped = std::none_of(i->ids.begin(), i->ids.end(), [self](uint64_t cid) {
+      auto* c = self->state.child(cid);
+      return c != nullptr && c->stop_pending;
+    });
+    if (!stopped) {
+      ++i;
+      continue;
+    }
+    self->delayed_send(self, i->backoff, restart_atom::value, std::move(i->ids));
+    i = batches.erase(i);
+  }
+}
+
 /// Stops the live children in `ids` at a step boundary, then restarts all of `ids` after
 /// the back-off.
 void stop_then_restart(proc_actor* self, std::vector<uint64_t> ids,
                        std::chrono::milliseconds backoff) {
   auto& st = self->state;
-  auto pending = std::make_shared<size_t>(0);
-  auto go = [self, ids, backoff] {
-    self->delayed_send(self, backoff, restart_atom::value, ids);
-  };
   for (auto cid : ids) {
     auto* c = st.child(cid);
     c->restarting = true;
-    if (!c->handle)
-      continue;
-    ++*pending;
-    auto h = c->handle;
-    self->request(h, caf::infinite, stop_atom::value)
-      .then([pending, go](caf::ok_atom) { if (--*pending == 0) go(); },
-            [pending, go](caf::error&) { if (--*pending == 0) go(); });
+    request_stop(self, *c);
   }
-  if (*pending == 0)
-    go();
+  st.pending_restarts.push_back(restart_batch{std::move(ids), backoff});
+  fire_pending_restarts(self);
 }
 
 } // namespace
+
+void child_stopped(proc_actor* self, child_slot& c, const std::vector<uint64_t>* clean) {
+  auto& st = self->state;
+  if (!c.stop_pending)
+    return;
+  c.stop_pending = false;
+  --st.stops_pending;
+  if (clean != nullptr)
+    c.stopped_clean = *clean;
+  fire_pending_restarts(self);
+  maybe_finish_stop(self);
+}
+
+std::vector<uint64_t> stopped_clean(proc_actor* self) {
+  auto& st = self->state;
+  auto out = st.stopped_clean;
+  // A report is dropped when its child is spawned again (spawn_child): what is left comes
+  // from children that stopped and did not run since.
+  for (const auto& c : st.children)
+    out.insert(out.end(), c.stopped_clean.begin(), c.stopped_clean.end());
+  // A failing root reads FAILED without having ended.
+  bool ended = is_final(st.status) && !(st.is_root && st.failing);
+  if (!st.ran_partly && !ended)
+    out.push_back(st.id);
+  return out;
+}
 
 void on_down(proc_actor* self, caf::down_msg& m) {
   auto& st = self->state;
@@ -93,6 +131,12 @@ void on_down(proc_actor* self, caf::down_msg& m) {
     return;
   st.child_addrs.erase(m.source);
   c->handle = nullptr;
+  if (c->stop_pending) {
+    // Asked to stop, it is gone: stopped, whatever it did meanwhile (it may have ended,
+    // or crashed) and whether or not it could report.
+    child_stopped(self, *c, nullptr);
+    return;
+  }
   if (normal || c->ended || c->restarting || st.stopping || st.failing || st.parked)
     return;
   auto why = self->system().render(m.reason);
@@ -135,16 +179,15 @@ void on_down(proc_actor* self, caf::down_msg& m) {
   stop_then_restart(self, std::move(ids), backoff);
 }
 
-void stop_subtree(proc_actor* self, caf::response_promise rp) {
+void stop_subtree(proc_actor* self) {
   auto& st = self->state;
-  if (rp.pending())
-    st.stop_promises.push_back(rp);
   if (st.stopping)
     return maybe_finish_stop(self);
   st.stopping = true;
   ++st.timer_token;  // no timer or retry fires any more
   if (st.job_queued) {
-    // A step that has not started yet (queued, or waiting for a lock) need not run.
+    // A step that has not started yet (queued, or waiting for a lock) need not run. The
+    // scheduler always answers; a job it no longer holds runs and reports as usual.
     self->request(st.env->scheduler, caf::infinite, cancel_atom::value, st.id)
       .then(
         [self](bool cancelled) {
@@ -152,26 +195,16 @@ void stop_subtree(proc_actor* self, caf::response_promise rp) {
           if (cancelled && st.job_queued) {
             st.job_queued = false;
             st.busy = false;
+            if (st.ran_partly_by_queue)
+              st.ran_partly = false;  // it never started
             maybe_finish_stop(self);
           }
         },
         [](caf::error&) {});
   }
-  for (auto& c : st.children) {
-    if (!c.handle || c.ended)
-      continue;
-    ++st.stops_pending;
-    self->request(c.handle, caf::infinite, stop_atom::value)
-      .then(
-        [self](caf::ok_atom) {
-          --self->state.stops_pending;
-          maybe_finish_stop(self);
-        },
-        [self](caf::error&) {
-          --self->state.stops_pending;
-          maybe_finish_stop(self);
-        });
-  }
+  for (auto& c : st.children)
+    if (!c.ended)
+      request_stop(self, c);
   maybe_finish_stop(self);
 }
 
@@ -179,11 +212,14 @@ void maybe_finish_stop(proc_actor* self) {
   auto& st = self->state;
   if (!st.stopping || st.busy || st.stops_pending > 0)
     return;
-  if (st.is_root && st.failing)
-    return rollback_after_stop(self);
-  for (auto& rp : st.stop_promises)
-    rp.deliver(caf::ok_atom::value);
-  st.stop_promises.clear();
+  if (st.is_root) {
+    if (st.failing)
+      rollback_after_stop(self);
+    return;
+  }
+  // Tell the parent which procedures of this subtree never started their current state
+  // (their rollback skips it), then go; the parent's monitor covers a report that is lost.
+  self->send(st.parent, stopped_atom::value, st.id, stopped_clean(self));
   self->quit();
 }
 

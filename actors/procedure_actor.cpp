@@ -96,6 +96,8 @@ void schedule(proc_actor* self, bool now) {
   st.busy = true;
   st.job_queued = true;
   st.status = proc_state::runnable;
+  st.ran_partly_by_queue = !st.ran_partly;
+  st.ran_partly = true;
   if (job.run_inline && st.locks.empty()) {
     // A step that never blocks and needs no lock has nothing to wait for: it takes no run
     // slot (those bound the worker threads) and so needs no turn from the scheduler. It runs
@@ -158,6 +160,8 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     st.env->on_procedure_start(st.id);
   st.state = p->state;
   st.status = p->status;
+  // Recovered or restarted RUNNABLE, its state may have run before the crash.
+  st.ran_partly = !s.submitted && !s.fresh && st.status == proc_state::runnable;
   st.event_key = p->event_key;
   st.call_service = p->call_service;
   st.call_request = p->call_request;
@@ -194,19 +198,21 @@ void maybe_join(proc_actor* self) {
 }
 
 void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image,
-                 uint64_t cid) {
+                 uint64_t cid, bool fresh) {
   auto& st = self->state;
   auto* c = st.child(cid);
   proc_start cs;
   cs.env = st.env;
   cs.image = image;
   cs.id = cid;
+  cs.fresh = fresh;
   cs.parent = caf::actor_cast<caf::actor>(self);
   cs.root = st.root;
   cs.ancestors = st.ancestors;
   cs.ancestors.push_back(st.id);
   c->handle = self->spawn<caf::monitored>(procedure_actor, std::move(cs));
   c->restarting = false;
+  c->stopped_clean.clear();
   st.child_addrs[c->handle.address()] = cid;
 }
 
@@ -307,10 +313,10 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       publish(self);
       schedule(self);
     },
-    [self](stop_atom) {
-      auto rp = self->make_response_promise();
-      stop_subtree(self, rp);
-      return rp;
+    [self](stop_atom) { stop_subtree(self); },
+    [self](stopped_atom, uint64_t cid, const std::vector<uint64_t>& clean) {
+      if (auto* c = self->state.child(cid))
+        child_stopped(self, *c, &clean);
     },
     [self](tree_fail_atom, uint64_t proc_id, int32_t state, std::string& error) {
       return begin_tree_failure(self, proc_id, state, error);
@@ -325,10 +331,18 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto& st = self->state;
       if (st.past_no_return)
         return false;
-      if (!st.failing)
-        begin_tree_failure(self, st.id, st.state,
-                           "aborted by operator (procedure " + std::to_string(proc_id) + ")");
-      return true;
+      // Not a step's failure: which state may have run partly, the stop finds out.
+      if (!st.failing
+          && !begin_tree_failure(self, st.id, 0,
+                                 "aborted by operator (procedure " + std::to_string(proc_id)
+                                   + ")"))
+        return false;
+      // Acknowledged once the Failed record is durable, never before.
+      if (!st.busy_failure_record)
+        return true;
+      auto rp = self->make_response_promise<bool>();
+      st.failure_acks.push_back(rp);
+      return rp;
     },
   };
 }

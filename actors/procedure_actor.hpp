@@ -27,6 +27,8 @@ struct proc_start {
   /// A procedure just submitted: its instance as the submit built it (else it is rebuilt
   /// from the image's data), and the executor shows it RUNNABLE already.
   std::shared_ptr<procedure> submitted;
+  /// Just spawned by its parent's committed step: none of its states has started yet.
+  bool fresh = false;
 };
 
 /// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed

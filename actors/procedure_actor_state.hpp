@@ -23,6 +23,7 @@
 namespace proctor {
 
 using subtree_done_atom = caf::atom_constant<caf::atom("subdone")>;
+using stopped_atom = caf::atom_constant<caf::atom("stopped")>;  // child -> parent
 using wait_event_atom = caf::atom_constant<caf::atom("waitevent")>;
 using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
 using call_again_atom = caf::atom_constant<caf::atom("callagain")>;
@@ -40,7 +41,19 @@ struct child_slot {
   bool ended = false;
   bool restarting = false;
   bool awaited = false;    ///< spawned by the last spawn step: the parent waits for it
+  /// Asked to stop; ends with its stopped_atom or, whatever else happens to it, its down
+  /// message (the parent monitors it), so a stop never waits for an answer that cannot come.
+  bool stop_pending = false;
+  /// Its last stop report: the procedures of its subtree whose current state never started
+  /// (cleared when it is spawned again).
+  std::vector<uint64_t> stopped_clean;
   child_result result;
+};
+
+/// Children to restart after the back-off once every one of them stopped.
+struct restart_batch {
+  std::vector<uint64_t> ids;
+  std::chrono::milliseconds backoff{0};
 };
 
 struct proc_actor_state {
@@ -66,6 +79,10 @@ struct proc_actor_state {
   int32_t state = 0;           ///< the state that runs next
   proc_state status = proc_state::runnable;
   int attempt = 1;             ///< runs of `state` so far, this one included
+  /// `state` has started since the last commit (or may have, before a crash), so a rollback
+  /// must undo it as a partly run state; false when it certainly never started.
+  bool ran_partly = false;
+  bool ran_partly_by_queue = false;  ///< set by the job still queued (a cancel clears it)
   int32_t same_state_commits = 0;
   std::vector<child_result> child_results;  ///< handed to the next step
   std::string event_key;
@@ -92,20 +109,28 @@ struct proc_actor_state {
   bool job_queued = false; ///< a step job is with the scheduler (queued or running)
   bool parked = false;     ///< failed; waiting for the root's rollback to stop us
   bool stopping = false;
-  size_t stops_pending = 0;
+  size_t stops_pending = 0;  ///< children with stop_pending
+  /// Children journaled while stopping, never started (the children's own reports are in
+  /// their slots).
+  std::vector<uint64_t> stopped_clean;
+  std::vector<restart_batch> pending_restarts;
   /// Appends sent to the journal and not yet durable, oldest first: (tag, what runs then).
   std::vector<std::pair<uint64_t, std::function<void()>>> appends;
   uint64_t last_append_tag = 0;
-  std::vector<caf::response_promise> stop_promises;
 
   // -- root only ------------------------------------------------------------------------------
   bool is_root = false;
   bool failing = false;        ///< the tree failed; stopping it, then rolling back
   bool busy_failure_record = false;  ///< the Failed record is not durable yet
+  /// Aborts answered once the Failed record is durable (nothing is acknowledged before).
+  std::vector<caf::typed_response_promise<bool>> failure_acks;
   bool past_no_return = false;
   std::string failure;
   std::vector<undo_item> plan;
   size_t plan_pos = 0;
+  size_t undone_before = 0;  ///< undos done before this plan (an earlier incarnation's)
+  int undo_attempt = 1;      ///< of the plan's current undo
+  std::string undo_state_name;  ///< of the plan's current undo, for status and logs
   std::shared_ptr<const tree_image> rb_image;
 
   // -- helpers --------------------------------------------------------------------------------
@@ -119,7 +144,10 @@ struct proc_actor_state {
   }
   child_slot& add_child(uint64_t cid, bool awaited) {
     child_index[cid] = children.size();
-    children.push_back(child_slot{cid, {}, false, false, awaited, {}});
+    child_slot c;
+    c.id = cid;
+    c.awaited = awaited;
+    children.push_back(std::move(c));
     if (awaited)
       ++waiting_left;
     return children.back();
@@ -157,8 +185,10 @@ void journal_append(proc_actor* self, journal_batch batch, std::function<void()>
 /// A JournalRecord with the format set, for one procedure's tree.
 journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec);
 
-/// Spawns (linked) the actor of child `cid` from `image`.
-void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image, uint64_t cid);
+/// Spawns (monitored) the actor of child `cid` from `image`; `fresh`: its spawn was just
+/// committed, nothing of it ran yet.
+void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image, uint64_t cid,
+                 bool fresh = false);
 
 /// Respawns the children `ids` from the journal's current image of the tree.
 void restart_children(proc_actor* self, std::vector<uint64_t> ids);
@@ -166,9 +196,18 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids);
 /// Handles the end of a monitored actor: a child, or the parent (proc_supervision.cpp).
 void on_down(proc_actor* self, caf::down_msg& msg);
 
-/// Stops this actor's subtree at a step boundary; `done` runs when all of it stopped.
-void stop_subtree(proc_actor* self, caf::response_promise rp);
+/// Stops this actor's subtree at a step boundary. A child then reports to its parent
+/// (stopped_atom, with the procedures of its subtree whose current state never started)
+/// and quits; a failing root rolls its tree back.
+void stop_subtree(proc_actor* self);
 void maybe_finish_stop(proc_actor* self);
+
+/// A child asked to stop did (`clean`: what it reported), or went down (nullptr).
+void child_stopped(proc_actor* self, child_slot& c, const std::vector<uint64_t>* clean);
+
+/// The procedures of this (stopped) subtree whose current state never started, this one
+/// included when that holds for it.
+std::vector<uint64_t> stopped_clean(proc_actor* self);
 
 /// Root: the tree failed (tree_rollback.cpp). Returns false when the tree is past its point
 /// of no return, i.e. the failure must be retried forward.
@@ -177,6 +216,9 @@ bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
 
 /// Root: run the rollback of `image` (after every actor of the tree stopped).
 void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image);
+
+/// Root: shows how far the rollback got (or why it is stuck) in the root's status.
+void publish_rollback(proc_actor* self, std::string waiting_for);
 
 /// Root: an undo job finished.
 void on_undo_done(proc_actor* self, step_result& r);

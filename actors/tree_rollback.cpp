@@ -51,6 +51,9 @@ bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
   journal_append(self, std::move(batch), [self] {
     auto& st = self->state;
     st.busy_failure_record = false;
+    for (auto& rp : st.failure_acks)
+      rp.deliver(true);
+    st.failure_acks.clear();
     st.status = proc_state::failed;
     proc_update u;
     u.id = st.id;
@@ -62,7 +65,7 @@ bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
     for (const auto& c : st.children)
       u.children.push_back(c.id);
     self->send(st.env->executor, update_atom::value, std::move(u));
-    stop_subtree(self, caf::response_promise{});
+    stop_subtree(self);
   });
   return true;
 }
@@ -72,18 +75,42 @@ void rollback_after_stop(proc_actor* self) {
   if (st.rb_image || st.busy_failure_record)
     return;  // already reading / rolling back, or the Failed record is not durable yet
   st.rb_image = std::make_shared<const tree_image>();  // marks "reading"
+  auto clean = stopped_clean(self);
   self->request(st.env->journal, caf::infinite, read_tree_atom::value, st.root_id)
     .then(
-      [self](journal_records& recs) {
+      [self, clean](journal_records& recs) {
         auto& st = self->state;
-        auto image = std::make_shared<const tree_image>(fold_tree(st.root_id, recs));
+        auto image = std::make_shared<tree_image>(fold_tree(st.root_id, recs));
         if (!image->corrupt.empty()) {
           PLOG(error, self, "cannot roll back: tree damaged: {}", image->corrupt);
           self->quit(caf::make_error(errc::quarantined, image->corrupt));
           return;
         }
+        // Procedures that stopped before their current state started have nothing partly
+        // run to undo: journaled as such, so that a crash mid-rollback does not undo what
+        // never ran either.
+        journal_batch batch;
+        for (auto id : clean) {
+          auto* p = image->find(id);
+          if (p == nullptr || is_final(p->status) || p->partial_undone || p->steps_ended
+              || (p->failed && p->failed_state != 0))
+            continue;
+          pb::JournalRecord rec;
+          auto* u = rec.mutable_undone();
+          u->set_proc_id(id);
+          u->set_state(p->state);
+          u->set_never_started(true);
+          batch.entries.push_back(make_entry(st.root_id, rec));
+          p->partial_undone = true;
+        }
         st.plan.clear();
-        run_rollback(self, image);
+        if (batch.entries.empty())
+          return run_rollback(self, image);
+        st.busy = true;
+        journal_append(self, std::move(batch), [self, image] {
+          self->state.busy = false;
+          run_rollback(self, image);
+        });
       },
       [self](caf::error& e) {
         PLOG(critical, self, "journal read failed: {}", self->system().render(e));
@@ -91,15 +118,38 @@ void rollback_after_stop(proc_actor* self) {
       });
 }
 
+void publish_rollback(proc_actor* self, std::string waiting_for) {
+  auto& st = self->state;
+  auto u = current_update(self);
+  u.state = proc_state::failed;
+  u.error = st.failure;
+  u.waiting_for = std::move(waiting_for);
+  self->send(st.env->executor, update_atom::value, std::move(u));
+}
+
+namespace {
+
+std::string progress(const proc_actor_state& st) {
+  return "rolling back: " + std::to_string(st.undone_before + st.plan_pos) + " of "
+         + std::to_string(st.undone_before + st.plan.size()) + " undone";
+}
+
+} // namespace
+
 void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   auto& st = self->state;
   if (st.rb_image != image) {
     st.rb_image = image;
     st.plan = rollback_plan(*image);
     st.plan_pos = 0;
+    st.undo_attempt = 1;
+    st.undone_before = undos_done(*image);
     st.failure = image->failure;
-    PLOG(info, self, "rolling back: {} undo(s) to run", st.plan.size());
+    PLOG(info, self, "rolling back: {} undo(s) to run, {} done before", st.plan.size(),
+         st.undone_before);
+    self->send(st.env->executor, rollback_atom::value, st.root_id, true);
   }
+  publish_rollback(self, progress(st));
   if (st.plan_pos == st.plan.size()) {
     std::vector<proc_update> procs;
     for (const auto& [id, p] : image->procs) {
@@ -125,6 +175,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     self->quit(caf::make_error(errc::quarantined, err));
     return;
   }
+  st.undo_state_name = inst->state_name(item.state);
   step_job job;
   job.proc = caf::actor_cast<caf::actor>(self);
   job.inst = std::move(inst);
@@ -132,6 +183,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   job.ctx.root_id_ = st.root_id;
   job.ctx.parent_id_ = p->parent_id;
   job.state = item.state;
+  job.ctx.undo_committed_ = item.committed();
   job.undo = true;
   job.tag = st.plan_pos;
   job.priority = st.priority;
@@ -148,14 +200,25 @@ void on_undo_done(proc_actor* self, step_result& r) {
   if (r.tag != st.plan_pos || st.plan_pos >= st.plan.size())
     return;
   const auto& item = st.plan[st.plan_pos];
+  self->send(st.env->executor, undo_atom::value, r.what == step_result::kind::ok);
   if (r.what != step_result::kind::ok) {
-    // A rollback cannot itself be rolled back: retry it until it succeeds.
-    auto delay = st.restarts.backoff();
-    PLOG(warn, self, "undo of procedure {} state {} failed: {}; retrying in {} ms",
-         item.proc_id, item.state, r.error, delay.count());
+    // A rollback cannot itself be rolled back: retry it until it succeeds, with back-off,
+    // and say so where an operator looks.
+    retry_policy backoff;
+    backoff.kind = retry_policy::backoff::exponential;
+    backoff.delay = st.ptype->supervision.backoff_min;
+    backoff.max_delay = std::max(st.ptype->supervision.backoff_max, std::chrono::milliseconds{1});
+    backoff.max_attempts = 0;  // never gives up
+    auto delay = retry_delay(backoff, st.undo_attempt + 1);
+    auto why = "undo of state " + st.undo_state_name + " of procedure " + std::to_string(item.proc_id)
+               + " failing: " + r.error + ", attempt " + std::to_string(st.undo_attempt);
+    PLOG(warn, self, "{}; again in {} ms", why, delay.count());
+    publish_rollback(self, std::move(why));
+    ++st.undo_attempt;
     self->delayed_send(self, delay, undo_retry_atom::value);
     return;
   }
+  st.undo_attempt = 1;
   pb::JournalRecord rec;
   auto* u = rec.mutable_undone();
   u->set_undone_lsn(item.lsn);

@@ -35,6 +35,20 @@ public:
     fail_message_ = std::move(message);
   }
 
+  /// While held, writes wait (the journal's writer blocks in them) until released, or until
+  /// the store freezes, which refuses them: a write in flight when the process dies.
+  void hold_writes(bool on) {
+    std::lock_guard<std::mutex> g(mtx_);
+    hold_ = on;
+    cv_.notify_all();
+  }
+
+  /// Freezes the store now, as a kill at this moment would leave it.
+  void crash_now() {
+    std::unique_lock<std::mutex> g(mtx_);
+    freeze(g);
+  }
+
   /// Waits until the store froze or `timeout` passed; true if frozen.
   template <class Duration>
   bool wait_frozen(Duration timeout) {
@@ -57,6 +71,7 @@ public:
 
   rocksdb::Status write(const std::vector<store_op>& ops) override {
     std::unique_lock<std::mutex> g(mtx_);
+    cv_.wait(g, [this] { return !hold_ || frozen_; });
     if (frozen_)
       return rocksdb::Status::IOError("store frozen (simulated crash)");
     if (fail_)
@@ -97,6 +112,7 @@ private:
   uint64_t crash_at_ = 0;
   bool crash_after_ = false;
   bool frozen_ = false;
+  bool hold_ = false;
   bool fail_ = false;
   std::string fail_message_;
 };

@@ -58,10 +58,15 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
-      p->steps.push_back(step_entry{lsn, s.executed_state(), std::move(p->data),
-                                    s.past_no_return(), false});
+      p->steps.push_back(step_entry{lsn, s.executed_state(), s.data(), s.past_no_return(), false});
       if (s.past_no_return())
         t.past_no_return = true;
+      // The step that failed the tree committed after all (it was running when the tree
+      // failed): it is undone as a committed step, not once more as a partly run state.
+      if (p->failed && p->failed_state == s.executed_state())
+        p->failed_state = 0;
+      if (s.ended())
+        p->steps_ended = true;
       p->data = s.data();
       p->state = s.next_state();
       p->event_key.clear();
@@ -142,7 +147,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
           if (st.lsn == s.undone_lsn())
             st.undone = true;
       }
-      p->data = s.data();
+      if (!s.never_started())
+        p->data = s.data();
       break;
     }
     case pb::JournalRecord::kFinished: {
@@ -229,7 +235,7 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
   // States that may have run partly: every procedure that had not ended. Newest first.
   for (auto i = tree.procs.rbegin(); i != tree.procs.rend(); ++i) {
     const auto& p = i->second;
-    if (is_final(p.status) || p.partial_undone)
+    if (is_final(p.status) || p.partial_undone || p.steps_ended)
       continue;
     // A failure outside a step (failed_state 0: escalation, abort) leaves the current state.
     auto state = p.failed && p.failed_state != 0 ? p.failed_state : p.state;
@@ -239,12 +245,22 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
   for (const auto& [id, p] : tree.procs)
     for (const auto& s : p.steps)
       if (!s.undone && !s.no_return)
-        steps.push_back(undo_item{id, s.executed_state, s.lsn, s.data_before});
+        steps.push_back(undo_item{id, s.executed_state, s.lsn, s.data});
   std::sort(steps.begin(), steps.end(),
             [](const undo_item& a, const undo_item& b) { return a.lsn > b.lsn; });
   plan.insert(plan.end(), std::make_move_iterator(steps.begin()),
               std::make_move_iterator(steps.end()));
   return plan;
+}
+
+size_t undos_done(const tree_image& tree) {
+  size_t n = 0;
+  for (const auto& [id, p] : tree.procs) {
+    n += p.partial_undone ? 1 : 0;
+    for (const auto& s : p.steps)
+      n += s.undone && !s.no_return ? 1 : 0;
+  }
+  return n;
 }
 
 pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {

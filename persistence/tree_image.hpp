@@ -20,7 +20,7 @@ namespace proctor {
 struct step_entry {
   uint64_t lsn = 0;
   int32_t executed_state = 0;
-  std::string data_before;  ///< the data the step started with
+  std::string data;         ///< the data the step committed (its undo sees it)
   bool no_return = false;   ///< executed_state does not support rollback
   bool undone = false;
 };
@@ -44,8 +44,15 @@ struct proc_image {
   std::string result_json;
   std::string error;
   bool failed = false;  ///< a Failed record names this procedure
+  /// The state whose step failed; 0 when the failure came from outside a step (abort,
+  /// escalation) or the failing step committed after all: then the current state is the
+  /// one that may have run partly.
   int32_t failed_state = 0;
-  bool partial_undone = false;  ///< the undo of its current (partly run) state is done
+  /// Its steps ended (a step returned done while its tree was failing): no state of it may
+  /// have run partly.
+  bool steps_ended = false;
+  /// The undo of its partly run state is done, or was not needed (the state never started).
+  bool partial_undone = false;
 
   // WAITING on an event / WAITING_TIMEOUT
   std::string event_key;
@@ -110,13 +117,20 @@ struct undo_item {
   uint64_t proc_id = 0;
   int32_t state = 0;
   uint64_t lsn = 0;  ///< the StepCommitted undone; 0 for the undo of a partly run state
-  std::string data;  ///< the data the undone step started with
+  /// What the undo sees: the data the step committed (lsn != 0), or the data the partly
+  /// run state started with (lsn == 0).
+  std::string data;
+  bool committed() const noexcept { return lsn != 0; }
 };
 
 /// What remains to undo in a failed tree, in the order to run: first the states that may
-/// have run partly (of every procedure that had not ended), then every committed step that
-/// is not yet undone, by descending LSN. Steps past a point of no return are left out.
+/// have run partly (of every procedure that had not ended, unless it stopped before that
+/// state started), then every committed step that is not yet undone, by descending LSN.
+/// Steps past a point of no return are left out.
 std::vector<undo_item> rollback_plan(const tree_image& tree);
+
+/// The undos of `tree`'s rollback already done (or found unnecessary), for progress.
+size_t undos_done(const tree_image& tree);
 
 /// The record of one procedure's summary for a finished tree.
 pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms);

@@ -204,7 +204,7 @@ TEST(tree_image_test, submitted_root_is_runnable) {
   EXPECT_FALSE(t.past_no_return);
 }
 
-TEST(tree_image_test, steps_update_data_and_state_and_keep_data_before) {
+TEST(tree_image_test, steps_update_data_and_state_and_keep_the_data_each_committed) {
   journal_builder j(1, 10);
   j.submitted(1, 0, "d0", 1);
   j.step(1, 1, 2, "d1");
@@ -228,13 +228,13 @@ TEST(tree_image_test, steps_update_data_and_state_and_keep_data_before) {
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].lsn, 11u);
   EXPECT_EQ(s[0].executed_state, 1);
-  EXPECT_EQ(s[0].data_before, "d0");
+  EXPECT_EQ(s[0].data, "d1");
   EXPECT_EQ(s[1].lsn, 12u);
   EXPECT_EQ(s[1].executed_state, 2);
-  EXPECT_EQ(s[1].data_before, "d1");
+  EXPECT_EQ(s[1].data, "d2");
   EXPECT_EQ(s[2].lsn, 13u);
   EXPECT_EQ(s[2].executed_state, 2);
-  EXPECT_EQ(s[2].data_before, "d2");
+  EXPECT_EQ(s[2].data, "d3");
   for (const auto& e : s) {
     EXPECT_FALSE(e.no_return);
     EXPECT_FALSE(e.undone);
@@ -740,13 +740,16 @@ TEST(rollback_plan_test, partial_states_first_then_steps_by_descending_lsn) {
   // Partial states of the procedures that had not ended: 3 (failed), then 1 (waiting).
   expect_item(plan[0], 3, 3, 0, "b2");
   expect_item(plan[1], 1, 3, 0, "r2");
-  // Every committed step, newest first, parent and children interleaved.
-  expect_item(plan[2], 3, 2, 10, "b1");
-  expect_item(plan[3], 2, 2, 8, "a1");
-  expect_item(plan[4], 3, 1, 7, "b0");
-  expect_item(plan[5], 2, 1, 6, "a0");
-  expect_item(plan[6], 1, 2, 3, "r1");
-  expect_item(plan[7], 1, 1, 2, "r0");
+  // Every committed step, newest first, parent and children interleaved, each undone with
+  // the data it committed.
+  expect_item(plan[2], 3, 2, 10, "b2");
+  expect_item(plan[3], 2, 2, 8, "a2");
+  expect_item(plan[4], 3, 1, 7, "b1");
+  expect_item(plan[5], 2, 1, 6, "a1");
+  expect_item(plan[6], 1, 2, 3, "r2");
+  expect_item(plan[7], 1, 1, 2, "r1");
+  EXPECT_FALSE(plan[0].committed());
+  EXPECT_TRUE(plan[2].committed());
 }
 
 TEST(rollback_plan_test, failed_procedure_undoes_its_failed_state) {
@@ -757,7 +760,7 @@ TEST(rollback_plan_test, failed_procedure_undoes_its_failed_state) {
   auto plan = rollback_plan(j.fold());
   ASSERT_EQ(plan.size(), 2u) << describe(plan);
   expect_item(plan[0], 1, 5, 0, "r1");
-  expect_item(plan[1], 1, 1, 2, "r0");
+  expect_item(plan[1], 1, 1, 2, "r1");
 }
 
 TEST(rollback_plan_test, a_failure_outside_a_step_undoes_the_current_state) {
@@ -768,7 +771,7 @@ TEST(rollback_plan_test, a_failure_outside_a_step_undoes_the_current_state) {
   auto plan = rollback_plan(j.fold());
   ASSERT_EQ(plan.size(), 2u) << describe(plan);
   expect_item(plan[0], 1, 2, 0, "r1");
-  expect_item(plan[1], 1, 1, 2, "r0");
+  expect_item(plan[1], 1, 1, 2, "r1");
 }
 
 TEST(rollback_plan_test, committed_lsns_strictly_descend_across_the_tree) {
@@ -837,8 +840,8 @@ TEST(rollback_plan_test, no_return_steps_are_left_out) {
   auto plan = rollback_plan(j.fold());
   ASSERT_EQ(plan.size(), 3u) << describe(plan);
   expect_item(plan[0], 1, 4, 0, "r3");
-  expect_item(plan[1], 1, 3, 4, "r2");
-  expect_item(plan[2], 1, 1, 2, "r0");
+  expect_item(plan[1], 1, 3, 4, "r3");
+  expect_item(plan[2], 1, 1, 2, "r1");
 }
 
 TEST(rollback_plan_test, waiting_and_sleeping_procedures_undo_their_current_state) {
@@ -855,9 +858,9 @@ TEST(rollback_plan_test, waiting_and_sleeping_procedures_undo_their_current_stat
   expect_item(plan[0], 3, 8, 0, "b1");
   expect_item(plan[1], 2, 7, 0, "a1");
   expect_item(plan[2], 1, 2, 0, "r1");
-  expect_item(plan[3], 3, 1, 7, "b0");
-  expect_item(plan[4], 2, 1, 5, "a0");
-  expect_item(plan[5], 1, 1, 2, "r0");
+  expect_item(plan[3], 3, 1, 7, "b1");
+  expect_item(plan[4], 2, 1, 5, "a1");
+  expect_item(plan[5], 1, 1, 2, "r1");
 }
 
 TEST(rollback_plan_test, nothing_left_once_everything_is_undone) {
@@ -877,6 +880,73 @@ TEST(rollback_plan_test, fresh_root_has_only_its_partial_state) {
   auto plan = rollback_plan(j.fold());
   ASSERT_EQ(plan.size(), 1u);
   expect_item(plan[0], 1, 4, 0, "r0");
+}
+
+// An abort (or a sibling's failure) while a step ran: the step commits after the Failed
+// record. Its state is undone once, as a committed step; the partly run state is the one
+// after it, which the stop may report as never started.
+TEST(rollback_plan_test, a_failing_step_that_committed_after_all_is_not_undone_twice) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r0");
+  j.step(1, 1, 2, "r1");  // 2
+  j.failed(1, 2, "boom");
+  j.step(1, 2, 3, "r2");  // 4: state 2's step was still running
+  auto t = j.fold();
+  EXPECT_EQ(t.root()->failed_state, 0);
+  auto plan = rollback_plan(t);
+  ASSERT_EQ(plan.size(), 3u) << describe(plan);
+  expect_item(plan[0], 1, 3, 0, "r2");
+  expect_item(plan[1], 1, 2, 4, "r2");
+  expect_item(plan[2], 1, 1, 2, "r1");
+}
+
+TEST(rollback_plan_test, a_state_that_never_started_has_no_partial_undo) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r0");
+  j.spawn(1, 1, 2, "r1", {{2, "a0"}});  // 2, 3
+  j.failed(1, 0, "aborted");
+  pb::JournalRecord r;
+  auto* u = r.mutable_undone();
+  u->set_proc_id(2);
+  u->set_state(1);
+  u->set_never_started(true);
+  j.add(r);
+  auto t = j.fold();
+  EXPECT_TRUE(t.find(2)->partial_undone);
+  EXPECT_EQ(t.find(2)->data, "a0");  // nothing ran, nothing changed
+  auto plan = rollback_plan(t);
+  ASSERT_EQ(plan.size(), 2u) << describe(plan);
+  expect_item(plan[0], 1, 2, 0, "r1");
+  expect_item(plan[1], 1, 1, 2, "r1");
+  EXPECT_EQ(undos_done(t), 1u);
+}
+
+TEST(rollback_plan_test, a_step_that_ended_its_procedure_leaves_no_partial_state) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r0");
+  j.failed(1, 0, "aborted");
+  pb::JournalRecord r;
+  auto* s = r.mutable_step();
+  s->set_proc_id(1);
+  s->set_executed_state(1);
+  s->set_data("r1");
+  s->set_ended(true);  // it returned done while the tree was failing
+  auto lsn = j.add(r);
+  auto plan = rollback_plan(j.fold());
+  ASSERT_EQ(plan.size(), 1u) << describe(plan);
+  expect_item(plan[0], 1, 1, lsn, "r1");
+}
+
+TEST(rollback_plan_test, undos_done_counts_what_earlier_incarnations_undid) {
+  auto full = rollback_plan(failed_tree().fold());
+  for (size_t done = 0; done <= full.size(); ++done) {
+    auto j = failed_tree();
+    for (size_t i = 0; i < done; ++i)
+      j.undone(full[i].lsn, full[i].proc_id, full[i].state, "x");
+    auto t = j.fold();
+    EXPECT_EQ(undos_done(t), done);
+    EXPECT_EQ(undos_done(t) + rollback_plan(t).size(), full.size());
+  }
 }
 
 } // namespace

@@ -39,6 +39,12 @@ public:
   /// True when a suspend's deadline passed before its event arrived.
   bool event_timed_out() const noexcept { return event_timed_out_; }
 
+  /// In a rollback handler: true when it undoes a committed step, and the procedure's data
+  /// is what that step committed (so the undo knows what the step obtained: an address, a
+  /// resource id); false when it undoes a state that may have run only partly (it failed,
+  /// or a stop or crash came while it ran), and the data is what that state started with.
+  bool undo_of_committed_step() const noexcept { return undo_committed_; }
+
   // -- set by the runtime ---------------------------------------------------------------------
   uint64_t id_ = 0;
   uint64_t root_id_ = 0;
@@ -47,6 +53,7 @@ public:
   std::vector<child_result> children_;
   std::string event_payload_;
   bool event_timed_out_ = false;
+  bool undo_committed_ = false;
 };
 
 } // namespace proctor

@@ -78,17 +78,20 @@ private:
 
   outcome step(pb::LedgerData& d, context& ctx) {
     int s = d.step();
+    d.clear_touched();
     if (s >= steps(d))
       return done(R"({"steps":)" + std::to_string(s) + "}");
     if (ctx.is_root() && s == fail_at(d))
       return fail("demo.ledger: failing at step " + std::to_string(s) + " as asked (fail_at)");
     nap(d.step_sleep_ms());
     touch(file(d, ctx, s));
+    d.set_touched(s);
     d.set_step(s + 1);
     if (s == 0 && d.depth() > 0 && d.children() > 0) {
       pb::LedgerData c = d;
       c.set_depth(d.depth() - 1);
       c.set_step(0);
+      c.clear_touched();
       std::vector<child_spec> kids;
       for (int i = 0; i < d.children(); ++i)
         kids.push_back(child("demo.ledger", c));
@@ -101,6 +104,13 @@ private:
 
   void undo(pb::LedgerData& d, context& ctx) {
     nap(d.step_sleep_ms());
+    if (ctx.undo_of_committed_step()) {
+      // The data the step committed says which file it created (none: it only ended).
+      if (d.has_touched())
+        remove_file(file(d, ctx, d.touched()));
+      return;
+    }
+    // A step that may have run partly started with this data: its file may exist.
     remove_file(file(d, ctx, d.step()));
   }
 };
