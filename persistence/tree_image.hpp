@@ -23,6 +23,9 @@ struct step_entry {
   std::string data_before;  ///< the data the step started with
   bool no_return = false;   ///< executed_state does not support rollback
   bool undone = false;
+  /// The type version of the data written by the records this entry was built from (as
+  /// data_before: the version of the procedure's data when the step started).
+  uint32_t data_version = 0;
 };
 
 struct proc_image {
@@ -37,6 +40,7 @@ struct proc_image {
   proc_state status = proc_state::runnable;
   int32_t state = 0;  ///< the state that runs next
   std::string data;   ///< data after the last committed step (or undo)
+  uint32_t data_version = 0;  ///< the type version `data` is of (0 only for a summary's)
   std::vector<uint64_t> children;      ///< every child ever spawned, in spawn order
   std::vector<uint64_t> last_spawned;  ///< children of the last spawning step
   std::vector<step_entry> steps;       ///< committed steps, ascending LSN
@@ -111,6 +115,7 @@ struct undo_item {
   int32_t state = 0;
   uint64_t lsn = 0;  ///< the StepCommitted undone; 0 for the undo of a partly run state
   std::string data;  ///< the data the undone step started with
+  uint32_t data_version = 0;  ///< the type version `data` is of
 };
 
 /// What remains to undo in a failed tree, in the order to run: first the states that may
