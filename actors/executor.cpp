@@ -14,6 +14,7 @@
 #include "actors/procedure_actor_state.hpp"
 #include "actors/rpc.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/tree_types.hpp"
 #include "persistence/keys.hpp"
 #include "wire.pb.h"
 
@@ -270,7 +271,7 @@ void restore_locks(executor_actor* self, const tree_image& t) {
     if (const auto* type = st.env->types->find(p.type); type && !type->declares_locks)
       continue;
     std::string err;
-    auto inst = st.env->types->make_from_bytes(p.type, p.data, &err);
+    auto inst = st.env->types->make_from_journal(p.type, p.data_version, p.data, &err);
     if (!inst)
       continue;  // the tree's own start reports it
     auto locks = inst->locks();
@@ -333,6 +334,12 @@ void recover(executor_actor* self, recovered_state& rec) {
       }
       auto left = st.cfg.result_ttl - std::chrono::milliseconds{now_ms() - finished_at};
       expire_after(self, image->root_id, left);
+      continue;
+    }
+    // A tree another version of the program wrote runs only if its data can be upgraded.
+    if (auto why = tree_type_problem(*st.env->types, *image); !why.empty()) {
+      ++quarantined;
+      quarantine(self, *image, why);
       continue;
     }
     bool rb = image->failed && !image->rolled_back;

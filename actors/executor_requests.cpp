@@ -44,6 +44,10 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
     return reply(rp, error_reply(pb::Response::REFUSED,
                                   "node is at capacity (" + std::to_string(st.procs.size())
                                     + " procedures); release finished ones or retry later"));
+  if (const auto* t = st.env->types->find(req.type()); t != nullptr && t->child_only)
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                  "type '" + t->name
+                                    + "' is child-only: only a parent procedure can spawn it"));
   std::string err;
   auto inst = st.env->types->make_from_json(req.type(), req.args_json(), &err);
   if (!inst) {

@@ -115,6 +115,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
   step->set_data(r.data);
   step->set_past_no_return(no_return);
   step->set_attempt(st.attempt);
+  step->set_data_version(st.ptype->version);
   journal_batch batch;
   auto after_commit = [self, no_return, data = r.data, executed, next = out.state()] {
     auto& st = self->state;

@@ -146,7 +146,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     st.inst = std::move(s.submitted);
   } else {
     std::string err;
-    auto inst = st.env->types->make_from_bytes(p->type, p->data, &err);
+    auto inst = st.env->types->make_from_journal(p->type, p->data_version, p->data, &err);
     if (!inst) {
       PLOG(error, self, "cannot load data: {}", err);
       return false;

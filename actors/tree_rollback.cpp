@@ -167,7 +167,9 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   const auto& item = st.plan[st.plan_pos];
   const auto* p = image->find(item.proc_id);
   std::string err;
-  auto inst = p == nullptr ? nullptr : st.env->types->make_from_bytes(p->type, item.data, &err);
+  auto inst = p == nullptr ? nullptr
+                           : st.env->types->make_from_journal(p->type, item.data_version,
+                                                              item.data, &err);
   if (!inst) {
     // Without the procedure we cannot undo its step; never skip silently.
     PLOG(critical, self, "cannot recreate procedure {} to undo state {}: {}; tree quarantined",
@@ -225,6 +227,7 @@ void on_undo_done(proc_actor* self, step_result& r) {
   u->set_proc_id(item.proc_id);
   u->set_state(item.state);
   u->set_data(r.data);
+  u->set_data_version(st.env->types->find(st.rb_image->find(item.proc_id)->type)->version);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
   st.busy = true;

@@ -8,6 +8,16 @@
 
 namespace proctor {
 
+namespace {
+
+/// A record's data_version, 0 meaning "the Submitted's type_version" (records written before
+/// data versions were journaled say 0).
+uint32_t data_version_of(const proc_image& p, uint32_t recorded) {
+  return recorded != 0 ? recorded : p.type_version;
+}
+
+} // namespace
+
 void tree_folder::add(uint64_t lsn, std::string_view value) {
   // Recovery parses every record of the journal once: on an arena over a stack block, a
   // record's messages and strings cost no malloc/free pair each (a larger record spills
@@ -51,6 +61,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.status = proc_state::runnable;
       p.state = s.state();
       p.data = s.data();
+      p.data_version = s.type_version();  // data versions
       break;
     }
     case pb::JournalRecord::kStep: {
@@ -59,6 +70,9 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       if (p == nullptr)
         return missing(s.proc_id());
       p->steps.push_back(step_entry{lsn, s.executed_state(), s.data(), s.past_no_return(), false});
+      // data versions: the entry's data and the procedure's are the record's.
+      p->data_version = data_version_of(*p, s.data_version());
+      p->steps.back().data_version = p->data_version;
       if (s.past_no_return())
         t.past_no_return = true;
       // The step that failed the tree committed after all (it was running when the tree
@@ -147,8 +161,10 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
           if (st.lsn == s.undone_lsn())
             st.undone = true;
       }
-      if (!s.never_started())
+      if (!s.never_started()) {
         p->data = s.data();
+        p->data_version = data_version_of(*p, s.data_version());  // data versions
+      }
       break;
     }
     case pb::JournalRecord::kFinished: {
@@ -239,13 +255,13 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
       continue;
     // A failure outside a step (failed_state 0: escalation, abort) leaves the current state.
     auto state = p.failed && p.failed_state != 0 ? p.failed_state : p.state;
-    plan.push_back(undo_item{p.id, state, 0, p.data});
+    plan.push_back(undo_item{p.id, state, 0, p.data, p.data_version});
   }
   std::vector<undo_item> steps;
   for (const auto& [id, p] : tree.procs)
     for (const auto& s : p.steps)
       if (!s.undone && !s.no_return)
-        steps.push_back(undo_item{id, s.executed_state, s.lsn, s.data});
+        steps.push_back(undo_item{id, s.executed_state, s.lsn, s.data, s.data_version});
   std::sort(steps.begin(), steps.end(),
             [](const undo_item& a, const undo_item& b) { return a.lsn > b.lsn; });
   plan.insert(plan.end(), std::make_move_iterator(steps.begin()),

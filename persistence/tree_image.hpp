@@ -23,6 +23,7 @@ struct step_entry {
   std::string data;         ///< the data the step committed (its undo sees it)
   bool no_return = false;   ///< executed_state does not support rollback
   bool undone = false;
+  uint32_t data_version = 0;  ///< the type version `data` is of
 };
 
 struct proc_image {
@@ -37,6 +38,7 @@ struct proc_image {
   proc_state status = proc_state::runnable;
   int32_t state = 0;  ///< the state that runs next
   std::string data;   ///< data after the last committed step (or undo)
+  uint32_t data_version = 0;  ///< the type version `data` is of (0 only for a summary's)
   std::vector<uint64_t> children;      ///< every child ever spawned, in spawn order
   std::vector<uint64_t> last_spawned;  ///< children of the last spawning step
   std::vector<step_entry> steps;       ///< committed steps, ascending LSN
@@ -120,6 +122,7 @@ struct undo_item {
   /// What the undo sees: the data the step committed (lsn != 0), or the data the partly
   /// run state started with (lsn == 0).
   std::string data;
+  uint32_t data_version = 0;  ///< the type version `data` is of
   bool committed() const noexcept { return lsn != 0; }
 };
 

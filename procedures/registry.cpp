@@ -1,5 +1,7 @@
 #include "procedures/registry.hpp"
 
+#include <algorithm>
+
 #include <google/protobuf/util/json_util.h>
 
 #include "procedures/flat_json.hpp"
@@ -16,11 +18,57 @@ std::string one_line(std::string s) {
   return s;
 }
 
+/// Levenshtein distance, ignoring case: "Demo.Ledger" is as near as "demo.leger".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diag + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 } // namespace
 
-bool registry::add(procedure_type t) {
+// -- type_declaration ---------------------------------------------------------------------------
+
+void type_declaration::add_upgrade(uint32_t from, upgrade_fn f) {
+  auto where = "upgrade from version " + std::to_string(from) + " of '" + type_->name + "'";
+  if (from == 0 || from >= type_->version)
+    throw std::invalid_argument(where + ": upgrades go from an older version (1 to "
+                                + std::to_string(type_->version - 1)
+                                + ") to the next; the registered version is "
+                                + std::to_string(type_->version));
+  if (!f)
+    throw std::invalid_argument(where + ": empty function");
+  if (!type_->upgrades.emplace(from, std::move(f)).second)
+    throw std::invalid_argument(where + " declared twice");
+}
+
+void type_declaration::check_data_type(uint32_t from, bool matches) const {
+  if (!matches)
+    throw std::invalid_argument("upgrade from version " + std::to_string(from) + " of '"
+                                + type_->name + "' takes another message than the type's data ("
+                                + type_->make()->data().GetTypeName() + ")");
+}
+
+// -- registry -----------------------------------------------------------------------------------
+
+procedure_type* registry::insert(procedure_type t) {
+  if (t.version == 0)
+    return nullptr;
   auto name = t.name;
-  return types_.emplace(std::move(name), std::move(t)).second;
+  auto [i, fresh] = types_.emplace(std::move(name), std::move(t));
+  return fresh ? &i->second : nullptr;
 }
 
 const procedure_type* registry::find(std::string_view name) const {
@@ -33,7 +81,7 @@ std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
                                                     std::string* error) const {
   const auto* t = find(type);
   if (t == nullptr) {
-    *error = "unknown procedure type '" + one_line(std::string(type)) + "'";
+    *error = unknown_type_error(type);
     return nullptr;
   }
   auto p = t->make();
@@ -70,15 +118,90 @@ std::unique_ptr<procedure> registry::make_from_bytes(std::string_view type,
                                                      std::string* error) const {
   const auto* t = find(type);
   if (t == nullptr) {
-    *error = "unknown procedure type '" + std::string(type) + "'";
+    *error = unknown_type_error(type);
     return nullptr;
   }
   auto p = t->make();
   if (!p->data().ParseFromString(bytes)) {
-    *error = "unparsable data for '" + std::string(type) + "'";
+    *error = "unparsable data for '" + one_line(std::string(type)) + "'";
     return nullptr;
   }
   return p;
+}
+
+std::unique_ptr<procedure> registry::make_from_journal(std::string_view type, uint32_t version,
+                                                       const std::string& bytes,
+                                                       std::string* error) const {
+  const auto* t = find(type);
+  if (t == nullptr || version == 0 || version == t->version)
+    return make_from_bytes(type, bytes, error);
+  auto name = "'" + one_line(std::string(type)) + "'";
+  if (auto why = version_problem(*t, version); !why.empty()) {
+    *error = "data of " + name + " was " + why;
+    return nullptr;
+  }
+  std::string upgraded = bytes;
+  for (auto v = version; v < t->version; ++v) {
+    try {
+      upgraded = t->upgrades.at(v)(upgraded);
+    } catch (const std::exception& e) {
+      *error = "upgrade of " + name + " data from version " + std::to_string(v) + " to "
+               + std::to_string(v + 1) + " failed: " + one_line(e.what());
+      return nullptr;
+    } catch (...) {
+      *error = "upgrade of " + name + " data from version " + std::to_string(v) + " to "
+               + std::to_string(v + 1) + " failed";
+      return nullptr;
+    }
+  }
+  auto p = make_from_bytes(type, upgraded, error);
+  if (!p)
+    *error += " (after the upgrade from version " + std::to_string(version) + ")";
+  return p;
+}
+
+std::string registry::version_problem(const procedure_type& t, uint32_t version) const {
+  if (version == 0 || version == t.version)
+    return {};
+  auto written = "written by version " + std::to_string(version) + "; this node knows version "
+                 + std::to_string(t.version);
+  if (version > t.version)
+    return written + " (no downgrade)";
+  for (auto v = version; v < t.version; ++v)
+    if (t.upgrades.count(v) == 0)
+      return written + " and has no upgrade from version " + std::to_string(v) + " to "
+             + std::to_string(v + 1);
+  return {};
+}
+
+std::string registry::unknown_type_error(std::string_view type) const {
+  auto out = "unknown procedure type '" + one_line(std::string(type)) + "'";
+  if (types_.empty())
+    return out + " (no types are registered)";
+  // A near name is a likely typo: suggest it when it is at most a third of the name away.
+  const std::string* best = nullptr;
+  size_t best_d = 0;
+  for (const auto& [name, t] : types_) {
+    auto d = edit_distance(type, name);
+    if (best == nullptr || d < best_d) {
+      best = &name;
+      best_d = d;
+    }
+  }
+  if (best_d <= std::max<size_t>(1, std::min(type.size(), best->size()) / 3))
+    return out + " (did you mean '" + *best + "'?)";
+  // Otherwise the list, cut short: a node with hundreds of types must keep the line short.
+  constexpr size_t max_listed = 12;
+  out += " (known types: ";
+  size_t n = 0;
+  for (const auto& [name, t] : types_) {
+    if (n == max_listed) {
+      out += ", ... " + std::to_string(types_.size() - n) + " more";
+      break;
+    }
+    out += (n++ == 0 ? "" : ", ") + name;
+  }
+  return out + ")";
 }
 
 std::vector<std::string> registry::names() const {

@@ -201,10 +201,29 @@ TEST(registry_test, make_from_json_unknown_type) {
   register_demo_procedures(r);
   std::string err;
   EXPECT_EQ(r.make_from_json("x", "{}", &err), nullptr);
-  EXPECT_EQ(err, "unknown procedure type 'x'");
+  // Nothing near: the known types are listed.
+  EXPECT_EQ(err, "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
+                 "demo.ledger, demo.noop, demo.wait_event)");
   err.clear();
+  // A near name (case and a typo) is suggested instead.
   EXPECT_EQ(r.make_from_json("demo.Noop", "{}", &err), nullptr);
-  EXPECT_EQ(err, "unknown procedure type 'demo.Noop'");
+  EXPECT_EQ(err, "unknown procedure type 'demo.Noop' (did you mean 'demo.noop'?)");
+  EXPECT_EQ(r.make_from_json("demo.leger", "{}", &err), nullptr);
+  EXPECT_EQ(err, "unknown procedure type 'demo.leger' (did you mean 'demo.ledger'?)");
+  EXPECT_EQ(r.make_from_json("demo.waitevent", "{}", &err), nullptr);
+  EXPECT_EQ(err, "unknown procedure type 'demo.waitevent' (did you mean 'demo.wait_event'?)");
+  EXPECT_TRUE(one_line(err));
+}
+
+TEST(registry_test, unknown_type_lists_at_most_twelve_names) {
+  registry r;
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(r.add<counting>("type." + std::string(1, static_cast<char>('a' + i)) + "xxxxxxxx"));
+  std::string err;
+  EXPECT_EQ(r.make_from_json("something.else.entirely", "{}", &err), nullptr);
+  EXPECT_NE(err.find("known types: type.axxxxxxxx, "), std::string::npos) << err;
+  EXPECT_NE(err.find(", ... 8 more)"), std::string::npos) << err;
+  EXPECT_EQ(registry{}.unknown_type_error("x"), "unknown procedure type 'x' (no types are registered)");
 }
 
 TEST(registry_test, make_from_json_unknown_field_is_rejected) {
@@ -325,7 +344,7 @@ TEST(registry_test, make_from_bytes_errors) {
   ASSERT_TRUE(r.add<counting>("t.counting"));
   std::string err;
   EXPECT_EQ(r.make_from_bytes("nope", "", &err), nullptr);
-  EXPECT_EQ(err, "unknown procedure type 'nope'");
+  EXPECT_EQ(err, "unknown procedure type 'nope' (known types: t.counting)");
   err.clear();
   // A varint tag that never ends.
   EXPECT_EQ(r.make_from_bytes("t.counting", std::string("\xff\xff\xff\xff", 4), &err), nullptr);

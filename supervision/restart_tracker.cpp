@@ -12,6 +12,11 @@ std::chrono::milliseconds jittered(double ms, double jitter, std::minstd_rand& r
     std::uniform_real_distribution<double> d(-jitter, jitter);
     ms *= 1.0 + d(rng);
   }
+  // Saturate before the cast: a double at or past 2^63 cast to int64 is undefined (x86 gives
+  // INT64_MIN, a negative delay that fires at once).
+  const auto ceiling = static_cast<double>(max_backoff_delay.count());
+  if (!(ms < ceiling))  // NaN included
+    return max_backoff_delay;
   return std::chrono::milliseconds{static_cast<int64_t>(std::max(0.0, ms))};
 }
 

@@ -37,8 +37,13 @@ private:
 /// read each, tens of microseconds on some virtual machines).
 std::minstd_rand& jitter_rng();
 
+/// The longest back-off or retry delay: longer ones (a huge `delay`, `max_delay` or
+/// `backoff_max`) saturate here. Ten years, so that adding it to any clock's time point, even
+/// in nanoseconds, cannot overflow.
+inline constexpr std::chrono::milliseconds max_backoff_delay{std::chrono::hours{24 * 365 * 10}};
+
 /// The delay before attempt `attempt` (2 = first retry) of a retried step, or -1 ms when
-/// max_attempts is exhausted.
+/// max_attempts is exhausted. Never negative otherwise; at most max_backoff_delay.
 std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt, std::minstd_rand& rng);
 inline std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt) {
   return retry_delay(p, attempt, jitter_rng());

@@ -244,5 +244,52 @@ TEST(retry_delay_test, jitter_stays_within_bounds) {
   EXPECT_EQ(retry_delay(p, 3, rng), -1ms);
 }
 
+// Delays of 2^62 ms and more once overflowed the cast to int64 (a negative delay, a retry at
+// once): every kind, with and without jitter, saturates instead.
+TEST(retry_delay_test, huge_delays_saturate_for_every_kind) {
+  std::minstd_rand rng(3);
+  const std::vector<ms> huge{ms{int64_t{1} << 62}, ms::max(), ms{int64_t{1} << 53}};
+  for (auto kind : {retry_policy::backoff::fixed, retry_policy::backoff::linear,
+                    retry_policy::backoff::exponential})
+    for (auto delay : huge)
+      for (double jitter : {0.0, 0.2, 1.0}) {
+        auto p = retry(kind, delay, ms::max());
+        p.jitter = jitter;
+        for (int attempt : {2, 5, 40, 1000, 1 << 30}) {
+          auto d = retry_delay(p, attempt, rng);
+          EXPECT_GE(d, 0ms) << static_cast<int>(kind) << " attempt " << attempt;
+          EXPECT_LE(d, max_backoff_delay) << static_cast<int>(kind) << " attempt " << attempt;
+          if (jitter == 0) {
+            EXPECT_EQ(d, max_backoff_delay) << static_cast<int>(kind) << " attempt " << attempt;
+          }
+        }
+      }
+}
+
+TEST(retry_delay_test, huge_max_delay_keeps_small_delays_exact) {
+  std::minstd_rand rng(3);
+  auto p = retry(retry_policy::backoff::exponential, 100ms, ms::max());
+  EXPECT_EQ(retry_delay(p, 5, rng), 800ms);
+  // The exponent stops at 2^30 (some 3.4 years from 100 ms).
+  EXPECT_EQ(retry_delay(p, 40, rng), ms{int64_t{100} << 30});
+  EXPECT_EQ(retry_delay(p, 1000, rng), ms{int64_t{100} << 30});
+  auto l = retry(retry_policy::backoff::linear, ms{int64_t{1} << 40}, ms::max());
+  EXPECT_EQ(retry_delay(l, 5, rng), max_backoff_delay);
+}
+
+TEST(restart_tracker_test, huge_backoff_saturates) {
+  for (double jitter : {0.0, 0.5}) {
+    auto p = exact(1000, 1000h, ms{int64_t{1} << 62}, ms::max());
+    p.jitter = jitter;
+    restart_tracker r(p);
+    for (int n = 0; n < 40; ++n) {
+      r.record_crash(t0 + n * 1s);
+      auto b = r.backoff();
+      EXPECT_GE(b, 0ms) << n;
+      EXPECT_LE(b, max_backoff_delay) << n;
+    }
+  }
+}
+
 } // namespace
 } // namespace proctor

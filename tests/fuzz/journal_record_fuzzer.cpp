@@ -316,7 +316,7 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
     const auto& u = plan[i];
     const auto* p = t.find(u.proc_id);
     REQUIRE(p != nullptr, "plan names an unknown procedure", describe(u));
-    REQUIRE(!is_final(p->status) && !p->partial_undone,
+    REQUIRE(!is_final(p->status) && !p->partial_undone && !p->steps_ended,
             "plan undoes the partly run state of an ended or already undone procedure",
             describe(u));
     REQUIRE(partial.insert(u.proc_id).second, "plan undoes a partly run state twice", describe(u));
@@ -330,7 +330,7 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
   size_t expect_partial = 0;
   size_t expect_steps = 0;
   for (const auto& [id, p] : t.procs) {
-    if (!is_final(p.status) && !p.partial_undone)
+    if (!is_final(p.status) && !p.partial_undone && !p.steps_ended)
       ++expect_partial;
     for (const auto& s : p.steps)
       if (!s.undone && !s.no_return)
@@ -351,7 +351,7 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
     for (const auto& s : p->steps)
       if (s.lsn == u.lsn)
         found = !s.undone && !s.no_return && s.executed_state == u.state
-                && s.data_before == u.data;
+                && s.data == u.data;  // the undo sees what the step committed
     REQUIRE(found, "plan item does not match a committed, undoable step", describe(u));
   }
 }
