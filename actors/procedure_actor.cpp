@@ -155,7 +155,10 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   }
   st.locks = st.inst->locks();
   st.ancestors = s.ancestors;
-  st.committed_data = p->data;
+  // Upgraded data is not what the journal holds: a retry restarts from the upgraded form.
+  st.committed_data = p->data_version == st.ptype->version || p->data_version == 0
+                        ? p->data
+                        : st.inst->data().SerializeAsString();
   if (st.env->on_procedure_start)
     st.env->on_procedure_start(st.id);
   st.state = p->state;
