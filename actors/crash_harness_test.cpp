@@ -144,18 +144,23 @@ TEST_F(crash_harness_test, it_reports_every_boundary_where_a_step_that_is_not_id
   };
   auto rep = run_crash_matrix(o);
   EXPECT_FALSE(rep.ok());
-  // A crash between a step's effect and its commit re-runs the step: just before each
-  // step's commit, and just after the write before it (the step runs as soon as that one is
-  // durable). Each of them is reported, and none other.
-  std::vector<std::string> want{"crash after root: submitted #1",
-                                "crash before root: step #1 (LEDGER_STEP)",
-                                "crash after root: step #1 (LEDGER_STEP)",
-                                "crash before root: step #2 (LEDGER_STEP)",
-                                "crash after root: step #2 (LEDGER_STEP)",
-                                "crash before tree: summary #1"};
-  EXPECT_EQ(rep.failing_boundaries, want) << rep.summary();
-  for (const auto& b : want)
+  // A crash just before a step's commit always re-runs the step (it ran before its commit
+  // was refused): three boundaries certainly fail, each is reported. A crash just after the
+  // write before a step may too, when the step starts before the node notices its store
+  // froze; nothing else may fail.
+  std::vector<std::string> certain{"crash before root: step #1 (LEDGER_STEP)",
+                                   "crash before root: step #2 (LEDGER_STEP)",
+                                   "crash before tree: summary #1"};
+  std::vector<std::string> possible = certain;
+  for (const char* b : {"crash after root: submitted #1", "crash after root: step #1 (LEDGER_STEP)",
+                        "crash after root: step #2 (LEDGER_STEP)"})
+    possible.push_back(b);
+  for (const auto& b : certain) {
+    EXPECT_TRUE(has(rep.failing_boundaries, b)) << b << " not reported\n" << rep.summary();
     EXPECT_NE(rep.summary().find(b), std::string::npos) << rep.summary();
+  }
+  for (const auto& b : rep.failing_boundaries)
+    EXPECT_TRUE(has(possible, b)) << b << " should not fail\n" << rep.summary();
   EXPECT_NE(rep.summary().find("crash before root: step #2 (LEDGER_STEP): the log holds "
                                "'step 0\nstep 1\nstep 1\nstep 2\n'"),
             std::string::npos)
