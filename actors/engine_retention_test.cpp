@@ -73,7 +73,9 @@ TEST_F(retention_test, a_restart_keeps_what_remains_of_the_ttl) {
 }
 
 TEST_F(retention_test, neighbouring_trees_go_with_one_range_delete_and_a_live_tree_between_stays) {
-  start_with_ttl(std::chrono::milliseconds{300});
+  // Long enough for the waits below to see every procedure end before it is released,
+  // however slow the machine.
+  start_with_ttl(std::chrono::seconds{3});
   auto a = submit("demo.noop", R"({"steps":2})");
   ASSERT_EQ(wait(a).state(), pb::SUCCESS);
   auto w = submit("demo.wait_event", R"({"key":"stay"})");
@@ -86,7 +88,7 @@ TEST_F(retention_test, neighbouring_trees_go_with_one_range_delete_and_a_live_tr
     ASSERT_EQ(wait(id).state(), pb::SUCCESS);
   done.push_back(a);
   for (auto id : done)
-    ASSERT_TRUE(eventually([&] { return !known(id); }, std::chrono::seconds{5})) << id;
+    ASSERT_TRUE(eventually([&] { return !known(id); }, std::chrono::seconds{20})) << id;
   EXPECT_TRUE(known(w));
   // Each tree's records are collected soon after it ends, and its summary goes when it is
   // released: a range delete per tree would make 42. Grouped, a goes alone (w follows it),
