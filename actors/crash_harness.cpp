@@ -1,5 +1,6 @@
 #include "actors/crash_harness.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -10,6 +11,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/crash_boundary.hpp"
 #include "actors/node.hpp"
 #include "actors/rpc.hpp"
 #include "persistence/fault_store.hpp"
@@ -86,13 +88,14 @@ public:
 class incarnation {
 public:
   incarnation(const registry& types, const std::string& dir, size_t workers,
-              const std::function<void(fault_store&)>& crash)
+              const std::function<void(boundary_store&)>& crash)
     : sys_(cfg_), node_(sys_, types) {
     std::string err;
     std::shared_ptr<journal_store> inner = open_rocksdb_store(dir, &err);
     if (!inner)
       throw std::runtime_error("cannot open " + dir + ": " + err);
-    store_ = std::make_shared<fault_store>(std::move(inner));
+    store_ = std::make_shared<boundary_store>(std::make_shared<fault_store>(std::move(inner)),
+                                              types);
     if (crash)
       crash(*store_);
     node_options o;
@@ -124,12 +127,13 @@ public:
 
   bool frozen() const { return store_->frozen(); }
   uint64_t writes() const { return store_->writes(); }
+  std::vector<boundary> records() const { return store_->seen(); }
 
 private:
   quiet_config cfg_;
   caf::actor_system sys_;
   node node_;
-  std::shared_ptr<fault_store> store_;
+  std::shared_ptr<boundary_store> store_;
 };
 
 constexpr const char* nonce = "crash-harness";
@@ -141,9 +145,11 @@ public:
       types_(counting_registry(*o.types, log_)) {}
 
   /// Runs the procedure to its end in a fresh directory. `crash(i, store)` arms the store of
-  /// incarnation i (0 = first) or leaves it alone.
+  /// incarnation i (0 = first) or leaves it alone. `first_records`, if given, receives the
+  /// records the first incarnation wrote, in write order.
   crash_run run(const std::string& label,
-                const std::function<void(int, fault_store&)>& crash) {
+                const std::function<void(int, boundary_store&)>& crash,
+                std::vector<boundary>* first_records = nullptr) {
     crash_run out;
     out.label = label;
     auto dir = opts_.work_dir + "/run-" + std::to_string(++counter_);
@@ -155,7 +161,7 @@ public:
     uint64_t id = 0;
     for (int i = 0;; ++i) {
       incarnation inc(types_, dir, opts_.workers,
-                      [&](fault_store& s) { if (crash) crash(i, s); });
+                      [&](boundary_store& s) { if (crash) crash(i, s); });
       bool crashed = false;
       // Submit (again, after a crash: the nonce makes it idempotent) until it is durable.
       while (id == 0 && !crashed) {
@@ -189,6 +195,8 @@ public:
           throw std::runtime_error(label + ": did not end within the run timeout");
       }
       out.journal_writes += inc.writes();
+      if (i == 0 && first_records != nullptr)
+        *first_records = inc.records();
       if (!crashed)
         break;
       ++out.crashes;
@@ -233,12 +241,35 @@ void compare(const crash_run& clean, const crash_run& r, bool bounded,
 
 } // namespace
 
+namespace {
+
+/// At most `max` characters of `s`: a failure message must not drown the summary.
+std::string clip(const std::string& s, size_t max = 400) {
+  return s.size() <= max ? s : s.substr(0, max) + " [...]";
+}
+
+} // namespace
+
 std::string crash_report::summary() const {
+  constexpr size_t max_listed = 20;
   std::ostringstream o;
   o << runs << " run(s), " << crashes << " crash(es) over " << boundaries
     << " journal boundaries; " << failures.size() << " failure(s)";
-  for (const auto& f : failures)
-    o << "\n  " << f;
+  if (!failing_boundaries.empty()) {
+    o << "\n  failing boundaries (" << failing_boundaries.size() << "):";
+    for (size_t i = 0; i < failing_boundaries.size() && i < 3 * max_listed; ++i)
+      o << "\n    " << failing_boundaries[i];
+    if (failing_boundaries.size() > 3 * max_listed)
+      o << "\n    ... and " << failing_boundaries.size() - 3 * max_listed << " more";
+  }
+  for (size_t i = 0; i < failures.size() && i < max_listed; ++i)
+    o << "\n  " << clip(failures[i]);
+  if (failures.size() > max_listed)
+    o << "\n  ... and " << failures.size() - max_listed << " more failure(s)";
+  if (!unreached.empty())
+    o << "\n  " << unreached.size() << " boundary(ies) of the clean run never came in a crash"
+      << " run (the tree does not write the same records every run), e.g. "
+      << unreached.front();
   return o.str();
 }
 
@@ -261,40 +292,67 @@ crash_report run_crash_matrix(const crash_matrix_options& opts) {
   } restore_level{level};
   std::filesystem::create_directories(opts.work_dir);
   runner r(opts);
-  auto check = [&](const crash_run& run) {
-    ++rep.runs;
-    rep.crashes += static_cast<size_t>(run.crashes);
-    if (opts.check)
-      if (auto why = opts.check(run); !why.empty())
-        rep.failures.push_back(run.label + ": " + why);
+  // One run, whatever happens in it: a run that throws (a lost procedure, a timeout) is one
+  // failing boundary, and the matrix goes on to the next.
+  auto attempt = [&](const std::string& label, const std::function<void(crash_run&)>& body) {
+    size_t before = rep.failures.size();
+    try {
+      crash_run run;
+      run.label = label;
+      body(run);
+      ++rep.runs;
+      rep.crashes += static_cast<size_t>(run.crashes);
+      if (opts.check)
+        if (auto why = opts.check(run); !why.empty())
+          rep.failures.push_back(run.label + ": " + why);
+    } catch (const std::exception& e) {
+      ++rep.runs;
+      rep.failures.push_back(e.what());
+    }
+    if (rep.failures.size() > before)
+      rep.failing_boundaries.push_back(label);
   };
-  try {
-    auto clean = r.run("clean", {});
-    check(clean);
-    rep.boundaries = clean.journal_writes;
-    for (uint64_t k = 1; k <= rep.boundaries; ++k) {
-      for (bool after : {false, true}) {
-        if ((after && !opts.crash_after) || (!after && !opts.crash_before))
-          continue;
-        auto label = std::string("crash ") + (after ? "after" : "before") + " write "
-                     + std::to_string(k);
-        auto run = r.run(label, [&](int i, fault_store& s) {
+
+  crash_run clean;
+  std::vector<boundary> records;
+  attempt("clean", [&](crash_run& run) {
+    run = r.run("clean", {}, &records);
+    clean = run;
+  });
+  if (!rep.failures.empty())
+    return rep;
+  // Boundaries in a canonical order (tree position, record kind, occurrence), so that the
+  // matrix is the same however this clean run's writes were merged and interleaved.
+  std::sort(records.begin(), records.end());
+  records.erase(std::unique(records.begin(), records.end()), records.end());
+  rep.boundaries = records.size();
+  for (const auto& b : records)
+    rep.boundary_labels.push_back(b.label);
+
+  for (const auto& b : records) {
+    for (bool after : {false, true}) {
+      if ((after && !opts.crash_after) || (!after && !opts.crash_before))
+        continue;
+      auto label = std::string("crash ") + (after ? "after " : "before ") + b.label;
+      attempt(label, [&](crash_run& run) {
+        bool fired = false;
+        run = r.run(label, [&](int i, boundary_store& s) {
           if (i == 0)
-            s.crash_at(k, after);
+            s.arm(b, after, &fired);
         });
-        check(run);
+        if (!fired)
+          rep.unreached.push_back(label);
         compare(clean, run, true, &rep.failures);
-      }
+      });
     }
-    if (opts.chained) {
-      // HBase's double execution: every incarnation lets one write through (the one the
-      // previous incarnation was killed before) and is killed before the next.
-      auto run = r.run("chained", [](int, fault_store& s) { s.crash_at(2, false); });
-      check(run);
+  }
+  if (opts.chained) {
+    // HBase's double execution: every incarnation lets one write through (the one the
+    // previous incarnation was killed before) and is killed before the next.
+    attempt("chained", [&](crash_run& run) {
+      run = r.run("chained", [](int, boundary_store& s) { s.faults().crash_at(2, false); });
       compare(clean, run, false, &rep.failures);
-    }
-  } catch (const std::exception& e) {
-    rep.failures.push_back(e.what());
+    });
   }
   return rep;
 }

@@ -20,14 +20,20 @@
 //     EXPECT_TRUE(report.ok()) << report.summary();
 //   }
 //
-// A clean run first counts the journal writes W of the procedure's whole life (its tree,
-// its rollback if it fails). Then, for every k in 1..W, one run crashes just before write k
-// and one just after it: the journal's store freezes as a killed process would leave it, the
-// node is torn down, a new node recovers from the same directory and runs the procedure to
-// its end. Every run must end in the clean run's final state; every step (and undo) the
-// clean run executed must have executed at least once and at most twice; and `check` must
-// accept what the run left. A chained run (HBase's "double execution") then crashes at the
-// second write of every incarnation until the procedure ends.
+// A clean run first lists the journal records of the procedure's whole life (its tree, its
+// rollback if it fails). Each record is a boundary, named by what it is, not by when it
+// was written (crash_boundary.hpp): the position of its procedure in the tree, its kind,
+// and its occurrence (the procedure's n-th step commit). A tree with concurrent children
+// merges and interleaves its writes differently in every run, but writes the same records,
+// so the matrix is the same in every run. For every boundary, one run crashes just before
+// the write that carries its record and one just after it: the journal's store freezes as
+// a killed process would leave it, the node is torn down, a new node recovers from the same
+// directory and runs the procedure to its end. Every run must end in the clean run's final
+// state; every step (and undo) the clean run executed must have executed at least once and
+// at most twice; and `check` must accept what the run left. A chained run (HBase's "double
+// execution") then crashes at the second write of every incarnation until the procedure
+// ends. Every run is made and judged, whatever the earlier ones did: the report lists every
+// failing boundary, not only the first.
 #pragma once
 
 #include <chrono>
@@ -41,8 +47,10 @@
 
 namespace proctor::testing {
 
-/// How a step ran: its procedure's type, its state, undo or not, and the data it started
-/// with. Two runs are compared by these, not by procedure ids.
+/// How a step ran: its procedure's type, its state, undo or not, and the data its handler
+/// saw (a step: the data it started with; an undo: the data its step committed, or for a
+/// partly run state the data that state started with). Two runs are compared by these, not
+/// by procedure ids.
 struct step_key {
   std::string type;
   int32_t state = 0;
@@ -54,7 +62,7 @@ struct step_key {
 
 /// What one run did.
 struct crash_run {
-  std::string label;            ///< "clean", "crash before write 5", "chained", ...
+  std::string label;  ///< "clean", "crash before root/1: step #2 (LEDGER_STEP)", "chained"
   pb::ProcStatus root;          ///< the root's final status
   std::map<step_key, int> executions;
   int crashes = 0;
@@ -78,10 +86,18 @@ struct crash_matrix_options {
 };
 
 struct crash_report {
-  size_t boundaries = 0;  ///< journal writes of the clean run
+  size_t boundaries = 0;  ///< distinct journal records of the clean run
   size_t runs = 0;
   size_t crashes = 0;
+  /// The boundaries in the order the matrix visits them ("root/1: step #2 (LEDGER_STEP)").
+  std::vector<std::string> boundary_labels;
+  /// What went wrong, one line per finding ("crash before root/1: step #2 (...): ...").
   std::vector<std::string> failures;
+  /// The runs with at least one failure ("crash before root/1: step #2 (...)", "chained").
+  std::vector<std::string> failing_boundaries;
+  /// Runs whose boundary never came: the tree did not write that record this time (a tree
+  /// whose records depend on timing, e.g. a child failing while its siblings run).
+  std::vector<std::string> unreached;
 
   bool ok() const { return failures.empty() && boundaries > 0; }
   std::string summary() const;

@@ -30,16 +30,25 @@ protected:
 };
 
 TEST_F(retention_test, results_are_released_after_their_ttl_in_the_order_they_ended) {
-  start_with_ttl(std::chrono::milliseconds{600});
+  constexpr auto ttl = std::chrono::milliseconds{600};
+  start_with_ttl(ttl);
+  // A procedure ends after its submit was sent: times taken before the submits are lower
+  // bounds of the ends, so the checks below hold however slowly the machine runs.
+  auto t_first = std::chrono::steady_clock::now();
   auto first = submit("demo.noop", R"({"steps":1})");
   ASSERT_EQ(wait(first).state(), pb::SUCCESS);
-  auto t_first = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds{300});  // the second ends later
+  auto t_second = std::chrono::steady_clock::now();
   auto second = submit("demo.noop", R"({"steps":1})");
   ASSERT_EQ(wait(second).state(), pb::SUCCESS);
   ASSERT_TRUE(eventually([&] { return !known(first); }, std::chrono::seconds{5}));
-  EXPECT_GE(std::chrono::steady_clock::now() - t_first, std::chrono::milliseconds{600});
-  EXPECT_TRUE(known(second)) << "released with the first, before its own TTL";
+  EXPECT_GE(std::chrono::steady_clock::now() - t_first, ttl);
+  bool second_known = known(second);
+  auto since_second = std::chrono::steady_clock::now() - t_second;
+  EXPECT_TRUE(second_known || since_second >= ttl)
+    << "released with the first, "
+    << std::chrono::duration_cast<std::chrono::milliseconds>(since_second).count()
+    << " ms after its submit, before its own TTL";
   ASSERT_TRUE(eventually([&] { return !known(second); }, std::chrono::seconds{5}));
   // Released means deleted from the journal too: a restart does not bring them back.
   restart();
@@ -64,7 +73,9 @@ TEST_F(retention_test, a_restart_keeps_what_remains_of_the_ttl) {
 }
 
 TEST_F(retention_test, neighbouring_trees_go_with_one_range_delete_and_a_live_tree_between_stays) {
-  start_with_ttl(std::chrono::milliseconds{300});
+  // Long enough for the waits below to see every procedure end before it is released,
+  // however slow the machine.
+  start_with_ttl(std::chrono::seconds{3});
   auto a = submit("demo.noop", R"({"steps":2})");
   ASSERT_EQ(wait(a).state(), pb::SUCCESS);
   auto w = submit("demo.wait_event", R"({"key":"stay"})");
@@ -77,7 +88,7 @@ TEST_F(retention_test, neighbouring_trees_go_with_one_range_delete_and_a_live_tr
     ASSERT_EQ(wait(id).state(), pb::SUCCESS);
   done.push_back(a);
   for (auto id : done)
-    ASSERT_TRUE(eventually([&] { return !known(id); }, std::chrono::seconds{5})) << id;
+    ASSERT_TRUE(eventually([&] { return !known(id); }, std::chrono::seconds{20})) << id;
   EXPECT_TRUE(known(w));
   // Each tree's records are collected soon after it ends, and its summary goes when it is
   // released: a range delete per tree would make 42. Grouped, a goes alone (w follows it),

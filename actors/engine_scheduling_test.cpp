@@ -1,5 +1,8 @@
 // The scheduler's order: priorities first, then round-robin between roots.
+#include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "actors/engine_fixture.hpp"
@@ -12,13 +15,27 @@ namespace {
 std::mutex order_mtx;
 std::vector<uint64_t> order;  // procedures in the order their steps ran
 
-/// One step that notes its procedure id, after `steps` milliseconds of work.
+/// The test's gate: while it is closed, a marker's step waits in its run slot (at most
+/// 30 s), so the test decides when the slot frees up instead of hoping that its submits
+/// are faster than the work queued before them.
+std::atomic<bool> gate_open{true};
+std::atomic<int> steps_started{0};
+
+void pass_gate() {
+  ++steps_started;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+  while (!gate_open.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+}
+
+/// One step that notes its procedure id, after the gate and `steps` milliseconds of work.
 class marker : public state_machine<pb::NoopData, pb::NoopState> {
 public:
   marker() { on(pb::NOOP_STEP, &marker::step, &marker::nothing); }
 
 private:
   outcome step(pb::NoopData& d, context& ctx) {
+    pass_gate();
     std::this_thread::sleep_for(std::chrono::milliseconds{d.steps()});
     std::lock_guard<std::mutex> g(order_mtx);
     order.push_back(ctx.id());
@@ -50,6 +67,8 @@ protected:
     engine::SetUp();
     std::lock_guard<std::mutex> g(order_mtx);
     order.clear();
+    gate_open = true;
+    steps_started = 0;
     types_.add<marker>("test.marker");
     types_.add<crowd>("test.crowd");
   }
@@ -65,13 +84,19 @@ protected:
 
 TEST_F(scheduling_test, higher_priority_runs_first) {
   start([](node_options& o) { o.workers = 1; });
-  // The one run slot is busy for a while; everything below queues behind it.
-  auto blocker = submit("test.marker", R"({"steps":200})");
-  ASSERT_TRUE(eventually([&] { return status(blocker).state() == pb::RUNNABLE; }));
+  // The one run slot is held by the blocker's step until the gate opens; everything below
+  // queues behind it.
+  gate_open = false;
+  auto blocker = submit("test.marker", R"({"steps":1})");
+  ASSERT_TRUE(eventually([&] { return steps_started.load() == 1; }))
+    << "the blocker's step never started";
   std::vector<uint64_t> low;
   for (int i = 0; i < 5; ++i)
     low.push_back(submit("test.marker", R"({"steps":1})", {}, 0));
   auto high = submit("test.marker", R"({"steps":1})", {}, 10);
+  ASSERT_TRUE(eventually([&] { return metric("proctor_queue_depth") >= 6; }))
+    << "the six steps never all queued for the run slot";
+  gate_open = true;
   for (auto id : low)
     EXPECT_EQ(wait(id).state(), pb::SUCCESS);
   EXPECT_EQ(wait(high).state(), pb::SUCCESS);
@@ -81,9 +106,16 @@ TEST_F(scheduling_test, higher_priority_runs_first) {
 
 TEST_F(scheduling_test, one_huge_tree_does_not_starve_another_root) {
   start([](node_options& o) { o.workers = 1; });
+  // The tree's first marker holds the one run slot until the small root is queued too.
+  gate_open = false;
   auto big = submit("test.crowd", R"({"steps":60})");
   ASSERT_TRUE(eventually([&] { return status(big).children_size() == 60; }));
+  ASSERT_TRUE(eventually([&] { return steps_started.load() == 1; }))
+    << "no marker of the tree started";
   auto small = submit("test.marker", R"({"steps":1})");
+  ASSERT_TRUE(eventually([&] { return metric("proctor_queue_depth") >= 60; }))
+    << "the tree's 59 other markers and the small root never all queued for the run slot";
+  gate_open = true;
   EXPECT_EQ(wait(small).state(), pb::SUCCESS);
   EXPECT_EQ(wait(big).state(), pb::SUCCESS);
   // Round-robin between roots: the small root waits for at most a few of the tree's 60 steps.

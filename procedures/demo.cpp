@@ -49,6 +49,11 @@ void nap(int ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds{ms});
 }
 
+/// True when `gate_dir` is "" or holds the file `name`: demo.ledger's gates (see demo.proto).
+bool gate_open(const std::string& gate_dir, const std::string& name) {
+  return gate_dir.empty() || fs::exists(fs::path(gate_dir) / name);
+}
+
 // -- demo.ledger --------------------------------------------------------------------------------
 
 class ledger : public state_machine<pb::LedgerData, pb::LedgerState> {
@@ -63,6 +68,8 @@ public:
       return "steps, children, depth and step_sleep_ms must not be negative";
     if (d.depth() > 8 || d.children() > 100000)
       return "depth is limited to 8 and children to 100000";
+    if (!d.gate_dir().empty() && !fs::is_directory(d.gate_dir()))
+      return "gate_dir '" + d.gate_dir() + "' is not a directory";
     return check_dir(d.ledger_dir());
   }
 
@@ -78,6 +85,10 @@ private:
 
   outcome step(pb::LedgerData& d, context& ctx) {
     int s = d.step();
+    if (!gate_open(d.gate_dir(), "step." + std::to_string(s))) {
+      nap(2);  // a closed gate must not spin a run slot
+      return yield(pb::LEDGER_STEP);
+    }
     d.clear_touched();
     if (s >= steps(d))
       return done(R"({"steps":)" + std::to_string(s) + "}");
@@ -103,6 +114,8 @@ private:
   }
 
   void undo(pb::LedgerData& d, context& ctx) {
+    if (!gate_open(d.gate_dir(), "undo." + std::to_string(d.depth())))
+      throw std::runtime_error("demo.ledger: undo gate closed");
     nap(d.step_sleep_ms());
     if (ctx.undo_of_committed_step()) {
       // The data the step committed says which file it created (none: it only ended).

@@ -1,6 +1,7 @@
 // Procedure trees through a real node: a 13-procedure demo.ledger tree (steps 3, children 3,
 // depth 2) succeeds with exactly 39 ledger files; the same tree with a failing root rolls back
-// to an empty ledger, also when the node is SIGKILLed in the middle of that rollback.
+// to an empty ledger, also when the node is SIGKILLed in the middle of that rollback (held
+// there by demo.ledger's undo gate, so the kill cannot come too early or too late).
 #include <gtest/gtest.h>
 
 #include <google/protobuf/struct.pb.h>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -156,49 +158,52 @@ TEST(tree_process, failing_tree_killed_mid_rollback_ends_rolledback_with_an_empt
   ASSERT_TRUE(n.start()) << n.log_tail();
 
   // The root fails at its step 2, once its 12 descendants succeeded: 12 * 3 + 2 files.
+  // Every step's gate is open; the undos of the nine leaves (depth 0) wait behind gate
+  // undo.0, opened only after the SIGKILL. The rollback undoes in descending journal order,
+  // so it first undoes the root's step 1 (its last commit) and then stops, at the latest,
+  // at the first leaf: the kill certainly comes mid-rollback, with the leaves' 27 files left.
   constexpr size_t peak = (tree_size - 1) * steps + 2;
-  auto sub = n.ctl(
-    {"submit", "demo.ledger", "--args-json", tree_args(ledger, R"(,"fail_at":2,"step_sleep_ms":30)")},
-    30s);
+  constexpr size_t leaf_files = 9 * steps;
+  auto gates = dir.path() / "gates";
+  fs::create_directories(gates);
+  for (const char* g : {"step.0", "step.1", "step.2", "undo.1", "undo.2"})
+    std::ofstream(gates / g).put('\n');
+  auto sub = n.ctl({"submit", "demo.ledger", "--args-json",
+                    tree_args(ledger, R"(,"fail_at":2,"gate_dir":")" + gates.string() + "\"")},
+                   30s);
   ASSERT_EQ(sub.exit_code, 0) << sub.err;
   auto root = parse_id(sub.out);
   ASSERT_TRUE(root) << sub.out;
 
   std::optional<std::vector<proc_status>> tree;
-  ASSERT_TRUE(eventually([&] { return (tree = read_tree(n, *root)).has_value(); }, 30s, 20ms))
+  ASSERT_TRUE(eventually([&] { return (tree = read_tree(n, *root)).has_value(); }, 60s, 20ms))
     << "the tree was never complete\n"
     << n.log_tail();
 
-  // Rolling back: the root is FAILED and files are going away. Kill about a third of the way
-  // through (an undo takes 30 ms, so the window is most of a second wide).
-  constexpr size_t kill_below = peak - 12;
+  auto root_step_1 = ledger / (std::to_string(*root) + "." + std::to_string(*root) + ".1");
   size_t most = 0;
-  size_t files = 0;
   std::string state;
   bool rolling_back = eventually(
     [&] {
-      files = count_files(ledger);
-      most = std::max(most, files);
+      most = std::max(most, count_files(ledger));
       auto s = status_of(n, *root);
       state = s ? s->state : "?";
-      if (state == "ROLLEDBACK" || state == "SUCCESS")
-        return true;  // too late; reported below
-      files = count_files(ledger);
-      return state == "FAILED" && files <= kill_below && files > 0;
+      return state == "FAILED" && !fs::exists(root_step_1);
     },
-    60s, 5ms);
+    120s, 10ms);
   n.kill();
   auto files_at_kill = count_files(ledger);
-  ASSERT_TRUE(rolling_back) << "the root never rolled back (state " << state << ", " << files
-                            << " files)\n"
+  ASSERT_TRUE(rolling_back) << "the root never started its rollback (state " << state << ", "
+                            << files_at_kill << " files)\n"
                             << n.log_tail();
-  ASSERT_EQ(state, "FAILED") << "the rollback ended before the SIGKILL could hit it";
-  ASSERT_GT(files_at_kill, 0u) << "the rollback had finished before the SIGKILL";
+  EXPECT_GE(files_at_kill, leaf_files) << "a leaf's undo ran past its closed gate";
+  EXPECT_LT(files_at_kill, peak);
   EXPECT_LE(most, peak) << "more ledger files than the tree ever commits";
   std::printf("  SIGKILL mid-rollback: %zu of %zu ledger files left\n", files_at_kill, peak);
   // The root never ran its failing step.
   EXPECT_FALSE(fs::exists(ledger / (std::to_string(*root) + "." + std::to_string(*root) + ".2")));
 
+  std::ofstream(gates / "undo.0").put('\n');
   ASSERT_TRUE(n.start()) << n.log_tail();
   auto w = n.ctl({"wait", std::to_string(*root), "--timeout-s", "60"}, 90s);
   EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
