@@ -115,8 +115,7 @@ std::string log_lines_of(const node& n, uint64_t id) {
 }
 
 /// Waits for every id and checks that each ended SUCCESS; then checks the ledger. The waits
-/// run one at a time: concurrent CLI calls sometimes lose their reply (see the report of
-/// cli.KNOWN_BUG_concurrent_cli_calls_all_get_an_answer), which is not what this test is about.
+/// run one at a time (concurrent calls are client_protocol's and cli's subject, not this one's).
 void expect_all_succeeded_exactly_once(const node& n, const std::vector<uint64_t>& ids,
                                        const fs::path& ledger) {
   std::vector<run_result> waits(ids.size());
