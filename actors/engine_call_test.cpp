@@ -1,5 +1,10 @@
 // Procedures as message handlers: a step calls a service (of this node or another) and
 // resumes with the reply, journaled before it is acted on; a restart re-sends the call.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "actors/echo_service.hpp"
 #include "actors/engine_fixture.hpp"
 
@@ -52,9 +57,9 @@ TEST_F(call_test, a_call_pending_at_a_restart_is_sent_again) {
   EXPECT_EQ(s.result_json(), R"({"echo":"again"})");
 }
 
+// The caller needs no middleman: calls to other nodes go over the client protocol.
 TEST_F(call_test, a_step_calls_a_service_of_another_node) {
-  middleman_ = true;
-  // The other node: its own actor system and data directory, published on a free port.
+  // The other node: its own actor system and data directory, serving clients on a free port.
   caf::actor_system_config other_cfg;
   tune_actor_system(other_cfg);
   other_cfg.load<caf::io::middleman>();
@@ -66,7 +71,7 @@ TEST_F(call_test, a_step_calls_a_service_of_another_node) {
     oo.data_dir = dir_ + "/other";
     oo.services["demo.echo"] = spawn_echo_service(other_sys);
     ASSERT_TRUE(other.start(oo));
-    auto p = other.publish("127.0.0.1", 0);
+    auto p = other.serve_clients("127.0.0.1", 0);
     ASSERT_TRUE(p) << other_sys.render(p.error());
     port = *p;
     start();
@@ -78,6 +83,27 @@ TEST_F(call_test, a_step_calls_a_service_of_another_node) {
     stop();
     other.stop();
   }
+}
+
+// A node that cannot be reached is a transport failure: retried with back-off until the
+// call's deadline, which then fails the procedure (and says why).
+TEST_F(call_test, a_call_to_an_unreachable_node_is_retried_until_its_deadline) {
+  start();
+  // A port nobody listens on: bound, never listened on, kept until the test ends.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  auto id = submit("demo.call", R"({"service":"127.0.0.1:)" + std::to_string(ntohs(a.sin_port))
+                                  + R"(/demo.echo","request":"x","timeout_ms":400})");
+  auto s = wait(id);
+  ::close(fd);
+  EXPECT_EQ(s.state(), pb::ROLLEDBACK);
+  EXPECT_FALSE(s.error().empty());
 }
 
 } // namespace

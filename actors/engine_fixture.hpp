@@ -213,7 +213,7 @@ protected:
   }
 
   std::string dir_;
-  bool middleman_ = false;  ///< load CAF's middleman (remote calls, publish)
+  bool middleman_ = false;  ///< load CAF's middleman (serve_clients)
   registry types_;
   std::unique_ptr<caf::actor_system_config> cfg_;
   std::unique_ptr<caf::actor_system> sys_;

@@ -8,6 +8,7 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/client_server.hpp"
 #include "actors/node_scheduler.hpp"
 #include "actors/scheduler.hpp"
 #include "persistence/keys.hpp"
@@ -55,6 +56,13 @@ void tune_actor_system(caf::actor_system_config& cfg) {
   // 2 cores, 2 workers gave proctor-bench (c) p99 5.6-8.5 ms where 4 gave 8.1-16.9 ms (four
   // alternating runs each), and (b) no less.
   cfg.set("scheduler.max-threads", size_t{std::max(2u, std::thread::hardware_concurrency())});
+  // No middleman worker threads: BASP messages are then handled in the multiplexer's thread,
+  // in order. With workers, CAF 0.17.6's BASP broker hands a closed connection's cleanup to
+  // a worker queue while it keys connections by fd; Linux gives the freed fd number to the
+  // next accepted connection, whose messages were then credited to the gone peer and its
+  // replies lost (about 1 call in 2,300 with four clients). Clients now use our own broker
+  // (client_server.hpp), but node-to-node CAF traffic would meet the same race.
+  cfg.set("middleman.workers", size_t{0});
 }
 
 node::node(caf::actor_system& sys, const registry& types) : sys_(sys), types_(types) {
@@ -140,6 +148,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   rep.trees = rec.trees.size();
   rep.scan_seconds = since(t_scan);
 
+  max_args_bytes_ = opts.executor.max_args_bytes;
   env_ = std::make_shared<node_env>();
   env_->types = &types_;
   env_->next_id = std::make_shared<std::atomic<uint64_t>>(next_id);
@@ -166,21 +175,23 @@ caf::expected<recovery_report> node::start(node_options opts) {
   return rep;
 }
 
-caf::expected<uint16_t> node::publish(const std::string& host, uint16_t port) {
-  auto p = sys_.middleman().publish(executor_, port, host.c_str(), true);
-  if (p) {
-    published_ = true;
-    port_ = *p;
-  }
-  return p;
+caf::expected<uint16_t> node::serve_clients(const std::string& host, uint16_t port) {
+  client_server_config cfg;
+  cfg.max_frame_bytes = client_frame_limit(max_args_bytes_);
+  auto s = spawn_client_server(sys_, executor_, host, port, cfg);
+  if (!s)
+    return std::move(s.error());
+  client_server_ = s->first;
+  return s->second;
 }
 
 void node::stop() {
   if (!env_)
     return;
-  if (published_) {
-    sys_.middleman().unpublish(executor_, port_);
-    published_ = false;
+  // Clients first: no request reaches an executor that is going away.
+  if (client_server_) {
+    caf::anon_send_exit(client_server_, caf::exit_reason::user_shutdown);
+    client_server_ = nullptr;
   }
   auto env = env_;
   env_.reset();

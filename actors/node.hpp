@@ -67,8 +67,9 @@ public:
   /// failure (directory locked by another process, not writable, damaged beyond reading).
   caf::expected<recovery_report> start(node_options opts);
 
-  /// Publishes the executor on host:port (port 0 = any); returns the port.
-  caf::expected<uint16_t> publish(const std::string& host, uint16_t port);
+  /// Serves the client protocol (proto/WIRE.md) on host:port (port 0 = any); returns the
+  /// port. Needs CAF's middleman loaded in the actor system.
+  caf::expected<uint16_t> serve_clients(const std::string& host, uint16_t port);
 
   /// Stops every actor of the node (graceful: nothing half-written is acknowledged).
   void stop();
@@ -83,8 +84,8 @@ private:
   std::shared_ptr<node_env> env_;
   caf::actor executor_;
   caf::actor supervisor_;  ///< the node supervisor: watches the system actors
-  bool published_ = false;
-  uint16_t port_ = 0;
+  caf::actor client_server_;  ///< the client protocol's broker (serve_clients)
+  size_t max_args_bytes_ = 0;
 };
 
 } // namespace proctor

@@ -1,5 +1,8 @@
 // The waiting side of a procedure actor: timers, external events and calls to services.
-#include <caf/io/all.hpp>
+#include <atomic>
+#include <memory>
+
+#include "actors/wire_client.hpp"
 
 #include "actors/procedure_actor_state.hpp"
 #include "actors/rpc.hpp"
@@ -120,7 +123,9 @@ void issue_call(proc_actor* self) {
             [self, on_error](caf::error& e) { on_error(self->system().render(e), false); });
     return;
   }
-  // host:port/service: through the other node's executor, connecting without blocking.
+  // host:port/service: the other node's client protocol (proto/WIRE.md). The round trip
+  // blocks, so a one-shot detached actor makes it and replies (transport_ok, text); this
+  // actor keeps running. It stops waiting within 100 ms once this actor exits.
   auto where = st.call_service.substr(0, slash);
   auto name = st.call_service.substr(slash + 1);
   auto colon = where.rfind(':');
@@ -129,33 +134,42 @@ void issue_call(proc_actor* self) {
     port = colon == std::string::npos ? 0 : static_cast<uint16_t>(std::stoul(where.substr(colon + 1)));
   } catch (...) {
   }
-  if (port == 0)
+  auto host = colon == std::string::npos ? std::string{} : where.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (port == 0 || host.empty())
     return on_error("'" + st.call_service + "' is not host:port/service", false);
   pb::Request req;
   auto* c = req.mutable_call();
   c->set_service(name);
   c->set_call_id(key);
   c->set_request(st.call_request);
-  auto bytes = req.SerializeAsString();
-  auto mm = self->system().middleman().actor_handle();
-  self->request(mm, std::chrono::seconds{10}, caf::connect_atom::value, where.substr(0, colon), port)
+  wire_call_options opts;
+  opts.connect_timeout = std::chrono::seconds{10};
+  opts.reply_timeout = std::chrono::seconds{60};
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  opts.cancel = cancel.get();
+  self->attach_functor([cancel] { cancel->store(true); });
+  auto caller = self->spawn<caf::detached>(
+    [host, port, opts, cancel, bytes = req.SerializeAsString()](caf::event_based_actor* a) {
+      return caf::behavior{[=](rpc_atom) {
+        a->quit();
+        auto r = wire_call(host, port, bytes, opts);
+        return caf::make_message(r.ok(), r.ok() ? r.reply : r.reason);
+      }};
+    });
+  auto bound = opts.connect_timeout + opts.reply_timeout + std::chrono::seconds{5};
+  self->request(caller, bound, rpc_atom::value)
     .then(
-      [self, on_reply, on_error, bytes](const caf::node_id&, caf::strong_actor_ptr& remote,
-                                        const std::set<std::string>&) {
-        if (!remote)
-          return on_error("the node published no actor", true);
-        auto h = caf::actor_cast<caf::actor>(remote);
-        self->request(h, std::chrono::seconds{60}, rpc_atom::value, bytes)
-          .then(
-            [on_reply, on_error](const std::string& raw) {
-              pb::Response r;
-              if (!r.ParseFromString(raw))
-                return on_error("malformed reply", false);
-              if (r.code() != pb::Response::OK)
-                return on_error(r.error(), false);
-              on_reply(r.text());
-            },
-            [self, on_error](caf::error& e) { on_error(self->system().render(e), true); });
+      [on_reply, on_error](bool transport_ok, const std::string& text) {
+        if (!transport_ok)
+          return on_error(text, true);
+        pb::Response r;
+        if (!r.ParseFromString(text))
+          return on_error("malformed reply", false);
+        if (r.code() != pb::Response::OK)
+          return on_error(r.error(), false);
+        on_reply(r.text());
       },
       [self, on_error](caf::error& e) { on_error(self->system().render(e), true); });
 }

@@ -1,7 +1,8 @@
-// The node's wire entry point. A node publishes its executor on its listen address; a
-// client (the proctor CLI, another node) sends
+// The executor's request entry point. Clients (the proctor CLI, other nodes' procedures)
+// reach it through the node's client protocol broker (client_server.hpp, proto/WIRE.md),
+// which forwards each frame as
 //     (rpc_atom, std::string request)   request  = a serialized pb::Request (wire.proto)
-// and receives one std::string, a serialized pb::Response. Only atoms and strings cross the
+// and writes back the one std::string it gets, a serialized pb::Response. Only atoms and strings cross the
 // wire, so no CAF type registration can disagree between nodes; malformed bytes are
 // answered with BAD_REQUEST.
 #pragma once

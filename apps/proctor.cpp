@@ -1,26 +1,22 @@
-// proctor: the operator CLI. Each command sends one pb::Request to a node's executor (see
-// actors/rpc.hpp) and prints the answer.
+// proctor: the operator CLI. Each command sends one pb::Request to a node over the client
+// protocol (proto/WIRE.md; actors/wire_client.hpp) and prints the answer. No actor system:
+// the CLI is a plain TCP client, so it leaves nothing behind in the node.
 //
 // Exit codes: 0 ok; 1 the node answered with an error, or `wait` saw ROLLEDBACK / FAILED;
 // 2 `wait` timed out; 3 the node cannot be reached (or the connection dropped); 64 usage.
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstdint>
 #include <cstdio>
-#include <future>
 #include <iostream>
-#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <variant>
 
 #include <CLI/CLI.hpp>
-#include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
-#include "actors/rpc.hpp"
+#include "actors/wire_client.hpp"
 #include "apps/endpoint.hpp"
 #include "apps/status_json.hpp"
 #include "journal.pb.h"
@@ -34,18 +30,13 @@ constexpr int exit_timeout = 2;
 constexpr int exit_unreachable = 3;
 constexpr int exit_usage = 64;
 
+constexpr auto connect_timeout = std::chrono::milliseconds{5'000};
 constexpr auto default_request_timeout = std::chrono::milliseconds{30'000};
-/// A request that is safe to repeat and has had no answer this long is sent again over a new
-/// connection (see main).
-constexpr auto quiet_retry_after = std::chrono::milliseconds{3'000};
-constexpr int quiet_retries = 2;
 /// `wait` polls: each wait request asks the node to answer within this (or what is left of
-/// --timeout-s), and the CLI gives the node `wait_grace` more before it takes the answer as
-/// lost (see main) and polls again over a new connection.
+/// --timeout-s), and the CLI gives the node `wait_grace` more before it gives up.
 constexpr auto wait_poll = std::chrono::milliseconds{10'000};
 constexpr auto wait_grace = std::chrono::milliseconds{5'000};
 
-/// Parses HOST:PORT (an IPv6 host may be bracketed: [::1]:4000).
 /// The first line of `text`: errors go to stderr as one line (protobuf's JSON parse errors,
 /// for one, append the offending input and a caret on lines of their own).
 std::string first_line(const std::string& text) {
@@ -53,81 +44,6 @@ std::string first_line(const std::string& text) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
     line.pop_back();
   return line;
-}
-
-/// A CAF error as one readable line.
-std::string describe(caf::actor_system& sys, const caf::error& err) {
-  std::string text;
-  if (err.category() == caf::atom("system")) {
-    text = to_string(static_cast<caf::sec>(err.code()));
-    std::replace(text.begin(), text.end(), '_', ' ');
-    const auto& ctx = err.context();
-    if (!ctx.empty() && ctx.match_element<std::string>(0))
-      text += " (" + ctx.get_as<std::string>(0) + ")";
-    else if (!ctx.empty())
-      text += ": " + to_string(ctx);
-  } else {
-    text = sys.render(err);
-  }
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
-}
-
-constexpr const char* connection_lost = "the connection to the node was lost";
-
-/// How one round trip to the node ended.
-struct call_result {
-  enum class kind : uint8_t { reply, unreachable, no_answer, failed };
-  kind what = kind::failed;
-  std::string reply;   ///< the serialized pb::Response (kind::reply)
-  std::string reason;  ///< why there is no reply (otherwise)
-};
-
-/// Sends `request` to `node` and waits for the reply. An event-based helper does the
-/// request so that it can monitor the node at the same time: a request to a peer whose
-/// connection dropped is never answered (CAF 0.17 fails it only at its timeout), but the
-/// monitor sees the peer go down within milliseconds. A zero `timeout` waits forever.
-call_result call(caf::actor_system& sys, const caf::actor& node, std::string request,
-                 std::chrono::milliseconds timeout) {
-  struct shared {
-    std::promise<call_result> promise;
-    bool done = false;
-    void finish(call_result r) {
-      if (!done) {
-        done = true;
-        promise.set_value(std::move(r));
-      }
-    }
-  };
-  auto state = std::make_shared<shared>();
-  auto result = state->promise.get_future();
-  auto* sysp = &sys;
-  auto limit = timeout.count() > 0 ? caf::duration{timeout} : caf::duration{caf::infinite};
-  auto limit_text = std::to_string((timeout.count() + 999) / 1000) + " s";
-  sys.spawn([=, request = std::move(request)](caf::event_based_actor* self) {
-    self->monitor(node);
-    self->set_down_handler([=](caf::down_msg&) {
-      state->finish({call_result::kind::unreachable, {}, connection_lost});
-      self->quit();
-    });
-    self->request(node, limit, proctor::rpc_atom::value, request)
-      .then(
-        [=](std::string& reply) {
-          state->finish({call_result::kind::reply, std::move(reply), {}});
-          self->quit();
-        },
-        [=](caf::error& err) {
-          if (err == caf::sec::request_timeout)
-            state->finish({call_result::kind::no_answer, {},
-                           "the node did not answer within " + limit_text});
-          else if (err == caf::sec::request_receiver_down)
-            state->finish({call_result::kind::unreachable, {}, connection_lost});
-          else
-            state->finish({call_result::kind::failed, {}, describe(*sysp, err)});
-          self->quit();
-        });
-  });
-  return result.get();
 }
 
 /// Prints `text` followed by a newline unless it already ends with one.
@@ -157,8 +73,6 @@ struct command {
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
   /// When --timeout-s runs out (counted from the start, across reconnections).
   std::optional<std::chrono::steady_clock::time_point> wait_deadline;
-  /// Safe to send twice (reads; submits, which always carry a nonce): see main.
-  bool repeatable = false;
 };
 
 /// Prints the answer to `cmd` and returns the exit code.
@@ -218,41 +132,36 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
   return exit_ok;
 }
 
-/// What run() returns when the node took the request but sent no answer in time and a
-/// `last` attempt was not asked for: the caller may try again.
-constexpr int no_answer_yet = -1;
-
-/// The node's answer in `result`, or the exit code of a call that brought none (its reason
-/// printed; no_answer_yet, printing nothing, when no answer came and `may_retry`).
-std::variant<proctor::pb::Response, int> answer(const command& cmd, const call_result& result,
-                                                bool may_retry) {
-  switch (result.what) {
-    case call_result::kind::no_answer:
-      if (may_retry)
-        return no_answer_yet;
-      [[fallthrough]];
-    case call_result::kind::unreachable:
-      std::cerr << "error: node " << cmd.node << ": " << result.reason << '\n';
+/// One round trip to the node: its answer, or the exit code of a call that brought none
+/// (its reason printed).
+std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor::pb::Request& req,
+                                              std::chrono::milliseconds reply_timeout) {
+  auto ep = proctor::parse_endpoint(cmd.node);
+  proctor::wire_call_options opts;
+  opts.connect_timeout = connect_timeout;
+  opts.reply_timeout = reply_timeout;
+  auto r = proctor::wire_call(ep->host, ep->port, req.SerializeAsString(), opts);
+  switch (r.what) {
+    case proctor::wire_result::kind::reply: break;
+    case proctor::wire_result::kind::unreachable:
+      std::cerr << "error: cannot reach node " << cmd.node << ": " << r.reason << '\n';
       return exit_unreachable;
-    case call_result::kind::failed:
-      std::cerr << "error: node " << cmd.node << " rejected the request: " << result.reason
-                << '\n';
-      return exit_error;
-    case call_result::kind::reply:
-      break;
+    default:
+      std::cerr << "error: node " << cmd.node << ": " << r.reason << '\n';
+      return exit_unreachable;
   }
   proctor::pb::Response resp;
-  if (!resp.ParseFromString(result.reply)) {
+  if (!resp.ParseFromString(r.reply)) {
     std::cerr << "error: node " << cmd.node << " sent a malformed reply\n";
     return exit_error;
   }
   return resp;
 }
 
-/// `wait` as a series of polls on `node`: a poll the node answers with TIMEOUT while
-/// --timeout-s has not run out is sent again; a poll without an answer returns no_answer_yet
-/// (the caller reconnects and carries on), or exit_unreachable once --timeout-s ran out.
-int run_wait(caf::actor_system& sys, const caf::actor& node, const command& cmd) {
+/// `wait` as a series of polls, each on a new connection: a poll the node answers with
+/// TIMEOUT while --timeout-s has not run out is sent again, so --timeout-s counts from the
+/// start and no single request waits without bound.
+int run_wait(const command& cmd) {
   using clock = std::chrono::steady_clock;
   auto running = [&] { return !cmd.wait_deadline || clock::now() < *cmd.wait_deadline; };
   for (;;) {
@@ -264,8 +173,7 @@ int run_wait(caf::actor_system& sys, const caf::actor& node, const command& cmd)
       poll = std::clamp(left, std::chrono::milliseconds{1}, wait_poll);
     }
     req.mutable_wait()->set_timeout_ms(static_cast<uint64_t>(poll.count()));
-    auto got = answer(cmd, call(sys, node, req.SerializeAsString(), poll + wait_grace),
-                      running());
+    auto got = call(cmd, req, poll + wait_grace);
     if (auto* rc = std::get_if<int>(&got))
       return *rc;
     auto& resp = std::get<proctor::pb::Response>(got);
@@ -275,36 +183,15 @@ int run_wait(caf::actor_system& sys, const caf::actor& node, const command& cmd)
   }
 }
 
-/// Connects, sends the request, prints the answer. Every CAF handle lives in this scope, so
-/// none outlives the actor system. Unless this is the `last` attempt, a request that gets no
-/// answer within `quiet` (when set) returns no_answer_yet, printing nothing.
-int run(caf::actor_system& sys, const command& cmd,
-        std::optional<std::chrono::milliseconds> quiet, bool last) {
-  auto ep = proctor::parse_endpoint(cmd.node);
-  auto node = sys.middleman().remote_actor(ep->host, ep->port);
-  if (!node) {
-    std::cerr << "error: cannot reach node " << cmd.node << ": " << describe(sys, node.error())
-              << '\n';
-    return exit_unreachable;
-  }
+/// Sends the request, prints the answer, returns the exit code.
+int run(const command& cmd) {
   if (cmd.what == command::verb::wait)
-    return run_wait(sys, *node, cmd);
-  auto timeout = quiet && !last ? *quiet : default_request_timeout;
-  auto got = answer(cmd, call(sys, *node, cmd.request.SerializeAsString(), timeout), !last);
+    return run_wait(cmd);
+  auto got = call(cmd, cmd.request, default_request_timeout);
   if (auto* rc = std::get_if<int>(&got))
     return *rc;
   return report(cmd, std::get<proctor::pb::Response>(got));
 }
-
-class cli_config : public caf::actor_system_config {
-public:
-  cli_config() {
-    load<caf::io::middleman>();
-    set("logger.console", caf::atom("none"));
-    set("logger.file-verbosity", caf::atom("quiet"));
-    set("scheduler.max-threads", size_t{2});
-  }
-};
 
 /// The seven state names, as --state accepts them.
 std::vector<std::string> state_names() {
@@ -346,7 +233,6 @@ int main(int argc, char** argv) {
   submit->add_option("--priority", priority, "Higher runs first (default 0)");
   submit->callback([&] {
     cmd.what = verb::submit;
-    cmd.repeatable = true;
     auto* r = cmd.request.mutable_submit();
     r->set_type(type);
     r->set_args_json(args_json);
@@ -359,7 +245,6 @@ int main(int argc, char** argv) {
   status->add_flag("--json", json, "JSON output (the only format)");
   status->callback([&] {
     cmd.what = verb::status;
-    cmd.repeatable = true;
     cmd.request.mutable_status()->set_id(id);
   });
 
@@ -372,7 +257,6 @@ int main(int argc, char** argv) {
   list->add_flag("--json", json, "JSON output (the only format)");
   list->callback([&] {
     cmd.what = verb::list;
-    cmd.repeatable = true;
     auto* r = cmd.request.mutable_list();
     r->set_all(all);
     auto s = pb::STATE_UNSPECIFIED;
@@ -417,7 +301,6 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)")->callback([&] {
     cmd.what = verb::metrics;
-    cmd.repeatable = true;
     cmd.request.mutable_metrics();
   });
 
@@ -426,7 +309,6 @@ int main(int argc, char** argv) {
   quarantine->add_flag("--json", json, "JSON output (the only format)");
   quarantine->callback([&] {
     cmd.what = verb::quarantine;
-    cmd.repeatable = true;
     cmd.request.mutable_quarantine();
   });
 
@@ -444,26 +326,13 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? exit_ok : exit_usage;
   }
 
-  // CAF 0.17 now and then loses the answer to a request on a new connection (about one call
-  // in 1,500 with four CLIs at once: the node handles the request, the answer never arrives,
-  // and waiting longer on that connection does not help). A request that is safe to repeat
-  // and has had no answer within a few seconds is sent again from a new actor system, i.e.
-  // over a new connection; the last attempt waits the full time.
+  // A submit always carries a nonce: an operator who runs it again after an unclear end
+  // (exit 3) gets the same procedure, not a second one.
   if (cmd.what == verb::submit && cmd.request.submit().nonce().empty())
     cmd.request.mutable_submit()->set_nonce(random_nonce());
   if (cmd.what == verb::wait && cmd.wait_timeout_s > 0)
     cmd.wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{cmd.wait_timeout_s};
-  int rc = exit_error;
-  // A wait polls until it ends (run_wait); the others get at most quiet_retries more tries.
-  auto attempts = cmd.what == verb::wait ? INT_MAX : cmd.repeatable ? quiet_retries + 1 : 1;
-  for (int attempt = 1; attempt <= attempts; ++attempt) {
-    cli_config cfg;
-    caf::actor_system sys{cfg};
-    rc = run(sys, cmd, cmd.repeatable ? std::optional{quiet_retry_after} : std::nullopt,
-             attempt == attempts);
-    if (rc != no_answer_yet)
-      break;
-  }
+  int rc = run(cmd);
   std::cout.flush();
   return rc;
 }

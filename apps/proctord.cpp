@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       spdlog::shutdown();
       std::_Exit(1);
     }
-    auto p = n.publish(listen_ep->host, listen_ep->port);
+    auto p = n.serve_clients(listen_ep->host, listen_ep->port);
     if (!p) {
       std::cerr << "proctord: cannot listen on " << listen << ": " << sys.render(p.error())
                 << "\n";

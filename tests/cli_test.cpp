@@ -596,10 +596,10 @@ TEST(cli, metrics_over_http_serves_the_same_text) {
   f.n.kill();
 }
 
-// -- known bugs -----------------------------------------------------------------------------------------
+// -- many clients ---------------------------------------------------------------------------------------
 
-// A submit without --nonce gets a random one from the CLI (so that sending it again after a
-// lost answer cannot create the procedure twice): two such submits are two procedures, and a
+// A submit without --nonce gets a random one from the CLI (so that running it again after an
+// unclear end cannot create the procedure twice): two such submits are two procedures, and a
 // repeated --nonce is one.
 TEST(cli, submits_without_a_nonce_are_distinct_and_a_repeated_nonce_is_one_procedure) {
   fixture f;
@@ -620,10 +620,9 @@ TEST(cli, submits_without_a_nonce_are_distinct_and_a_repeated_nonce_is_one_proce
   f.n.kill();
 }
 
-// Four operators polling one node at once: every call must get its answer. CAF 0.17 loses
-// about one answer in 1,500 here (the node handles the request, the answer never reaches the
-// CLI, and that connection stays silent); the CLI sends repeatable requests again over a new
-// connection after a few seconds of silence, so each call still ends with its answer.
+// Four operators polling one node at once: every call must get its answer, the first time (the
+// CLI sends nothing twice). Under CAF's remoting about one answer in 1,500 was lost here, when
+// a closed connection's fd went to the next CLI; the client protocol loses none.
 TEST(cli, concurrent_cli_calls_all_get_an_answer) {
   fixture f;
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();

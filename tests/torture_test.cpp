@@ -413,8 +413,7 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
     size_t cut = 0;
     // The traffic: the round's submits and events at their moments, and between them `status`
     // polls of random roots, so that the kill nearly always cuts a call off. One CLI call at a
-    // time (concurrent calls sometimes lose their reply: see
-    // cli.KNOWN_BUG_concurrent_cli_calls_all_get_an_answer).
+    // time, which keeps the order of submits and events as the seed says.
     std::thread traffic([&] {
       std::mt19937_64 poll_rng{seed + static_cast<uint64_t>(round)};
       auto began = clock_type::now();

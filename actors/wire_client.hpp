@@ -1,0 +1,45 @@
+// A blocking client of a node's client protocol (proto/WIRE.md): one request, one response,
+// over a fresh TCP connection. POSIX sockets and poll only (no CAF), so the CLI runs no
+// actor system; nodes call it from a detached actor (a procedure's call to another node).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace proctor {
+
+/// How one round trip ended.
+struct wire_result {
+  enum class kind : uint8_t {
+    reply,        ///< `reply` holds the node's serialized pb::Response
+    unreachable,  ///< no connection (refused, unknown host, no answer to the connect)
+    dropped,      ///< connected, but the connection ended before a whole reply came
+    no_answer,    ///< connected and sent, but no reply within the reply timeout
+    cancelled,    ///< `cancel` was set while waiting
+  };
+  kind what = kind::unreachable;
+  std::string reply;
+  std::string reason;  ///< one line saying why there is no reply (otherwise)
+
+  bool ok() const noexcept { return what == kind::reply; }
+};
+
+struct wire_call_options {
+  std::chrono::milliseconds connect_timeout{5'000};
+  std::chrono::milliseconds reply_timeout{30'000};
+  /// Largest reply accepted (a list of many procedures is large; garbage lengths are not).
+  size_t max_reply_bytes = size_t{64} << 20;
+  /// When set, checked every 100 ms: a caller that no longer wants the answer (an actor
+  /// exiting) stops waiting.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+/// Connects to host:port (a name, IPv4 or IPv6 literal), sends `request` (a serialized
+/// pb::Request) as one frame, reads one frame back and closes the connection.
+wire_result wire_call(const std::string& host, uint16_t port, std::string_view request,
+                      const wire_call_options& opts = {});
+
+} // namespace proctor
