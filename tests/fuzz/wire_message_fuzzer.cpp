@@ -1,5 +1,5 @@
 // libFuzzer target for wire-message decoding: what the executor and the CLI do with bytes and
-// text they receive. The first input byte (mod 5) picks a mode; the rest is its input.
+// text they receive. The first input byte (mod 6) picks a mode; the rest is its input.
 //   0  pb::Request from bytes, as the executor's handle_request: parse, re-serialization round
 //      trip, then for a submit what handle_submit does (registry::make_from_json, the
 //      Submitted record journaled, folded back and recreated as recovery does), for an event
@@ -10,6 +10,10 @@
 //   2  pb::ProcStatus from bytes, rendered by the CLI's status_to_json.
 //   3  pb::Response from bytes, as the CLI reads it: status_to_json and list_to_json.
 //   4  text: is_valid_json against this file's own recognizer, and json_quote's output.
+//   5  the client protocol's framing (actors/wire_frame.hpp): a byte stream fed to a
+//      frame_reader in chunks (sizes from the input); the frames it returns, framed again,
+//      must be exactly the bytes it consumed, however the stream was cut, and a refused
+//      length must be one check_frame_length refuses.
 // Every JSON text the CLI prints is checked with this file's own RFC 8259 recognizer
 // (json_scan), written apart from apps/status_json.cpp so the two check each other.
 // PROCTOR_FUZZ_STRICT=1 also requires registry errors to be one line, as registry.hpp says.
@@ -31,6 +35,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 
+#include "actors/wire_frame.hpp"
 #include "apps/status_json.hpp"
 #include "journal.pb.h"
 #include "persistence/tree_image.hpp"
@@ -515,6 +520,48 @@ void fuzz_text(std::string_view text) {
   check_quote(text);
 }
 
+void fuzz_frames(std::string_view in) {
+  if (in.size() < 2)
+    return;
+  // Byte 0: the limit (small ones reach the refusal path) and whether empty frames pass;
+  // byte 1: the chunk size pattern.
+  auto sel = static_cast<unsigned char>(in[0]);
+  size_t limit = sel & 0x40 ? max_frame_bytes : static_cast<size_t>(sel & 0x3F);
+  bool allow_empty = (sel & 0x80) != 0;
+  auto step = static_cast<size_t>(static_cast<unsigned char>(in[1]) % 17) + 1;
+  in.remove_prefix(2);
+  frame_reader r{limit, allow_empty};
+  std::string rebuilt;
+  std::string payload;
+  size_t fed = 0;
+  bool refused = false;
+  while (!refused && (fed < in.size() || r.buffered() > 0)) {
+    auto n = std::min(step, in.size() - fed);
+    r.append(in.substr(fed, n));
+    fed += n;
+    for (;;) {
+      auto st = r.next(&payload);
+      if (st == frame_reader::status::frame) {
+        REQUIRE(payload.size() <= limit, "a frame past the limit was returned");
+        REQUIRE(allow_empty || !payload.empty(), "an empty frame was returned");
+        rebuilt += make_frame(payload);
+        continue;
+      }
+      if (st == frame_reader::status::refused) {
+        REQUIRE(check_frame_length(r.refused_length(), limit, allow_empty) != frame_check::ok,
+                "a valid length was refused");
+        refused = true;
+      }
+      break;
+    }
+    if (n == 0)
+      break;
+  }
+  REQUIRE(in.substr(0, rebuilt.size()) == rebuilt, "frames differ from the bytes consumed");
+  if (!refused)
+    REQUIRE(rebuilt.size() + r.buffered() == in.size(), "bytes lost between frames");
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -531,12 +578,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0)
     return 0;
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0: fuzz_request(rest); break;
     case 1: fuzz_registry(rest); break;
     case 2: fuzz_status(rest); break;
     case 3: fuzz_response(rest); break;
-    default: fuzz_text(rest); break;
+    case 4: fuzz_text(rest); break;
+    default: fuzz_frames(rest); break;
   }
   return 0;
 }
@@ -632,6 +680,13 @@ std::vector<std::pair<std::string, std::string>> seeds() {
   text("object", R"({"a":[1,-2.5E+3,"\u00e9\n",{"b":null}],"c":true})");
   text("invalid", "{'a': 1,}");
   text("utf8", "\"caf\xc3\xa9 \xf0\x9f\x98\x80 \xed\xa0\x80 \xc0\xaf\"");
+
+  pb::Request st;
+  st.mutable_status()->set_id(7);
+  auto frames = make_frame(st.SerializeAsString()) + make_frame("xy") + make_frame("");
+  out.emplace_back("frames_split", with_mode(5, std::string("\x40\x03", 2) + frames));
+  out.emplace_back("frames_empty_ok", with_mode(5, std::string("\xc0\x00", 2) + frames));
+  out.emplace_back("frames_small_limit", with_mode(5, std::string("\x03\x05", 2) + frames));
   return out;
 }
 
