@@ -94,10 +94,13 @@ std::optional<boundary> boundary_store::name(const std::string& value) {
 
 rocksdb::Status boundary_store::write(const std::vector<store_op>& ops) {
   std::lock_guard<std::mutex> g(mtx_);
+  // A write that deletes is a finished tree's garbage collection (which may re-put its
+  // summary): it comes after the end, when the node happens to get to it.
+  for (const auto& op : ops)
+    if (op.what != store_op::kind::put)
+      return inner_->write(ops);
   bool hit = false;
   for (const auto& op : ops) {
-    if (op.what != store_op::kind::put)
-      continue;
     if (auto b = name(op.value)) {
       hit = hit || (target_ && *b == *target_);
       seen_.push_back(std::move(*b));

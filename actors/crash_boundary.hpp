@@ -44,9 +44,10 @@ struct boundary {
 
 /// A journal store for one node incarnation: names every record written through it and,
 /// when armed, freezes the underlying fault_store just before or after the write that
-/// carries a given record. Writes without a record (a finished tree's garbage collection)
-/// are not boundaries: they come after the end the harness waits for, and whether they come
-/// before the node stops is timing.
+/// carries a given record. A finished tree's garbage collection (a write that deletes,
+/// with whatever it puts) is not a boundary: it comes after the end the harness waits for,
+/// and whether it comes before the node stops is timing. For the same reason the harness
+/// takes the clean run's records when it sees the end, not when the node stops.
 class boundary_store : public journal_store {
 public:
   boundary_store(std::shared_ptr<fault_store> inner, const registry& types)

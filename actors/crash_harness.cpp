@@ -186,6 +186,8 @@ public:
         auto r = inc.call(req, std::chrono::seconds{5});
         if (r && r->code() == pb::Response::OK) {
           out.root = r->status();
+          if (i == 0 && first_records != nullptr)
+            *first_records = inc.records();
           break;
         }
         if (r && r->code() != pb::Response::TIMEOUT)
@@ -195,8 +197,6 @@ public:
           throw std::runtime_error(label + ": did not end within the run timeout");
       }
       out.journal_writes += inc.writes();
-      if (i == 0 && first_records != nullptr)
-        *first_records = inc.records();
       if (!crashed)
         break;
       ++out.crashes;

@@ -93,8 +93,10 @@ TEST_F(retention_test, neighbouring_trees_go_with_one_range_delete_and_a_live_tr
   // Each tree's records are collected soon after it ends, and its summary goes when it is
   // released: a range delete per tree would make 42. Grouped, a goes alone (w follows it),
   // and its 20 neighbours in a few groups (the collection's and the expiry timer's ticks).
+  // How many groups there are depends on how many trees end within one tick (on a loaded
+  // machine, ends spread out): the certain bound is "fewer than one per tree".
   ASSERT_TRUE(eventually([&] { return range_deletes() >= 2; }, std::chrono::seconds{5}));
-  EXPECT_LE(range_deletes(), 21u) << "one range delete per tree?";
+  EXPECT_LT(range_deletes(), 42u) << "one range delete per tree?";
   // On disk: nothing of the released trees, all of the waiting one.
   stop();
   {
