@@ -55,16 +55,7 @@ bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
       rp.deliver(true);
     st.failure_acks.clear();
     st.status = proc_state::failed;
-    proc_update u;
-    u.id = st.id;
-    u.root_id = st.root_id;
-    u.type = st.type;
-    u.state = proc_state::failed;
-    u.error = st.failure;
-    u.nonce = st.nonce;
-    for (const auto& c : st.children)
-      u.children.push_back(c.id);
-    self->send(st.env->executor, update_atom::value, std::move(u));
+    publish_rollback(self, {});
     stop_subtree(self);
   });
   return true;
