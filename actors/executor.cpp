@@ -12,6 +12,7 @@
 #include "actors/metrics.hpp"
 #include "actors/procedure_actor.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/remote.hpp"
 #include "actors/rpc.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/tree_types.hpp"
@@ -169,6 +170,11 @@ root_entry& enter_root(executor_actor* self, const tree_image& image) {
   return re;
 }
 
+bool is_fragment(executor_actor* self, uint64_t root_id) {
+  auto p = self->state.procs.find(root_id);
+  return p != self->state.procs.end() && p->second.parent_id != 0;
+}
+
 void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback,
                 std::shared_ptr<procedure> submitted) {
   auto& st = self->state;
@@ -317,6 +323,12 @@ void recover(executor_actor* self, recovered_state& rec) {
     const auto* root = image->root();
     if (!root->nonce.empty())
       st.nonces[root->nonce] = image->root_id;
+    if (image->finished && !root->parent_node.empty()) {
+      // A fragment of a tree on another node, ended: kept as it is until released.
+      ++done;
+      st.roots[image->root_id].finished = true;
+      continue;
+    }
     if (image->finished) {
       ++done;
       auto& re = st.roots[image->root_id];
@@ -418,7 +430,22 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       auto& re = st.roots[d.root_id];
       re.finished = true;
       collect_later(self, d.root_id, std::move(d.summary));
-      expire_after(self, d.root_id, st.cfg.result_ttl);
+      // A fragment of a tree on another node stays until that node releases it.
+      if (!is_fragment(self, d.root_id))
+        expire_after(self, d.root_id, st.cfg.result_ttl);
+    },
+    [self](fragment_done_atom, tree_done& d) {
+      // A fragment succeeded: its records stay as they are (its parent's tree may still
+      // order it rolled back) until released.
+      for (auto& u : d.procs) {
+        u.waiting_for.clear();
+        u.ended = true;
+        record_update(self, std::move(u));
+      }
+      self->state.roots[d.root_id].finished = true;
+    },
+    [self](remote_route_atom, uint64_t id, caf::actor& h) {
+      self->state.remote_routes[id] = std::move(h);
     },
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
     [self](collect_atom) { collect_finished(self); },

@@ -308,6 +308,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
         *r.add_quarantined() = q;
       return reply(rp, encode(r));
     }
+    case pb::Request::kPeer:
+      return handle_peer_delivery(self, req.peer(), rp);
     case pb::Request::BODY_NOT_SET:
       break;
   }

@@ -99,6 +99,9 @@ struct executor_state {
   std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
   std::unordered_set<uint64_t> rolling_back;  ///< roots running their tree's rollback
+  /// Children placed on other nodes: who takes the messages about them (their placeholder,
+  /// or the root rolling their tree back).
+  std::unordered_map<uint64_t, caf::actor> remote_routes;
   uint64_t undos = 0;          ///< undos done
   uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
 };
@@ -150,6 +153,8 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
                 std::shared_ptr<procedure> submitted = {});
 /// The executor's entry for the root of `image` (its restart history survives restarts).
 root_entry& enter_root(executor_actor* self, const tree_image& image);
+/// True when `root_id` is the root of a fragment (its parent runs on another node).
+bool is_fragment(executor_actor* self, uint64_t root_id);
 /// Reads the tree of `root_id` back from the journal and starts its root.
 void reload_root(executor_actor* self, uint64_t root_id);
 
@@ -173,6 +178,8 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
 // -- requests and events (executor_requests.cpp) ----------------------------------------------
 /// Answers one wire request (rpc.hpp).
 void handle_request(executor_actor* self, const std::string& bytes, promise_t rp);
+/// Takes another node's messages about trees spanning both (executor_remote.cpp).
+void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp);
 /// Keeps an event for procedures that suspend on its key later, until its TTL.
 void keep_event(executor_actor* self, const std::string& key, pending_event ev);
 

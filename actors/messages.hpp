@@ -94,6 +94,8 @@ struct proc_update {
   std::string result_json;
   std::string waiting_for;
   std::string nonce;
+  /// Non-empty: the procedure runs on that node (this node holds a placeholder).
+  std::string node{};
   /// The procedure has ended (SUCCESS, ROLLEDBACK, or FAILED for good). A FAILED procedure
   /// whose tree is still rolling back has not.
   bool ended = false;

@@ -1,5 +1,7 @@
 #include "actors/node.hpp"
 
+#include "actors/outbox.hpp"
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -93,7 +95,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
   auto t_scan = clock::now();
   recovered_state rec;
   uint64_t max_lsn = journal_keys::id_floor_lsn;
-  uint64_t next_id = 1;
+  uint64_t next_id = (uint64_t{opts.number} << id_node_shift) + 1;
+  std::vector<outbox_item> outbox;
   std::optional<tree_folder> folder;  // in place: no heap folder per tree
   auto close_tree = [&] {
     if (!folder)
@@ -101,7 +104,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
     auto t = folder->finish();
     rep.procedures += t.procs.size();
     for (const auto& [id, p] : t.procs)
-      next_id = std::max(next_id, id + 1);
+      if (owner_of(id) == opts.number)  // a fragment's root has its parent node's id
+        next_id = std::max(next_id, id + 1);
     if (!t.corrupt.empty())
       ++rep.quarantined;
     rec.trees.push_back(std::move(t));
@@ -119,6 +123,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
       }
       if (m.has_id_floor())
         next_id = std::max(next_id, m.id_floor().next_id());
+      else if (m.has_outbox())
+        outbox.push_back(outbox_item{r.lsn, m.outbox().peer(), m.outbox().msg().SerializeAsString()});
       else if (m.has_event())
         rec.events.push_back(recovered_event{r.lsn, m.event().event_key(),
                                              m.event().payload_json(),
@@ -156,6 +162,12 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env_->hibernate_after = opts.executor.hibernate_after;
   env_->on_procedure_start = opts.on_procedure_start;
   env_->services = opts.services;
+  env_->node_name = opts.name;
+  if (!opts.name.empty()) {
+    env_->node_names = opts.peer_names;
+    env_->node_names.push_back(opts.name);
+    std::sort(env_->node_names.begin(), env_->node_names.end());
+  }
   journal_config jc;
   jc.store = store;
   jc.next_lsn = max_lsn + 1;
@@ -163,9 +175,16 @@ caf::expected<recovery_report> node::start(node_options opts) {
   jc.fatal = opts.on_journal_fatal;
   env_->journal = spawn_journal(sys_, std::move(jc));
   env_->scheduler = spawn_scheduler(sys_, opts.workers, opts.stuck_after);
+  outbox_config oc;
+  oc.node_name = opts.name;
+  oc.journal = env_->journal;
+  oc.transport = opts.transport;
+  outbox_ = spawn_outbox(sys_, std::move(oc), std::move(outbox));
+  env_->outbox = outbox_;
   executor_ = spawn_executor(sys_, env_, opts.executor, std::move(rec));
   supervisor_ = sys_.spawn(node_supervisor,
-                           std::vector<caf::actor>{executor_, env_->scheduler, env_->journal},
+                           std::vector<caf::actor>{executor_, env_->scheduler, env_->journal,
+                                                   outbox_},
                            opts.on_system_failure);
   rep.seconds = since(t0);
   spdlog::info("node started on {}: {} tree(s), {} procedure(s), {} record(s) in {:.3f} s "
@@ -203,6 +222,8 @@ void node::stop() {
   // The executor takes the root actors along, and each parent its children.
   caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(env->scheduler, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(outbox_, caf::exit_reason::user_shutdown);
+  outbox_ = nullptr;
   caf::anon_send_exit(env->journal, caf::exit_reason::user_shutdown);
   executor_ = nullptr;
 }

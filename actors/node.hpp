@@ -34,7 +34,25 @@ struct node_options {
   std::map<std::string, caf::actor> services;
   /// Replaces the RocksDB store (tests inject faults through it).
   std::shared_ptr<journal_store> store;
+
+  // -- across nodes (README "Across nodes") ---------------------------------------------------
+  /// This node's name and number (ids it hands out carry the number in their high bits:
+  /// id_node_shift); "" and 0 for a node on its own.
+  std::string name;
+  uint16_t number = 0;
+  /// The other nodes' names.
+  std::vector<std::string> peer_names;
+  /// Carries requests to other nodes ((peer_request_atom, name, bytes, timeout_ms) ->
+  /// bytes, actors/outbox.hpp); tests route between in-process nodes with it.
+  caf::actor transport;
 };
+
+/// Ids handed out by node number n are (n << id_node_shift) + 1, + 2, ...: unique in the
+/// cluster, below 2^53 (exact in JSON numbers) for the 12-bit node numbers.
+constexpr int id_node_shift = 40;
+inline uint16_t owner_of(uint64_t id) {
+  return static_cast<uint16_t>(id >> id_node_shift);
+}
 
 /// What recovery found, for logs and the benchmark.
 struct recovery_report {
@@ -77,6 +95,7 @@ public:
   caf::actor executor() const { return executor_; }
   caf::actor journal() const { return env_ ? env_->journal : caf::actor{}; }
   caf::actor scheduler() const { return env_ ? env_->scheduler : caf::actor{}; }
+  caf::actor outbox() const { return outbox_; }
 
 private:
   caf::actor_system& sys_;
@@ -85,6 +104,7 @@ private:
   caf::actor executor_;
   caf::actor supervisor_;  ///< the node supervisor: watches the system actors
   caf::actor client_server_;  ///< the client protocol's broker (serve_clients)
+  caf::actor outbox_;
   size_t max_args_bytes_ = 0;
 };
 

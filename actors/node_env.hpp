@@ -2,12 +2,14 @@
 // Built once at start-up, before the first procedure actor; read-only afterwards.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -38,6 +40,20 @@ struct node_env {
   /// Services procedures of this node may call by name (outcome::call), and that other
   /// nodes may call through the executor: (service_call_atom, call_id, request) -> reply.
   std::map<std::string, caf::actor> services;
+
+  // -- across nodes (README "Across nodes") ---------------------------------------------------
+  /// This node's name ("" when started without --name: then no child is placed elsewhere)
+  /// and the names of every node it knows (itself and its peers), sorted.
+  std::string node_name;
+  std::vector<std::string> node_names;
+  /// Delivers the messages to other nodes that must not be lost (actors/outbox.hpp).
+  caf::actor outbox;
+
+  /// True when `name` is another node this node knows.
+  bool is_peer(const std::string& name) const {
+    return !name.empty() && name != node_name
+           && std::find(node_names.begin(), node_names.end(), name) != node_names.end();
+  }
 };
 
 using env_ptr = std::shared_ptr<const node_env>;

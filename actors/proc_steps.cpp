@@ -2,6 +2,7 @@
 // on (next state, done, children, suspend, call), or its failure is retried, rolled back, or
 // retried forward past a point of no return.
 #include "actors/errors.hpp"
+#include "actors/outbox.hpp"
 #include "actors/procedure_actor_state.hpp"
 
 namespace proctor {
@@ -162,6 +163,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
         });
         return;
       }
+      if (st.is_fragment())
+        return finish_fragment(self, std::move(rec), out.result_json(), after_commit);
       if (st.is_root) {
         // The tree's summary says all the last step's records would: one write ends it.
         auto procs = std::move(st.finished_subtree);
@@ -196,7 +199,46 @@ void commit_outcome(proc_actor* self, step_result& r) {
     case outcome::kind::spawn: {
       std::vector<uint64_t> ids;
       std::vector<pb::JournalRecord> subs;
+      std::vector<pb::PeerMessage> remote;  // spawns for other nodes, in the same batch
+      std::vector<std::string> remote_nodes;
       for (auto& c : out.children()) {
+        if (!c.node.empty() && c.node != st.env->node_name) {
+          // Placed on another node: journaled here as a placeholder, and a RemoteSpawn in
+          // the outbox; that node checks the type and the data.
+          if (st.env->node_name.empty())
+            return on_business_failure(self, executed, "child " + c.type + " placed on node "
+                                                         + c.node + ", but this node has no "
+                                                         "name (start it with --name)");
+          if (!st.env->is_peer(c.node))
+            return on_business_failure(self, executed, "child " + c.type
+                                                         + " placed on unknown node '" + c.node
+                                                         + "' (not among this node's peers)");
+          auto cid = st.env->next_id->fetch_add(1);
+          ids.push_back(cid);
+          pb::JournalRecord sub;
+          auto* s = sub.mutable_submitted();
+          s->set_proc_id(cid);
+          s->set_parent_id(st.id);
+          s->set_type(c.type);
+          s->set_priority(c.priority != 0 ? c.priority : st.priority);
+          s->set_submitted_at_ms(now_ms());
+          s->set_node(c.node);
+          subs.push_back(std::move(sub));
+          pb::PeerMessage m;
+          auto* rs = m.mutable_spawn();
+          rs->set_proc_id(cid);
+          rs->set_parent_id(st.id);
+          rs->set_parent_root_id(st.root_id);
+          rs->set_parent_node(st.env->node_name);
+          rs->set_type(c.type);
+          rs->set_data(c.data);
+          rs->set_priority(c.priority != 0 ? c.priority : st.priority);
+          if (const auto* t = st.env->types->find(c.type))
+            rs->set_type_version(t->version);
+          remote.push_back(std::move(m));
+          remote_nodes.push_back(c.node);
+          continue;
+        }
         const auto* t = st.env->types->find(c.type);
         if (t == nullptr)
           return on_business_failure(self, executed, "spawn of unknown procedure type '"
@@ -224,8 +266,13 @@ void commit_outcome(proc_actor* self, step_result& r) {
       batch.entries.push_back(make_entry(st.root_id, rec));
       for (auto& sub : subs)
         batch.entries.push_back(make_entry(st.root_id, sub));
-      journal_append(self, std::move(batch),
-                     [self, after_commit, ids, subs = std::move(subs), next = out.state()] {
+      auto staged = std::make_shared<outbox_staging>();
+      for (size_t i = 0; i < remote.size(); ++i)
+        staged->add(batch, remote_nodes[i], remote[i]);
+      journal_append_lsn(self, std::move(batch),
+                     [self, after_commit, ids, subs = std::move(subs), next = out.state(),
+                      staged](uint64_t last_lsn, size_t batch_size) {
+        staged->hand_over(self->state.env->outbox, last_lsn, batch_size);
         after_commit();
         auto& st = self->state;
         st.busy = false;

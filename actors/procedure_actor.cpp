@@ -5,6 +5,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/remote.hpp"
 #include "actors/worker_pool.hpp"
 
 namespace proctor {
@@ -46,24 +47,36 @@ void journal_append(proc_actor* self, journal_batch batch, std::function<void()>
   // append that is never acknowledged means the node is going down; nothing proceeds.
   auto& st = self->state;
   auto tag = ++st.last_append_tag;
-  st.appends.emplace_back(tag, std::move(then));
+  st.appends.push_back({tag, std::move(then), {}, 0});
+  self->send(st.env->journal, append_atom::value, std::move(batch), tag);
+}
+
+void journal_append_lsn(proc_actor* self, journal_batch batch,
+                        std::function<void(uint64_t, size_t)> then) {
+  auto& st = self->state;
+  auto tag = ++st.last_append_tag;
+  auto n = batch.entries.size();
+  st.appends.push_back({tag, {}, std::move(then), n});
   self->send(st.env->journal, append_atom::value, std::move(batch), tag);
 }
 
 namespace {
 
 /// The journal made the append `tag` durable: run what waited for it.
-void on_appended(proc_actor* self, uint64_t tag) {
+void on_appended(proc_actor* self, uint64_t tag, uint64_t lsn) {
   auto& pending = self->state.appends;
   // The journal acknowledges a sender's appends in the order they were sent.
-  auto i = std::find_if(pending.begin(), pending.end(), [tag](auto& a) { return a.first == tag; });
+  auto i = std::find_if(pending.begin(), pending.end(), [tag](auto& a) { return a.tag == tag; });
   if (i == pending.end()) {
     PLOG(error, self, "acknowledgement of an unknown journal append {}", tag);
     return;
   }
-  auto then = std::move(i->second);
+  auto a = std::move(*i);
   pending.erase(i);
-  then();
+  if (a.then_lsn)
+    a.then_lsn(lsn, a.entries);
+  else
+    a.then();
 }
 
 /// Runs `job`'s step on this actor (a type whose steps never block) and acts on its outcome.
@@ -86,6 +99,8 @@ void schedule(proc_actor* self, bool now) {
   job.ctx.id_ = st.id;
   job.ctx.root_id_ = st.root_id;
   job.ctx.parent_id_ = st.parent_id;
+  job.ctx.node_ = &st.env->node_name;
+  job.ctx.nodes_ = &st.env->node_names;
   job.ctx.attempt_ = st.attempt;
   job.ctx.children_ = st.child_results;
   job.ctx.event_payload_ = st.event_payload;
@@ -135,6 +150,8 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.nonce = p->nonce;
   st.parent = s.parent;
   st.is_root = !s.parent;
+  st.parent_node = st.is_root ? p->parent_node : std::string{};
+  st.parent_root_id = p->parent_root_id;
   st.root = st.is_root ? caf::actor_cast<caf::actor>(self) : s.root;
   st.ptype = st.env->types->find(p->type);
   if (st.ptype == nullptr) {
@@ -213,7 +230,10 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.root = st.root;
   cs.ancestors = st.ancestors;
   cs.ancestors.push_back(st.id);
-  c->handle = self->spawn<caf::monitored>(procedure_actor, std::move(cs));
+  const auto* cp = image->find(cid);
+  c->handle = cp != nullptr && cp->remote()
+                ? spawn_remote_child(self, std::move(cs))
+                : self->spawn<caf::monitored>(procedure_actor, std::move(cs));
   c->restarting = false;
   c->stopped_clean.clear();
   st.child_addrs[c->handle.address()] = cid;
@@ -274,7 +294,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     }
   }
   return {
-    [self](appended_atom, uint64_t tag, uint64_t) { on_appended(self, tag); },
+    [self](appended_atom, uint64_t tag, uint64_t lsn) { on_appended(self, tag, lsn); },
     // Our turn, for a type whose steps never block: run it here, free the slot, go on.
     [self](run_inline_atom, step_job& job) { run_here(self, job); },
     [self](step_done_atom, step_result& r) {
@@ -330,6 +350,22 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     },
     [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
     [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },
+    [self](remote_end_atom, const std::string& bytes) {
+      return on_remote_end_in_rollback(self, bytes);
+    },
+    // The parent's tree (on another node) rolls back: so does this fragment.
+    [self](remote_rollback_atom, const std::string& reason) -> caf::result<bool> {
+      auto& st = self->state;
+      if (st.past_no_return)
+        return false;
+      if (!st.failing && !begin_tree_failure(self, st.id, 0, reason))
+        return false;
+      if (!st.busy_failure_record)
+        return true;
+      auto rp = self->make_response_promise<bool>();
+      st.failure_acks.push_back(rp);
+      return rp;
+    },
     [self](abort_atom, uint64_t proc_id) -> caf::result<bool> {
       auto& st = self->state;
       if (st.past_no_return)

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <random>
 #include <string>
 #include <utility>
@@ -115,7 +116,13 @@ struct proc_actor_state {
   std::vector<uint64_t> stopped_clean;
   std::vector<restart_batch> pending_restarts;
   /// Appends sent to the journal and not yet durable, oldest first: (tag, what runs then).
-  std::vector<std::pair<uint64_t, std::function<void()>>> appends;
+  struct pending_append {
+    uint64_t tag = 0;
+    std::function<void()> then;
+    std::function<void(uint64_t, size_t)> then_lsn;  ///< instead of `then` (outbox records)
+    size_t entries = 0;
+  };
+  std::vector<pending_append> appends;
   uint64_t last_append_tag = 0;
 
   // -- root only ------------------------------------------------------------------------------
@@ -132,6 +139,15 @@ struct proc_actor_state {
   int undo_attempt = 1;      ///< of the plan's current undo
   std::string undo_state_name;  ///< of the plan's current undo, for status and logs
   std::shared_ptr<const tree_image> rb_image;
+  /// Fragments on other nodes ordered rolled back by this incarnation, and those that
+  /// reported being rolled back before the plan got to them.
+  std::unordered_set<uint64_t> remote_ordered;
+  std::unordered_set<uint64_t> remote_rolled_back;
+
+  // -- fragment root only (its parent runs on another node) --------------------------------
+  std::string parent_node;
+  uint64_t parent_root_id = 0;
+  bool is_fragment() const noexcept { return is_root && !parent_node.empty(); }
 
   // -- helpers --------------------------------------------------------------------------------
   child_slot* child(uint64_t cid) {
@@ -182,6 +198,11 @@ void schedule(proc_actor* self, bool now = false);
 /// Appends `batch`; runs `then` once it is durable. A journal error means fail-stop.
 void journal_append(proc_actor* self, journal_batch batch, std::function<void()> then);
 
+/// Appends `batch`; runs `then(last_lsn, batch_size)` once it is durable (the batch's
+/// entries have the consecutive LSNs ending at last_lsn).
+void journal_append_lsn(proc_actor* self, journal_batch batch,
+                        std::function<void(uint64_t, size_t)> then);
+
 /// A JournalRecord with the format set, for one procedure's tree.
 journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec);
 
@@ -219,6 +240,15 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image);
 
 /// Root: shows how far the rollback got (or why it is stuck) in the root's status.
 void publish_rollback(proc_actor* self, std::string waiting_for);
+
+/// Root: a fragment on another node reported its end (remote_end_atom) while the tree
+/// rolls back; true once what it changes is durable.
+caf::result<bool> on_remote_end_in_rollback(proc_actor* self, const std::string& bytes);
+
+/// Fragment root: its last step returned done: journal it with the end for the parent's
+/// node, then quit (the fragment's records stay until released).
+void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string result_json,
+                     std::function<void()> after_commit);
 
 /// Root: an undo job finished.
 void on_undo_done(proc_actor* self, step_result& r);

@@ -2,7 +2,9 @@
 // read the tree back from the journal, then undo what remains in exact reverse order, one
 // journaled undo at a time, so that a crash resumes where it stopped.
 #include "actors/errors.hpp"
+#include "actors/outbox.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/remote.hpp"
 
 namespace proctor {
 
@@ -17,6 +19,7 @@ proc_update update_from_image(const tree_image& t, const proc_image& p) {
   u.error = p.error;
   u.result_json = p.result_json;
   u.nonce = p.nonce;
+  u.node = p.node;
   u.ended = is_final(p.status);
   return u;
 }
@@ -127,6 +130,78 @@ std::string progress(const proc_actor_state& st) {
 
 } // namespace
 
+namespace {
+
+/// The plan's current undo is done: journaled (`rec`), then the plan goes on.
+void commit_undo(proc_actor* self, pb::JournalRecord rec,
+                 std::function<void()> durable = {}) {
+  auto& st = self->state;
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  st.busy = true;
+  journal_append(self, std::move(batch), [self, durable = std::move(durable)] {
+    auto& st = self->state;
+    st.busy = false;
+    if (durable)
+      durable();
+    ++st.plan_pos;
+    run_rollback(self, st.rb_image);
+  });
+}
+
+void remote_undone(proc_actor* self, uint64_t id, std::function<void()> durable = {}) {
+  pb::JournalRecord rec;
+  auto* u = rec.mutable_undone();
+  u->set_proc_id(id);
+  u->set_remote(true);
+  commit_undo(self, std::move(rec), std::move(durable));
+}
+
+} // namespace
+
+void order_remote_rollback(proc_actor* self, const proc_image& p) {
+  auto& st = self->state;
+  if (st.remote_rolled_back.count(p.id) > 0)
+    return remote_undone(self, p.id);
+  publish_rollback(self, progress(st) + "; waiting for node " + p.node + " to roll back "
+                           + "procedure " + std::to_string(p.id));
+  st.undo_state_name = "(fragment on node " + p.node + ")";
+  st.busy = true;  // until the fragment's end comes (remote_end_atom)
+  if (st.remote_ordered.count(p.id) > 0)
+    return;
+  st.remote_ordered.insert(p.id);
+  PLOG(info, self, "ordering procedure {} on node {} rolled back", p.id, p.node);
+  pb::PeerMessage m;
+  m.mutable_rollback()->set_proc_id(p.id);
+  m.mutable_rollback()->set_reason("its tree (root " + std::to_string(st.root_id) + " on node "
+                                   + st.env->node_name + ") rolls back: " + st.failure);
+  journal_batch batch;
+  auto staged = std::make_shared<outbox_staging>();
+  staged->add(batch, p.node, m);
+  journal_append_lsn(self, std::move(batch), [self, staged](uint64_t lsn, size_t n) {
+    staged->hand_over(self->state.env->outbox, lsn, n);
+  });
+}
+
+caf::result<bool> on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
+  auto& st = self->state;
+  pb::RemoteEnd end;
+  if (!end.ParseFromString(bytes) || end.state() == pb::SUCCESS)
+    return true;  // a success reported before our order: the order's answer comes later
+  if (end.state() == pb::FAILED)
+    PLOG(error, self, "procedure {} on another node cannot be rolled back: {}", end.proc_id(),
+         end.error());
+  bool current = st.rb_image && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote
+                 && st.plan[st.plan_pos].proc_id == end.proc_id() && st.busy;
+  if (!current) {
+    st.remote_rolled_back.insert(end.proc_id());
+    return true;
+  }
+  auto rp = self->make_response_promise<bool>();
+  remote_undone(self, end.proc_id(), [rp]() mutable { rp.deliver(true); });
+  return rp;
+}
+
 void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   auto& st = self->state;
   if (st.rb_image != image) {
@@ -138,6 +213,12 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     st.failure = image->failure;
     PLOG(info, self, "rolling back: {} undo(s) to run, {} done before", st.plan.size(),
          st.undone_before);
+    // The ends of fragments on other nodes come here from now on (their placeholders
+    // stopped).
+    for (const auto& item : st.plan)
+      if (item.remote)
+        self->send(st.env->executor, remote_route_atom::value, item.proc_id,
+                   caf::actor_cast<caf::actor>(self));
     self->send(st.env->executor, rollback_atom::value, st.root_id, true);
   }
   publish_rollback(self, progress(st));
@@ -157,6 +238,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   }
   const auto& item = st.plan[st.plan_pos];
   const auto* p = image->find(item.proc_id);
+  if (item.remote && p != nullptr)
+    return order_remote_rollback(self, *p);
   std::string err;
   auto inst = p == nullptr ? nullptr
                            : st.env->types->make_from_journal(p->type, item.data_version,
@@ -175,6 +258,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   job.ctx.id_ = p->id;
   job.ctx.root_id_ = st.root_id;
   job.ctx.parent_id_ = p->parent_id;
+  job.ctx.node_ = &st.env->node_name;
+  job.ctx.nodes_ = &st.env->node_names;
   job.state = item.state;
   job.ctx.undo_committed_ = item.committed();
   job.undo = true;
@@ -230,6 +315,57 @@ void on_undo_done(proc_actor* self, step_result& r) {
   });
 }
 
+void release_remote_children(const std::vector<proc_update>& procs, journal_batch& batch,
+                             outbox_staging& staged) {
+  // The tree ended: its fragments on other nodes can go (nothing can order them undone).
+  for (const auto& u : procs) {
+    if (u.node.empty())
+      continue;
+    pb::PeerMessage m;
+    m.mutable_release()->set_proc_id(u.id);
+    staged.add(batch, u.node, m);
+  }
+}
+
+void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string result_json,
+                     std::function<void()> after_commit) {
+  auto& st = self->state;
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, step));
+  pb::JournalRecord fin;
+  fin.mutable_finished()->set_proc_id(st.id);
+  fin.mutable_finished()->set_state(pb::SUCCESS);
+  fin.mutable_finished()->set_result_json(result_json);
+  batch.entries.push_back(make_entry(st.root_id, fin));
+  pb::PeerMessage m;
+  auto* e = m.mutable_end();
+  e->set_proc_id(st.id);
+  e->set_state(pb::SUCCESS);
+  e->set_result_json(result_json);
+  auto staged = std::make_shared<outbox_staging>();
+  staged->add(batch, st.parent_node, m);
+  journal_append_lsn(self, std::move(batch), [self, staged, after_commit,
+                                              result = std::move(result_json)](uint64_t lsn,
+                                                                               size_t n) {
+    auto& st = self->state;
+    staged->hand_over(st.env->outbox, lsn, n);
+    after_commit();
+    st.busy = false;
+    st.status = proc_state::success;
+    PLOG(debug, self, "SUCCESS (fragment of a tree on node {})", st.parent_node);
+    auto procs = std::move(st.finished_subtree);
+    auto u = current_update(self);
+    u.state = proc_state::success;
+    u.result_json = result;
+    u.ended = true;
+    procs.push_back(std::move(u));
+    self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
+    self->send(st.env->executor, fragment_done_atom::value,
+               tree_done{st.root_id, std::move(procs), {}});
+    self->quit();
+  });
+}
+
 void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_back) {
   auto& st = self->state;
   pb::JournalRecord rec;
@@ -253,10 +389,24 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
   auto summary = batch.entries.back().record;
+  auto staged = std::make_shared<outbox_staging>();
+  release_remote_children(procs, batch, *staged);
+  if (st.is_fragment()) {
+    // The parent's node learns that this fragment rolled back (it failed here, or its
+    // parent ordered it); it stays, as this summary, until released.
+    pb::PeerMessage m;
+    auto* e = m.mutable_end();
+    e->set_proc_id(st.id);
+    e->set_state(rolled_back ? pb::ROLLEDBACK : pb::SUCCESS);
+    e->set_error(st.failure);
+    staged->add(batch, st.parent_node, m);
+  }
   st.busy = true;
-  journal_append(self, std::move(batch), [self, procs = std::move(procs), rolled_back,
-                                          summary = std::move(summary)]() mutable {
+  journal_append_lsn(self, std::move(batch), [self, procs = std::move(procs), rolled_back,
+                                              summary = std::move(summary),
+                                              staged](uint64_t lsn, size_t n) mutable {
     auto& st = self->state;
+    staged->hand_over(st.env->outbox, lsn, n);
     st.busy = false;
     PLOG(debug, self, "tree finished ({})", rolled_back ? "ROLLEDBACK" : "SUCCESS");
     self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);

@@ -62,6 +62,9 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.state = s.state();
       p.data = s.data();
       p.data_version = s.type_version();  // data versions
+      p.node = s.node();
+      p.parent_node = s.parent_node();
+      p.parent_root_id = s.parent_root_id();
       break;
     }
     case pb::JournalRecord::kStep: {
@@ -154,7 +157,9 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
-      if (s.undone_lsn() == 0) {
+      if (s.remote()) {
+        p->remote_undone = true;
+      } else if (s.undone_lsn() == 0) {
         p->partial_undone = true;
       } else {
         for (auto& st : p->steps)
@@ -178,6 +183,11 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p->error = s.error();
       if (p->id == t.root_id)
         t.finished = true;
+      if (p->remote()) {
+        p->remote_end_lsn = lsn;
+        // Rolled back there (or never able to be): nothing left to order.
+        p->remote_undone = p->status != proc_state::success;
+      }
       break;
     }
     case pb::JournalRecord::kRolledBack: {
@@ -207,6 +217,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p.error = ps.error();
         p.children.assign(ps.children().begin(), ps.children().end());
         p.nonce = ps.nonce();
+        p.node = ps.node();
         if (p.status == proc_state::rolledback)
           t.rolled_back = t.failed = true;
       }
@@ -214,6 +225,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     }
     case pb::JournalRecord::kIdFloor:
     case pb::JournalRecord::kEvent:
+    case pb::JournalRecord::kOutbox:
     case pb::JournalRecord::BODY_NOT_SET:
       if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())
         t.corrupt = "empty record at lsn " + std::to_string(lsn);
@@ -251,6 +263,11 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
   // States that may have run partly: every procedure that had not ended. Newest first.
   for (auto i = tree.procs.rbegin(); i != tree.procs.rend(); ++i) {
     const auto& p = i->second;
+    if (p.remote()) {
+      if (!p.remote_undone && p.remote_end_lsn == 0)
+        plan.push_back(undo_item{p.id, 0, UINT64_MAX, {}, 0, true});
+      continue;
+    }
     if (is_final(p.status) || p.partial_undone || p.steps_ended)
       continue;
     // A failure outside a step (failed_state 0: escalation, abort) leaves the current state.
@@ -258,10 +275,13 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
     plan.push_back(undo_item{p.id, state, 0, p.data, p.data_version});
   }
   std::vector<undo_item> steps;
-  for (const auto& [id, p] : tree.procs)
+  for (const auto& [id, p] : tree.procs) {
+    if (p.remote() && !p.remote_undone && p.remote_end_lsn != 0)
+      steps.push_back(undo_item{id, 0, p.remote_end_lsn, {}, 0, true});
     for (const auto& s : p.steps)
       if (!s.undone && !s.no_return)
         steps.push_back(undo_item{id, s.executed_state, s.lsn, s.data, s.data_version});
+  }
   std::sort(steps.begin(), steps.end(),
             [](const undo_item& a, const undo_item& b) { return a.lsn > b.lsn; });
   plan.insert(plan.end(), std::make_move_iterator(steps.begin()),
@@ -272,7 +292,7 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
 size_t undos_done(const tree_image& tree) {
   size_t n = 0;
   for (const auto& [id, p] : tree.procs) {
-    n += p.partial_undone ? 1 : 0;
+    n += p.partial_undone || p.remote_undone ? 1 : 0;
     for (const auto& s : p.steps)
       n += s.undone && !s.no_return ? 1 : 0;
   }
@@ -293,6 +313,7 @@ pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
     for (auto c : p.children)
       ps->add_children(c);
     ps->set_nonce(p.nonce);
+    ps->set_node(p.node);
   }
   return s;
 }

@@ -65,6 +65,17 @@ struct proc_image {
   std::string call_request;
   bool event_delivered = false;
   bool event_timed_out = false;
+
+  // Across nodes (README "Across nodes").
+  /// Non-empty: this procedure runs on that node; here it is a placeholder, ended by the
+  /// RemoteEnd that node sends (folded as its Finished record, at remote_end_lsn).
+  std::string node;
+  /// Non-empty: this procedure is the root of a fragment whose parent runs on that node.
+  std::string parent_node;
+  uint64_t parent_root_id = 0;
+  uint64_t remote_end_lsn = 0;  ///< the Finished record of a placeholder (0: not ended)
+  bool remote_undone = false;   ///< the placeholder's fragment is rolled back there
+  bool remote() const noexcept { return !node.empty(); }
 };
 
 struct tree_image {
@@ -123,13 +134,19 @@ struct undo_item {
   /// run state started with (lsn == 0).
   std::string data;
   uint32_t data_version = 0;  ///< the type version `data` is of
-  bool committed() const noexcept { return lsn != 0; }
+  /// A child on another node: its whole fragment is rolled back there, by order (`lsn`:
+  /// where it ended here, UINT64_MAX when it had not).
+  bool remote = false;
+  bool committed() const noexcept { return lsn != 0 && !remote; }
 };
 
 /// What remains to undo in a failed tree, in the order to run: first the states that may
 /// have run partly (of every procedure that had not ended, unless it stopped before that
-/// state started), then every committed step that is not yet undone, by descending LSN.
-/// Steps past a point of no return are left out.
+/// state started) and the fragments on other nodes that had not ended, then every committed
+/// step that is not yet undone and every fragment that ended, by descending LSN (a fragment
+/// at the LSN of its end here: every step here that could have seen its end is undone
+/// before it, every step that spawned it after it). Steps past a point of no return are
+/// left out.
 std::vector<undo_item> rollback_plan(const tree_image& tree);
 
 /// The undos of `tree`'s rollback already done (or found unnecessary), for progress.

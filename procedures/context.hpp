@@ -45,7 +45,18 @@ public:
   /// or a stop or crash came while it ran), and the data is what that state started with.
   bool undo_of_committed_step() const noexcept { return undo_committed_; }
 
+  /// The name of the node this step runs on ("" for a node started without --name), and the
+  /// names of every node of the cluster as this node knows them (itself and its peers,
+  /// sorted): where `child(...).on_node(name)` may place a child.
+  const std::string& node() const noexcept { return node_ ? *node_ : empty_name(); }
+  const std::vector<std::string>& nodes() const noexcept {
+    static const std::vector<std::string> none;
+    return nodes_ ? *nodes_ : none;
+  }
+
   // -- set by the runtime ---------------------------------------------------------------------
+  const std::string* node_ = nullptr;
+  const std::vector<std::string>* nodes_ = nullptr;
   uint64_t id_ = 0;
   uint64_t root_id_ = 0;
   uint64_t parent_id_ = 0;
@@ -54,6 +65,12 @@ public:
   std::string event_payload_;
   bool event_timed_out_ = false;
   bool undo_committed_ = false;
+
+private:
+  static const std::string& empty_name() {
+    static const std::string none;
+    return none;
+  }
 };
 
 } // namespace proctor

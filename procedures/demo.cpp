@@ -104,8 +104,13 @@ private:
       c.set_step(0);
       c.clear_touched();
       std::vector<child_spec> kids;
-      for (int i = 0; i < d.children(); ++i)
-        kids.push_back(child("demo.ledger", c));
+      const auto& nodes = ctx.nodes();
+      for (int i = 0; i < d.children(); ++i) {
+        auto k = child("demo.ledger", c);
+        if (d.spread() && nodes.size() > 1)
+          k = std::move(k).on_node(nodes[static_cast<size_t>(i) % nodes.size()]);
+        kids.push_back(std::move(k));
+      }
       return spawn(std::move(kids), pb::LEDGER_STEP);
     }
     if (s + 1 >= steps(d))
@@ -119,12 +124,31 @@ private:
     nap(d.step_sleep_ms());
     if (ctx.undo_of_committed_step()) {
       // The data the step committed says which file it created (none: it only ended).
-      if (d.has_touched())
+      if (d.has_touched()) {
         remove_file(file(d, ctx, d.touched()));
+        log_undo(d, ctx, d.touched());
+      }
       return;
     }
     // A step that may have run partly started with this data: its file may exist.
     remove_file(file(d, ctx, d.step()));
+    log_undo(d, ctx, d.step());
+  }
+
+  static void log_undo(const pb::LedgerData& d, const context& ctx, int step) {
+    if (!d.undo_log())
+      return;
+    auto line = (ctx.node().empty() ? std::string{"-"} : ctx.node()) + " "
+                + std::to_string(ctx.id()) + " " + std::to_string(ctx.parent_id()) + " "
+                + std::to_string(step) + "\n";
+    auto path = (fs::path(d.ledger_dir()) / "undo.log").string();
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+      throw std::runtime_error("demo.ledger: cannot open " + path);
+    auto n = ::write(fd, line.data(), line.size());
+    ::close(fd);
+    if (n != static_cast<ssize_t>(line.size()))
+      throw std::runtime_error("demo.ledger: cannot append to " + path);
   }
 };
 

@@ -16,6 +16,16 @@ struct child_spec {
   std::string type;
   std::string data;  ///< the child's data message, serialized (see `child()`)
   int32_t priority = 0;
+  /// The node the child runs on ("" or this node's name: here). A child elsewhere is, for
+  /// its parent, a child like any other: its end comes back, a failure of the tree rolls it
+  /// back there (README "Across nodes").
+  std::string node{};
+
+  /// Places the child on the node named `name` (one of `ctx.nodes()`).
+  child_spec on_node(std::string name) && {
+    node = std::move(name);
+    return std::move(*this);
+  }
 };
 
 /// Builds a child_spec from the child's data message.

@@ -1,0 +1,245 @@
+// The executor's side of trees across nodes (actors/remote.hpp): what another node's outbox
+// delivers (wire.proto PeerDeliver). Each message is made durable here before the batch is
+// acknowledged; a message this node cannot take yet (its tree is restarting) makes the
+// whole batch "later", and the sender delivers it again. Each message is safe twice: a
+// spawn of a child held already, an end already journaled, a rollback of a fragment rolled
+// back, a release of a fragment gone — each is acknowledged and does nothing more.
+#include <spdlog/spdlog.h>
+
+#include "actors/executor_state.hpp"
+#include "actors/outbox.hpp"
+#include "actors/procedure_actor_state.hpp"
+#include "actors/remote.hpp"
+
+namespace proctor::exec_detail {
+
+namespace {
+
+using done_fn = std::function<void(bool taken, std::string why)>;
+
+/// Journals `batch` with its outbox records, hands those over, then `then`.
+void append_with_outbox(executor_actor* self, journal_batch batch,
+                        std::shared_ptr<outbox_staging> staged, std::function<void()> then) {
+  auto n = batch.entries.size();
+  append(self, std::move(batch), [self, staged, n, then = std::move(then)](uint64_t lsn) {
+    staged->hand_over(self->state.env->outbox, lsn, n);
+    if (then)
+      then();
+  });
+}
+
+/// Tells `peer` that fragment `id` ended (`state`), durably here first.
+void send_end(executor_actor* self, const std::string& peer, uint64_t id, pb::ProcState state,
+              const std::string& error, done_fn done) {
+  pb::PeerMessage m;
+  auto* e = m.mutable_end();
+  e->set_proc_id(id);
+  e->set_state(state);
+  e->set_error(error);
+  journal_batch b;
+  auto staged = std::make_shared<outbox_staging>();
+  staged->add(b, peer, m);
+  append_with_outbox(self, std::move(b), staged, [done] { done(true, {}); });
+}
+
+void on_spawn(executor_actor* self, const std::string& from, const pb::RemoteSpawn& m,
+              done_fn done) {
+  auto& st = self->state;
+  auto id = m.proc_id();
+  if (st.procs.find(id) != st.procs.end())
+    return done(true, {});  // delivered again
+  if (st.submitting.count(id) > 0)
+    return done(false, "procedure " + std::to_string(id) + " is being journaled");
+  std::string err;
+  auto inst = st.env->types->make_from_bytes(m.type(), m.data(), &err);
+  if (!inst) {
+    // Never started: nothing to undo here; the parent's tree fails.
+    auto why = st.env->types->find(m.type()) == nullptr
+                 ? "procedure type '" + m.type() + "' is not registered on node "
+                     + st.env->node_name
+                 : err;
+    spdlog::warn("[proc {} root {}] refused child from node {}: {}", id, id, from, why);
+    return send_end(self, m.parent_node(), id, pb::ROLLEDBACK, why, done);
+  }
+  const auto* t = st.env->types->find(m.type());
+  pb::JournalRecord rec;
+  auto* s = rec.mutable_submitted();
+  s->set_proc_id(id);
+  s->set_parent_id(m.parent_id());
+  s->set_type(m.type());
+  s->set_type_version(t->version);
+  s->set_data(inst->data().SerializeAsString());
+  s->set_state(inst->initial_state());
+  s->set_priority(m.priority());
+  s->set_submitted_at_ms(now_ms());
+  s->set_parent_node(m.parent_node());
+  s->set_parent_root_id(m.parent_root_id());
+  journal_batch b;
+  b.entries.push_back(make_entry(id, rec));
+  tree_folder f(id);
+  f.add(0, rec);
+  auto image = std::make_shared<const tree_image>(f.finish());
+  std::shared_ptr<procedure> submitted = std::move(inst);
+  st.submitting.insert(id);
+  append(self, std::move(b), [self, id, image, submitted, done](uint64_t) mutable {
+    auto& st = self->state;
+    st.submitting.erase(id);
+    const auto& p = *image->root();
+    spdlog::debug("[proc {} root {}] child of {} on node {} starts here", id, id, p.parent_id,
+                  p.parent_node);
+    record_update(self, proc_update{id, id, p.parent_id, p.type, proc_state::runnable, {}, {},
+                                    {}, {}, {}});
+    start_root(self, image, false, std::move(submitted));
+    done(true, {});
+  });
+}
+
+void on_end(executor_actor* self, const pb::RemoteEnd& m, done_fn done) {
+  auto& st = self->state;
+  auto id = m.proc_id();
+  auto r = st.remote_routes.find(id);
+  if (r == st.remote_routes.end()) {
+    auto p = st.procs.find(id);
+    if (p == st.procs.end() || p->second.ended)
+      return done(true, {});  // its tree is gone, or the end is known
+    return done(false, "procedure " + std::to_string(id) + " is restarting");
+  }
+  self->request(r->second, std::chrono::seconds{10}, remote_end_atom::value,
+                m.SerializeAsString())
+    .then([done](bool) { done(true, {}); },
+          [self, id, done](caf::error& e) {
+            self->state.remote_routes.erase(id);
+            done(false, "procedure " + std::to_string(id) + ": " + self->system().render(e));
+          });
+}
+
+void on_rollback(executor_actor* self, const std::string& from, const pb::RemoteRollback& m,
+                 done_fn done) {
+  auto& st = self->state;
+  auto id = m.proc_id();
+  auto p = st.procs.find(id);
+  if (p == st.procs.end())
+    return send_end(self, from, id, pb::ROLLEDBACK, "never ran on node " + st.env->node_name,
+                    done);
+  auto r = st.roots.find(id);
+  if (r == st.roots.end())
+    return done(false, "fragment " + std::to_string(id) + " is not known yet");
+  auto& re = r->second;
+  if (re.dormant)
+    return wake_root(self, id, [self, from, m, done] { on_rollback(self, from, m, done); });
+  if (re.handle) {
+    self->request(re.handle, std::chrono::seconds{30}, remote_rollback_atom::value, m.reason())
+      .then(
+        [self, from, id, done](bool rolls_back) {
+          if (rolls_back)
+            return done(true, {});
+          send_end(self, from, id, pb::FAILED, "past its point of no return on node "
+                                                 + self->state.env->node_name, done);
+        },
+        [self, id, done](caf::error& e) {
+          done(false, "fragment " + std::to_string(id) + ": " + self->system().render(e));
+        });
+    return;
+  }
+  if (!re.finished)
+    return done(false, "fragment " + std::to_string(id) + " is restarting");
+  if (p->second.state != proc_state::success)
+    return send_end(self, from, id, pb::ROLLEDBACK, p->second.error, done);
+  // It succeeded and was kept for this: it fails now and rolls back from its records.
+  spdlog::info("[proc {} root {}] rolled back by order of node {}", id, id, from);
+  pb::JournalRecord rec;
+  auto* f = rec.mutable_failed();
+  f->set_proc_id(id);
+  f->set_error(m.reason());
+  journal_batch b;
+  b.entries.push_back(make_entry(id, rec));
+  re.finished = false;
+  append(self, std::move(b), [self, id, done](uint64_t) {
+    reload_root(self, id);
+    done(true, {});
+  });
+}
+
+void on_release(executor_actor* self, const pb::RemoteRelease& m, done_fn done) {
+  auto& st = self->state;
+  auto id = m.proc_id();
+  auto p = st.procs.find(id);
+  if (p == st.procs.end())
+    return done(true, {});
+  auto r = st.roots.find(id);
+  if (r == st.roots.end() || !r->second.finished)
+    return done(false, "fragment " + std::to_string(id) + " has not ended here yet");
+  // Its own children on other nodes go too.
+  journal_batch b;
+  auto staged = std::make_shared<outbox_staging>();
+  std::vector<uint64_t> todo{id};
+  while (!todo.empty()) {
+    auto q = st.procs.find(todo.back());
+    todo.pop_back();
+    if (q == st.procs.end())
+      continue;
+    if (!q->second.node.empty()) {
+      pb::PeerMessage rm;
+      rm.mutable_release()->set_proc_id(q->first);
+      staged->add(b, q->second.node, rm);
+    }
+    todo.insert(todo.end(), q->second.children.begin(), q->second.children.end());
+  }
+  auto forget = [self, id, done] {
+    release_trees(self, {id}, [done] { done(true, {}); });
+  };
+  if (b.entries.empty())
+    return forget();
+  append_with_outbox(self, std::move(b), staged, forget);
+}
+
+/// Takes the messages one after the other; answers once all are durable (or one is not
+/// taken: the sender delivers the batch again later).
+struct delivery {
+  std::string from;
+  pb::PeerDeliver msgs;
+  int next = 0;
+  promise_t rp;
+};
+
+void take_next(executor_actor* self, std::shared_ptr<delivery> d) {
+  if (d->next == d->msgs.messages_size())
+    return reply(d->rp, encode(pb::Response{}));
+  const auto& m = d->msgs.messages(d->next);
+  auto done = [self, d](bool taken, std::string why) {
+    if (!taken)
+      return reply(d->rp, error_reply(pb::Response::REFUSED, "later: " + why));
+    ++d->next;
+    take_next(self, d);
+  };
+  switch (m.body_case()) {
+    case pb::PeerMessage::kSpawn:
+      return on_spawn(self, d->from, m.spawn(), done);
+    case pb::PeerMessage::kEnd:
+      return on_end(self, m.end(), done);
+    case pb::PeerMessage::kRollback:
+      return on_rollback(self, d->from, m.rollback(), done);
+    case pb::PeerMessage::kRelease:
+      return on_release(self, m.release(), done);
+    case pb::PeerMessage::BODY_NOT_SET:
+      spdlog::warn("empty message from node {} ignored", d->from);
+      return done(true, {});
+  }
+}
+
+} // namespace
+
+void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp) {
+  auto& st = self->state;
+  if (st.env->node_name.empty() || !st.env->is_peer(req.from()))
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                  "node '" + req.from() + "' is not a peer of node '"
+                                    + st.env->node_name + "'"));
+  auto d = std::make_shared<delivery>();
+  d->from = req.from();
+  d->msgs = req;
+  d->rp = rp;
+  take_next(self, d);
+}
+
+} // namespace proctor::exec_detail

@@ -1,0 +1,37 @@
+// Trees across nodes (README "Across nodes"): the messages between a node's actors about
+// children placed on other nodes, and the placeholder actor that stands for such a child in
+// its parent's tree.
+//
+// A child placed on node B is, in its parent's node A, a placeholder procedure (Submitted
+// with `node` = B) whose actor (remote_child) waits for the child's end; on B it is the root
+// of a *fragment*: a tree of B's journal whose root has a parent on A. The fragment runs
+// like any tree and reports its end to A through the outbox (RemoteEnd). A fragment that
+// fails rolls itself back (no step outside it can have seen its effects: it had not ended)
+// and reports ROLLEDBACK, which fails A's tree. A fragment that succeeded is kept, records
+// and all, until A's tree ends (RemoteRelease), because A's rollback may still order it
+// undone (RemoteRollback) — in reverse causal order: see rollback_plan.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "actors/procedure_actor.hpp"
+
+namespace proctor {
+
+/// (remote_end_atom, serialized pb::RemoteEnd) -> bool: a child's end arrived from its node;
+/// true once it is durable here. Sent by the executor to whoever routes the child's id.
+using remote_end_atom = caf::atom_constant<caf::atom("rmtend")>;
+/// (remote_route_atom, uint64_t id, caf::actor): messages about child `id` go to the actor.
+using remote_route_atom = caf::atom_constant<caf::atom("rmtroute")>;
+/// (remote_rollback_atom, std::string reason) -> bool, executor -> fragment root: the parent's
+/// tree rolls back: roll the fragment back; true once that is durable (false: it is past a
+/// point of no return).
+using remote_rollback_atom = caf::atom_constant<caf::atom("rmtrb")>;
+/// (fragment_done_atom, tree_done), fragment root -> executor: the fragment succeeded; its
+/// records stay until released.
+using fragment_done_atom = caf::atom_constant<caf::atom("fragdone")>;
+
+/// Spawns (monitored by `parent`) the placeholder of a child that runs on another node.
+caf::actor spawn_remote_child(caf::event_based_actor* parent, proc_start start);
+
+} // namespace proctor
