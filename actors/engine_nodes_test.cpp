@@ -14,161 +14,12 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/node.hpp"
-#include "actors/outbox.hpp"
-#include "actors/rpc.hpp"
-#include "procedures/demo.hpp"
-#include "wire.pb.h"
+#include "actors/engine_nodes_fixture.hpp"
 
 namespace proctor::testing {
 namespace {
 
-namespace fs = std::filesystem;
-
-/// Routes (peer_request_atom, name, bytes, timeout) to the named node's executor.
-struct switchboard {
-  std::mutex mtx;
-  std::map<std::string, caf::actor> executors;
-  std::set<std::string> cut;  ///< nodes nobody reaches
-
-  caf::actor executor(const std::string& name) {
-    std::lock_guard<std::mutex> g(mtx);
-    if (cut.count(name) > 0)
-      return {};
-    auto i = executors.find(name);
-    return i == executors.end() ? caf::actor{} : i->second;
-  }
-};
-
-caf::behavior transport_fn(caf::event_based_actor* self, std::shared_ptr<switchboard> sb) {
-  return {
-    [self, sb](peer_request_atom, const std::string& peer, const std::string& bytes,
-               uint32_t) -> caf::result<std::string> {
-      auto e = sb->executor(peer);
-      if (!e)
-        return caf::make_error(caf::sec::request_receiver_down, "node " + peer + " unreachable");
-      auto rp = self->make_response_promise<std::string>();
-      self->request(e, std::chrono::seconds{30}, rpc_atom::value, bytes)
-        .then([rp](std::string& r) mutable { rp.deliver(std::move(r)); },
-              [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
-    },
-  };
-}
-
-class nodes : public ::testing::Test {
-protected:
-  void SetUp() override {
-    spdlog::set_level(spdlog::level::warn);
-    char tmpl[] = "/tmp/proctor-nodes-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    fs::create_directories(dir_ + "/ledger");
-    register_demo_procedures(types_);
-    tune_actor_system(cfg_);
-    sys_ = std::make_unique<caf::actor_system>(cfg_);
-    sb_ = std::make_shared<switchboard>();
-    transport_ = sys_->spawn(transport_fn, sb_);
-    uint16_t number = 1;
-    for (std::string name : {"a", "b", "c"}) {
-      auto n = std::make_unique<node>(*sys_, types_);
-      node_options o;
-      o.data_dir = dir_ + "/" + name;
-      o.workers = 2;
-      o.name = name;
-      o.number = number++;
-      for (std::string p : {"a", "b", "c"})
-        if (p != name)
-          o.peer_names.push_back(p);
-      o.transport = transport_;
-      auto r = n->start(o);
-      ASSERT_TRUE(r) << sys_->render(r.error());
-      {
-        std::lock_guard<std::mutex> g(sb_->mtx);
-        sb_->executors[name] = n->executor();
-      }
-      nodes_[name] = std::move(n);
-    }
-  }
-
-  void TearDown() override {
-    for (auto& [name, n] : nodes_)
-      n->stop();
-    caf::anon_send_exit(transport_, caf::exit_reason::user_shutdown);
-    nodes_.clear();
-    sys_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  pb::Response call(const std::string& at, const pb::Request& req,
-                    std::chrono::milliseconds timeout = std::chrono::seconds{30}) {
-    caf::scoped_actor self{*sys_};
-    pb::Response resp;
-    self->request(nodes_.at(at)->executor(), timeout, rpc_atom::value, req.SerializeAsString())
-      .receive([&](const std::string& bytes) { EXPECT_TRUE(resp.ParseFromString(bytes)); },
-               [&](caf::error& e) {
-                 resp.set_code(pb::Response::INTERNAL);
-                 resp.set_error(sys_->render(e));
-               });
-    return resp;
-  }
-
-  uint64_t submit(const std::string& at, const std::string& args) {
-    pb::Request req;
-    req.mutable_submit()->set_type("demo.ledger");
-    req.mutable_submit()->set_args_json(args);
-    auto r = call(at, req);
-    EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
-    return r.id();
-  }
-
-  pb::ProcStatus wait(const std::string& at, uint64_t id) {
-    pb::Request req;
-    req.mutable_wait()->set_id(id);
-    req.mutable_wait()->set_timeout_ms(30'000);
-    auto r = call(at, req, std::chrono::seconds{40});
-    EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
-    return r.status();
-  }
-
-  /// Procedures the node holds (any state).
-  size_t procs_on(const std::string& at) {
-    pb::Request req;
-    req.mutable_list()->set_all(true);
-    return static_cast<size_t>(call(at, req).list_size());
-  }
-
-  size_t ledger_files() {
-    size_t n = 0;
-    for (const auto& e : fs::directory_iterator(dir_ + "/ledger"))
-      n += e.path().filename() == "undo.log" ? 0 : 1;
-    return n;
-  }
-
-  template <class Pred>
-  bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds{20}) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-      if (pred())
-        return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds{5});
-    }
-    return pred();
-  }
-
-  std::string args(const std::string& extra) {
-    return R"({"ledger_dir":")" + dir_ + R"(/ledger","spread":true,"undo_log":true)" + extra
-           + "}";
-  }
-
-  std::string dir_;
-  registry types_;
-  caf::actor_system_config cfg_;
-  std::unique_ptr<caf::actor_system> sys_;
-  std::shared_ptr<switchboard> sb_;
-  caf::actor transport_;
-  std::map<std::string, std::unique_ptr<node>> nodes_;
-};
+using nodes = nodes_fixture;
 
 struct undo_line {
   std::string node;
@@ -194,8 +45,8 @@ TEST_F(nodes, a_tree_spread_over_three_nodes_succeeds_and_its_fragments_are_rele
   // Root: 3 steps; six children of 3 steps each, two on each node.
   EXPECT_EQ(ledger_files(), 3u + 6 * 3);
   // The fragments on b and c are released once the tree ended.
-  EXPECT_TRUE(eventually([&] { return procs_on("b") == 0 && procs_on("c") == 0; }))
-    << procs_on("b") << " on b, " << procs_on("c") << " on c";
+  EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0 && fragments_on("c") == 0; }))
+    << fragments_on("b") << " on b, " << fragments_on("c") << " on c";
 }
 
 TEST_F(nodes, a_failure_after_the_children_rolls_back_every_node_in_reverse_causal_order) {
@@ -228,7 +79,7 @@ TEST_F(nodes, a_failure_after_the_children_rolls_back_every_node_in_reverse_caus
   }
   EXPECT_EQ(children, 6u * 4);  // each child: 4 steps, each undone
   EXPECT_EQ(child_nodes, (std::set<std::string>{"a", "b", "c"}));
-  EXPECT_TRUE(eventually([&] { return procs_on("b") == 0 && procs_on("c") == 0; }));
+  EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0 && fragments_on("c") == 0; }));
 }
 
 TEST_F(nodes, an_unreachable_node_holds_the_tree_and_its_rollback_until_it_returns) {
@@ -238,10 +89,7 @@ TEST_F(nodes, an_unreachable_node_holds_the_tree_and_its_rollback_until_it_retur
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.error();
   EXPECT_EQ(ledger_files(), 2u + 3 * 2 + 9 * 2);
   // Cut c off and abort a tree while its child placed on c cannot be delivered.
-  {
-    std::lock_guard<std::mutex> g(sb_->mtx);
-    sb_->cut.insert("c");
-  }
+  cut("c");
   auto id2 = submit("a", args(R"(,"steps":2,"children":3,"depth":1)"));
   // The child placed on c cannot be delivered: the tree waits for it.
   EXPECT_TRUE(eventually([&] {
@@ -263,15 +111,11 @@ TEST_F(nodes, an_unreachable_node_holds_the_tree_and_its_rollback_until_it_retur
     req.mutable_status()->set_id(id2);
     return call("a", req).status().waiting_for();
   }();
-  {
-    std::lock_guard<std::mutex> g(sb_->mtx);
-    sb_->cut.erase("c");
-  }
-  caf::anon_send(nodes_.at("a")->outbox(), outbox_kick_atom::value, std::string{"c"});
+  uncut("c");
   auto s2 = wait("a", id2);
   EXPECT_EQ(s2.state(), pb::ROLLEDBACK) << s2.error();
   EXPECT_EQ(ledger_files(), 2u + 3 * 2 + 9 * 2) << "the second tree left nothing";
-  EXPECT_TRUE(eventually([&] { return procs_on("b") == 0 && procs_on("c") == 0; }));
+  EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0 && fragments_on("c") == 0; }));
 }
 
 TEST_F(nodes, a_node_restarted_mid_tree_carries_its_fragments_on) {
@@ -279,38 +123,12 @@ TEST_F(nodes, a_node_restarted_mid_tree_carries_its_fragments_on) {
   ASSERT_TRUE(eventually([&] { return procs_on("b") >= 2; }));
   // b goes down (its actors stop at once; nothing is acknowledged that is not durable) and
   // comes back on its journal.
-  {
-    std::lock_guard<std::mutex> g(sb_->mtx);
-    sb_->cut.insert("b");
-  }
-  nodes_.at("b")->stop();
-  nodes_.erase("b");
-  auto n = std::make_unique<node>(*sys_, types_);
-  node_options o;
-  o.data_dir = dir_ + "/b";
-  o.workers = 2;
-  o.name = "b";
-  o.number = 2;
-  o.peer_names = {"a", "c"};
-  o.transport = transport_;
-  // The old journal lets go of the directory's lock when its thread ends.
-  caf::expected<recovery_report> r = caf::make_error(caf::sec::runtime_error);
-  ASSERT_TRUE(eventually([&] {
-    r = n->start(o);
-    return static_cast<bool>(r);
-  }, std::chrono::seconds{10})) << sys_->render(r.error());
-  {
-    std::lock_guard<std::mutex> g(sb_->mtx);
-    sb_->executors["b"] = n->executor();
-    sb_->cut.erase("b");
-  }
-  nodes_["b"] = std::move(n);
-  for (auto& [name, x] : nodes_)
-    caf::anon_send(x->outbox(), outbox_kick_atom::value, std::string{"b"});
+  stop_node("b");
+  start_node("b");
   auto s = wait("a", id);
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.error();
   EXPECT_EQ(ledger_files(), 4u + 9 * 4) << "no step lost or doubled";
-  EXPECT_TRUE(eventually([&] { return procs_on("b") == 0 && procs_on("c") == 0; }));
+  EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0 && fragments_on("c") == 0; }));
 }
 
 } // namespace

@@ -170,6 +170,15 @@ root_entry& enter_root(executor_actor* self, const tree_image& image) {
   return re;
 }
 
+void forget_remote(executor_actor* self, const std::vector<proc_update>& procs) {
+  auto& st = self->state;
+  for (const auto& u : procs)
+    if (!u.node.empty()) {
+      st.remote_routes.erase(u.id);
+      st.remote_ends.erase(u.id);
+    }
+}
+
 bool is_fragment(executor_actor* self, uint64_t root_id) {
   auto p = self->state.procs.find(root_id);
   return p != self->state.procs.end() && p->second.parent_id != 0;
@@ -422,6 +431,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
     [self](tree_done_atom, tree_done& d) {
       auto& st = self->state;
       st.rolling_back.erase(d.root_id);
+      forget_remote(self, d.procs);
       for (auto& u : d.procs) {
         u.waiting_for.clear();
         u.ended = true;
@@ -437,6 +447,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
     [self](fragment_done_atom, tree_done& d) {
       // A fragment succeeded: its records stay as they are (its parent's tree may still
       // order it rolled back) until released.
+      forget_remote(self, d.procs);
       for (auto& u : d.procs) {
         u.waiting_for.clear();
         u.ended = true;
@@ -445,7 +456,10 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       self->state.roots[d.root_id].finished = true;
     },
     [self](remote_route_atom, uint64_t id, caf::actor& h) {
-      self->state.remote_routes[id] = std::move(h);
+      auto& st = self->state;
+      if (auto e = st.remote_ends.find(id); e != st.remote_ends.end())
+        self->send(h, remote_end_atom::value, e->second);
+      st.remote_routes[id] = std::move(h);
     },
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
     [self](collect_atom) { collect_finished(self); },

@@ -97,20 +97,44 @@ void on_spawn(executor_actor* self, const std::string& from, const pb::RemoteSpa
 void on_end(executor_actor* self, const pb::RemoteEnd& m, done_fn done) {
   auto& st = self->state;
   auto id = m.proc_id();
-  auto r = st.remote_routes.find(id);
-  if (r == st.remote_routes.end()) {
-    auto p = st.procs.find(id);
-    if (p == st.procs.end() || p->second.ended)
-      return done(true, {});  // its tree is gone, or the end is known
-    return done(false, "procedure " + std::to_string(id) + " is restarting");
-  }
-  self->request(r->second, std::chrono::seconds{10}, remote_end_atom::value,
-                m.SerializeAsString())
-    .then([done](bool) { done(true, {}); },
-          [self, id, done](caf::error& e) {
-            self->state.remote_routes.erase(id);
-            done(false, "procedure " + std::to_string(id) + ": " + self->system().render(e));
-          });
+  auto p = st.procs.find(id);
+  if (p == st.procs.end())
+    return done(true, {});  // its tree is gone
+  if (p->second.ended && p->second.state == from_pb(m.state()))
+    return done(true, {});  // delivered again
+  if (auto r = st.roots.find(p->second.root_id); r != st.roots.end() && r->second.finished)
+    return done(true, {});  // its tree ended: nothing acts on it any more
+  // (A success, then a rollback by order: both count.)
+  // Journaled here, in its tree, before anything acts on it; then whoever stands for the
+  // child (its placeholder, or the root rolling the tree back) is told, now or when it
+  // asks for the child's messages (remote_route_atom): a placeholder respawned from an
+  // older image of the tree still learns of it.
+  pb::JournalRecord rec;
+  auto* f = rec.mutable_finished();
+  f->set_proc_id(id);
+  f->set_state(m.state());
+  f->set_result_json(m.result_json());
+  f->set_error(m.error());
+  journal_batch b;
+  b.entries.push_back(make_entry(p->second.root_id, rec));
+  append(self, std::move(b), [self, m, done](uint64_t) {
+    auto& st = self->state;
+    auto id = m.proc_id();
+    auto bytes = m.SerializeAsString();
+    st.remote_ends[id] = bytes;
+    if (auto p = st.procs.find(id); p != st.procs.end()) {
+      auto u = p->second;
+      u.state = from_pb(m.state());
+      u.result_json = m.result_json();
+      u.error = m.error();
+      u.waiting_for.clear();
+      u.ended = true;
+      record_update(self, std::move(u));
+    }
+    if (auto r = st.remote_routes.find(id); r != st.remote_routes.end())
+      self->send(r->second, remote_end_atom::value, bytes);
+    done(true, {});
+  });
 }
 
 void on_rollback(executor_actor* self, const std::string& from, const pb::RemoteRollback& m,

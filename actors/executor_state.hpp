@@ -102,6 +102,9 @@ struct executor_state {
   /// Children placed on other nodes: who takes the messages about them (their placeholder,
   /// or the root rolling their tree back).
   std::unordered_map<uint64_t, caf::actor> remote_routes;
+  /// Ends of such children journaled here (a serialized pb::RemoteEnd), told again to
+  /// whoever registers for the child later; forgotten when the tree ends.
+  std::unordered_map<uint64_t, std::string> remote_ends;
   uint64_t undos = 0;          ///< undos done
   uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
 };
@@ -153,6 +156,8 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
                 std::shared_ptr<procedure> submitted = {});
 /// The executor's entry for the root of `image` (its restart history survives restarts).
 root_entry& enter_root(executor_actor* self, const tree_image& image);
+/// The tree of `procs` ended: forget what was kept for its children on other nodes.
+void forget_remote(executor_actor* self, const std::vector<proc_update>& procs);
 /// True when `root_id` is the root of a fragment (its parent runs on another node).
 bool is_fragment(executor_actor* self, uint64_t root_id);
 /// Reads the tree of `root_id` back from the journal and starts its root.

@@ -193,6 +193,20 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     bool awaited = std::find(p->last_spawned.begin(), p->last_spawned.end(), cid)
                    != p->last_spawned.end();
     auto& c = st.add_child(cid, awaited);
+    if (const auto* cp = s.image->find(cid); cp != nullptr && cp->remote()
+                                             && is_final(cp->status)
+                                             && cp->status != proc_state::success
+                                             && !s.image->failed) {
+      // Failed on its node, and the tree had not failed yet when this node stopped: it
+      // fails now (the child stays unended: nothing runs on as if it had succeeded).
+      st.remote_failed.emplace_back(cid, "on node " + cp->node + ": " + cp->error);
+      c.ended = true;  // no placeholder to spawn
+      c.awaited = false;
+      if (awaited && st.waiting_left > 0)
+        --st.waiting_left;
+      st.parked = !st.is_root;
+      continue;
+    }
     if (const auto* cp = s.image->find(cid); cp != nullptr && is_final(cp->status)) {
       st.child_ended(c, child_result{cid, cp->status, cp->result_json, cp->error});
       collect_subtree(*s.image, cid, &st.finished_subtree);
@@ -261,6 +275,16 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     for (const auto& c : st.children)
       if (c.ended)
         st.child_results.push_back(c.result);
+    for (auto& [cid, why] : st.remote_failed) {
+      if (st.is_root) {
+        begin_tree_failure(self, cid, 0, why);
+        continue;
+      }
+      self->request(st.root, caf::infinite, tree_fail_atom::value, cid, int32_t{0}, why)
+        .then([](bool) {}, [self](caf::error& e) { self->quit(e); });
+    }
+    if (!st.remote_failed.empty())
+      st.status = proc_state::waiting;  // for the tree's stop, which comes next
     switch (st.status) {
       case proc_state::runnable:
         if (!st.event_key.empty() || start.image->find(st.id)->event_delivered) {
@@ -350,9 +374,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     },
     [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
     [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },
-    [self](remote_end_atom, const std::string& bytes) {
-      return on_remote_end_in_rollback(self, bytes);
-    },
+    [self](remote_end_atom, const std::string& bytes) { on_remote_end_in_rollback(self, bytes); },
     // The parent's tree (on another node) rolls back: so does this fragment.
     [self](remote_rollback_atom, const std::string& reason) -> caf::result<bool> {
       auto& st = self->state;

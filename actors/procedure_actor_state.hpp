@@ -103,6 +103,8 @@ struct proc_actor_state {
   std::vector<uint64_t> waiting_on;     ///< children of the last spawn step
   size_t waiting_left = 0;              ///< of those, how many have not ended
   std::vector<proc_update> finished_subtree;  ///< final statuses reported by ended children
+  /// Children on other nodes found failed there at start, their tree not failed yet.
+  std::vector<std::pair<uint64_t, std::string>> remote_failed;
   restart_tracker restarts;
 
   // -- activity -------------------------------------------------------------------------------
@@ -241,9 +243,9 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image);
 /// Root: shows how far the rollback got (or why it is stuck) in the root's status.
 void publish_rollback(proc_actor* self, std::string waiting_for);
 
-/// Root: a fragment on another node reported its end (remote_end_atom) while the tree
-/// rolls back; true once what it changes is durable.
-caf::result<bool> on_remote_end_in_rollback(proc_actor* self, const std::string& bytes);
+/// Root: a fragment on another node reported its end (remote_end_atom, journaled by the
+/// executor already) while the tree rolls back.
+void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes);
 
 /// Fragment root: its last step returned done: journal it with the end for the parent's
 /// node, then quit (the fragment's records stay until released).

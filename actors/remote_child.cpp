@@ -23,8 +23,6 @@ struct remote_child_state {
   caf::actor parent;
   caf::actor root;
   bool ended = false;
-  std::vector<std::pair<uint64_t, std::function<void()>>> appends;
-  uint64_t tag = 0;
 };
 
 using remote_child = caf::stateful_actor<remote_child_state>;
@@ -45,62 +43,34 @@ proc_update status_of(remote_child* self, proc_state s) {
   return u;
 }
 
-void on_end(remote_child* self, const pb::RemoteEnd& end,
-            caf::typed_response_promise<bool> rp) {
+/// The child's end, journaled here by the executor already: act on it.
+void on_end(remote_child* self, const pb::RemoteEnd& end) {
   auto& st = self->state;
-  pb::JournalRecord rec;
-  auto* f = rec.mutable_finished();
-  f->set_proc_id(st.id);
-  f->set_state(end.state());
-  f->set_result_json(end.result_json());
-  f->set_error(end.error());
-  rec.set_format(1);
-  journal_batch b;
-  b.entries.push_back(journal_entry{st.root_id, rec.SerializeAsString()});
-  if (end.state() != pb::SUCCESS) {
-    // The tree fails with it, in the same write: a restart must not find the child ended
-    // and its tree carrying on.
-    pb::JournalRecord fail;
-    fail.set_format(1);
-    fail.mutable_failed()->set_proc_id(st.id);
-    fail.mutable_failed()->set_error("on node " + st.node + ": " + end.error());
-    b.entries.push_back(journal_entry{st.root_id, fail.SerializeAsString()});
-  }
   st.ended = true;
-  auto tag = ++st.tag;
-  st.appends.emplace_back(tag, [self, end, rp]() mutable {
-    rp.deliver(true);
-    auto& st = self->state;
-    if (end.state() == pb::SUCCESS) {
-      RLOG(debug, self, "SUCCESS on node {}", st.node);
-      auto u = status_of(self, proc_state::success);
-      u.result_json = end.result_json();
-      u.ended = true;
-      self->send(st.env->executor, update_atom::value, u);
-      subtree_done d;
-      d.result = child_result{st.id, proc_state::success, end.result_json(), {}};
-      d.procs.push_back(std::move(u));
-      self->send(st.parent, subtree_done_atom::value, std::move(d));
-      self->quit();
-      return;
-    }
-    // It failed there (and its fragment is rolled back, or cannot be): the tree fails.
-    auto why = "on node " + st.node + ": " + end.error();
-    RLOG(info, self, "{} {}", to_string(from_pb(end.state())), why);
-    auto u = status_of(self, from_pb(end.state()));
-    u.error = end.error();
-    self->send(st.env->executor, update_atom::value, u);
-    self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, int32_t{0}, why)
-      .then(
-        [self](bool rolls_back) {
-          if (!rolls_back)
-            RLOG(error, self, "the tree is past its point of no return but its part on node "
-                              "{} failed; it stays FAILED until an operator intervenes",
-                 self->state.node);
-        },
-        [self](caf::error& e) { self->quit(e); });
-  });
-  self->send(st.env->journal, append_atom::value, std::move(b), tag);
+  if (end.state() == pb::SUCCESS) {
+    RLOG(debug, self, "SUCCESS on node {}", st.node);
+    auto u = status_of(self, proc_state::success);
+    u.result_json = end.result_json();
+    u.ended = true;
+    subtree_done d;
+    d.result = child_result{st.id, proc_state::success, end.result_json(), {}};
+    d.procs.push_back(std::move(u));
+    self->send(st.parent, subtree_done_atom::value, std::move(d));
+    self->quit();
+    return;
+  }
+  // It failed there (its fragment is rolled back, or cannot be): the tree fails.
+  auto why = "on node " + st.node + ": " + end.error();
+  RLOG(info, self, "{} {}", to_string(from_pb(end.state())), why);
+  self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, int32_t{0}, why)
+    .then(
+      [self](bool rolls_back) {
+        if (!rolls_back)
+          RLOG(error, self, "the tree is past its point of no return but its part on node "
+                            "{} failed; it stays FAILED until an operator intervenes",
+               self->state.node);
+      },
+      [self](caf::error& e) { self->quit(e); });
 }
 
 caf::behavior remote_child_fn(remote_child* self, proc_start s) {
@@ -125,25 +95,11 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
   u.waiting_for = "node " + st.node;
   self->send(st.env->executor, update_atom::value, std::move(u));
   return {
-    [self](appended_atom, uint64_t tag, uint64_t) {
-      auto& a = self->state.appends;
-      for (auto i = a.begin(); i != a.end(); ++i)
-        if (i->first == tag) {
-          auto then = std::move(i->second);
-          a.erase(i);
-          then();
-          return;
-        }
-    },
-    [self](remote_end_atom, const std::string& bytes) -> caf::result<bool> {
+    [self](remote_end_atom, const std::string& bytes) {
       pb::RemoteEnd end;
-      if (!end.ParseFromString(bytes))
-        return true;  // nothing to act on; do not ask for it again
-      if (self->state.ended)
-        return true;  // delivered again
-      auto rp = self->make_response_promise<bool>();
-      on_end(self, end, rp);
-      return rp;
+      if (self->state.ended || !end.ParseFromString(bytes))
+        return;
+      on_end(self, end);
     },
     // The parent stops its subtree (the tree fails, or a restart): the child on the other
     // node is left as it is; a rollback orders it undone from the root.

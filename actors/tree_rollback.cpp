@@ -130,39 +130,12 @@ std::string progress(const proc_actor_state& st) {
 
 } // namespace
 
-namespace {
-
-/// The plan's current undo is done: journaled (`rec`), then the plan goes on.
-void commit_undo(proc_actor* self, pb::JournalRecord rec,
-                 std::function<void()> durable = {}) {
-  auto& st = self->state;
-  journal_batch batch;
-  batch.entries.push_back(make_entry(st.root_id, rec));
-  st.busy = true;
-  journal_append(self, std::move(batch), [self, durable = std::move(durable)] {
-    auto& st = self->state;
-    st.busy = false;
-    if (durable)
-      durable();
-    ++st.plan_pos;
-    run_rollback(self, st.rb_image);
-  });
-}
-
-void remote_undone(proc_actor* self, uint64_t id, std::function<void()> durable = {}) {
-  pb::JournalRecord rec;
-  auto* u = rec.mutable_undone();
-  u->set_proc_id(id);
-  u->set_remote(true);
-  commit_undo(self, std::move(rec), std::move(durable));
-}
-
-} // namespace
-
 void order_remote_rollback(proc_actor* self, const proc_image& p) {
   auto& st = self->state;
-  if (st.remote_rolled_back.count(p.id) > 0)
-    return remote_undone(self, p.id);
+  if (st.remote_rolled_back.count(p.id) > 0) {
+    ++st.plan_pos;
+    return run_rollback(self, st.rb_image);
+  }
   publish_rollback(self, progress(st) + "; waiting for node " + p.node + " to roll back "
                            + "procedure " + std::to_string(p.id));
   st.undo_state_name = "(fragment on node " + p.node + ")";
@@ -183,23 +156,25 @@ void order_remote_rollback(proc_actor* self, const proc_image& p) {
   });
 }
 
-caf::result<bool> on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
+void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
   auto& st = self->state;
   pb::RemoteEnd end;
   if (!end.ParseFromString(bytes) || end.state() == pb::SUCCESS)
-    return true;  // a success reported before our order: the order's answer comes later
+    return;  // a success reported before our order: the order's answer comes later
   if (end.state() == pb::FAILED)
     PLOG(error, self, "procedure {} on another node cannot be rolled back: {}", end.proc_id(),
          end.error());
+  // The end is journaled (the executor did, before telling us): the fold counts the
+  // fragment as rolled back from now on.
   bool current = st.rb_image && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote
                  && st.plan[st.plan_pos].proc_id == end.proc_id() && st.busy;
   if (!current) {
     st.remote_rolled_back.insert(end.proc_id());
-    return true;
+    return;
   }
-  auto rp = self->make_response_promise<bool>();
-  remote_undone(self, end.proc_id(), [rp]() mutable { rp.deliver(true); });
-  return rp;
+  st.busy = false;
+  ++st.plan_pos;
+  run_rollback(self, st.rb_image);
 }
 
 void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {

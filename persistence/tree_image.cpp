@@ -242,7 +242,9 @@ tree_image tree_folder::finish() {
       continue;
     bool all_ended = std::all_of(p.last_spawned.begin(), p.last_spawned.end(), [&](uint64_t c) {
       auto* cp = t.find(c);
-      return cp != nullptr && is_final(cp->status);
+      // A child that failed on another node does not let its parent run on: the tree fails.
+      return cp != nullptr && is_final(cp->status)
+             && (cp->status == proc_state::success || !cp->remote());
     });
     if (all_ended)
       p.status = proc_state::runnable;
