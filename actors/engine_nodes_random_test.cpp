@@ -32,6 +32,8 @@ TEST_F(nodes_random, trees_across_nodes_end_as_expected_whatever_happens_to_the_
   auto seed = env_or("PROCTOR_SEED", std::random_device{}());
   auto rounds = env_or("PROCTOR_ROUNDS", 12);
   SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
+  RecordProperty("seed", std::to_string(seed));
+  spdlog::warn("nodes_random: PROCTOR_SEED={}", seed);  // also when the process dies
   std::mt19937_64 rng(seed);
   const std::vector<std::string> names{"a", "b", "c"};
   for (uint64_t round = 0; round < rounds; ++round) {

@@ -13,6 +13,7 @@ enum class errc : uint8_t {
   escalated,       ///< a supervisor gave up: restart intensity exceeded
   quarantined,     ///< the tree's journal records are damaged
   journal_failed,  ///< the journal could not write (the node fail-stops)
+  already_ended,   ///< an abort reached a tree whose end is being written
 };
 
 inline bool is(const caf::error& e, errc c) {

@@ -117,6 +117,8 @@ void on_end(executor_actor* self, const pb::RemoteEnd& m, done_fn done) {
   f->set_error(m.error());
   journal_batch b;
   b.entries.push_back(make_entry(p->second.root_id, rec));
+  spdlog::debug("[proc {} root {}] {} on its node", id, p->second.root_id,
+                to_string(from_pb(m.state())));
   append(self, std::move(b), [self, m, done](uint64_t) {
     auto& st = self->state;
     auto id = m.proc_id();
@@ -230,6 +232,8 @@ void take_next(executor_actor* self, std::shared_ptr<delivery> d) {
   if (d->next == d->msgs.messages_size())
     return reply(d->rp, encode(pb::Response{}));
   const auto& m = d->msgs.messages(d->next);
+  spdlog::debug("peer message {} of {} from node {}: {}", d->next + 1,
+                d->msgs.messages_size(), d->from, m.ShortDebugString());
   auto done = [self, d](bool taken, std::string why) {
     if (!taken)
       return reply(d->rp, error_reply(pb::Response::REFUSED, "later: " + why));

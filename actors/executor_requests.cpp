@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/errors.hpp"
 #include "actors/executor_state.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/scheduler.hpp"
@@ -143,8 +144,12 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
                                             "aborted"));
         reply(rp, encode(pb::Response{}));
       },
-      [self, rp, done](caf::error& e) mutable {
+      [self, rp, done, id = req.id()](caf::error& e) mutable {
         done();
+        if (is(e, errc::already_ended))
+          return reply(rp, error_reply(pb::Response::REFUSED,
+                                        "procedure " + std::to_string(id)
+                                          + " already ended (its end was being written)"));
         reply(rp, error_reply(pb::Response::INTERNAL, "abort failed: " + self->system().render(e)));
       });
 }

@@ -275,6 +275,20 @@ void commit_outcome(proc_actor* self, step_result& r) {
         staged->hand_over(self->state.env->outbox, last_lsn, batch_size);
         after_commit();
         auto& st = self->state;
+        // The executor knows each child on another node from now on (their ends arrive
+        // there, also while this tree stops and no placeholder runs).
+        for (const auto& sub : subs)
+          if (!sub.submitted().node().empty()) {
+            proc_update u;
+            u.id = sub.submitted().proc_id();
+            u.root_id = st.root_id;
+            u.parent_id = st.id;
+            u.type = sub.submitted().type();
+            u.state = proc_state::waiting;
+            u.node = sub.submitted().node();
+            u.waiting_for = "node " + u.node;
+            self->send(st.env->executor, update_atom::value, std::move(u));
+          }
         st.busy = false;
         st.state = next;
         st.attempt = 1;

@@ -378,6 +378,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     // The parent's tree (on another node) rolls back: so does this fragment.
     [self](remote_rollback_atom, const std::string& reason) -> caf::result<bool> {
       auto& st = self->state;
+      if (st.finishing)  // its end is on its way; the executor orders the rollback again
+        return caf::make_error(errc::already_ended);
       if (st.past_no_return)
         return false;
       if (!st.failing && !begin_tree_failure(self, st.id, 0, reason))
@@ -390,6 +392,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     },
     [self](abort_atom, uint64_t proc_id) -> caf::result<bool> {
       auto& st = self->state;
+      if (st.finishing)
+        return caf::make_error(errc::already_ended);
       if (st.past_no_return)
         return false;
       // Not a step's failure: which state may have run partly, the stop finds out.

@@ -129,6 +129,8 @@ struct proc_actor_state {
 
   // -- root only ------------------------------------------------------------------------------
   bool is_root = false;
+  /// Its end (summary, or a fragment's end) is being written: an abort comes too late.
+  bool finishing = false;
   bool failing = false;        ///< the tree failed; stopping it, then rolling back
   bool busy_failure_record = false;  ///< the Failed record is not durable yet
   /// Aborts answered once the Failed record is durable (nothing is acknowledged before).

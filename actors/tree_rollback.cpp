@@ -168,6 +168,8 @@ void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
   // fragment as rolled back from now on.
   bool current = st.rb_image && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote
                  && st.plan[st.plan_pos].proc_id == end.proc_id() && st.busy;
+  PLOG(debug, self, "procedure {} on another node: {}{}", end.proc_id(),
+       to_string(from_pb(end.state())), current ? "" : " (before its turn)");
   if (!current) {
     st.remote_rolled_back.insert(end.proc_id());
     return;
@@ -319,6 +321,7 @@ void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string resul
   e->set_result_json(result_json);
   auto staged = std::make_shared<outbox_staging>();
   staged->add(batch, st.parent_node, m);
+  st.finishing = true;
   journal_append_lsn(self, std::move(batch), [self, staged, after_commit,
                                               result = std::move(result_json)](uint64_t lsn,
                                                                                size_t n) {
@@ -366,6 +369,7 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
   auto summary = batch.entries.back().record;
   auto staged = std::make_shared<outbox_staging>();
   release_remote_children(procs, batch, *staged);
+  st.finishing = true;
   if (st.is_fragment()) {
     // The parent's node learns that this fragment rolled back (it failed here, or its
     // parent ordered it); it stays, as this summary, until released.
