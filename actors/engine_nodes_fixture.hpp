@@ -47,6 +47,7 @@ inline caf::behavior transport_fn(caf::event_based_actor* self, std::shared_ptr<
       if (!e)
         return caf::make_error(caf::sec::request_receiver_down, "node " + peer + " unreachable");
       auto rp = self->make_response_promise<std::string>();
+      spdlog::debug("transport: {} bytes to node {}", bytes.size(), peer);
       self->request(e, std::chrono::seconds{30}, rpc_atom::value, bytes)
         .then([rp](std::string& r) mutable { rp.deliver(std::move(r)); },
               [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
@@ -85,6 +86,9 @@ protected:
       if (p != name)
         o.peer_names.push_back(p);
     o.transport = transport_;
+    // A request in flight to a node stopped here is never answered (its executor's promise
+    // goes with it; over TCP the closed connection says so at once).
+    o.peer_reply_timeout = std::chrono::milliseconds{1'000};
     // A node stopped just before lets go of the directory's lock when its journal's thread
     // ends.
     caf::expected<recovery_report> r = caf::make_error(caf::sec::runtime_error);

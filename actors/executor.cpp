@@ -332,13 +332,16 @@ void recover(executor_actor* self, recovered_state& rec) {
     const auto* root = image->root();
     if (!root->nonce.empty())
       st.nonces[root->nonce] = image->root_id;
-    if (image->finished && !root->parent_node.empty()) {
+    // A fragment that succeeded and was then ordered rolled back: its rollback resumes.
+    bool fragment_rolls_back = !root->parent_node.empty() && image->failed
+                               && !image->rolled_back;
+    if (image->finished && !root->parent_node.empty() && !fragment_rolls_back) {
       // A fragment of a tree on another node, ended: kept as it is until released.
       ++done;
       st.roots[image->root_id].finished = true;
       continue;
     }
-    if (image->finished) {
+    if (image->finished && !fragment_rolls_back) {
       ++done;
       auto& re = st.roots[image->root_id];
       re.finished = true;

@@ -263,6 +263,7 @@ void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, prom
     return reply(rp, error_reply(pb::Response::BAD_REQUEST,
                                   "node '" + req.from() + "' is not a peer of node '"
                                     + st.env->node_name + "'"));
+  spdlog::debug("delivery of {} message(s) from node {}", req.messages_size(), req.from());
   auto d = std::make_shared<delivery>();
   d->from = req.from();
   d->msgs = req;

@@ -179,6 +179,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   oc.node_name = opts.name;
   oc.journal = env_->journal;
   oc.transport = opts.transport;
+  oc.reply_timeout = opts.peer_reply_timeout;
   outbox_ = spawn_outbox(sys_, std::move(oc), std::move(outbox));
   env_->outbox = outbox_;
   executor_ = spawn_executor(sys_, env_, opts.executor, std::move(rec));

@@ -45,6 +45,8 @@ struct node_options {
   /// Carries requests to other nodes ((peer_request_atom, name, bytes, timeout_ms) ->
   /// bytes, actors/outbox.hpp); tests route between in-process nodes with it.
   caf::actor transport;
+  /// How long a delivery to another node may take before it is tried again.
+  std::chrono::milliseconds peer_reply_timeout{10'000};
 };
 
 /// Ids handed out by node number n are (n << id_node_shift) + 1, + 2, ...: unique in the

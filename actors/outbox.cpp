@@ -100,7 +100,7 @@ void deliver(outbox_actor* self, const std::string& peer) {
   }
   q.in_flight = true;
   auto timeout = st.cfg.reply_timeout;
-  self->request(st.cfg.transport, timeout + std::chrono::seconds{5}, peer_request_atom::value,
+  self->request(st.cfg.transport, timeout + timeout / 2, peer_request_atom::value,
                 peer, req.SerializeAsString(), static_cast<uint32_t>(timeout.count()))
     .then(
       [self, peer, lsns](std::string& bytes) {
