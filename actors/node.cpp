@@ -1,5 +1,6 @@
 #include "actors/node.hpp"
 
+#include "actors/node_identity.hpp"
 #include "actors/outbox.hpp"
 
 #include <chrono>
@@ -87,6 +88,16 @@ caf::expected<recovery_report> node::start(node_options opts) {
     if (!s)
       return caf::make_error(caf::sec::runtime_error, err);
     store = std::move(s);
+  }
+  // The name is fixed by the directory (which the store holds locked from here on).
+  if (!opts.name.empty() || opts.store == nullptr) {
+    auto id = opts.store == nullptr ? settle_identity(opts.data_dir, opts.name)
+                                    : caf::expected<node_identity>{node_identity{opts.name, 0}};
+    if (!id)
+      return std::move(id.error());
+    opts.name = id->name;
+    if (opts.number == 0 && !opts.name.empty())
+      opts.number = id->number != 0 ? id->number : node_number_of(opts.name);
   }
   // One scan: fold records per tree (a tree's records are contiguous), collect the node's
   // own records (id floor, events), find the highest LSN and id.

@@ -1,6 +1,9 @@
 // proctord: one Proctor node. Runs until SIGTERM/SIGINT (graceful) or SIGKILL; after any
 // of them, a restart on the same data directory carries every procedure on.
 #include <csignal>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -13,6 +16,7 @@
 
 #include "actors/echo_service.hpp"
 #include "actors/node.hpp"
+#include "actors/peer_transport.hpp"
 #include "apps/endpoint.hpp"
 #include "procedures/demo.hpp"
 
@@ -34,13 +38,19 @@ public:
 
 int main(int argc, char** argv) {
   CLI::App app{"proctord: a Proctor node (durable procedures on actors, journaled to RocksDB)"};
-  std::string data_dir, listen, log_level = "info", metrics_addr;
+  std::string data_dir, listen, log_level = "info", metrics_addr, name, peers_text, peers_file;
   size_t workers = 8;
   int result_ttl_s = 900;
   size_t max_args = 1 << 20;
   int64_t hibernate_after_ms = 1000;
   app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
   app.add_option("--listen", listen, "HOST:PORT the node serves on (port 0: any)")->required();
+  app.add_option("--name", name,
+                 "This node's name among its peers (fixed by the data directory on first use)");
+  app.add_option("--peers", peers_text,
+                 "The other nodes: NAME=HOST:PORT,... (their --listen addresses)");
+  app.add_option("--peers-file", peers_file,
+                 "A file of NAME=HOST:PORT lines ('#' comments), read with --peers");
   app.add_option("--workers", workers, "Run slots: steps that run at once")
     ->check(CLI::Range(1, 4096));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
@@ -75,6 +85,33 @@ int main(int argc, char** argv) {
     return 64;
   }
 
+  std::map<std::string, proctor::peer_address> peers;
+  {
+    std::string text = peers_text, err;
+    if (!peers_file.empty()) {
+      std::ifstream in(peers_file);
+      if (!in) {
+        std::cerr << "proctord: cannot read --peers-file " << peers_file << "\n";
+        return 64;
+      }
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text += "\n" + ss.str();
+    }
+    if (!proctor::parse_peers(text, name, &peers, &err)) {
+      std::cerr << "proctord: --peers: " << err << "\n";
+      return 64;
+    }
+    if (!peers.empty() && name.empty()) {
+      // A data directory named before knows its name; one never named cannot have peers.
+      std::ifstream node_file(data_dir + "/NODE");
+      if (!node_file) {
+        std::cerr << "proctord: --peers needs --name (this node's name among them)\n";
+        return 64;
+      }
+    }
+  }
+
   // Signals are taken synchronously by this thread; block them before CAF starts threads.
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -97,6 +134,14 @@ int main(int argc, char** argv) {
     opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
     auto echo = proctor::spawn_echo_service(sys);
     opts.services["demo.echo"] = echo;
+    opts.name = name;
+    caf::actor transport;
+    if (!peers.empty()) {
+      transport = proctor::spawn_peer_transport(sys, peers);
+      opts.transport = transport;
+      for (const auto& [peer, addr] : peers)
+        opts.peer_names.push_back(peer);
+    }
     auto started = n.start(opts);
     if (!started) {
       std::cerr << "proctord: " << sys.render(started.error()) << "\n";
@@ -111,8 +156,10 @@ int main(int argc, char** argv) {
       spdlog::shutdown();
       std::_Exit(1);
     }
-    spdlog::info("proctord listening on {}:{} with {} worker(s), data in {}", listen_ep->host, *p, workers,
-                 data_dir);
+    spdlog::info("proctord{} listening on {}:{} with {} worker(s), data in {}{}",
+                 name.empty() ? std::string{} : " " + name, listen_ep->host, *p, workers,
+                 data_dir, peers.empty() ? std::string{}
+                                         : ", " + std::to_string(peers.size()) + " peer(s)");
 #ifdef PROCTOR_HAVE_HTTPLIB
     std::unique_ptr<proctor::metrics_http> http;
     if (!metrics_addr.empty()) {
@@ -138,6 +185,8 @@ int main(int argc, char** argv) {
 #endif
     n.stop();
     caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+    if (transport)
+      caf::anon_send_exit(transport, caf::exit_reason::user_shutdown);
   }
   spdlog::shutdown();
   return rc;

@@ -1,0 +1,151 @@
+// Trees across real proctord processes: three named nodes on 127.0.0.1 (free ports, temp
+// directories), each with the other two as --peers. demo.ledger spreads its children over
+// the nodes; its ledger files (one per committed step) and its undo log say what ran and
+// what was undone, in which order, whatever happened to the processes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "tests/process_harness.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using proctor::test::count_files;
+using proctor::test::eventually;
+using proctor::test::free_port;
+using proctor::test::node;
+using proctor::test::parse_id;
+using proctor::test::parse_json;
+using proctor::test::state_of;
+using proctor::test::temp_dir;
+
+class cluster : public ::testing::Test {
+protected:
+  void SetUp() override {
+    fs::create_directories(ledger());
+    for (size_t i = 0; i < 3; ++i)
+      ports_[i] = free_port();
+    for (size_t i = 0; i < 3; ++i)
+      nodes_[i] = make(i);
+    for (auto& n : nodes_)
+      ASSERT_TRUE(n->start()) << n->log_tail();
+  }
+
+  std::unique_ptr<node> make(size_t i) {
+    std::string peers;
+    for (size_t j = 0; j < 3; ++j)
+      if (j != i)
+        peers += (peers.empty() ? "" : ",") + names_[j] + "=127.0.0.1:" + std::to_string(ports_[j]);
+    return std::make_unique<node>(dir_.path() / names_[i], ports_[i],
+                                  std::vector<std::string>{"--name", names_[i], "--peers", peers});
+  }
+
+  fs::path ledger() const { return dir_.path() / "ledger"; }
+
+  size_t ledger_files() const {
+    size_t n = count_files(ledger());
+    return fs::exists(ledger() / "undo.log") ? n - 1 : n;
+  }
+
+  uint64_t submit(size_t at, const std::string& extra) {
+    auto args = R"({"ledger_dir":")" + ledger().string() + R"(","spread":true,"undo_log":true)"
+                + extra + "}";
+    auto r = nodes_[at]->ctl({"submit", "demo.ledger", "--args-json", args}, 30s);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto id = parse_id(r.out);
+    EXPECT_TRUE(id) << r.out;
+    return id.value_or(0);
+  }
+
+  /// The procedure's final state, asked at node `at` (waits at most 90 s).
+  std::string final_state(size_t at, uint64_t id) {
+    nodes_[at]->ctl({"wait", std::to_string(id), "--timeout-s", "90"}, 120s);
+    auto r = nodes_[at]->ctl({"status", std::to_string(id), "--json"}, 30s);
+    auto v = parse_json(r.out);
+    return v ? state_of(*v) : "unreadable: " + r.out + r.err;
+  }
+
+  temp_dir dir_;
+  std::array<std::string, 3> names_{"a", "b", "c"};
+  std::array<uint16_t, 3> ports_{};
+  std::array<std::unique_ptr<node>, 3> nodes_;
+};
+
+TEST_F(cluster, a_spread_tree_succeeds_with_every_step_once) {
+  auto id = submit(0, R"(,"steps":3,"children":6,"depth":1)");
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(final_state(0, id), "SUCCESS") << nodes_[0]->log_tail();
+  EXPECT_EQ(ledger_files(), 3u + 6 * 3);
+}
+
+TEST_F(cluster, a_failing_spread_tree_is_undone_on_every_node_in_reverse_causal_order) {
+  // Step 0 spawns two children per node, step 1 runs after they ended, step 2 fails.
+  auto id = submit(0, R"(,"steps":4,"children":6,"depth":1,"fail_at":2)");
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(final_state(0, id), "ROLLEDBACK") << nodes_[0]->log_tail();
+  EXPECT_EQ(ledger_files(), 0u);
+  // undo.log: "<node> <id> <parent> <step>" in the order the undos ran (O_APPEND).
+  std::ifstream in(ledger() / "undo.log");
+  std::string node_name;
+  uint64_t pid = 0, parent = 0;
+  int step = 0;
+  size_t line = 0, root1 = SIZE_MAX, root0 = SIZE_MAX;
+  std::vector<std::pair<size_t, std::string>> children;
+  while (in >> node_name >> pid >> parent >> step) {
+    if (pid == id && step == 1)
+      root1 = line;
+    if (pid == id && step == 0)
+      root0 = line;
+    if (parent == id)
+      children.emplace_back(line, node_name);
+    ++line;
+  }
+  ASSERT_NE(root1, SIZE_MAX);
+  ASSERT_NE(root0, SIZE_MAX);
+  EXPECT_EQ(children.size(), 6u * 4);
+  std::set<std::string> where;
+  for (auto& [at, n] : children) {
+    where.insert(n);
+    EXPECT_GT(at, root1) << "a child on " << n << " was undone before the step that saw it end";
+    EXPECT_LT(at, root0) << "a child on " << n << " was undone after the step that spawned it";
+  }
+  EXPECT_EQ(where, (std::set<std::string>{"a", "b", "c"}));
+}
+
+TEST_F(cluster, sigkilled_nodes_come_back_and_their_trees_end_with_every_step_once) {
+  // Children sleep at each step, so the kills come while fragments run on b and c.
+  auto ok = submit(0, R"(,"steps":3,"children":9,"depth":1,"step_sleep_ms":150)");
+  auto bad = submit(0, R"(,"steps":3,"children":6,"depth":1,"step_sleep_ms":150,"fail_at":1)");
+  ASSERT_NE(ok, 0u);
+  ASSERT_NE(bad, 0u);
+  std::this_thread::sleep_for(300ms);  // a pace for the test's shape, not a synchronisation
+  nodes_[1]->kill();
+  nodes_[2]->kill();
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
+  nodes_[0]->kill();  // the roots' node too, while the others carry on
+  ASSERT_TRUE(nodes_[2]->start()) << nodes_[2]->log_tail();
+  ASSERT_TRUE(nodes_[0]->start()) << nodes_[0]->log_tail();
+  EXPECT_EQ(final_state(0, ok), "SUCCESS") << nodes_[0]->log_tail();
+  EXPECT_EQ(final_state(0, bad), "ROLLEDBACK") << nodes_[0]->log_tail();
+  // The successful tree's files, each exactly once; none of the rolled-back one's.
+  EXPECT_EQ(ledger_files(), 3u + 9 * 3);
+}
+
+TEST_F(cluster, a_node_name_is_fixed_by_its_data_directory) {
+  nodes_[1]->stop();
+  node renamed{dir_.path() / "b", ports_[1], {"--name", "x"}};
+  EXPECT_FALSE(renamed.start(20s));
+  EXPECT_NE(renamed.log_tail().find("belongs to node 'b'"), std::string::npos)
+    << renamed.log_tail();
+}
+
+} // namespace
