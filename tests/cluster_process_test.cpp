@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "tests/process_harness.hpp"
 
@@ -138,6 +139,23 @@ TEST_F(cluster, sigkilled_nodes_come_back_and_their_trees_end_with_every_step_on
   EXPECT_EQ(final_state(0, bad), "ROLLEDBACK") << nodes_[0]->log_tail();
   // The successful tree's files, each exactly once; none of the rolled-back one's.
   EXPECT_EQ(ledger_files(), 3u + 9 * 3);
+}
+
+TEST_F(cluster, a_hung_node_holds_its_part_of_the_tree_until_it_wakes) {
+  // b accepts connections (the kernel does) but answers nothing while stopped: deliveries
+  // to it time out and are tried again; nothing is lost, and the tree ends once it wakes.
+  ASSERT_EQ(::kill(nodes_[1]->pid(), SIGSTOP), 0);
+  auto id = submit(0, R"(,"steps":2,"children":3,"depth":1)");
+  ASSERT_NE(id, 0u);
+  EXPECT_TRUE(eventually([&] {
+    auto r = nodes_[0]->ctl({"status", std::to_string(id), "--json"}, 10s);
+    auto v = parse_json(r.out);
+    return v && state_of(*v) == "WAITING";
+  }, 20s));
+  std::this_thread::sleep_for(500ms);  // deliveries to b are in flight or failing meanwhile
+  ASSERT_EQ(::kill(nodes_[1]->pid(), SIGCONT), 0);
+  EXPECT_EQ(final_state(0, id), "SUCCESS") << nodes_[0]->log_tail();
+  EXPECT_EQ(ledger_files(), 2u + 3 * 2);
 }
 
 TEST_F(cluster, a_node_name_is_fixed_by_its_data_directory) {
