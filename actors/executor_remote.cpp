@@ -59,7 +59,7 @@ void on_spawn(executor_actor* self, const std::string& from, const pb::RemoteSpa
                      + st.env->node_name
                  : err;
     spdlog::warn("[proc {} root {}] refused child from node {}: {}", id, id, from, why);
-    return send_end(self, m.parent_node(), id, pb::ROLLEDBACK, why, done);
+    return send_end(self, from, id, pb::ROLLEDBACK, why, done);
   }
   const auto* t = st.env->types->find(m.type());
   pb::JournalRecord rec;
@@ -72,7 +72,7 @@ void on_spawn(executor_actor* self, const std::string& from, const pb::RemoteSpa
   s->set_state(inst->initial_state());
   s->set_priority(m.priority());
   s->set_submitted_at_ms(now_ms());
-  s->set_parent_node(m.parent_node());
+  s->set_parent_node(from);  // the node that sent it, whatever the message says
   s->set_parent_root_id(m.parent_root_id());
   journal_batch b;
   b.entries.push_back(make_entry(id, rec));
@@ -232,8 +232,9 @@ void take_next(executor_actor* self, std::shared_ptr<delivery> d) {
   if (d->next == d->msgs.messages_size())
     return reply(d->rp, encode(pb::Response{}));
   const auto& m = d->msgs.messages(d->next);
-  spdlog::debug("peer message {} of {} from node {}: {}", d->next + 1,
-                d->msgs.messages_size(), d->from, m.ShortDebugString());
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("peer message {} of {} from node {}: {}", d->next + 1,
+                  d->msgs.messages_size(), d->from, m.ShortDebugString());
   auto done = [self, d](bool taken, std::string why) {
     if (!taken)
       return reply(d->rp, error_reply(pb::Response::REFUSED, "later: " + why));

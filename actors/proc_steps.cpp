@@ -4,6 +4,7 @@
 #include "actors/errors.hpp"
 #include "actors/outbox.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/remote.hpp"
 
 namespace proctor {
 
@@ -203,38 +204,14 @@ void commit_outcome(proc_actor* self, step_result& r) {
       std::vector<std::string> remote_nodes;
       for (auto& c : out.children()) {
         if (!c.node.empty() && c.node != st.env->node_name) {
-          // Placed on another node: journaled here as a placeholder, and a RemoteSpawn in
-          // the outbox; that node checks the type and the data.
-          if (st.env->node_name.empty())
-            return on_business_failure(self, executed, "child " + c.type + " placed on node "
-                                                         + c.node + ", but this node has no "
-                                                         "name (start it with --name)");
-          if (!st.env->is_peer(c.node))
-            return on_business_failure(self, executed, "child " + c.type
-                                                         + " placed on unknown node '" + c.node
-                                                         + "' (not among this node's peers)");
           auto cid = st.env->next_id->fetch_add(1);
-          ids.push_back(cid);
           pb::JournalRecord sub;
-          auto* s = sub.mutable_submitted();
-          s->set_proc_id(cid);
-          s->set_parent_id(st.id);
-          s->set_type(c.type);
-          s->set_priority(c.priority != 0 ? c.priority : st.priority);
-          s->set_submitted_at_ms(now_ms());
-          s->set_node(c.node);
-          subs.push_back(std::move(sub));
           pb::PeerMessage m;
-          auto* rs = m.mutable_spawn();
-          rs->set_proc_id(cid);
-          rs->set_parent_id(st.id);
-          rs->set_parent_root_id(st.root_id);
-          rs->set_parent_node(st.env->node_name);
-          rs->set_type(c.type);
-          rs->set_data(c.data);
-          rs->set_priority(c.priority != 0 ? c.priority : st.priority);
-          if (const auto* t = st.env->types->find(c.type))
-            rs->set_type_version(t->version);
+          auto err = stage_remote_child(self, c, cid, &sub, &m);
+          if (!err.empty())
+            return on_business_failure(self, executed, err);
+          ids.push_back(cid);
+          subs.push_back(std::move(sub));
           remote.push_back(std::move(m));
           remote_nodes.push_back(c.node);
           continue;

@@ -15,6 +15,8 @@
 #include <caf/all.hpp>
 
 #include "actors/procedure_actor.hpp"
+#include "journal.pb.h"
+#include "procedures/outcome.hpp"
 
 namespace proctor {
 
@@ -30,6 +32,15 @@ using remote_rollback_atom = caf::atom_constant<caf::atom("rmtrb")>;
 /// (fragment_done_atom, tree_done), fragment root -> executor: the fragment succeeded; its
 /// records stay until released.
 using fragment_done_atom = caf::atom_constant<caf::atom("fragdone")>;
+
+struct proc_actor_state;
+using proc_actor = caf::stateful_actor<proc_actor_state>;
+
+/// The records a spawn step writes for child `c` placed on another node: its placeholder's
+/// Submitted and the RemoteSpawn for the outbox. A non-empty result is why it cannot be
+/// placed there (the step fails with it).
+std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t cid,
+                               pb::JournalRecord* sub, pb::PeerMessage* msg);
 
 /// Spawns (monitored by `parent`) the placeholder of a child that runs on another node.
 caf::actor spawn_remote_child(caf::event_based_actor* parent, proc_start start);

@@ -1,7 +1,8 @@
-// The placeholder of a child that runs on another node: for its parent it is a child like
-// any other (it reports the child's end with subtree_done, answers a stop, fails the tree
-// when the child failed there); underneath it waits for the child's node to report the end
-// (a RemoteEnd, routed here by the executor) and journals it before acting on it.
+// A child placed on another node, on its parent's side: the records its spawn writes here,
+// and its placeholder actor. For its parent the placeholder is a child like any other (it
+// reports the child's end with subtree_done, answers a stop, fails the tree when the child
+// failed there); underneath it waits for the executor to tell it the child's end, which the
+// executor journaled in this tree before (executor_remote.cpp).
 #include <spdlog/spdlog.h>
 
 #include "actors/outbox.hpp"
@@ -112,6 +113,37 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
 }
 
 } // namespace
+
+std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t cid,
+                               pb::JournalRecord* sub, pb::PeerMessage* msg) {
+  auto& st = self->state;
+  // That node checks the type and the data; here the child is only a placeholder.
+  if (st.env->node_name.empty())
+    return "child " + c.type + " placed on node " + c.node
+           + ", but this node has no name (start it with --name)";
+  if (!st.env->is_peer(c.node))
+    return "child " + c.type + " placed on unknown node '" + c.node
+           + "' (not among this node's peers)";
+  auto priority = c.priority != 0 ? c.priority : st.priority;
+  auto* s = sub->mutable_submitted();
+  s->set_proc_id(cid);
+  s->set_parent_id(st.id);
+  s->set_type(c.type);
+  s->set_priority(priority);
+  s->set_submitted_at_ms(now_ms());
+  s->set_node(c.node);
+  auto* rs = msg->mutable_spawn();
+  rs->set_proc_id(cid);
+  rs->set_parent_id(st.id);
+  rs->set_parent_root_id(st.root_id);
+  rs->set_parent_node(st.env->node_name);
+  rs->set_type(c.type);
+  rs->set_data(c.data);
+  rs->set_priority(priority);
+  if (const auto* t = st.env->types->find(c.type))
+    rs->set_type_version(t->version);
+  return {};
+}
 
 caf::actor spawn_remote_child(caf::event_based_actor* parent, proc_start start) {
   return parent->spawn<caf::monitored>(remote_child_fn, std::move(start));
