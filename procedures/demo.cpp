@@ -103,11 +103,14 @@ private:
       c.set_depth(d.depth() - 1);
       c.set_step(0);
       c.clear_touched();
+      c.clear_place_on();
       std::vector<child_spec> kids;
       const auto& nodes = ctx.nodes();
       for (int i = 0; i < d.children(); ++i) {
         auto k = child("demo.ledger", c);
-        if (d.spread() && nodes.size() > 1)
+        if (!d.place_on().empty())
+          k = std::move(k).on_node(d.place_on());
+        else if (d.spread() && nodes.size() > 1)
           k = std::move(k).on_node(nodes[static_cast<size_t>(i) % nodes.size()]);
         kids.push_back(std::move(k));
       }
