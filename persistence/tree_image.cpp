@@ -63,6 +63,9 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.data = s.data();
       p.data_version = s.type_version();  // data versions
       p.node = s.node();
+      if (p.id == t.root_id && !p.node.empty() && t.corrupt.empty())
+        t.corrupt = "the root's Submitted at lsn " + std::to_string(lsn)
+                    + " places it on another node";
       p.parent_node = s.parent_node();
       p.parent_root_id = s.parent_root_id();
       break;
@@ -218,6 +221,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p.children.assign(ps.children().begin(), ps.children().end());
         p.nonce = ps.nonce();
         p.node = ps.node();
+        p.remote_undone = p.remote();  // a finished tree orders nothing any more
         if (p.status == proc_state::rolledback)
           t.rolled_back = t.failed = true;
       }

@@ -312,16 +312,27 @@ bool same_item(const undo_item& a, const undo_item& b) {
 void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
   size_t i = 0;
   std::set<uint64_t> partial;
-  for (; i < plan.size() && plan[i].lsn == 0; ++i) {
+  size_t remote_first = 0;
+  for (; i < plan.size() && (plan[i].lsn == 0 || (plan[i].remote && plan[i].lsn == UINT64_MAX));
+       ++i) {
     const auto& u = plan[i];
     const auto* p = t.find(u.proc_id);
     REQUIRE(p != nullptr, "plan names an unknown procedure", describe(u));
+    REQUIRE(i == 0 || plan[i - 1].proc_id > u.proc_id,
+            "partly run states not undone children (higher ids) first", describe(u));
+    if (u.remote) {
+      // A child on another node whose end never came: its fragment is ordered undone first.
+      REQUIRE(p->remote() && !p->remote_undone && p->remote_end_lsn == 0,
+              "plan orders an ended or undone fragment with the partly run states", describe(u));
+      ++remote_first;
+      continue;
+    }
+    REQUIRE(!p->remote(), "plan undoes a partly run state of a child on another node",
+            describe(u));
     REQUIRE(!is_final(p->status) && !p->partial_undone && !p->steps_ended,
             "plan undoes the partly run state of an ended or already undone procedure",
             describe(u));
     REQUIRE(partial.insert(u.proc_id).second, "plan undoes a partly run state twice", describe(u));
-    REQUIRE(i == 0 || plan[i - 1].proc_id > u.proc_id,
-            "partly run states not undone children (higher ids) first", describe(u));
     // failed_state 0 marks a failure outside a step: the current state is undone.
     REQUIRE(u.state == (p->failed && p->failed_state != 0 ? p->failed_state : p->state)
                 && u.data == p->data,
@@ -329,7 +340,13 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
   }
   size_t expect_partial = 0;
   size_t expect_steps = 0;
+  size_t expect_remote_first = 0;
   for (const auto& [id, p] : t.procs) {
+    if (p.remote()) {
+      if (!p.remote_undone)
+        ++(p.remote_end_lsn == 0 ? expect_remote_first : expect_steps);
+      continue;
+    }
     if (!is_final(p.status) && !p.partial_undone && !p.steps_ended)
       ++expect_partial;
     for (const auto& s : p.steps)
@@ -337,6 +354,7 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
         ++expect_steps;
   }
   REQUIRE(partial.size() == expect_partial, "plan misses a partly run state");
+  REQUIRE(remote_first == expect_remote_first, "plan misses a fragment that had not ended");
   REQUIRE(plan.size() - i == expect_steps, "plan does not undo every committed step",
           std::to_string(plan.size() - i) + " of " + std::to_string(expect_steps));
   for (size_t k = i; k < plan.size(); ++k) {
@@ -347,6 +365,12 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
             describe(plan[k - 1]) + " then " + describe(u));
     const auto* p = t.find(u.proc_id);
     REQUIRE(p != nullptr, "plan names an unknown procedure", describe(u));
+    if (u.remote) {
+      // Among the steps at the LSN of its end here.
+      REQUIRE(p->remote() && !p->remote_undone && p->remote_end_lsn == u.lsn,
+              "plan orders a fragment at another place than its end", describe(u));
+      continue;
+    }
     bool found = false;
     for (const auto& s : p->steps)
       if (s.lsn == u.lsn)
@@ -364,7 +388,8 @@ void check_resume(uint64_t root, std::vector<fed_record> records, const tree_ima
     pb::JournalRecord rec;
     rec.set_format(1);
     auto* u = rec.mutable_undone();
-    u->set_undone_lsn(plan[i].lsn);
+    u->set_undone_lsn(plan[i].remote ? 0 : plan[i].lsn);
+    u->set_remote(plan[i].remote);
     u->set_proc_id(plan[i].proc_id);
     u->set_state(plan[i].state);
     u->set_data(plan[i].data);
@@ -408,8 +433,9 @@ void check_summary(uint64_t root, const tree_image& t) {
   f.add(t.last_lsn + 1, rec);
   auto t2 = f.finish();
   REQUIRE(t2.finished && t2.summarized, "a summarized tree is not finished");
+  // (A child on another node in a finished tree has nothing left to order.)
   auto unfinished = std::count_if(t2.procs.begin(), t2.procs.end(), [](const auto& kv) {
-    return !is_final(kv.second.status);
+    return !is_final(kv.second.status) && !kv.second.remote();
   });
   REQUIRE(rollback_plan(t2).size() == static_cast<size_t>(unfinished),
           "a summarized tree plans undos of steps");
