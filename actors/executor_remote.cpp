@@ -15,6 +15,7 @@ namespace proctor::exec_detail {
 
 namespace {
 
+
 using done_fn = std::function<void(bool taken, std::string why)>;
 
 /// Journals `batch` with its outbox records, hands those over, then `then`.
@@ -312,6 +313,48 @@ void take_next(executor_actor* self, std::shared_ptr<delivery> d) {
 }
 
 } // namespace
+
+bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                      promise_t& rp) {
+  auto& st = self->state;
+  uint64_t id = 0;
+  auto timeout = std::chrono::milliseconds{30'000};
+  switch (req.body_case()) {
+    case pb::Request::kStatus: id = req.status().id(); break;
+    case pb::Request::kAbort: id = req.abort().id(); break;
+    case pb::Request::kRelease: id = req.release().id(); break;
+    case pb::Request::kWait:
+      id = req.wait().id();
+      // The client's bound on a wait is its timeout plus a grace (client_server.hpp).
+      timeout = std::chrono::milliseconds{std::min<uint64_t>(req.wait().timeout_ms(), 600'000)}
+                + std::chrono::seconds{4};
+      break;
+    default:
+      return false;
+  }
+  auto owner = owner_of(id);
+  // Ids this node handed out, and procedures held here (a fragment of a tree elsewhere),
+  // are answered here.
+  if (owner == 0 || owner == st.env->node_number || st.procs.find(id) != st.procs.end())
+    return false;
+  auto peer = st.env->peer_numbers.find(owner);
+  if (peer == st.env->peer_numbers.end() || !st.env->transport) {
+    reply(rp, error_reply(pb::Response::NOT_FOUND,
+                          "no procedure " + std::to_string(id) + " (its node number "
+                            + std::to_string(owner) + " is not among this node's peers)"));
+    return true;
+  }
+  auto name = peer->second;
+  self->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
+                name, bytes, static_cast<uint32_t>(timeout.count()))
+    .then([rp](std::string& answer) mutable { reply(rp, std::move(answer)); },
+          [self, rp, name](caf::error& e) mutable {
+            reply(rp, error_reply(pb::Response::UNREACHABLE,
+                                  "node " + name + ", which holds the procedure, is unreachable: "
+                                    + self->system().render(e)));
+          });
+  return true;
+}
 
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp) {
   auto& st = self->state;

@@ -212,6 +212,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
   pb::Request req;
   if (!req.ParseFromString(bytes))
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, "malformed request payload"));
+  if (forward_to_owner(self, req, bytes, rp))
+    return;
   switch (req.body_case()) {
     case pb::Request::kSubmit:
       return handle_submit(self, req.submit(), rp);

@@ -183,6 +183,11 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
 // -- requests and events (executor_requests.cpp) ----------------------------------------------
 /// Answers one wire request (rpc.hpp).
 void handle_request(executor_actor* self, const std::string& bytes, promise_t rp);
+/// A status, wait, abort or release of an id another node handed out (and not held here)
+/// goes to that node, its answer back unchanged; UNREACHABLE when it does not answer. False:
+/// answer it here.
+bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                      promise_t& rp);
 /// Takes another node's messages about trees spanning both (executor_remote.cpp).
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp);
 /// Keeps an event for procedures that suspend on its key later, until its TTL.

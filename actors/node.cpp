@@ -174,6 +174,18 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env_->on_procedure_start = opts.on_procedure_start;
   env_->services = opts.services;
   env_->node_name = opts.name;
+  env_->node_number = opts.number;
+  env_->transport = opts.transport;
+  for (const auto& peer : opts.peer_names) {
+    auto num = node_number_of(peer);
+    if (num == opts.number || env_->peer_numbers.count(num) > 0)
+      return caf::make_error(caf::sec::runtime_error,
+                             "nodes '" + peer + "' and '"
+                               + (num == opts.number ? opts.name : env_->peer_numbers[num])
+                               + "' get the same node number " + std::to_string(num)
+                               + " (ids would collide); rename one of them");
+    env_->peer_numbers[num] = peer;
+  }
   if (!opts.name.empty()) {
     env_->node_names = opts.peer_names;
     env_->node_names.push_back(opts.name);

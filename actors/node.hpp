@@ -49,12 +49,6 @@ struct node_options {
   std::chrono::milliseconds peer_reply_timeout{10'000};
 };
 
-/// Ids handed out by node number n are (n << id_node_shift) + 1, + 2, ...: unique in the
-/// cluster, below 2^53 (exact in JSON numbers) for the 12-bit node numbers.
-constexpr int id_node_shift = 40;
-inline uint16_t owner_of(uint64_t id) {
-  return static_cast<uint16_t>(id >> id_node_shift);
-}
 
 /// What recovery found, for logs and the benchmark.
 struct recovery_report {

@@ -21,6 +21,13 @@ namespace proctor {
 /// -> std::string reply (or an error). The same call id may arrive more than once.
 using service_call_atom = caf::atom_constant<caf::atom("svccall")>;
 
+/// Ids handed out by node number n are (n << id_node_shift) + 1, + 2, ...: unique in the
+/// cluster, below 2^53 (exact in JSON numbers) for the 12-bit node numbers.
+constexpr int id_node_shift = 40;
+inline uint16_t owner_of(uint64_t id) {
+  return static_cast<uint16_t>(id >> id_node_shift);
+}
+
 struct node_env {
   caf::actor journal;
   caf::actor scheduler;
@@ -48,6 +55,12 @@ struct node_env {
   std::vector<std::string> node_names;
   /// Delivers the messages to other nodes that must not be lost (actors/outbox.hpp).
   caf::actor outbox;
+  /// This node's number (node.hpp: owner_of), the peers by number, and what carries a
+  /// request to a peer (outbox.hpp: peer_request_atom); a query for an id another node
+  /// handed out goes there.
+  uint16_t node_number = 0;
+  std::map<uint16_t, std::string> peer_numbers;
+  caf::actor transport;
 
   /// True when `name` is another node this node knows.
   bool is_peer(const std::string& name) const {

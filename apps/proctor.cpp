@@ -91,7 +91,8 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
     std::cerr << "error: "
               << (resp.error().empty() ? Response::Code_Name(resp.code()) : first_line(resp.error()))
               << '\n';
-    return exit_error;
+    // The node answered, but the node that holds the procedure did not.
+    return resp.code() == Response::UNREACHABLE ? exit_unreachable : exit_error;
   }
   switch (cmd.what) {
     case command::verb::submit:

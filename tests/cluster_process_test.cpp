@@ -158,6 +158,31 @@ TEST_F(cluster, a_hung_node_holds_its_part_of_the_tree_until_it_wakes) {
   EXPECT_EQ(ledger_files(), 2u + 3 * 2);
 }
 
+TEST_F(cluster, any_node_answers_for_any_procedure_and_says_when_its_node_is_unreachable) {
+  auto id = submit(0, R"(,"steps":2,"children":3,"depth":1)");
+  ASSERT_NE(id, 0u);
+  // wait and status asked at c, about a tree of a: the same answer as a's.
+  auto w = nodes_[2]->ctl({"wait", std::to_string(id), "--timeout-s", "60"}, 90s);
+  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
+  auto at_a = nodes_[0]->ctl({"status", std::to_string(id), "--json"}, 30s);
+  auto at_c = nodes_[2]->ctl({"status", std::to_string(id), "--json"}, 30s);
+  EXPECT_EQ(at_c.exit_code, 0) << at_c.err;
+  EXPECT_EQ(at_c.out, at_a.out);
+  // abort at b of a running tree of a: acknowledged there, rolled back at a.
+  auto slow = submit(0, R"(,"steps":3,"children":3,"depth":1,"step_sleep_ms":300)");
+  auto ab = nodes_[1]->ctl({"abort", std::to_string(slow)}, 30s);
+  EXPECT_EQ(ab.exit_code, 0) << ab.err;
+  EXPECT_EQ(final_state(0, slow), "ROLLEDBACK");
+  // An unknown id of a: NOT_FOUND from a, relayed (exit 1); a down: exit 3, saying so.
+  auto missing = nodes_[1]->ctl({"status", std::to_string(id + 100000)}, 30s);
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  nodes_[0]->kill();
+  auto down = nodes_[1]->ctl({"status", std::to_string(id)}, 60s);
+  EXPECT_EQ(down.exit_code, 3) << down.out << down.err;
+  EXPECT_NE(down.err.find("node a"), std::string::npos) << down.err;
+  EXPECT_NE(down.err.find("unreachable"), std::string::npos) << down.err;
+}
+
 TEST_F(cluster, a_node_name_is_fixed_by_its_data_directory) {
   nodes_[1]->stop();
   node renamed{dir_.path() / "b", ports_[1], {"--name", "x"}};
