@@ -22,6 +22,14 @@ using caf::io::receive_policy;
 /// A client connection. `want` is 0 while its next frame's header is awaited, else the
 /// length of the payload being read. One request is with the executor at a time
 /// (`busy`); requests read meanwhile wait in `queued`, so answers go out in request order.
+/// A tagged request (wire.proto Request.tag) with the executor: answered when it is ready,
+/// whatever the connection's other requests do.
+struct tagged_request {
+  uint64_t tag = 0;
+  std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds bound{0};
+};
+
 struct client_conn {
   uint64_t generation = 0;
   uint32_t want = 0;
@@ -30,11 +38,15 @@ struct client_conn {
   std::chrono::steady_clock::time_point deadline;  ///< when `seq` is answered INTERNAL
   std::chrono::milliseconds bound{0};
   std::deque<std::string> queued;
+  std::unordered_map<uint64_t, tagged_request> tagged;  ///< by seq
 };
 
 /// Requests a client may send ahead of its answers; more is refused (the node would
 /// otherwise buffer whatever a client sends without reading its answers).
 constexpr size_t max_queued_requests = 16;
+/// Tagged requests a connection may have with the executor at once (a peer's link sends
+/// one delivery, one heartbeat and the queries its node forwards).
+constexpr size_t max_tagged_requests = 1024;
 
 struct client_server_state {
   static inline const char* name = "proctor.client_server";
@@ -93,6 +105,11 @@ void answer(client_broker* self, connection_handle hdl, uint64_t generation, uin
     return;
   }
   auto& c = i->second;
+  if (auto t = c.tagged.find(seq); t != c.tagged.end()) {
+    write_frame(self, hdl, with_varint_field(reply, response_tag_field, t->second.tag));
+    c.tagged.erase(t);
+    return;
+  }
   if (!c.busy || c.seq != seq)
     return;  // answered already (INTERNAL at its bound); this is the executor's late answer
   write_frame(self, hdl, reply);
@@ -106,9 +123,9 @@ void answer(client_broker* self, connection_handle hdl, uint64_t generation, uin
 
 /// How long the executor may take to answer `bytes`; rewrites an unbounded wait (see
 /// client_server_config::max_wait_ms).
-std::chrono::milliseconds bound_request(const client_server_config& cfg, std::string& bytes) {
-  pb::Request req;
-  if (!req.ParseFromString(bytes) || !req.has_wait())
+std::chrono::milliseconds bound_request(const client_server_config& cfg, pb::Request& req,
+                                        std::string& bytes) {
+  if (!req.has_wait())
     return cfg.request_timeout;  // malformed bytes: the executor answers BAD_REQUEST at once
   auto ms = req.wait().timeout_ms();
   if (ms == 0 || ms > cfg.max_wait_ms) {
@@ -119,20 +136,10 @@ std::chrono::milliseconds bound_request(const client_server_config& cfg, std::st
   return std::chrono::milliseconds{ms} + cfg.wait_grace;
 }
 
-// The bound is kept by the broker (a sweep each second), not by a CAF request timeout:
-// CAF 0.17 does not cancel a request's timeout when the answer comes, so each request left
-// an entry in the clock for its whole bound (60 s): some 140 bytes per call, 14 MB of RSS
-// over 100,000 calls in 13 s (seen).
-void forward(client_broker* self, connection_handle hdl, std::string bytes) {
-  auto& st = self->state;
-  auto& c = st.conns[hdl];
-  c.busy = true;
-  c.seq = ++st.next_seq;
-  c.bound = bound_request(st.cfg, bytes);
-  c.deadline = std::chrono::steady_clock::now() + c.bound;
-  auto generation = c.generation;
-  auto seq = c.seq;
-  self->request(st.executor, caf::infinite, rpc_atom::value, std::move(bytes))
+/// Sends `bytes` to the executor as request `seq` of connection `hdl`.
+void ask_executor(client_broker* self, connection_handle hdl, uint64_t generation, uint64_t seq,
+                  std::string bytes) {
+  self->request(self->state.executor, caf::infinite, rpc_atom::value, std::move(bytes))
     .then(
       [self, hdl, generation, seq](const std::string& reply) {
         answer(self, hdl, generation, seq, reply);
@@ -142,6 +149,44 @@ void forward(client_broker* self, connection_handle hdl, std::string bytes) {
         spdlog::warn("client request: {}", why);
         answer(self, hdl, generation, seq, error_response(pb::Response::INTERNAL, why));
       });
+}
+
+void arm_sweep(client_broker* self);
+
+// The bound is kept by the broker (a sweep each second), not by a CAF request timeout:
+// CAF 0.17 does not cancel a request's timeout when the answer comes, so each request left
+// an entry in the clock for its whole bound (60 s): some 140 bytes per call, 14 MB of RSS
+// over 100,000 calls in 13 s (seen).
+void forward(client_broker* self, connection_handle hdl, std::string bytes) {
+  auto& st = self->state;
+  auto& c = st.conns[hdl];
+  pb::Request req;
+  // Malformed bytes go on as they are: the executor answers BAD_REQUEST at once.
+  bool parsed = req.ParseFromString(bytes);
+  c.busy = true;
+  c.seq = ++st.next_seq;
+  c.bound = parsed ? bound_request(st.cfg, req, bytes) : st.cfg.request_timeout;
+  c.deadline = std::chrono::steady_clock::now() + c.bound;
+  ask_executor(self, hdl, c.generation, c.seq, std::move(bytes));
+  arm_sweep(self);
+}
+
+/// A tagged request: to the executor at once, answered whenever it is ready.
+void forward_tagged(client_broker* self, connection_handle hdl, pb::Request& req,
+                    std::string bytes) {
+  auto& st = self->state;
+  auto& c = st.conns[hdl];
+  auto seq = ++st.next_seq;
+  auto& t = c.tagged[seq];
+  t.tag = req.tag();
+  t.bound = bound_request(st.cfg, req, bytes);
+  t.deadline = std::chrono::steady_clock::now() + t.bound;
+  ask_executor(self, hdl, c.generation, seq, std::move(bytes));
+  arm_sweep(self);
+}
+
+void arm_sweep(client_broker* self) {
+  auto& st = self->state;
   if (!st.sweeping) {
     st.sweeping = true;
     self->delayed_send(self, sweep_interval, sweep_atom::value);
@@ -152,17 +197,25 @@ void forward(client_broker* self, connection_handle hdl, std::string bytes) {
 void sweep(client_broker* self) {
   auto& st = self->state;
   auto now = std::chrono::steady_clock::now();
-  std::vector<std::pair<connection_handle, client_conn*>> late;
+  struct late_request {
+    connection_handle hdl;
+    uint64_t generation, seq;
+    std::chrono::milliseconds bound;
+  };
+  std::vector<late_request> late;
   bool busy = false;
   for (auto& [hdl, c] : st.conns) {
-    busy = busy || c.busy;
+    busy = busy || c.busy || !c.tagged.empty();
     if (c.busy && c.deadline <= now)
-      late.emplace_back(hdl, &c);
+      late.push_back({hdl, c.generation, c.seq, c.bound});
+    for (auto& [seq, t] : c.tagged)
+      if (t.deadline <= now)
+        late.push_back({hdl, c.generation, seq, t.bound});
   }
-  for (auto& [hdl, c] : late) {
-    auto why = "node did not answer within " + std::to_string(c->bound.count()) + " ms";
+  for (auto& l : late) {
+    auto why = "node did not answer within " + std::to_string(l.bound.count()) + " ms";
     spdlog::warn("client request: {}", why);
-    answer(self, hdl, c->generation, c->seq, error_response(pb::Response::INTERNAL, why));
+    answer(self, l.hdl, l.generation, l.seq, error_response(pb::Response::INTERNAL, why));
   }
   st.sweeping = busy;
   if (busy)
@@ -199,6 +252,13 @@ caf::behavior client_server(client_broker* self, caf::io::doorman_ptr door, caf:
       c.want = 0;
       self->configure_read(m.handle, receive_policy::exactly(frame_header_bytes));
       std::string bytes(m.buf.begin(), m.buf.end());
+      if (pb::Request req; req.ParseFromString(bytes) && req.tag() != 0) {
+        if (c.tagged.size() >= max_tagged_requests)
+          return refuse(self, m.handle,
+                        "more than " + std::to_string(max_tagged_requests)
+                          + " tagged requests at once");
+        return forward_tagged(self, m.handle, req, std::move(bytes));
+      }
       if (!c.busy)
         return forward(self, m.handle, std::move(bytes));
       // CAF's halt() and activity tokens would stop reading instead, but a connection

@@ -16,6 +16,7 @@
 
 #include "actors/node.hpp"
 #include "actors/outbox.hpp"
+#include "actors/peer_link.hpp"
 #include "actors/rpc.hpp"
 #include "procedures/demo.hpp"
 #include "wire.pb.h"
@@ -53,6 +54,8 @@ inline caf::behavior transport_fn(caf::event_based_actor* self, std::shared_ptr<
               [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
+    // The in-process nodes have no links: no peer status to report.
+    [](peer_subscribe_atom, const caf::actor&) {},
   };
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <caf/all.hpp>
 
@@ -23,3 +24,17 @@ inline bool is(const caf::error& e, errc c) {
 } // namespace proctor
 
 CAF_ERROR_CODE_ENUM_2(proctor::errc, "proctor")
+
+namespace proctor {
+
+/// An error's own words: the text it was made with (make_error(code, "text")), else CAF's
+/// rendering of it. For messages a user reads ("node b unreachable since …", not
+/// "error(1, runtime_error, \"node b …\")").
+inline std::string error_text(caf::actor_system& sys, const caf::error& e) {
+  const auto& ctx = e.context();
+  if (ctx.match_elements<std::string>())
+    return ctx.get_as<std::string>(0);
+  return sys.render(e);
+}
+
+} // namespace proctor

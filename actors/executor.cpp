@@ -43,6 +43,7 @@ void fill_status(const proc_update& u, pb::ProcStatus* s) {
   s->set_error(u.error);
   s->set_result_json(u.result_json);
   s->set_waiting_for(u.waiting_for);
+  s->set_node(u.node);
 }
 
 void reply(promise_t& rp, std::string bytes) {
@@ -117,6 +118,8 @@ void record_update(executor_actor* self, proc_update u) {
       st.waiters.erase(w);
     }
   }
+  if (final_now || fresh)
+    st.env->cluster->local_live.store(st.started.size(), std::memory_order_relaxed);
 }
 
 /// Appends `b` to the journal; `then` runs once it is durable. There is no error path: a
@@ -400,6 +403,8 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
     self->quit(m.reason);
   });
   recover(self, rec);
+  if (st.env->transport)
+    self->send(st.env->transport, peer_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   return {
     [self](rpc_atom, const std::string& bytes) {
       auto rp = self->make_response_promise<std::string>();
@@ -458,6 +463,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
       }
       self->state.roots[d.root_id].finished = true;
     },
+    [self](peer_status_atom, peer_status& s) { on_peer_status(self, s); },
     [self](remote_route_atom, uint64_t id, caf::actor& h) {
       auto& st = self->state;
       if (auto e = st.remote_ends.find(id); e != st.remote_ends.end())

@@ -6,6 +6,7 @@
 // back, a release of a fragment gone — each is acknowledged and does nothing more.
 #include <spdlog/spdlog.h>
 
+#include "actors/errors.hpp"
 #include "actors/executor_state.hpp"
 #include "actors/outbox.hpp"
 #include "actors/procedure_actor_state.hpp"
@@ -332,10 +333,28 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
     default:
       return false;
   }
+  auto held = st.procs.find(id);
+  if (held != st.procs.end()) {
+    // Held here. A child placed on another node is only a placeholder here: its status is
+    // asked where it runs, and answered from the placeholder if that node does not answer.
+    if (!req.has_status() || held->second.node.empty() || !st.env->transport)
+      return false;
+    auto local = status_reply(held->second);
+    self->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
+                  held->second.node, bytes, static_cast<uint32_t>(timeout.count()))
+      .then(
+        [rp, local](std::string& answer) mutable {
+          pb::Response r;
+          if (!r.ParseFromString(answer) || r.code() != pb::Response::OK)
+            return reply(rp, std::move(local));
+          reply(rp, std::move(answer));
+        },
+        [rp, local](caf::error&) mutable { reply(rp, std::move(local)); });
+    return true;
+  }
   auto owner = owner_of(id);
-  // Ids this node handed out, and procedures held here (a fragment of a tree elsewhere),
-  // are answered here.
-  if (owner == 0 || owner == st.env->node_number || st.procs.find(id) != st.procs.end())
+  // Ids this node handed out are answered here.
+  if (owner == 0 || owner == st.env->node_number)
     return false;
   auto peer = st.env->peer_numbers.find(owner);
   if (peer == st.env->peer_numbers.end() || !st.env->transport) {
@@ -349,9 +368,13 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
                 name, bytes, static_cast<uint32_t>(timeout.count()))
     .then([rp](std::string& answer) mutable { reply(rp, std::move(answer)); },
           [self, rp, name](caf::error& e) mutable {
+            // "node a unreachable since T (why)" reads as "... is unreachable since T (why)".
+            auto why = error_text(self->system(), e);
+            auto prefix = "node " + name + " unreachable ";
+            why = why.rfind(prefix, 0) == 0 ? " " + why.substr(prefix.size()) : ": " + why;
             reply(rp, error_reply(pb::Response::UNREACHABLE,
-                                  "node " + name + ", which holds the procedure, is unreachable: "
-                                    + self->system().render(e)));
+                                  "node " + name + ", which holds the procedure, is unreachable"
+                                    + why));
           });
   return true;
 }

@@ -236,6 +236,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->id < b->id; });
       for (auto* u : out)
         fill_status(*u, r.add_list());
+      if (list_across_nodes(self, req.list(), r, rp))
+        return;
       return reply(rp, encode(r));
     }
     case pb::Request::kWait:
@@ -317,6 +319,10 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     }
     case pb::Request::kPeer:
       return handle_peer_delivery(self, req.peer(), rp);
+    case pb::Request::kPing:
+      return handle_ping(self, req.ping(), rp);
+    case pb::Request::kNodes:
+      return handle_nodes(self, rp);
     case pb::Request::BODY_NOT_SET:
       break;
   }

@@ -17,6 +17,7 @@
 #include "actors/executor.hpp"
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
+#include "actors/peer_link.hpp"
 #include "actors/incremental_map.hpp"
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
@@ -190,6 +191,22 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
                       promise_t& rp);
 /// Takes another node's messages about trees spanning both (executor_remote.cpp).
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp);
+// -- the cluster (executor_cluster.cpp) --------------------------------------------------------
+/// Answers a peer's heartbeat with this node's NodeInfo.
+void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp);
+/// A peer's status as its link sees it: kept for procedure actors; the procedures that wait
+/// for that peer are told when it goes down or comes back, its outbox kicked when it is up.
+void on_peer_status(executor_actor* self, const peer_status& s);
+/// Answers `nodes`: this node and each peer as seen from here.
+void handle_nodes(executor_actor* self, promise_t rp);
+/// The node number of peer `name` (0 when it is none).
+uint16_t node_number_of_peer(executor_actor* self, const std::string& name);
+/// A list not limited to this node (`local` unset) on a node with peers: asks each peer for
+/// its part and answers the merge (with the peers that did not answer). False: answer
+/// `local` (this node's part) as it is.
+bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Response local,
+                       promise_t rp);
+
 /// Keeps an event for procedures that suspend on its key later, until its TTL.
 void keep_event(executor_actor* self, const std::string& key, pending_event ev);
 

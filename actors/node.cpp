@@ -173,6 +173,9 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env_->hibernate_after = opts.executor.hibernate_after;
   env_->on_procedure_start = opts.on_procedure_start;
   env_->services = opts.services;
+  env_->started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   env_->node_name = opts.name;
   env_->node_number = opts.number;
   env_->transport = opts.transport;

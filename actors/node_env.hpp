@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/cluster_view.hpp"
 #include "procedures/registry.hpp"
 
 namespace proctor {
@@ -61,6 +62,11 @@ struct node_env {
   uint16_t node_number = 0;
   std::map<uint16_t, std::string> peer_numbers;
   caf::actor transport;
+  /// Each peer's status as its link last reported it, and this node's load (written by the
+  /// executor, read by procedure actors).
+  std::shared_ptr<cluster_view> cluster = std::make_shared<cluster_view>();
+  /// When this node started (wall clock, ms): its NodeInfo for peers and `proctor nodes`.
+  int64_t started_at_ms = 0;
 
   /// True when `name` is another node this node knows.
   bool is_peer(const std::string& name) const {

@@ -3,8 +3,6 @@
 #include <sstream>
 
 #include "actors/outbox.hpp"
-#include "actors/rpc.hpp"
-#include "actors/wire_client.hpp"
 
 namespace proctor {
 
@@ -67,42 +65,71 @@ bool parse_peers(const std::string& text, const std::string& self_name,
 
 namespace {
 
-caf::behavior transport_fn(caf::event_based_actor* self,
-                           std::map<std::string, peer_address> peers) {
+struct transport_state {
+  static inline const char* name = "proctor.peers";
+  std::map<std::string, caf::actor> links;
+  std::map<std::string, peer_status> status;
+  std::vector<caf::actor> subscribers;
+};
+
+using transport_actor = caf::stateful_actor<transport_state>;
+
+caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
+  for (const auto& [name, addr] : cfg.peers) {
+    peer_link_config lc;
+    lc.self_name = cfg.self_name;
+    lc.peer_name = name;
+    lc.host = addr.host;
+    lc.port = addr.port;
+    lc.heartbeat_interval = cfg.heartbeat_interval;
+    lc.heartbeat_timeout = cfg.heartbeat_timeout;
+    lc.connect_timeout = cfg.connect_timeout;
+    lc.parent = caf::actor_cast<caf::actor>(self);
+    auto link = spawn_peer_link(self->system(), lc);
+    self->link_to(link);  // a link goes with the transport, and the transport with a link
+    self->state.links[name] = link;
+    auto& s = self->state.status[name];
+    s.name = name;
+    s.address = addr.host + ":" + std::to_string(addr.port);
+    s.reason = "not connected yet";
+  }
   return {
-    [self, peers](peer_request_atom, const std::string& name, const std::string& bytes,
-                  uint32_t timeout_ms) -> caf::result<std::string> {
-      auto p = peers.find(name);
-      if (p == peers.end())
+    [self](peer_request_atom, const std::string& name, const std::string& bytes,
+           uint32_t timeout_ms) -> caf::result<std::string> {
+      auto l = self->state.links.find(name);
+      if (l == self->state.links.end())
         return caf::make_error(caf::sec::runtime_error, "no peer named '" + name + "'");
-      wire_call_options opts;
-      opts.connect_timeout = std::chrono::milliseconds{std::min<uint32_t>(timeout_ms, 5'000)};
-      opts.reply_timeout = std::chrono::milliseconds{timeout_ms};
-      auto caller = self->spawn<caf::detached>(
-        [addr = p->second, name, bytes, opts](caf::event_based_actor* a) {
-          return caf::behavior{[=](rpc_atom) -> caf::result<std::string> {
-            a->quit();
-            auto r = wire_call(addr.host, addr.port, bytes, opts);
-            if (!r.ok())
-              return caf::make_error(caf::sec::runtime_error, "node " + name + ": " + r.reason);
-            return std::move(r.reply);
-          }};
-        });
+      // The link bounds every request itself (its deadline, or at once when the peer is
+      // down), so this waits for its answer without a timeout of its own.
       auto rp = self->make_response_promise<std::string>();
-      self->request(caller, opts.connect_timeout + opts.reply_timeout + std::chrono::seconds{1},
-                    rpc_atom::value)
-        .then([rp](std::string& reply) mutable { rp.deliver(std::move(reply)); },
+      self->request(l->second, caf::infinite, peer_request_atom::value, name, bytes, timeout_ms)
+        .then([rp](std::string& r) mutable { rp.deliver(std::move(r)); },
               [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
       return rp;
+    },
+    [self](peer_status_atom, peer_status& s) {
+      for (auto& sub : self->state.subscribers)
+        self->send(sub, peer_status_atom::value, s);
+      self->state.status[s.name] = std::move(s);
+    },
+    [self](peer_status_atom) {
+      std::vector<peer_status> out;
+      for (const auto& [name, s] : self->state.status)
+        out.push_back(s);
+      return out;
+    },
+    [self](peer_subscribe_atom, caf::actor& sub) {
+      for (const auto& [name, s] : self->state.status)
+        self->send(sub, peer_status_atom::value, s);
+      self->state.subscribers.push_back(std::move(sub));
     },
   };
 }
 
 } // namespace
 
-caf::actor spawn_peer_transport(caf::actor_system& sys,
-                                std::map<std::string, peer_address> peers) {
-  return sys.spawn(transport_fn, std::move(peers));
+caf::actor spawn_peer_transport(caf::actor_system& sys, peer_transport_config cfg) {
+  return sys.spawn(transport_fn, std::move(cfg));
 }
 
 } // namespace proctor

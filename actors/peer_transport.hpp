@@ -1,16 +1,20 @@
 // Carries the outbox's deliveries (and other node-to-node requests) to the peers named on
 // the command line: (peer_request_atom, name, serialized pb::Request, timeout_ms) ->
-// serialized pb::Response. Each round trip is the client protocol of proto/WIRE.md on the
-// peer's --listen address (a PeerDeliver request), made by a one-shot detached actor, so a
-// node reaches its peers the way the CLI reaches it, and a closed or refused connection
-// is an error at once. The outbox sends each peer one delivery at a time.
+// serialized pb::Response, over one persistent link per peer (peer_link.hpp: the client
+// protocol of proto/WIRE.md, multiplexed, with heartbeats). A request to a peer that is
+// down fails at once. Subscribers ((peer_subscribe_atom, actor): the node's executor) get
+// each peer's status now and every change later; (peer_status_atom) ->
+// std::vector<peer_status> lists them all.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
 
 #include <caf/all.hpp>
+
+#include "actors/peer_link.hpp"
 
 namespace proctor {
 
@@ -24,7 +28,14 @@ struct peer_address {
 bool parse_peers(const std::string& text, const std::string& self_name,
                  std::map<std::string, peer_address>* out, std::string* err);
 
-caf::actor spawn_peer_transport(caf::actor_system& sys,
-                                std::map<std::string, peer_address> peers);
+struct peer_transport_config {
+  std::string self_name;
+  std::map<std::string, peer_address> peers;
+  std::chrono::milliseconds heartbeat_interval{500};
+  std::chrono::milliseconds heartbeat_timeout{3'000};
+  std::chrono::milliseconds connect_timeout{2'000};
+};
+
+caf::actor spawn_peer_transport(caf::actor_system& sys, peer_transport_config cfg);
 
 } // namespace proctor

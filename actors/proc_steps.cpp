@@ -202,7 +202,13 @@ void commit_outcome(proc_actor* self, step_result& r) {
       std::vector<pb::JournalRecord> subs;
       std::vector<pb::PeerMessage> remote;  // spawns for other nodes, in the same batch
       std::vector<std::string> remote_nodes;
+      std::map<std::string, uint64_t> placed;  // children each node got from this step
       for (auto& c : out.children()) {
+        if (c.any_node) {
+          auto err = place_on_any_node(self, c, placed);
+          if (!err.empty())
+            return on_business_failure(self, executed, err);
+        }
         if (!c.node.empty() && c.node != st.env->node_name) {
           auto cid = st.env->next_id->fetch_add(1);
           pb::JournalRecord sub;

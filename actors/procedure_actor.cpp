@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "actors/errors.hpp"
+#include "actors/peer_link.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/remote.hpp"
 #include "actors/worker_pool.hpp"
@@ -244,6 +245,7 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.root = st.root;
   cs.ancestors = st.ancestors;
   cs.ancestors.push_back(st.id);
+  cs.parent_type = st.ptype;
   const auto* cp = image->find(cid);
   c->handle = cp != nullptr && cp->remote()
                 ? spawn_remote_child(self, std::move(cs))
@@ -375,6 +377,11 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
     [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },
     [self](remote_end_atom, const std::string& bytes) { on_remote_end_in_rollback(self, bytes); },
+    // A node this root's rollback may wait for went down or came back.
+    [self](peer_status_atom, const peer_status&) {
+      if (self->state.busy)
+        show_remote_wait(self);
+    },
     // The parent's tree (on another node) rolls back: so does this fragment.
     [self](remote_rollback_atom, const std::string& reason) -> caf::result<bool> {
       auto& st = self->state;

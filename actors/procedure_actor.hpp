@@ -29,6 +29,9 @@ struct proc_start {
   std::shared_ptr<procedure> submitted;
   /// Just spawned by its parent's committed step: none of its states has started yet.
   bool fresh = false;
+  /// The parent's registered type (nullptr for a root): a child placed on another node
+  /// waits for its node as the parent's type says (node_loss_policy).
+  const procedure_type* parent_type = nullptr;
 };
 
 /// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed

@@ -245,6 +245,10 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image);
 /// Root: shows how far the rollback got (or why it is stuck) in the root's status.
 void publish_rollback(proc_actor* self, std::string waiting_for);
 
+/// Root: while its rollback waits for a fragment on another node, shows which (and since
+/// when that node is unreachable, if it is).
+void show_remote_wait(proc_actor* self);
+
 /// Root: a fragment on another node reported its end (remote_end_atom, journaled by the
 /// executor already) while the tree rolls back.
 void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes);

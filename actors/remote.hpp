@@ -12,6 +12,9 @@
 // undone (RemoteRollback) — in reverse causal order: see rollback_plan.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include <caf/all.hpp>
 
 #include "actors/procedure_actor.hpp"
@@ -41,6 +44,13 @@ using proc_actor = caf::stateful_actor<proc_actor_state>;
 /// placed there (the step fails with it).
 std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t cid,
                                pb::JournalRecord* sub, pb::PeerMessage* msg);
+
+/// Resolves `c.on_any_node()`: sets `c.node` to the node the child goes to (this node's
+/// name, or "" on a node without a name, for here) and counts it in `placed` (the children
+/// this step placed on each node so far, so one step spreads its children). A non-empty
+/// result is why no node can take it.
+std::string place_on_any_node(proc_actor* self, child_spec& c,
+                              std::map<std::string, uint64_t>& placed);
 
 /// Spawns (monitored by `parent`) the placeholder of a child that runs on another node.
 caf::actor spawn_remote_child(caf::event_based_actor* parent, proc_start start);

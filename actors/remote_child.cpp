@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/outbox.hpp"
+#include "actors/peer_link.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/remote.hpp"
 
@@ -24,6 +25,11 @@ struct remote_child_state {
   caf::actor parent;
   caf::actor root;
   bool ended = false;
+  /// The parent's type's policy while the node cannot be reached, and the token of the
+  /// armed deadline (stale deadlines carry an older one).
+  node_loss_policy node_loss;
+  uint64_t loss_token = 0;
+  bool failing = false;  ///< the node-loss deadline failed the tree
 };
 
 using remote_child = caf::stateful_actor<remote_child_state>;
@@ -42,6 +48,47 @@ proc_update status_of(remote_child* self, proc_state s) {
   u.state = s;
   u.node = st.node;
   return u;
+}
+
+using node_loss_atom = caf::atom_constant<caf::atom("nodeloss")>;
+
+/// Shows what the child waits for (its node, or since when that node is unreachable) and
+/// arms the node-loss deadline while the node is down.
+void watch_node(remote_child* self) {
+  auto& st = self->state;
+  auto u = status_of(self, proc_state::waiting);
+  u.waiting_for = st.env->cluster->waiting_text(st.node);
+  self->send(st.env->executor, update_atom::value, std::move(u));
+  auto token = ++st.loss_token;
+  auto s = st.env->cluster->get(st.node);
+  if (st.node_loss.waits() || !s || s->up || st.failing)
+    return;
+  auto left = s->since_ms + st.node_loss.deadline.count() - now_ms();
+  self->delayed_send(self, std::chrono::milliseconds{std::max<int64_t>(0, left)},
+                     node_loss_atom::value, token);
+}
+
+/// The node-loss deadline passed: if the node is still down, the tree fails (and rolls
+/// back; the order to undo this child waits in the outbox until the node is back).
+void on_node_loss(remote_child* self, uint64_t token) {
+  auto& st = self->state;
+  auto s = st.env->cluster->get(st.node);
+  if (token != st.loss_token || st.ended || st.failing || !s || s->up)
+    return;
+  if (now_ms() < s->since_ms + st.node_loss.deadline.count())
+    return watch_node(self);  // it came back and went down again meanwhile
+  st.failing = true;
+  auto why = s->unreachable_text() + ", longer than the node-loss deadline of "
+             + std::to_string(st.node_loss.deadline.count()) + " ms";
+  RLOG(warn, self, "{}: the tree fails", why);
+  self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, int32_t{0}, why)
+    .then(
+      [self](bool rolls_back) {
+        if (!rolls_back)
+          RLOG(error, self, "the tree is past its point of no return; it keeps waiting for "
+                            "node {}", self->state.node);
+      },
+      [self](caf::error& e) { self->quit(e); });
 }
 
 /// The child's end, journaled here by the executor already: act on it.
@@ -90,12 +137,14 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
     if (m.source == self->state.parent.address())
       self->quit(m.reason);  // a child goes down with its parent
   });
+  if (s.parent_type != nullptr)
+    st.node_loss = s.parent_type->node_loss;
   self->send(st.env->executor, remote_route_atom::value, st.id,
              caf::actor_cast<caf::actor>(self));
-  auto u = status_of(self, proc_state::waiting);
-  u.waiting_for = "node " + st.node;
-  self->send(st.env->executor, update_atom::value, std::move(u));
+  watch_node(self);
   return {
+    [self](peer_status_atom, const peer_status&) { watch_node(self); },
+    [self](node_loss_atom, uint64_t token) { on_node_loss(self, token); },
     [self](remote_end_atom, const std::string& bytes) {
       pb::RemoteEnd end;
       if (self->state.ended || !end.ParseFromString(bytes))
@@ -142,6 +191,29 @@ std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t c
   rs->set_priority(priority);
   if (const auto* t = st.env->types->find(c.type))
     rs->set_type_version(t->version);
+  return {};
+}
+
+std::string place_on_any_node(proc_actor* self, child_spec& c,
+                              std::map<std::string, uint64_t>& placed) {
+  auto& st = self->state;
+  c.any_node = false;
+  bool here = st.env->types->find(c.type) != nullptr;
+  if (st.env->node_name.empty()) {
+    c.node.clear();  // no cluster: here (an unknown type fails as for any local child)
+    return {};
+  }
+  c.node = st.env->cluster->pick(c.type, st.env->node_name, here, placed);
+  if (c.node.empty()) {
+    std::string known;
+    for (const auto& s : st.env->cluster->all())
+      if (!s.types_known)
+        known += (known.empty() ? "" : ", ") + s.name;
+    return "child " + c.type + " placed on any node, but no node of the cluster is known to have "
+           "the type registered" + (known.empty() ? "" : " (not heard from yet: " + known + ")");
+  }
+  ++placed[c.node];
+  PLOG(debug, self, "child {} placed on node {}", c.type, c.node);
   return {};
 }
 

@@ -130,14 +130,27 @@ std::string progress(const proc_actor_state& st) {
 
 } // namespace
 
+void show_remote_wait(proc_actor* self) {
+  auto& st = self->state;
+  if (!st.rb_image || st.plan_pos >= st.plan.size() || !st.plan[st.plan_pos].remote)
+    return;
+  const auto* p = st.rb_image->find(st.plan[st.plan_pos].proc_id);
+  if (p == nullptr)
+    return;
+  auto text = progress(st) + "; waiting for node " + p->node + " to roll back procedure "
+              + std::to_string(p->id);
+  if (auto s = st.env->cluster->get(p->node); s && !s->up)
+    text += " (" + s->unreachable_text() + ")";
+  publish_rollback(self, std::move(text));
+}
+
 void order_remote_rollback(proc_actor* self, const proc_image& p) {
   auto& st = self->state;
   if (st.remote_rolled_back.count(p.id) > 0) {
     ++st.plan_pos;
     return run_rollback(self, st.rb_image);
   }
-  publish_rollback(self, progress(st) + "; waiting for node " + p.node + " to roll back "
-                           + "procedure " + std::to_string(p.id));
+  show_remote_wait(self);
   st.undo_state_name = "(fragment on node " + p.node + ")";
   st.busy = true;  // until the fragment's end comes (remote_end_atom)
   if (st.remote_ordered.count(p.id) > 0)

@@ -149,6 +149,17 @@ int connect_to(const std::string& host, uint16_t port, const wire_call_options& 
 
 } // namespace
 
+int wire_connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                 std::string* why) {
+  wire_call_options opts;
+  opts.connect_timeout = timeout;
+  wire_result r;
+  int fd = connect_to(host, port, opts, &r);
+  if (fd < 0 && why != nullptr)
+    *why = r.reason;
+  return fd;
+}
+
 wire_result wire_call(const std::string& host, uint16_t port, std::string_view request,
                       const wire_call_options& opts) {
   if (request.empty() || request.size() > max_frame_bytes)

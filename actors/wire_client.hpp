@@ -37,6 +37,12 @@ struct wire_call_options {
   const std::atomic<bool>* cancel = nullptr;
 };
 
+/// A nonblocking TCP socket connected to host:port (a name, IPv4 or IPv6 literal; each
+/// address tried in turn within `timeout`), with TCP_NODELAY; or -1 and a one-line `*why`.
+/// A node's links to its peers connect with it and hand the socket to CAF.
+int wire_connect(const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+                 std::string* why);
+
 /// Connects to host:port (a name, IPv4 or IPv6 literal), sends `request` (a serialized
 /// pb::Request) as one frame, reads one frame back and closes the connection.
 wire_result wire_call(const std::string& host, uint16_t port, std::string_view request,

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
+
 namespace proctor {
 
 void put_frame_header(char* out, uint32_t len) {
@@ -21,6 +25,16 @@ std::string make_frame(std::string_view payload) {
   put_frame_header(out.data(), static_cast<uint32_t>(payload.size()));
   out.replace(frame_header_bytes, payload.size(), payload);
   return out;
+}
+
+std::string with_varint_field(std::string msg, int field, uint64_t value) {
+  using google::protobuf::internal::WireFormatLite;
+  {
+    google::protobuf::io::StringOutputStream raw(&msg);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    WireFormatLite::WriteUInt64(field, value, &out);
+  }
+  return msg;
 }
 
 frame_check check_frame_length(uint32_t len, size_t limit, bool allow_empty) {

@@ -26,6 +26,16 @@ uint32_t frame_length(const char* header);
 /// `payload` with its header; payload.size() must not exceed max_frame_bytes.
 std::string make_frame(std::string_view payload);
 
+/// Field numbers of the tag of a multiplexed request and of its answer (wire.proto
+/// Request.tag, Response.tag).
+constexpr int request_tag_field = 14;
+constexpr int response_tag_field = 8;
+
+/// `msg` (a serialized protobuf message) with the varint field `field` set to `value`:
+/// appended, which protobuf's parsing treats as the field's value whatever `msg` held, so a
+/// tag is added without parsing the message.
+std::string with_varint_field(std::string msg, int field, uint64_t value);
+
 /// Whether a frame of `len` bytes may be read under `limit`. A request is never empty (a
 /// Request with no body is no request); a response may be (OK and nothing else, e.g. an
 /// empty list, serializes to no bytes), hence `allow_empty`.

@@ -67,7 +67,7 @@ struct command {
   std::string node;
   proctor::pb::Request request;
   enum class verb : uint8_t {
-    submit, status, list, wait, abort, event, metrics, release, quarantine
+    submit, status, list, wait, abort, event, metrics, release, quarantine, nodes
   };
   verb what = verb::status;
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
@@ -103,6 +103,12 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
       return exit_ok;
     case command::verb::list:
       std::cout << proctor::list_to_json(resp.list()) << '\n';
+      // A cluster-wide list that lacks some node's procedures is not a complete answer.
+      for (const auto& u : resp.unreachable())
+        std::cerr << "error: not listed: " << first_line(u) << '\n';
+      return resp.unreachable().empty() ? exit_ok : exit_unreachable;
+    case command::verb::nodes:
+      std::cout << proctor::nodes_to_json(resp.nodes()) << '\n';
       return exit_ok;
     case command::verb::wait: {
       std::cout << proctor::status_to_json(resp.status()) << '\n';
@@ -254,12 +260,16 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "Print procedures' statuses as a JSON array");
   list->add_option("--state", state_filter, "Only procedures in this state")
     ->transform(CLI::IsMember(state_names(), CLI::ignore_case));
+  bool local = false;
   list->add_flag("--all", all, "Children too, not only roots");
+  list->add_flag("--local", local,
+                 "Only what this node holds (a node of a cluster lists every node's)");
   list->add_flag("--json", json, "JSON output (the only format)");
   list->callback([&] {
     cmd.what = verb::list;
     auto* r = cmd.request.mutable_list();
     r->set_all(all);
+    r->set_local(local);
     auto s = pb::STATE_UNSPECIFIED;
     if (!state_filter.empty())
       pb::ProcState_Parse(state_filter, &s);
@@ -311,6 +321,14 @@ int main(int argc, char** argv) {
   quarantine->callback([&] {
     cmd.what = verb::quarantine;
     cmd.request.mutable_quarantine();
+  });
+
+  auto* nodes = app.add_subcommand(
+    "nodes", "List this node and the peers it sees: up or down, since when (JSON array)");
+  nodes->add_flag("--json", json, "JSON output (the only format)");
+  nodes->callback([&] {
+    cmd.what = verb::nodes;
+    cmd.request.mutable_nodes();
   });
 
   auto* release =

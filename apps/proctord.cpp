@@ -137,7 +137,10 @@ int main(int argc, char** argv) {
     opts.name = name;
     caf::actor transport;
     if (!peers.empty()) {
-      transport = proctor::spawn_peer_transport(sys, peers);
+      proctor::peer_transport_config pc;
+      pc.self_name = name;
+      pc.peers = peers;
+      transport = proctor::spawn_peer_transport(sys, std::move(pc));
       opts.transport = transport;
       for (const auto& [peer, addr] : peers)
         opts.peer_names.push_back(peer);

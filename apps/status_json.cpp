@@ -5,6 +5,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "actors/wall_clock.hpp"
 #include "journal.pb.h"
 
 namespace proctor {
@@ -310,6 +311,10 @@ std::string status_to_json(const pb::ProcStatus& s) {
   out += result_field(s.result_json());
   out += ",\"waiting_for\":";
   out += json_quote(s.waiting_for());
+  if (!s.node().empty()) {
+    out += ",\"node\":";
+    out += json_quote(s.node());
+  }
   out += '}';
   return out;
 }
@@ -334,6 +339,25 @@ std::string quarantine_to_json(const google::protobuf::RepeatedPtrField<pb::Quar
       out += ',';
     out += "{\"root_id\":" + std::to_string(xs[i].root_id()) + ",\"reason\":"
            + json_quote(xs[i].reason()) + ",\"records\":" + std::to_string(xs[i].records()) + '}';
+  }
+  out += ']';
+  return out;
+}
+
+std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatus>& xs) {
+  auto time_field = [](int64_t ms) { return ms <= 0 ? std::string("null") : json_quote(utc_text(ms)); };
+  std::string out = "[";
+  for (int i = 0; i < xs.size(); ++i) {
+    const auto& n = xs[i];
+    if (i > 0)
+      out += ',';
+    out += "{\"name\":" + json_quote(n.name()) + ",\"address\":" + json_quote(n.address())
+           + ",\"number\":" + std::to_string(n.number()) + ",\"self\":"
+           + (n.self() ? "true" : "false") + ",\"up\":" + (n.up() ? "true" : "false")
+           + ",\"since\":" + time_field(n.since_ms()) + ",\"reason\":" + json_quote(n.reason())
+           + ",\"rtt_us\":" + std::to_string(n.rtt_us()) + ",\"outbox\":"
+           + std::to_string(n.outbox()) + ",\"live\":" + std::to_string(n.live())
+           + ",\"started_at\":" + time_field(n.started_at_ms()) + '}';
   }
   out += ']';
   return out;

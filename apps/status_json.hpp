@@ -3,6 +3,9 @@
 //
 //   {"id":5,"type":"demo.ledger","state":"SUCCESS","root_id":5,"parent_id":0,
 //    "children":[6,7],"error":"","result":{"n":3},"waiting_for":""}
+//
+// On a node of a cluster, a procedure that runs on another node (a child placed there, or
+// an entry of a cluster-wide list) has one more key at the end: "node":"b".
 #pragma once
 
 #include <string>
@@ -24,6 +27,14 @@ std::string list_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus
 
 /// The quarantined trees as one JSON array: [{"root_id":7,"reason":"...","records":12}].
 std::string quarantine_to_json(const google::protobuf::RepeatedPtrField<pb::Quarantined>& xs);
+
+/// The cluster as `proctor nodes --json` prints it, one object per node, this one first:
+/// [{"name":"a","address":"","number":1,"self":true,"up":true,"since":"2026-11-25T06:40:12Z",
+///   "reason":"","rtt_us":0,"outbox":0,"live":3,"started_at":"2026-11-25T06:40:12Z"}, ...]
+/// `since`: up (or down) since; `reason`: why it is down; `rtt_us`: the last heartbeat's
+/// round trip; `outbox`: messages for it not acknowledged yet; `live`: procedures it holds
+/// that have not ended (as of its last heartbeat).
+std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatus>& xs);
 
 /// `s` as a JSON string literal, quotes included. Control characters are escaped; bytes
 /// that are not valid UTF-8 become U+FFFD, so the literal is always valid JSON.

@@ -108,7 +108,9 @@ private:
       const auto& nodes = ctx.nodes();
       for (int i = 0; i < d.children(); ++i) {
         auto k = child("demo.ledger", c);
-        if (!d.place_on().empty())
+        if (d.place_on() == "*")
+          k = std::move(k).on_any_node();
+        else if (!d.place_on().empty())
           k = std::move(k).on_node(d.place_on());
         else if (d.spread() && nodes.size() > 1)
           k = std::move(k).on_node(nodes[static_cast<size_t>(i) % nodes.size()]);
@@ -315,6 +317,10 @@ private:
 
 void register_demo_procedures(registry& r) {
   r.add<ledger>("demo.ledger");
+  // demo.ledger whose tree fails (and rolls back) once a node holding one of its children
+  // has been unreachable for 2 s, instead of waiting for it (README "Across nodes").
+  r.add<ledger>("demo.ledger.impatient")
+    .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{2}));
   r.add<flaky>("demo.flaky");
   r.add<wait_event>("demo.wait_event");
   {

@@ -20,10 +20,22 @@ struct child_spec {
   /// its parent, a child like any other: its end comes back, a failure of the tree rolls it
   /// back there (README "Across nodes").
   std::string node{};
+  /// Placed by the spawn step on whichever node of the cluster has the type registered and
+  /// holds the fewest procedures that have not ended (this node included; a node that is up
+  /// before one that is down). The choice is journaled with the spawn, so a restart keeps it.
+  bool any_node = false;
 
   /// Places the child on the node named `name` (one of `ctx.nodes()`).
   child_spec on_node(std::string name) && {
     node = std::move(name);
+    any_node = false;
+    return std::move(*this);
+  }
+
+  /// Places the child wherever its type is registered, on the least loaded such node.
+  child_spec on_any_node() && {
+    node.clear();
+    any_node = true;
     return std::move(*this);
   }
 };

@@ -44,4 +44,22 @@ struct retry_policy {
   double jitter = 0.2;
 };
 
+/// What a parent does while a child it placed on another node cannot be reached (README
+/// "Across nodes"). The child's node keeps the child in its journal either way; nothing is
+/// lost while it is down.
+struct node_loss_policy {
+  /// Wait for the node as long as it takes (the default): the tree carries on when the node
+  /// is back.
+  static node_loss_policy wait() { return {}; }
+  /// Once the node has been unreachable for `deadline` without a break, the tree fails and
+  /// rolls back; the order to undo the child waits for the node to return.
+  static node_loss_policy fail_after(std::chrono::milliseconds deadline) {
+    node_loss_policy p;
+    p.deadline = deadline;
+    return p;
+  }
+  std::chrono::milliseconds deadline{0};  ///< 0: wait
+  bool waits() const noexcept { return deadline.count() <= 0; }
+};
+
 } // namespace proctor

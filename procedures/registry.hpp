@@ -47,6 +47,9 @@ struct procedure_type {
   std::map<uint32_t, upgrade_fn> upgrades{};
   /// Only a parent procedure may spawn it: a client's submit of it as a root is refused.
   bool child_only = false;
+  /// What a procedure of this type does while a child it placed on another node cannot be
+  /// reached.
+  node_loss_policy node_loss{};
 };
 
 /// What `registry::add<T>` returns: the type just registered, to declare its upgrades and
@@ -90,6 +93,14 @@ public:
   type_declaration& child_only(bool yes = true) {
     if (type_ != nullptr)
       type_->child_only = yes;
+    return *this;
+  }
+
+  /// What procedures of this type do while a child they placed on another node cannot be
+  /// reached: wait (the default), or fail their tree after a deadline.
+  type_declaration& on_node_loss(node_loss_policy p) {
+    if (type_ != nullptr)
+      type_->node_loss = p;
     return *this;
   }
 

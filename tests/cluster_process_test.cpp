@@ -13,72 +13,17 @@
 #include <string>
 #include <thread>
 
-#include "tests/process_harness.hpp"
+#include "tests/cluster_fixture.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using proctor::test::count_files;
+using proctor::test::cluster;
 using proctor::test::eventually;
-using proctor::test::free_port;
 using proctor::test::node;
-using proctor::test::parse_id;
 using proctor::test::parse_json;
 using proctor::test::state_of;
-using proctor::test::temp_dir;
-
-class cluster : public ::testing::Test {
-protected:
-  void SetUp() override {
-    fs::create_directories(ledger());
-    for (size_t i = 0; i < 3; ++i)
-      ports_[i] = free_port();
-    for (size_t i = 0; i < 3; ++i)
-      nodes_[i] = make(i);
-    for (auto& n : nodes_)
-      ASSERT_TRUE(n->start()) << n->log_tail();
-  }
-
-  std::unique_ptr<node> make(size_t i) {
-    std::string peers;
-    for (size_t j = 0; j < 3; ++j)
-      if (j != i)
-        peers += (peers.empty() ? "" : ",") + names_[j] + "=127.0.0.1:" + std::to_string(ports_[j]);
-    return std::make_unique<node>(dir_.path() / names_[i], ports_[i],
-                                  std::vector<std::string>{"--name", names_[i], "--peers", peers});
-  }
-
-  fs::path ledger() const { return dir_.path() / "ledger"; }
-
-  size_t ledger_files() const {
-    size_t n = count_files(ledger());
-    return fs::exists(ledger() / "undo.log") ? n - 1 : n;
-  }
-
-  uint64_t submit(size_t at, const std::string& extra) {
-    auto args = R"({"ledger_dir":")" + ledger().string() + R"(","spread":true,"undo_log":true)"
-                + extra + "}";
-    auto r = nodes_[at]->ctl({"submit", "demo.ledger", "--args-json", args}, 30s);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto id = parse_id(r.out);
-    EXPECT_TRUE(id) << r.out;
-    return id.value_or(0);
-  }
-
-  /// The procedure's final state, asked at node `at` (waits at most 90 s).
-  std::string final_state(size_t at, uint64_t id) {
-    nodes_[at]->ctl({"wait", std::to_string(id), "--timeout-s", "90"}, 120s);
-    auto r = nodes_[at]->ctl({"status", std::to_string(id), "--json"}, 30s);
-    auto v = parse_json(r.out);
-    return v ? state_of(*v) : "unreadable: " + r.out + r.err;
-  }
-
-  temp_dir dir_;
-  std::array<std::string, 3> names_{"a", "b", "c"};
-  std::array<uint16_t, 3> ports_{};
-  std::array<std::unique_ptr<node>, 3> nodes_;
-};
+namespace fs = std::filesystem;
 
 TEST_F(cluster, a_spread_tree_succeeds_with_every_step_once) {
   auto id = submit(0, R"(,"steps":3,"children":6,"depth":1)");

@@ -275,7 +275,7 @@ bool node::start(milliseconds ready_limit) {
   bool up = eventually(
     [this] {
       return !running()
-             || ctl({"list", "--json"}, std::chrono::seconds{5}).exit_code == 0;
+             || ctl({"list", "--local", "--json"}, std::chrono::seconds{5}).exit_code == 0;
     },
     ready_limit, milliseconds{50});
   if (up && running())
