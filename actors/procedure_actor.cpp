@@ -98,7 +98,7 @@ void schedule(proc_actor* self, bool now) {
   job.proc = caf::actor_cast<caf::actor>(self);
   job.inst = st.inst;
   job.ctx.id_ = st.id;
-  job.ctx.root_id_ = st.root_id;
+  job.ctx.root_id_ = st.tree_root_id;
   job.ctx.parent_id_ = st.parent_id;
   job.ctx.node_ = &st.env->node_name;
   job.ctx.nodes_ = &st.env->node_names;
@@ -145,6 +145,11 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.env = s.env;
   st.id = p->id;
   st.root_id = s.image->root_id;
+  // A child's image may hold only what its parent's step spawned: the root's entry is
+  // read by the root, and handed down.
+  st.tree_root_id = s.tree_root_id != 0 ? s.tree_root_id : st.root_id;
+  if (!s.parent && p->tree_root_id != 0)
+    st.tree_root_id = p->tree_root_id;
   st.parent_id = p->parent_id;
   st.type = p->type;
   st.priority = p->priority;
@@ -246,6 +251,7 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.ancestors = st.ancestors;
   cs.ancestors.push_back(st.id);
   cs.parent_type = st.ptype;
+  cs.tree_root_id = st.tree_root_id;
   const auto* cp = image->find(cid);
   c->handle = cp != nullptr && cp->remote()
                 ? spawn_remote_child(self, std::move(cs))

@@ -32,6 +32,9 @@ struct proc_start {
   /// The parent's registered type (nullptr for a root): a child placed on another node
   /// waits for its node as the parent's type says (node_loss_policy).
   const procedure_type* parent_type = nullptr;
+  /// The whole tree's root as its steps see it (ctx.root_id()), from the parent; 0 for a
+  /// root, which takes it from its own journal entry (a fragment's names the tree's root).
+  uint64_t tree_root_id = 0;
 };
 
 /// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed

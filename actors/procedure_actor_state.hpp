@@ -65,6 +65,9 @@ struct proc_actor_state {
   const procedure_type* ptype = nullptr;
   uint64_t id = 0;
   uint64_t root_id = 0;
+  /// The root of the whole tree, as its steps see it (ctx.root_id()): root_id, except in a
+  /// fragment, whose tree's root runs on another node.
+  uint64_t tree_root_id = 0;
   uint64_t parent_id = 0;
   std::string type;
   int32_t priority = 0;

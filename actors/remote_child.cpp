@@ -185,6 +185,7 @@ std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t c
   rs->set_proc_id(cid);
   rs->set_parent_id(st.id);
   rs->set_parent_root_id(st.root_id);
+  rs->set_tree_root_id(st.tree_root_id);
   rs->set_parent_node(st.env->node_name);
   rs->set_type(c.type);
   rs->set_data(c.data);

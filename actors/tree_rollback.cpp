@@ -246,7 +246,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   job.proc = caf::actor_cast<caf::actor>(self);
   job.inst = std::move(inst);
   job.ctx.id_ = p->id;
-  job.ctx.root_id_ = st.root_id;
+  job.ctx.root_id_ = st.tree_root_id;
   job.ctx.parent_id_ = p->parent_id;
   job.ctx.node_ = &st.env->node_name;
   job.ctx.nodes_ = &st.env->node_names;

@@ -9,13 +9,18 @@
 //   (d) recovery: M procedures suspended on an event, the node SIGKILLed, then the time
 //       until a new node has rehydrated all of them;
 //   (e) resident-memory growth per waiting procedure at that M;
-//   (f) fan-out: one root with C children, submit -> SUCCESS.
+//   (f) fan-out: one root with C children, submit -> SUCCESS;
+//   (g) remote fan-out: one root on proctord a with R children on proctord b (three
+//       proctord processes on loopback), submit -> SUCCESS;
+//   (h) steps/s of T roots x K children x S steps spread over three proctord processes,
+//       beside the same roots on one proctord: the ratio and what bounds it (README).
 //
 // Every phase runs in a forked child process (fresh heap, fresh actor system, its own
 // subdirectory of --data-dir) and sends its figures back through a pipe, one "key value"
 // line each. The parent never creates an actor system or a thread, so forking stays safe,
 // and it can SIGKILL a child (the crash of phase d, or a phase that overruns its deadline).
-// Clients run in-process as actors of the child's actor system: no CAF networking.
+// Clients run in-process as actors of the child's actor system: no CAF networking. (g)
+// and (h) start proctord processes (the binary beside this one) from their phase's child.
 //
 // The code: apps/bench/bench.hpp (shared declarations), apps/bench/children.cpp (the child
 // processes and the helpers used inside them), apps/bench/clients.cpp (burst clients and the
@@ -99,8 +104,17 @@ int main(int argc, char** argv) {
   app.add_option("--fanout-timeout", o.fanout_timeout, "(f) give up after this many seconds")
     ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--phases", o.phases,
-                 "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdef)");
-  app.add_flag("--quick", o.quick, "Small sizes for CI: N=2000, M=5000, C=1000");
+                 "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefgh)");
+  auto* opt_r = app.add_option("--remote-children", o.remote_children,
+                               "(g) children on the other node (default 10000)")
+                  ->check(CLI::Range(1, 1000000));
+  auto* opt_t = app.add_option("--spread-roots", o.spread_roots, "(h) roots T (default 100)")
+                  ->check(CLI::Range(1, 100000));
+  app.add_option("--spread-children", o.spread_children, "(h) children per root K (default 50)")
+    ->check(CLI::Range(1, 100000));
+  app.add_option("--spread-steps", o.spread_steps, "(h) steps per child S (default 10)")
+    ->check(CLI::Range(1, 1000));
+  app.add_flag("--quick", o.quick, "Small sizes for CI: N=2000, M=5000, C=1000, R=1000, T=10");
   CLI11_PARSE(app, argc, argv);
   if (o.quick) {
     if (opt_n->count() == 0)
@@ -109,6 +123,10 @@ int main(int argc, char** argv) {
       o.waiting = 5000;
     if (opt_c->count() == 0)
       o.children = 1000;
+    if (opt_r->count() == 0)
+      o.remote_children = 1000;
+    if (opt_t->count() == 0)
+      o.spread_roots = 10;
     o.raw_seconds = std::min(o.raw_seconds, 1.0);
     o.latency_seconds = std::min(o.latency_seconds, 1.0);
   }
@@ -160,7 +178,8 @@ int main(int argc, char** argv) {
     return p;
   };
   phase_result raw = skipped(), steps = skipped(), cal = skipped(), lat = skipped(),
-               floor = skipped(), pop = skipped(), rec = skipped(), fan = skipped();
+               floor = skipped(), pop = skipped(), rec = skipped(), fan = skipped(),
+               remote = skipped(), spread = skipped();
   if (want("a")) {
     raw = run_phase("(a) raw RocksDB", 60, false,
                     [&](reporter& r) { phase_raw(r, o, sub("raw")); });
@@ -209,6 +228,16 @@ int main(int argc, char** argv) {
     fan = run_phase("(f) fan-out", o.fanout_timeout, false,
                     [&](reporter& r) { phase_fanout(r, o, sub("fanout")); });
     progress("(f) fan-out", fan);
+  }
+  if (want("g")) {
+    remote = run_phase("(g) remote fan-out", 600, false,
+                       [&](reporter& r) { phase_remote_fanout(r, o, sub("remote")); });
+    progress("(g) remote fan-out", remote);
+  }
+  if (want("h")) {
+    spread = run_phase("(h) three nodes beside one", 1200, false,
+                       [&](reporter& r) { phase_spread(r, o, sub("spread")); });
+    progress("(h) three nodes beside one", spread);
   }
   auto total_s = secs(clk::now() - t_run);
 
@@ -336,6 +365,28 @@ int main(int argc, char** argv) {
   } else {
     row("(f) one root with " + fmt_num(o.children) + " children", failed(fan), "<= 1 s MISS");
   }
+  auto remote_ps = get(remote, "children_per_s");
+  if (!want("g")) {
+  } else if (remote_ps) {
+    row("(g) one root, " + fmt_num(static_cast<double>(o.remote_children))
+          + " children on another node",
+        fmt_num(*remote_ps) + " children/s (" + fmt_num(*remote.num("seconds"), 2) + " s)",
+        ">= 20,000/s " + verdict(*remote_ps >= 20000));
+  } else {
+    row("(g) remote fan-out", failed(remote), ">= 20,000/s MISS");
+  }
+  auto three_ps = get(spread, "three_nodes_steps_per_s");
+  auto one_ps = get(spread, "one_node_steps_per_s");
+  if (!want("h")) {
+  } else if (three_ps && one_ps) {
+    row("(h) " + fmt_num(static_cast<double>(o.spread_roots)) + " x "
+          + std::to_string(o.spread_children) + " children x " + std::to_string(o.spread_steps)
+          + " steps, three nodes",
+        fmt_num(*three_ps) + " steps/s", "ratio to one node: " + fmt_num(*three_ps / *one_ps, 2));
+    row("    the same on one node", fmt_num(*one_ps) + " steps/s", "(nodes share this machine)");
+  } else {
+    row("(h) three nodes beside one", failed(spread), "");
+  }
   out << "\npeer (OpenStack TaskFlow + SQLite, same workload shape): "
          "python3 ../shared/peers/taskflow_bench.py 5 20\n";
   out << "total " << fmt_num(total_s, 1) << " s\n";
@@ -347,9 +398,13 @@ int main(int argc, char** argv) {
               << json_num(p50) << ", \"p99\": " << json_num(p99) << ", \"p999\": "
               << json_num(p999) << "}, \"recovery_procs_per_s\": " << json_num(rec_ps)
               << ", \"bytes_per_waiting_procedure\": " << json_num(bytes)
-              << ", \"wide_tree_10k_children_s\": " << json_num(fan_s, 3) << "}" << std::endl;
+              << ", \"wide_tree_10k_children_s\": " << json_num(fan_s, 3)
+              << ", \"remote_children_per_s\": " << json_num(remote_ps)
+              << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
+              << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps) << "}" << std::endl;
   }
   bool all_ok = (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
-                && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"));
+                && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"))
+                && (remote.ok || !want("g")) && (spread.ok || !want("h"));
   return all_ok ? 0 : 1;
 }

@@ -68,6 +68,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
                     + " places it on another node";
       p.parent_node = s.parent_node();
       p.parent_root_id = s.parent_root_id();
+      p.tree_root_id = s.tree_root_id() != 0 ? s.tree_root_id() : s.parent_root_id();
       break;
     }
     case pb::JournalRecord::kStep: {

@@ -73,6 +73,7 @@ struct proc_image {
   /// Non-empty: this procedure is the root of a fragment whose parent runs on that node.
   std::string parent_node;
   uint64_t parent_root_id = 0;
+  uint64_t tree_root_id = 0;  ///< fragment root: the whole tree's root (ctx.root_id())
   uint64_t remote_end_lsn = 0;  ///< the Finished record of a placeholder (0: not ended)
   bool remote_undone = false;   ///< the placeholder's fragment is rolled back there
   bool remote() const noexcept { return !node.empty(); }

@@ -297,10 +297,19 @@ public:
   }
 
 private:
-  outcome spawn_step(pb::FanoutData& d, context&) {
+  outcome spawn_step(pb::FanoutData& d, context& ctx) {
     pb::NoopData c;
     c.set_steps(std::max(1, d.child_steps()));
     std::vector<child_spec> kids(static_cast<size_t>(d.children()), child("demo.noop", c));
+    const auto& nodes = ctx.nodes();
+    for (size_t i = 0; i < kids.size(); ++i) {
+      if (d.place_on() == "*")
+        kids[i] = std::move(kids[i]).on_any_node();
+      else if (!d.place_on().empty())
+        kids[i] = std::move(kids[i]).on_node(d.place_on());
+      else if (d.spread() && nodes.size() > 1)
+        kids[i] = std::move(kids[i]).on_node(nodes[i % nodes.size()]);
+    }
     return spawn(std::move(kids), pb::FANOUT_JOIN);
   }
 

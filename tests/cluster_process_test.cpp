@@ -30,6 +30,13 @@ TEST_F(cluster, a_spread_tree_succeeds_with_every_step_once) {
   ASSERT_NE(id, 0u);
   EXPECT_EQ(final_state(0, id), "SUCCESS") << nodes_[0]->log_tail();
   EXPECT_EQ(ledger_files(), 3u + 6 * 3);
+  // A child on another node sees the tree's root as ctx.root_id(), as a local one does
+  // (demo.ledger names its files <root>.<procedure>.<step>).
+  for (const auto& f : fs::directory_iterator(ledger())) {
+    if (f.path().filename() == "undo.log")
+      continue;
+    EXPECT_EQ(f.path().filename().string().rfind(std::to_string(id) + ".", 0), 0u) << f.path();
+  }
 }
 
 TEST_F(cluster, a_failing_spread_tree_is_undone_on_every_node_in_reverse_causal_order) {

@@ -2,7 +2,8 @@
 // the options, the clock, the child-process machinery (reporter, phase_result, run_phase;
 // children.cpp), the helpers used inside children (requests, metric(), node_in_child;
 // children.cpp), the client actors (burst clients and the open-loop pacer; clients.cpp) and
-// the phases (a)-(c) (phases_write.cpp) and (d)-(f) (phases_wait.cpp).
+// the phases (a)-(c) (phases_write.cpp), (d)-(f) (phases_wait.cpp) and (g)-(h), trees
+// across proctord processes (phases_nodes.cpp).
 #pragma once
 
 #include <chrono>
@@ -52,8 +53,12 @@ struct bench_options {
   double latency_seconds = 3.0;
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
-  std::string phases = "abcdef";  // which measures to run (d and e are one phase)
+  std::string phases = "abcdefgh";  // which measures to run (d and e are one phase)
   bool ledger = false;  // (b) with demo.ledger (a file per step, on the worker threads)
+  size_t remote_children = 10000;  // (g) R
+  size_t spread_roots = 100;       // (h) T
+  size_t spread_children = 50;     // (h) K
+  size_t spread_steps = 10;        // (h) S
 };
 
 // -- child processes (children.cpp) ---------------------------------------------------------
@@ -217,5 +222,9 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
 void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
                    uint64_t last_id);
 void phase_fanout(reporter& r, const bench_options& o, const std::string& dir);
+
+// phases_nodes.cpp
+void phase_remote_fanout(reporter& r, const bench_options& o, const std::string& dir);
+void phase_spread(reporter& r, const bench_options& o, const std::string& dir);
 
 } // namespace proctor::bench

@@ -1,0 +1,233 @@
+// Phases (g) and (h): trees across nodes, measured on real proctord processes (the binary
+// beside proctor-bench) on 127.0.0.1, driven over the client protocol (proto/WIRE.md) the way
+// the CLI drives them. The nodes share this machine's cores and disk, so (h) is a ratio to
+// the same workload on one node, not a cluster's throughput.
+//   (g) one demo.fanout root on node a whose R one-step children all run on node b: submit
+//       to the root's SUCCESS, each child journaled on b, run, and its end journaled on a;
+//   (h) T demo.fanout roots of K children of S steps, spread over a, b and c, beside the
+//       same roots on one node without peers: child steps per second of each.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "actors/wire_client.hpp"
+#include "bench.hpp"
+#include "wire.pb.h"
+
+extern char** environ;
+
+namespace proctor::bench {
+
+namespace {
+
+struct node_process {
+  std::string name;
+  uint16_t port = 0;
+  pid_t pid = -1;
+};
+
+/// The nodes of one measurement; SIGKILLed when it ends (their data is thrown away).
+struct node_group {
+  std::vector<node_process> nodes;
+  node_group() = default;
+  node_group(const node_group&) = delete;
+  node_group& operator=(const node_group&) = delete;
+  ~node_group() {
+    for (auto& n : nodes)
+      if (n.pid > 0) {
+        ::kill(n.pid, SIGKILL);
+        ::waitpid(n.pid, nullptr, 0);
+      }
+  }
+};
+
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("no free port");
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log) {
+  auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "proctord";
+  std::vector<std::string> all{exe.string()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    throw std::runtime_error("cannot start " + exe.string() + ": " + std::strerror(rc));
+  return pid;
+}
+
+pb::Response ask(uint16_t port, const pb::Request& req, std::chrono::milliseconds timeout) {
+  wire_call_options o;
+  o.reply_timeout = timeout;
+  auto r = wire_call("127.0.0.1", port, req.SerializeAsString(), o);
+  if (!r.ok())
+    throw std::runtime_error("node at port " + std::to_string(port) + ": " + r.reason);
+  pb::Response resp;
+  if (!resp.ParseFromString(r.reply))
+    throw std::runtime_error("unreadable answer");
+  return resp;
+}
+
+/// Waits (at most `limit`) until `ok` holds; throws `what` otherwise.
+template <class F>
+void await(F ok, std::chrono::seconds limit, const std::string& what) {
+  auto end = clk::now() + limit;
+  while (true) {
+    try {
+      if (ok())
+        return;
+    } catch (const std::runtime_error&) {
+      // not up yet
+    }
+    if (clk::now() > end)
+      throw std::runtime_error(what);
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+}
+
+/// Starts proctord on dir/<name> for each name; with more than one, each is the others'
+/// peer, and this returns once every node sees every other one up.
+void start_nodes(node_group& g, const std::string& dir, const std::vector<std::string>& names,
+                 size_t workers) {
+  fs::create_directories(dir);
+  for (const auto& n : names)
+    g.nodes.push_back({n, free_port(), -1});
+  for (auto& n : g.nodes) {
+    std::vector<std::string> args{"--data-dir", dir + "/" + n.name, "--listen",
+                                  "127.0.0.1:" + std::to_string(n.port), "--workers",
+                                  std::to_string(workers)};
+    if (g.nodes.size() > 1) {
+      std::string peers;
+      for (const auto& p : g.nodes)
+        if (p.name != n.name)
+          peers += (peers.empty() ? "" : ",") + p.name + "=127.0.0.1:" + std::to_string(p.port);
+      args.insert(args.end(), {"--name", n.name, "--peers", peers});
+    }
+    n.pid = spawn_proctord(args, dir + "/" + n.name + ".log");
+  }
+  pb::Request local;
+  local.mutable_list()->set_local(true);
+  pb::Request nodes;
+  nodes.mutable_nodes();
+  for (auto& n : g.nodes) {
+    await([&] { return ask(n.port, local, std::chrono::seconds{5}).code() == pb::Response::OK; },
+          std::chrono::seconds{60}, "node " + n.name + " did not start (see its log in " + dir + ")");
+    if (g.nodes.size() == 1)
+      continue;
+    await(
+      [&] {
+        auto r = ask(n.port, nodes, std::chrono::seconds{5});
+        size_t up = 0;
+        for (const auto& s : r.nodes())
+          up += s.up() ? 1 : 0;
+        return up == g.nodes.size();
+      },
+      std::chrono::seconds{60}, "node " + n.name + " did not see its peers up");
+  }
+}
+
+uint64_t submit_fanout(uint16_t port, const std::string& args) {
+  pb::Request req;
+  req.mutable_submit()->set_type("demo.fanout");
+  req.mutable_submit()->set_args_json(args);
+  auto r = ask(port, req, std::chrono::seconds{30});
+  if (r.code() != pb::Response::OK)
+    throw std::runtime_error("submit refused: " + r.error());
+  return r.id();
+}
+
+/// Waits for procedure `id` to succeed (polls of 10 s, at most `limit` in all).
+void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit) {
+  auto end = clk::now() + limit;
+  pb::Request req;
+  req.mutable_wait()->set_id(id);
+  req.mutable_wait()->set_timeout_ms(10'000);
+  while (clk::now() < end) {
+    auto r = ask(port, req, std::chrono::seconds{20});
+    if (r.code() == pb::Response::TIMEOUT)
+      continue;
+    if (r.code() != pb::Response::OK)
+      throw std::runtime_error("wait: " + r.error());
+    if (r.status().state() == pb::SUCCESS)
+      return;
+    throw std::runtime_error("procedure " + std::to_string(id) + " ended "
+                             + pb::ProcState_Name(r.status().state()) + ": " + r.status().error());
+  }
+  throw std::runtime_error("procedure " + std::to_string(id) + " did not end in time");
+}
+
+/// T roots of K children of S steps (children placed as `placement` says) on the nodes of
+/// `g`, submitted to its first node at once: child steps per second, submit to last SUCCESS.
+double spread_workload(node_group& g, const bench_options& o, const std::string& placement) {
+  auto port = g.nodes[0].port;
+  auto args = "{\"children\":" + std::to_string(o.spread_children) + ",\"child_steps\":"
+              + std::to_string(o.spread_steps) + placement + "}";
+  auto t0 = clk::now();
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < o.spread_roots; ++i)
+    ids.push_back(submit_fanout(port, args));
+  for (auto id : ids)
+    await_success(port, id, std::chrono::seconds{600});
+  auto el = secs(clk::now() - t0);
+  return static_cast<double>(o.spread_roots) * o.spread_children * o.spread_steps / el;
+}
+
+} // namespace
+
+void phase_remote_fanout(reporter& r, const bench_options& o, const std::string& dir) {
+  node_group g;
+  start_nodes(g, dir, {"a", "b", "c"}, o.workers);
+  auto t0 = clk::now();
+  auto id = submit_fanout(g.nodes[0].port, "{\"children\":" + std::to_string(o.remote_children)
+                                             + ",\"child_steps\":1,\"place_on\":\"b\"}");
+  await_success(g.nodes[0].port, id, std::chrono::seconds{600});
+  auto el = secs(clk::now() - t0);
+  r.put("seconds", el);
+  r.put("children_per_s", static_cast<double>(o.remote_children) / el);
+  r.finish();
+}
+
+void phase_spread(reporter& r, const bench_options& o, const std::string& dir) {
+  double three = 0, one = 0;
+  {
+    node_group g;
+    start_nodes(g, dir + "/three", {"a", "b", "c"}, o.workers);
+    three = spread_workload(g, o, ",\"spread\":true");
+  }
+  {
+    node_group g;
+    start_nodes(g, dir + "/one", {"solo"}, o.workers);
+    one = spread_workload(g, o, "");
+  }
+  r.put("three_nodes_steps_per_s", three);
+  r.put("one_node_steps_per_s", one);
+  r.finish();
+}
+
+} // namespace proctor::bench
