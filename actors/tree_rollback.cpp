@@ -144,18 +144,13 @@ void show_remote_wait(proc_actor* self) {
   publish_rollback(self, std::move(text));
 }
 
-void order_remote_rollback(proc_actor* self, const proc_image& p) {
+namespace {
+
+/// Journals the order to roll back fragment `p` (through the outbox), once per incarnation.
+void send_remote_rollback(proc_actor* self, const proc_image& p) {
   auto& st = self->state;
-  if (st.remote_rolled_back.count(p.id) > 0) {
-    ++st.plan_pos;
-    return run_rollback(self, st.rb_image);
-  }
-  show_remote_wait(self);
-  st.undo_state_name = "(fragment on node " + p.node + ")";
-  st.busy = true;  // until the fragment's end comes (remote_end_atom)
-  if (st.remote_ordered.count(p.id) > 0)
+  if (st.remote_rolled_back.count(p.id) > 0 || !st.remote_ordered.insert(p.id).second)
     return;
-  st.remote_ordered.insert(p.id);
   PLOG(info, self, "ordering procedure {} on node {} rolled back", p.id, p.node);
   pb::PeerMessage m;
   m.mutable_rollback()->set_proc_id(p.id);
@@ -167,6 +162,49 @@ void order_remote_rollback(proc_actor* self, const proc_image& p) {
   journal_append_lsn(self, std::move(batch), [self, staged](uint64_t lsn, size_t n) {
     staged->hand_over(self->state.env->outbox, lsn, n);
   });
+}
+
+/// True when the parent of fragment `child` (on this node) committed a step between LSNs
+/// `lo` (the fragment's end here) and `hi`, undone or not, undoable or not. Only such a step
+/// can have seen the fragment's end: a child's result reaches its parent's next step and
+/// nothing else, so every step causally after the end follows one of those.
+bool parent_step_between(const tree_image& image, uint64_t child, uint64_t lo, uint64_t hi) {
+  const auto* c = image.find(child);
+  const auto* parent = c == nullptr ? nullptr : image.find(c->parent_id);
+  if (parent == nullptr)
+    return true;  // cannot tell: keep the plan's order
+  for (const auto& s : parent->steps)
+    if (s.lsn > lo && s.lsn < hi)
+      return true;
+  return false;
+}
+
+} // namespace
+
+void order_remote_rollback(proc_actor* self, const proc_image& p) {
+  auto& st = self->state;
+  if (st.remote_rolled_back.count(p.id) > 0) {
+    ++st.plan_pos;
+    return run_rollback(self, st.rb_image);
+  }
+  show_remote_wait(self);
+  st.undo_state_name = "(fragment on node " + p.node + ")";
+  st.busy = true;  // until the fragment's end comes (remote_end_atom)
+  send_remote_rollback(self, p);
+  // The fragments right after it in the plan are ordered now too, as long as none of them
+  // can have seen another's effects: a fragment's effects reach this node only as its end,
+  // journaled here, and travel on only through its parent's steps after that end; so a
+  // fragment whose parent committed no step between its end and the end of the first of
+  // the run (the latest) is undone at the same time, on its node, and skipped when its turn
+  // comes. Fragments that had not ended (planned first) have no end to see.
+  const auto top = st.plan[st.plan_pos].lsn;
+  for (auto j = st.plan_pos + 1; j < st.plan.size() && st.plan[j].remote; ++j) {
+    const auto& next = st.plan[j];
+    if (parent_step_between(*st.rb_image, next.proc_id, next.lsn, top))
+      break;
+    if (const auto* q = st.rb_image->find(next.proc_id))
+      send_remote_rollback(self, *q);
+  }
 }
 
 void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@ using proctor::test::cluster;
 using proctor::test::eventually;
 using proctor::test::parse_json;
 using proctor::test::state_of;
+namespace fs = std::filesystem;
 
 /// The value of string field `key` of a JSON object, "" when absent.
 std::string field(const google::protobuf::Value& v, const std::string& key) {
@@ -155,6 +157,32 @@ TEST_F(cluster, past_its_node_loss_deadline_a_tree_rolls_back_everywhere_once_th
   }, 30s)) << waiting << nodes_[0]->log_tail();
   EXPECT_NE(waiting.find("unreachable since"), std::string::npos) << waiting;
   ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
+  EXPECT_EQ(final_state(0, id), "ROLLEDBACK") << nodes_[0]->log_tail();
+  EXPECT_EQ(ledger_files(), 0u);
+}
+
+TEST_F(cluster, fragments_that_cannot_have_seen_each_other_are_rolled_back_at_the_same_time) {
+  // Three children on b; the root fails after they ended, with no step between their ends:
+  // all three are ordered back at once. Their undos are held (gate undo.0 closed), so while
+  // they wait each fragment shows its failing undo — all three at the same time, where an
+  // order one after the other would show one.
+  auto gates = dir_.path() / "gates";
+  fs::create_directories(gates);
+  for (const std::string g : {"step.0", "step.1", "undo.1"})
+    std::ofstream(gates / g) << "";
+  auto id = submit(0, R"(,"steps":2,"children":3,"depth":1,"spread":false,"place_on":"b",)"
+                      R"("fail_at":1,"gate_dir":")" + gates.string() + "\"");
+  ASSERT_NE(id, 0u);
+  size_t undoing = 0;
+  EXPECT_TRUE(eventually([&] {
+    auto l = parse_json(nodes_[1]->ctl({"list", "--all", "--local"}, 10s).out);
+    undoing = 0;
+    if (l)
+      for (const auto& s : l->list_value().values())
+        undoing += field(s, "waiting_for").find("failing") != std::string::npos ? 1 : 0;
+    return undoing == 3;
+  }, 30s)) << undoing << " fragment(s) rolling back at once\n" << nodes_[1]->log_tail();
+  std::ofstream(gates / "undo.0") << "";
   EXPECT_EQ(final_state(0, id), "ROLLEDBACK") << nodes_[0]->log_tail();
   EXPECT_EQ(ledger_files(), 0u);
 }
