@@ -94,6 +94,8 @@ void on_spawns(executor_actor* self, const std::string& from,
     s->set_parent_node(from);  // the node that sent it, whatever the message says
     s->set_parent_root_id(m->parent_root_id());
     s->set_tree_root_id(m->tree_root_id() != 0 ? m->tree_root_id() : m->parent_root_id());
+    if (m->has_parent_supervision())
+      *s->mutable_parent_supervision() = m->parent_supervision();
     b.entries.push_back(make_entry(id, rec));
     tree_folder f(id);
     f.add(0, rec);

@@ -186,6 +186,16 @@ std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t c
   rs->set_parent_id(st.id);
   rs->set_parent_root_id(st.root_id);
   rs->set_tree_root_id(st.tree_root_id);
+  // The child's node restarts the fragment's root after a crash as this parent would.
+  if (st.ptype != nullptr) {
+    const auto& sup = st.ptype->supervision;
+    auto* ps = rs->mutable_parent_supervision();
+    ps->set_max_restarts(sup.max_restarts);
+    ps->set_period_ms(sup.period.count());
+    ps->set_backoff_min_ms(sup.backoff_min.count());
+    ps->set_backoff_max_ms(sup.backoff_max.count());
+    ps->set_jitter(sup.jitter);
+  }
   rs->set_parent_node(st.env->node_name);
   rs->set_type(c.type);
   rs->set_data(c.data);

@@ -69,6 +69,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.parent_node = s.parent_node();
       p.parent_root_id = s.parent_root_id();
       p.tree_root_id = s.tree_root_id() != 0 ? s.tree_root_id() : s.parent_root_id();
+      if (s.has_parent_supervision())
+        p.parent_supervision = std::make_shared<const pb::Supervision>(s.parent_supervision());
       break;
     }
     case pb::JournalRecord::kStep: {

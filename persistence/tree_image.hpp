@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -74,6 +75,9 @@ struct proc_image {
   std::string parent_node;
   uint64_t parent_root_id = 0;
   uint64_t tree_root_id = 0;  ///< fragment root: the whole tree's root (ctx.root_id())
+  /// Fragment root: how its parent (on the other node) supervises it; null: by its own
+  /// type's policy (a journal written before the parent's was carried).
+  std::shared_ptr<const pb::Supervision> parent_supervision;
   uint64_t remote_end_lsn = 0;  ///< the Finished record of a placeholder (0: not ended)
   bool remote_undone = false;   ///< the placeholder's fragment is rolled back there
   bool remote() const noexcept { return !node.empty(); }
