@@ -178,8 +178,8 @@ TEST_F(types_test, an_unknown_type_is_quarantined) {
   start();
   expect_quarantined(id, "procedure " + std::to_string(id)
                            + ": unknown procedure type 'test.versioned' (known types: "
-                             "demo.call, demo.fanout, demo.flaky, demo.ledger, demo.noop, "
-                             "demo.wait_event)");
+                             "demo.call, demo.fanout, demo.flaky, demo.ledger, "
+                             "demo.ledger.impatient, demo.noop, demo.wait_event)");
 }
 
 TEST_F(types_test, an_upgrade_that_throws_is_quarantined) {

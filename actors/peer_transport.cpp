@@ -100,9 +100,10 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
       if (l == self->state.links.end())
         return caf::make_error(caf::sec::runtime_error, "no peer named '" + name + "'");
       // The link bounds every request itself (its deadline, or at once when the peer is
-      // down), so this waits for its answer without a timeout of its own.
+      // down); the slack only covers a link that died with the request.
       auto rp = self->make_response_promise<std::string>();
-      self->request(l->second, caf::infinite, peer_request_atom::value, name, bytes, timeout_ms)
+      self->request(l->second, std::chrono::milliseconds{timeout_ms} + std::chrono::seconds{5},
+                    peer_request_atom::value, name, bytes, timeout_ms)
         .then([rp](std::string& r) mutable { rp.deliver(std::move(r)); },
               [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
       return rp;
