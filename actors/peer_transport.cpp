@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "actors/outbox.hpp"
+#include "actors/wall_clock.hpp"
 
 namespace proctor {
 
@@ -92,6 +93,7 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
     s.name = name;
     s.address = addr.host + ":" + std::to_string(addr.port);
     s.reason = "not connected yet";
+    s.since_ms = wall_ms();  // down since now: a node-loss deadline counts from here
   }
   return {
     [self](peer_request_atom, const std::string& name, const std::string& bytes,

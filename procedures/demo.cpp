@@ -327,9 +327,9 @@ private:
 void register_demo_procedures(registry& r) {
   r.add<ledger>("demo.ledger");
   // demo.ledger whose tree fails (and rolls back) once a node holding one of its children
-  // has been unreachable for 2 s, instead of waiting for it (README "Across nodes").
+  // has been unreachable for 5 s, instead of waiting for it (README "Across nodes").
   r.add<ledger>("demo.ledger.impatient")
-    .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{2}));
+    .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{5}));
   r.add<flaky>("demo.flaky");
   r.add<wait_event>("demo.wait_event");
   {

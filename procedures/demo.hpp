@@ -1,6 +1,6 @@
 // The built-in demo procedures, used by the demo, the tests and the benchmark:
 //   demo.ledger      steps that each leave one file; trees; a failing root (rollback)
-//   demo.ledger.impatient  demo.ledger whose tree fails after 2 s without a child's node
+//   demo.ledger.impatient  demo.ledger whose tree fails after 5 s without a child's node
 //   demo.flaky       a step that crashes its first `crash_times` attempts (supervision)
 //   demo.wait_event  suspends until an external event or its deadline
 //   demo.noop        `steps` empty steps (durable step throughput)
