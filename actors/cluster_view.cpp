@@ -76,17 +76,4 @@ std::string cluster_view::pick(const std::string& type, const std::string& self,
   return best;
 }
 
-std::vector<std::string> cluster_view::nodes_with(const std::string& type,
-                                                  const std::string& self,
-                                                  bool self_has) const {
-  std::lock_guard<std::mutex> g(mtx_);
-  std::vector<std::string> out;
-  if (self_has)
-    out.push_back(self);
-  for (const auto& [name, s] : peers_)
-    if (has_type(s, type))
-      out.push_back(name);
-  return out;
-}
-
 } // namespace proctor

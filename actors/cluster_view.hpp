@@ -40,10 +40,6 @@ public:
   std::string pick(const std::string& type, const std::string& self, bool self_has,
                    const std::map<std::string, uint64_t>& placed) const;
 
-  /// The nodes known to have `type` registered (for an error message), this one included.
-  std::vector<std::string> nodes_with(const std::string& type, const std::string& self,
-                                      bool self_has) const;
-
 private:
   mutable std::mutex mtx_;
   std::map<std::string, peer_status> peers_;

@@ -166,20 +166,12 @@ root_entry& enter_root(executor_actor* self, const tree_image& image) {
   auto& re = it->second;
   if (const auto* p = image.root()) {
     re.nonce = p->nonce;
-    if (fresh && p->parent_supervision) {
-      // A fragment's root: supervised as its parent on the other node would supervise it.
-      const auto& ps = *p->parent_supervision;
-      supervision_policy sup;
-      sup.max_restarts = ps.max_restarts();
-      sup.period = std::chrono::milliseconds{ps.period_ms()};
-      sup.backoff_min = std::chrono::milliseconds{ps.backoff_min_ms()};
-      sup.backoff_max = std::chrono::milliseconds{ps.backoff_max_ms()};
-      sup.jitter = ps.jitter();
-      re.restarts = restart_tracker(sup);
-    } else if (fresh) {
+    // A fragment's root is supervised as its parent on the other node would supervise it.
+    if (fresh && p->parent_supervision)
+      re.restarts = restart_tracker(from_pb(*p->parent_supervision));
+    else if (fresh)
       if (const auto* t = st.env->types->find(p->type); t != nullptr)
         re.restarts = restart_tracker(t->supervision);
-    }
   }
   return re;
 }

@@ -16,10 +16,8 @@ namespace proctor::exec_detail {
 
 void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp) {
   auto& st = self->state;
-  if (st.env->node_name.empty() || !st.env->is_peer(req.from()))
-    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
-                                  "node '" + req.from() + "' is not a peer of node '"
-                                    + st.env->node_name + "'"));
+  if (auto why = not_a_peer(self, req.from()); !why.empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, why));
   pb::Response r;
   auto* info = r.mutable_pong();
   info->set_name(st.env->node_name);
@@ -58,6 +56,14 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
 }
 
 namespace {
+
+/// The node number of peer `name` (0 when it is none).
+uint16_t node_number_of_peer(executor_actor* self, const std::string& name) {
+  for (const auto& [num, peer] : self->state.env->peer_numbers)
+    if (peer == name)
+      return num;
+  return 0;
+}
 
 void fill_node(const peer_status& s, pb::NodeStatus* n) {
   n->set_name(s.name);
@@ -104,12 +110,6 @@ void handle_nodes(executor_actor* self, promise_t rp) {
       });
 }
 
-uint16_t node_number_of_peer(executor_actor* self, const std::string& name) {
-  for (const auto& [num, peer] : self->state.env->peer_numbers)
-    if (peer == name)
-      return num;
-  return 0;
-}
 
 namespace {
 

@@ -382,12 +382,16 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
   return true;
 }
 
+std::string not_a_peer(executor_actor* self, const std::string& from) {
+  const auto& env = *self->state.env;
+  if (!env.node_name.empty() && env.is_peer(from))
+    return {};
+  return "node '" + from + "' is not a peer of node '" + env.node_name + "'";
+}
+
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp) {
-  auto& st = self->state;
-  if (st.env->node_name.empty() || !st.env->is_peer(req.from()))
-    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
-                                  "node '" + req.from() + "' is not a peer of node '"
-                                    + st.env->node_name + "'"));
+  if (auto why = not_a_peer(self, req.from()); !why.empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, why));
   spdlog::debug("delivery of {} message(s) from node {}", req.messages_size(), req.from());
   auto d = std::make_shared<delivery>();
   d->from = req.from();

@@ -189,6 +189,9 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
 /// answer it here.
 bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
                       promise_t& rp);
+/// Why a request that says it comes from node `from` is refused ("" when `from` is a peer
+/// of this named node): a delivery or a heartbeat from a stranger.
+std::string not_a_peer(executor_actor* self, const std::string& from);
 /// Takes another node's messages about trees spanning both (executor_remote.cpp).
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp);
 // -- the cluster (executor_cluster.cpp) --------------------------------------------------------
@@ -199,8 +202,6 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
 void on_peer_status(executor_actor* self, const peer_status& s);
 /// Answers `nodes`: this node and each peer as seen from here.
 void handle_nodes(executor_actor* self, promise_t rp);
-/// The node number of peer `name` (0 when it is none).
-uint16_t node_number_of_peer(executor_actor* self, const std::string& name);
 /// A list not limited to this node (`local` unset) on a node with peers: asks each peer for
 /// its part and answers the merge (with the peers that did not answer). False: answer
 /// `local` (this node's part) as it is.

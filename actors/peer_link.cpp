@@ -57,7 +57,6 @@ struct link_state {
   uint64_t attempt = 0;  ///< of the connect in progress (older results are dropped)
   clock_type::time_point next_connect{};
   std::chrono::milliseconds backoff{0};
-  std::string last_connect_error;
 
   // -- requests -------------------------------------------------------------------------------
   uint64_t next_tag = 0;
@@ -271,7 +270,6 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       }
       st.connecting = false;
       if (fd < 0) {
-        st.last_connect_error = why;
         return go_down(self, "cannot connect to " + st.status.address + ": " + why, true);
       }
       on_connected(self, fd);

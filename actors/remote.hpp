@@ -45,6 +45,11 @@ using proc_actor = caf::stateful_actor<proc_actor_state>;
 std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t cid,
                                pb::JournalRecord* sub, pb::PeerMessage* msg);
 
+/// A parent's supervision policy as it travels with a spawn to another node, and back. The
+/// strategy stays behind: siblings on other nodes are not restarted together.
+pb::Supervision to_pb(const supervision_policy& p);
+supervision_policy from_pb(const pb::Supervision& p);
+
 /// Resolves `c.on_any_node()`: sets `c.node` to the node the child goes to (this node's
 /// name, or "" on a node without a name, for here) and counts it in `placed` (the children
 /// this step placed on each node so far, so one step spreads its children). A non-empty

@@ -187,15 +187,8 @@ std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t c
   rs->set_parent_root_id(st.root_id);
   rs->set_tree_root_id(st.tree_root_id);
   // The child's node restarts the fragment's root after a crash as this parent would.
-  if (st.ptype != nullptr) {
-    const auto& sup = st.ptype->supervision;
-    auto* ps = rs->mutable_parent_supervision();
-    ps->set_max_restarts(sup.max_restarts);
-    ps->set_period_ms(sup.period.count());
-    ps->set_backoff_min_ms(sup.backoff_min.count());
-    ps->set_backoff_max_ms(sup.backoff_max.count());
-    ps->set_jitter(sup.jitter);
-  }
+  if (st.ptype != nullptr)
+    *rs->mutable_parent_supervision() = to_pb(st.ptype->supervision);
   rs->set_parent_node(st.env->node_name);
   rs->set_type(c.type);
   rs->set_data(c.data);
@@ -203,6 +196,26 @@ std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t c
   if (const auto* t = st.env->types->find(c.type))
     rs->set_type_version(t->version);
   return {};
+}
+
+pb::Supervision to_pb(const supervision_policy& p) {
+  pb::Supervision out;
+  out.set_max_restarts(p.max_restarts);
+  out.set_period_ms(p.period.count());
+  out.set_backoff_min_ms(p.backoff_min.count());
+  out.set_backoff_max_ms(p.backoff_max.count());
+  out.set_jitter(p.jitter);
+  return out;
+}
+
+supervision_policy from_pb(const pb::Supervision& p) {
+  supervision_policy out;
+  out.max_restarts = p.max_restarts();
+  out.period = std::chrono::milliseconds{p.period_ms()};
+  out.backoff_min = std::chrono::milliseconds{p.backoff_min_ms()};
+  out.backoff_max = std::chrono::milliseconds{p.backoff_max_ms()};
+  out.jitter = p.jitter();
+  return out;
 }
 
 std::string place_on_any_node(proc_actor* self, child_spec& c,
