@@ -17,6 +17,7 @@
 #include "actors/echo_service.hpp"
 #include "actors/node.hpp"
 #include "actors/peer_transport.hpp"
+#include "actors/standby.hpp"
 #include "apps/endpoint.hpp"
 #include "procedures/demo.hpp"
 
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
   int result_ttl_s = 900;
   size_t max_args = 1 << 20;
   int64_t hibernate_after_ms = 1000;
+  bool standby = false;
+  int64_t fence_after_ms = 0;
   app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
   app.add_option("--listen", listen, "HOST:PORT the node serves on (port 0: any)")->required();
   app.add_option("--name", name,
@@ -64,6 +67,13 @@ int main(int argc, char** argv) {
                  "A root waiting this long for an event gives up its actor until woken "
                  "(-1: never)")
     ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
+  app.add_flag("--standby", standby,
+               "Wait for the data directory's lock while another process holds it, following "
+               "its journal, and take over as soon as that process is gone (README \"Standby\")");
+  app.add_option("--fence-after-ms", fence_after_ms,
+                 "With --standby: kill (SIGKILL) an active process on this host that has not "
+                 "answered for this long, to take over (0: never)")
+    ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +136,24 @@ int main(int argc, char** argv) {
   {
     caf::actor_system sys{cfg};
     proctor::node n{sys, types};
+    // The data directory: this process's at once, or (--standby) once its holder is gone;
+    // the actor system and the registry are ready meanwhile.
+    proctor::standby_options so;
+    so.data_dir = data_dir;
+    if (fence_after_ms > 0)
+      so.fence_after = std::chrono::milliseconds{fence_after_ms};
+    so.stop_requested = [&sigs] { return proctor::signal_pending(sigs); };
+    auto dir = proctor::take_directory(so, standby);
+    if (!dir.lock) {
+      if (!dir.error.empty()) {
+        std::cerr << "proctord: " << dir.error << "\n";
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+      spdlog::info("standby on {}: stopped before taking over", data_dir);
+      spdlog::shutdown();
+      return 0;
+    }
     proctor::node_options opts;
     opts.data_dir = data_dir;
     opts.workers = workers;
@@ -135,6 +163,7 @@ int main(int argc, char** argv) {
     auto echo = proctor::spawn_echo_service(sys);
     opts.services["demo.echo"] = echo;
     opts.name = name;
+    opts.lock = dir.lock;
     caf::actor transport;
     if (!peers.empty()) {
       proctor::peer_transport_config pc;
@@ -159,6 +188,18 @@ int main(int argc, char** argv) {
       spdlog::shutdown();
       std::_Exit(1);
     }
+    auto takeover = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - dir.taken_at);
+    proctor::active_info who;
+    who.listen = listen_ep->host + ":" + std::to_string(*p);
+    if (dir.waited) {
+      who.takeover_ms = std::max<int64_t>(1, takeover.count());
+      n.note_takeover(std::chrono::milliseconds{who.takeover_ms});
+      spdlog::info("took over as the active process of {} in {} ms (epoch {})", data_dir,
+                   who.takeover_ms, dir.lock->epoch());
+    }
+    if (std::string err; !dir.lock->publish(who, &err))
+      spdlog::warn("{} (standbys and operators see an older holder)", err);
     spdlog::info("proctord{} listening on {}:{} with {} worker(s), data in {}{}",
                  name.empty() ? std::string{} : " " + name, listen_ep->host, *p, workers,
                  data_dir, peers.empty() ? std::string{}
@@ -179,8 +220,7 @@ int main(int argc, char** argv) {
     if (!metrics_addr.empty())
       spdlog::warn("--metrics ignored: built without cpp-httplib");
 #endif
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    int sig = proctor::wait_for_signal_unless_fenced(sigs, *dir.lock);
     spdlog::info("signal {}: shutting down", sig);
 #ifdef PROCTOR_HAVE_HTTPLIB
     if (http)
