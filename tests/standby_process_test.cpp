@@ -163,9 +163,13 @@ TEST_F(standby, ten_takeovers_in_a_row_lose_nothing_and_a_wait_carries_on) {
     ASSERT_EQ(r.exit_code, 0) << describe(r);
     trees.push_back(parse_id(r.out).value_or(0));
   }
-  // A wait started before the first kill ends with the procedure's exit code.
+  // A wait started before the first kill, for a procedure that waits for an event sent
+  // after the last, ends with the procedure's exit code.
+  auto r0 = ctl_b({"submit", "demo.wait_event", "--args-json", R"({"key":"after-ten"})"}, 60s);
+  ASSERT_EQ(r0.exit_code, 0) << describe(r0);
+  auto waiter = parse_id(r0.out).value_or(0);
   auto waiting = std::async(std::launch::async, [&] {
-    return ctl_b({"wait", std::to_string(ids.back()), "--timeout-s", "300"}, 330s);
+    return ctl_b({"wait", std::to_string(waiter), "--timeout-s", "300"}, 330s);
   });
   size_t active = 0;
   for (int round = 0; round < 10; ++round) {
@@ -189,6 +193,9 @@ TEST_F(standby, ten_takeovers_in_a_row_lose_nothing_and_a_wait_carries_on) {
     auto r = a_->ctl({"wait", std::to_string(t), "--timeout-s", "120"}, 150s);
     EXPECT_EQ(r.exit_code, 0) << describe(r) << a_->log_tail();
   }
+  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout);
+  auto ev = ctl_b({"event", "after-ten"}, 60s);
+  EXPECT_EQ(ev.exit_code, 0) << describe(ev);
   auto w = waiting.get();
   EXPECT_EQ(w.exit_code, 0) << describe(w);
   // Every step exactly once: 3 per procedure, 3 + 4 * 3 per tree.
