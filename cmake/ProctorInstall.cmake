@@ -1,7 +1,8 @@
-# Proctor as a library for authors' own nodes: `cmake --install` puts the headers under
-# include/proctor (the include root an author's code sees: "procedures/state_machine.hpp",
-# "actors/run_node.hpp", and the generated "journal.pb.h"), the static libraries under lib,
-# and a CMake package (lib/cmake/Proctor) so that
+# Proctor as a library for authors' own nodes: `cmake --install` puts proctord and the
+# operator CLI proctor under bin, the headers under include/proctor (the include root an
+# author's code sees: "procedures/state_machine.hpp", "actors/run_node.hpp", and the
+# generated "journal.pb.h"), the static libraries under lib, and a CMake package
+# (lib/cmake/Proctor) so that
 #
 #   find_package(Proctor REQUIRED)
 #   target_link_libraries(my_node PRIVATE Proctor::proctor)
@@ -27,6 +28,8 @@ install(TARGETS ${PROCTOR_LIBRARIES} proctor_all proctor_allocator EXPORT Procto
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
+
+install(TARGETS proctord proctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(PROCTOR_INCLUDE_DEST ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
 foreach(dir procedures persistence supervision actors)
