@@ -52,7 +52,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   app.add_option("--name", name,
                  "This node's name among its peers (fixed by the data directory on first use)");
   app.add_option("--peers", peers_text,
-                 "The other nodes: NAME=HOST:PORT,... (their --listen addresses)");
+                 "The other nodes: NAME=HOST:PORT,... (their --listen addresses; a node with "
+                 "a standby: NAME=HOST:PORT|HOST:PORT)");
   app.add_option("--peers-file", peers_file,
                  "A file of NAME=HOST:PORT lines ('#' comments), read with --peers");
   app.add_option("--workers", workers, "Run slots: steps that run at once")
