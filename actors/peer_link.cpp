@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/outbox.hpp"
+#include "actors/tls.hpp"
 #include "actors/wall_clock.hpp"
 #include "actors/wire_client.hpp"
 #include "actors/wire_frame.hpp"
@@ -151,7 +152,16 @@ void start_connect(link_actor* self) {
 
 void on_connected(link_actor* self, int fd) {
   auto& st = self->state;
-  st.hdl = self->add_scribe(fd);
+  if (tls_enabled(self->system())) {
+    auto scribe = new_tls_scribe(self->system(), fd,
+                                 "node " + st.cfg.peer_name + " at " + st.status.address);
+    if (!scribe)
+      return go_down(self, "TLS with " + st.status.address + " failed (the log says why)", true);
+    st.hdl = (*scribe)->hdl();
+    self->add_scribe(std::move(*scribe));
+  } else {
+    st.hdl = self->add_scribe(fd);
+  }
   st.connected = true;
   st.want = 0;
   self->configure_read(st.hdl, receive_policy::exactly(frame_header_bytes));
