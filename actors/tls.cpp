@@ -40,22 +40,38 @@ std::string remote_of(native_socket fd) {
          + std::to_string(*port);
 }
 
+/// What a connection's policy and scribe share: whether the handshake is over (the first
+/// application byte moved) or its failure logged.
+struct handshake_state {
+  std::string peer;  ///< names the other side in logs
+  bool over = false;
+
+  void fail(const std::string& why) {
+    if (over)
+      return;
+    over = true;
+    spdlog::warn("TLS with {} failed: {}; connection closed", peer, why);
+  }
+};
+
 /// Hands the stream's reads and writes to CAF's session; until the first application byte
-/// moved (the handshake is done then), a failure is a refused handshake and is logged.
+/// moved, a failure is a refused handshake and is logged.
 class tls_policy {
 public:
-  tls_policy(caf::openssl::session_ptr session, std::string peer)
-    : session_(std::move(session)), peer_(std::move(peer)) {}
+  tls_policy(caf::openssl::session_ptr session, handshake_state* hs)
+    : session_(std::move(session)), hs_(hs) {}
 
   rw_state read_some(size_t& result, native_socket fd, void* buf, size_t len) {
     // CAF's session leaves OpenSSL's error queue to us (its own logging is compiled out).
     ERR_clear_error();
-    return note(session_->read_some(result, fd, buf, len), result);
+    auto r = session_->read_some(result, fd, buf, len);
+    return note(r, result);
   }
 
   rw_state write_some(size_t& result, native_socket fd, const void* buf, size_t len) {
     ERR_clear_error();
-    return note(session_->write_some(result, fd, buf, len), result);
+    auto r = session_->write_some(result, fd, buf, len);  // before `result` is read
+    return note(r, result);
   }
 
   bool must_read_more(native_socket fd, size_t threshold) {
@@ -64,26 +80,24 @@ public:
 
 private:
   rw_state note(rw_state r, size_t moved) {
-    if (r == rw_state::failure && !established_) {
-      spdlog::warn("TLS with {} failed: {}; connection closed", peer_,
-                   tls_error_text("closed during the handshake"));
-      established_ = true;  // logged once
-    } else if (moved > 0) {
-      established_ = true;
-    }
+    if (r == rw_state::failure)
+      hs_->fail(tls_error_text("closed during the handshake"));
+    else if (moved > 0)
+      hs_->over = true;
     return r;
   }
 
   caf::openssl::session_ptr session_;
-  std::string peer_;
-  bool established_ = false;
+  handshake_state* hs_;
 };
 
 class tls_scribe : public caf::io::scribe {
 public:
   tls_scribe(net::default_multiplexer& mpx, native_socket fd, caf::openssl::session_ptr s,
              std::string peer)
-    : scribe(net::conn_hdl_from_socket(fd)), stream_(mpx, fd, std::move(s), std::move(peer)) {}
+    : scribe(net::conn_hdl_from_socket(fd)),
+      hs_{std::move(peer)},
+      stream_(mpx, fd, std::move(s), &hs_) {}
 
   void configure_read(caf::io::receive_policy::config config) override {
     stream_.configure_read(config);
@@ -109,6 +123,14 @@ public:
   void add_to_loop() override { stream_.activate(this); }
   void remove_from_loop() override { stream_.passivate(); }
 
+protected:
+  // The connection is gone. A socket error (a reset, a hang-up) gets here without passing
+  // the policy: one during the handshake is logged here.
+  caf::message detach_message() override {
+    hs_.fail("the connection ended during the handshake");
+    return scribe::detach_message();
+  }
+
 private:
   void launch() {
     launched_ = true;
@@ -118,6 +140,7 @@ private:
     stream_.force_empty_write(this);
   }
 
+  handshake_state hs_;
   bool launched_ = false;
   net::stream_impl<tls_policy> stream_;
 };

@@ -2,6 +2,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -75,8 +76,11 @@ ssl_ctx_st* make_tls_context(const tls_options& o, std::string* why) {
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   if (SSL_CTX_use_certificate_chain_file(ctx, o.cert.c_str()) != 1)
     return failed("--tls-cert " + o.cert + " holds no usable PEM certificate");
-  if (SSL_CTX_use_PrivateKey_file(ctx, o.key.c_str(), SSL_FILETYPE_PEM) != 1)
+  if (SSL_CTX_use_PrivateKey_file(ctx, o.key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+      return failed("--tls-key " + o.key + " is not the key of --tls-cert " + o.cert);
     return failed("--tls-key " + o.key + " holds no usable PEM private key (unencrypted)");
+  }
   if (SSL_CTX_check_private_key(ctx) != 1)
     return failed("--tls-key " + o.key + " is not the key of --tls-cert " + o.cert);
   if (SSL_CTX_load_verify_locations(ctx, o.ca.c_str(), nullptr) != 1)

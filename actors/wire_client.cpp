@@ -287,6 +287,13 @@ wire_result wire_call(const std::string& host, uint16_t port, std::string_view r
     if (ch.tls() && s == channel::step::failed)
       return fail(wire_result::kind::unreachable,
                   "TLS handshake with " + where + " failed: " + ch.tls_error());
+    // A node that refuses the certificate closes at once; its alert is lost when the close
+    // comes as a reset (it had not read the request).
+    if (ch.tls())
+      return fail(wire_result::kind::unreachable,
+                  "TLS handshake with " + where
+                    + " failed: the node closed the connection (did it refuse this client's "
+                      "certificate?)");
     if (s == channel::step::closed)
       return fail(wire_result::kind::dropped,
                   std::string{"the node closed the connection without answering"}

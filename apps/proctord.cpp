@@ -17,6 +17,7 @@
 #include "actors/echo_service.hpp"
 #include "actors/node.hpp"
 #include "actors/peer_transport.hpp"
+#include "actors/tls.hpp"
 #include "apps/endpoint.hpp"
 #include "procedures/demo.hpp"
 
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
                  "A root waiting this long for an event gives up its actor until woken "
                  "(-1: never)")
     ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
+  proctor::tls_options tls;  // README "TLS"
+  app.add_option("--tls-cert", tls.cert, "PEM certificate this node presents (mutual TLS)");
+  app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
+  app.add_option("--tls-ca", tls.ca, "PEM CA every client's and peer's certificate must chain to");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -77,6 +82,10 @@ int main(int argc, char** argv) {
   auto listen_ep = proctor::parse_endpoint(listen, true);
   if (!listen_ep) {
     std::cerr << "proctord: --listen wants HOST:PORT, got '" << listen << "'\n";
+    return 64;
+  }
+  if (auto why = proctor::check_tls_options(tls); !why.empty()) {
+    std::cerr << "proctord: " << why << "\n";
     return 64;
   }
   auto metrics_ep = proctor::parse_endpoint(metrics_addr, true);
@@ -122,6 +131,7 @@ int main(int argc, char** argv) {
   proctor::registry types;
   proctor::register_demo_procedures(types);
   daemon_config cfg;
+  proctor::configure_tls(cfg, tls);
   int rc = 0;
   {
     caf::actor_system sys{cfg};

@@ -9,7 +9,8 @@
 # DIR/NODE.pem NODE.key             one per node (server and client use: nodes connect too)
 # DIR/client.pem client.key         for the proctor CLI
 # DIR/other-ca.pem other-ca.key     a second, unrelated CA ...
-# DIR/other-client.pem .key         ... and a client certificate from it (refused by nodes)
+# DIR/other-client.pem .key         ... a client certificate from it (refused by nodes)
+# DIR/other-node.pem .key           ... and a node certificate from it (refused as a peer)
 #
 # Needs Debian's openssl (scripts/setup.sh installs it).
 set -euo pipefail
@@ -59,5 +60,6 @@ done
 make_leaf client ca "proctor client" clientAuth
 make_ca other-ca "Another throw-away CA"
 make_leaf other-client other-ca "proctor client" clientAuth
+make_leaf other-node other-ca "proctor node" serverAuth,clientAuth
 chmod 644 ./*.pem
-echo "make-certs: CA, node(s) ${nodes[*]}, client and other-CA client in $(pwd)"
+echo "make-certs: CA, node(s) ${nodes[*]}, client and other-CA client and node in $(pwd)"
