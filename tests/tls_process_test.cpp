@@ -253,15 +253,22 @@ TEST_F(tls, a_node_with_a_certificate_from_another_ca_is_never_up) {
   use_cli_cert("client", "ca");
   EXPECT_TRUE(eventually([&] { return read_file(a->log_file()).find("TLS with") != std::string::npos; },
                          20s)) << a->log_tail();
-  auto r = a->ctl({"nodes", "--json"}, 10s);
-  auto v = parse_json(r.out);
-  ASSERT_TRUE(v) << r.out << r.err;
-  for (const auto& x : v->list_value().values()) {
-    const auto& f = x.struct_value().fields();
-    if (f.at("name").string_value() == "b") {
-      EXPECT_FALSE(f.at("up").bool_value());
+  // a sees b down, and why.
+  std::string seen;
+  EXPECT_TRUE(eventually([&] {
+    auto r = a->ctl({"nodes", "--json"}, 10s);
+    seen = r.out + r.err;
+    auto v = parse_json(r.out);
+    if (!v)
+      return false;
+    for (const auto& x : v->list_value().values()) {
+      const auto& f = x.struct_value().fields();
+      if (f.at("name").string_value() == "b")
+        return !f.at("up").bool_value()
+               && f.at("reason").string_value().find("TLS") != std::string::npos;
     }
-  }
+    return false;
+  }, 20s, 200ms)) << seen;
   EXPECT_TRUE(a->running());
 }
 
