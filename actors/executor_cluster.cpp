@@ -1,6 +1,8 @@
 // The executor as a member of a cluster (README "Across nodes"): it answers its peers'
 // heartbeats, follows how its links see each peer (and tells the procedures that wait for a
 // peer when it goes down or comes back), answers `nodes`, and makes `list` cluster-wide.
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 
@@ -11,6 +13,7 @@
 #include "actors/outbox.hpp"
 #include "actors/peer_link.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "persistence/active_lock.hpp"
 
 namespace proctor::exec_detail {
 
@@ -90,6 +93,12 @@ void handle_nodes(executor_actor* self, promise_t rp) {
   me->set_since_ms(st.env->started_at_ms);
   me->set_live(st.started.size());
   me->set_started_at_ms(st.env->started_at_ms);
+  auto* proc = me->mutable_process();
+  proc->set_pid(::getpid());
+  proc->set_host(host_name());
+  proc->set_epoch(st.env->epoch);
+  proc->set_active_since_ms(st.env->started_at_ms);
+  proc->set_takeover_ms(st.env->takeover_ms.load());
   if (!st.env->transport)
     return reply(rp, encode(*r));
   self->request(st.env->outbox, std::chrono::seconds{5}, outbox_stats_atom::value)

@@ -279,7 +279,9 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                                      executor_gauges{st.waiting, st.dormant, st.procs.size(),
                                                      st.quarantined.size(),
                                                      st.rolling_back.size(), st.undos,
-                                                     st.undo_failures}));
+                                                     st.undo_failures, st.env->epoch,
+                                                     st.env->started_at_ms,
+                                                     st.env->takeover_ms.load()}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

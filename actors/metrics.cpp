@@ -91,6 +91,14 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
     << g.undos << "\n# HELP proctor_undo_failures_total Undos that threw; each is retried.\n"
        "# TYPE proctor_undo_failures_total counter\nproctor_undo_failures_total "
     << g.undo_failures << '\n';
+  gauge("proctor_active_epoch",
+        "The data directory's epoch this process holds (one more at every takeover).",
+        static_cast<double>(g.epoch));
+  gauge("proctor_active_since_seconds", "Since when this process is the node's active one "
+        "(Unix time).", static_cast<double>(g.active_since_ms) / 1000.0);
+  gauge("proctor_takeover_seconds", "How long this process took to take over as a standby "
+        "(lock taken to serving; 0: it started without waiting).",
+        static_cast<double>(g.takeover_ms) / 1000.0);
   gauge("proctor_journal_last_batch_size", "Appends in the journal's last WriteBatch.",
         static_cast<double>(j.last_batch_size));
   gauge("proctor_journal_last_fsync_us", "Duration of the journal's last synced write.",

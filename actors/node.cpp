@@ -82,12 +82,26 @@ caf::expected<recovery_report> node::start(node_options opts) {
   };
   auto t0 = clock::now();
   std::shared_ptr<journal_store> store = opts.store;
+  uint64_t epoch = 0;
   if (!store) {
+    // The directory's lock first, RocksDB's second, in every process: a standby waiting
+    // for the first never races a node for the second.
     std::string err;
+    if (!opts.lock) {
+      bool held = false;
+      opts.lock = active_lock::try_take(opts.data_dir, &err, &held);
+      // Not held but unusable (permissions): RocksDB's open below says it best.
+      if (!opts.lock && held)
+        return caf::make_error(caf::sec::runtime_error, err);
+    }
     auto s = open_rocksdb_store(opts.data_dir, &err);
     if (!s)
       return caf::make_error(caf::sec::runtime_error, err);
     store = std::move(s);
+    if (opts.lock) {
+      epoch = opts.lock->epoch();
+      store = fenced_store(std::move(store), opts.lock);
+    }
   }
   // The name is fixed by the directory (which the store holds locked from here on).
   if (!opts.name.empty() || opts.store == nullptr) {
@@ -176,6 +190,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env_->started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
+  env_->epoch = epoch;
   env_->node_name = opts.name;
   env_->node_number = opts.number;
   env_->transport = opts.transport;
@@ -229,6 +244,11 @@ caf::expected<uint16_t> node::serve_clients(const std::string& host, uint16_t po
     return std::move(s.error());
   client_server_ = s->first;
   return s->second;
+}
+
+void node::note_takeover(std::chrono::milliseconds took) {
+  if (env_)
+    env_->takeover_ms = took.count();
 }
 
 void node::stop() {

@@ -12,6 +12,7 @@
 
 #include "actors/executor.hpp"
 #include "actors/node_env.hpp"
+#include "persistence/active_lock.hpp"
 #include "persistence/journal.hpp"
 #include "procedures/registry.hpp"
 
@@ -34,6 +35,9 @@ struct node_options {
   std::map<std::string, caf::actor> services;
   /// Replaces the RocksDB store (tests inject faults through it).
   std::shared_ptr<journal_store> store;
+  /// The data directory's lock, when the caller took it (a standby that waited for it);
+  /// otherwise start() takes it, failing if another process holds it. Unused with `store`.
+  std::shared_ptr<active_lock> lock;
 
   // -- across nodes (README "Across nodes") ---------------------------------------------------
   /// This node's name and number (ids it hands out carry the number in their high bits:
@@ -92,6 +96,9 @@ public:
   caf::actor journal() const { return env_ ? env_->journal : caf::actor{}; }
   caf::actor scheduler() const { return env_ ? env_->scheduler : caf::actor{}; }
   caf::actor outbox() const { return outbox_; }
+
+  /// Records how long this process's takeover took (`proctor nodes`, metrics).
+  void note_takeover(std::chrono::milliseconds took);
 
 private:
   caf::actor_system& sys_;

@@ -58,6 +58,7 @@ struct link_state {
   uint64_t attempt = 0;  ///< of the connect in progress (older results are dropped)
   clock_type::time_point next_connect{};
   std::chrono::milliseconds backoff{0};
+  size_t address_index = 0;  ///< of cfg.addresses: the one connected or tried next
 
   // -- requests -------------------------------------------------------------------------------
   uint64_t next_tag = 0;
@@ -97,9 +98,16 @@ void go_down(link_actor* self, const std::string& reason, bool close_now) {
   st.want = 0;
   st.ping_tag = 0;
   st.want_types = true;
-  st.backoff = std::min(st.cfg.backoff_max,
-                        std::max(std::chrono::milliseconds{100}, st.backoff * 2));
-  st.next_connect = clock_type::now() + st.backoff;
+  // The next address at once (its standby may be the active one by now); a full round of
+  // them without an answer backs off.
+  st.address_index = (st.address_index + 1) % st.cfg.addresses.size();
+  if (st.address_index == 0) {
+    st.backoff = std::min(st.cfg.backoff_max,
+                          std::max(std::chrono::milliseconds{100}, st.backoff * 2));
+    st.next_connect = clock_type::now() + st.backoff;
+  } else {
+    st.next_connect = clock_type::now();
+  }
   if (st.status.up || st.status.reason.empty()) {
     if (st.status.up)
       spdlog::warn("node {} is down: {}", st.cfg.peer_name, reason);
@@ -139,8 +147,10 @@ void start_connect(link_actor* self) {
   auto& st = self->state;
   st.connecting = true;
   auto attempt = ++st.attempt;
-  auto host = st.cfg.host;
-  auto port = st.cfg.port;
+  const auto& at = st.cfg.addresses[st.address_index];
+  st.status.address = at.text();
+  auto host = at.host;
+  auto port = at.port;
   auto timeout = st.cfg.connect_timeout;
   auto link = caf::actor_cast<caf::actor>(self);
   self->spawn<caf::detached>([=](caf::event_based_actor* a) {
@@ -255,7 +265,7 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.status.name = st.cfg.peer_name;
-  st.status.address = st.cfg.host + ":" + std::to_string(st.cfg.port);
+  st.status.address = st.cfg.addresses.front().text();
   st.status.since_ms = wall_ms();
   st.status.reason = "not connected yet";
   start_connect(self);

@@ -48,11 +48,20 @@ struct peer_status {
   std::string unreachable_text() const;
 };
 
+/// One address a peer may be reached at.
+struct peer_endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string text() const { return host + ":" + std::to_string(port); }
+};
+
 struct peer_link_config {
   std::string self_name;
   std::string peer_name;
-  std::string host;
-  uint16_t port = 0;
+  /// Where the peer may answer: its active process and its standbys (README "Standby").
+  /// The link connects to one at a time and moves to the next when it cannot connect, the
+  /// connection ends or the process there does not answer as the peer.
+  std::vector<peer_endpoint> addresses;
   std::chrono::milliseconds heartbeat_interval{500};
   /// A ping unanswered this long makes the peer down (and the connection is dropped).
   std::chrono::milliseconds heartbeat_timeout{3'000};

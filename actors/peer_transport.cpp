@@ -1,5 +1,6 @@
 #include "actors/peer_transport.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "actors/outbox.hpp"
@@ -32,22 +33,36 @@ bool parse_peers(const std::string& text, const std::string& self_name,
     if (item.empty())
       continue;
     auto eq = item.find('=');
-    auto colon = item.rfind(':');
-    if (eq == std::string::npos || eq == 0 || colon == std::string::npos || colon < eq) {
+    if (eq == std::string::npos || eq == 0) {
       *err = "peer '" + item + "' is not NAME=HOST:PORT";
       return false;
     }
     auto name = item.substr(0, eq);
-    auto host = item.substr(eq + 1, colon - eq - 1);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-      host = host.substr(1, host.size() - 2);
-    unsigned long port = 0;
-    try {
-      port = std::stoul(item.substr(colon + 1));
-    } catch (...) {
-      port = 0;
+    peer_address addr;
+    auto rest = item.substr(eq + 1);
+    std::istringstream alts(rest);
+    std::string one;
+    while (std::getline(alts, one, '|')) {
+      one = trim(one);
+      auto colon = one.rfind(':');
+      std::string host = colon == std::string::npos ? std::string{} : one.substr(0, colon);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
+      unsigned long port = 0;
+      try {
+        port = colon == std::string::npos ? 0 : std::stoul(one.substr(colon + 1));
+      } catch (...) {
+        port = 0;
+      }
+      if (host.empty() || port == 0 || port > 65535) {
+        *err = "peer '" + item + "' is not NAME=HOST:PORT (or NAME=HOST:PORT|HOST:PORT...)";
+        return false;
+      }
+      addr.endpoints.push_back(peer_endpoint{host, static_cast<uint16_t>(port)});
     }
-    if (host.empty() || port == 0 || port > 65535) {
+    // getline drops a last empty piece ("h:1|"): count the separators instead.
+    if (addr.endpoints.empty()
+        || addr.endpoints.size() != size_t(std::count(rest.begin(), rest.end(), '|')) + 1) {
       *err = "peer '" + item + "' is not NAME=HOST:PORT";
       return false;
     }
@@ -59,9 +74,16 @@ bool parse_peers(const std::string& text, const std::string& self_name,
       *err = "peer '" + name + "' is named twice";
       return false;
     }
-    (*out)[name] = peer_address{host, static_cast<uint16_t>(port)};
+    (*out)[name] = std::move(addr);
   }
   return true;
+}
+
+std::string peer_address::text() const {
+  std::string out;
+  for (const auto& e : endpoints)
+    out += (out.empty() ? "" : "|") + e.text();
+  return out;
 }
 
 namespace {
@@ -80,8 +102,7 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
     peer_link_config lc;
     lc.self_name = cfg.self_name;
     lc.peer_name = name;
-    lc.host = addr.host;
-    lc.port = addr.port;
+    lc.addresses = addr.endpoints;
     lc.heartbeat_interval = cfg.heartbeat_interval;
     lc.heartbeat_timeout = cfg.heartbeat_timeout;
     lc.connect_timeout = cfg.connect_timeout;
@@ -91,7 +112,7 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
     self->state.links[name] = link;
     auto& s = self->state.status[name];
     s.name = name;
-    s.address = addr.host + ":" + std::to_string(addr.port);
+    s.address = addr.endpoints.front().text();
     s.reason = "not connected yet";
     s.since_ms = wall_ms();  // down since now: a node-loss deadline counts from here
   }

@@ -18,13 +18,16 @@
 
 namespace proctor {
 
+/// Where a peer may answer: its active process's address, then its standbys'.
 struct peer_address {
-  std::string host;
-  uint16_t port = 0;
+  std::vector<peer_endpoint> endpoints;
+  /// "host:port|host:port"
+  std::string text() const;
 };
 
 /// Parses "b=host:port,c=host:port" (also one entry per line, '#' comments, for a peers
-/// file) into `out`; false with a one-line reason in `err`.
+/// file) into `out`; a peer with a standby has a list of addresses, "b=h1:p1|h2:p2". False
+/// with a one-line reason in `err`.
 bool parse_peers(const std::string& text, const std::string& self_name,
                  std::map<std::string, peer_address>* out, std::string* err);
 

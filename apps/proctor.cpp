@@ -12,7 +12,9 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <variant>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -64,8 +66,15 @@ std::string random_nonce() {
 
 /// What the command line asked for.
 struct command {
-  std::string node;
+  std::string node;  ///< as given: HOST:PORT[,HOST:PORT...]
   proctor::tls_options tls;  ///< --tls-cert/--tls-key/--tls-ca (README "TLS")
+  /// The node's addresses: its active process's and its standbys' (README "Standby").
+  std::vector<proctor::endpoint> addresses;
+  /// The address that answered last: the next request starts there.
+  mutable size_t at = 0;
+  /// With more than one address: how long a request keeps trying them in turn when none
+  /// answers (a takeover in progress) before it gives up.
+  std::chrono::milliseconds failover{0};
   proctor::pb::Request request;
   enum class verb : uint8_t {
     submit, status, list, wait, abort, event, metrics, release, quarantine, nodes
@@ -75,6 +84,22 @@ struct command {
   /// When --timeout-s runs out (counted from the start, across reconnections).
   std::optional<std::chrono::steady_clock::time_point> wait_deadline;
 };
+
+/// "HOST:PORT,HOST:PORT" as a list, or nullopt.
+std::optional<std::vector<proctor::endpoint>> parse_addresses(const std::string& text) {
+  std::vector<proctor::endpoint> out;
+  size_t from = 0;
+  for (;;) {
+    auto comma = text.find(',', from);
+    auto one = proctor::parse_endpoint(text.substr(from, comma - from));
+    if (!one)
+      return std::nullopt;
+    out.push_back(*one);
+    if (comma == std::string::npos)
+      return out;
+    from = comma + 1;
+  }
+}
 
 /// Prints the answer to `cmd` and returns the exit code.
 int report(const command& cmd, const proctor::pb::Response& resp) {
@@ -144,27 +169,44 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
 /// (its reason printed).
 std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor::pb::Request& req,
                                               std::chrono::milliseconds reply_timeout) {
-  auto ep = proctor::parse_endpoint(cmd.node);
+  using clock = std::chrono::steady_clock;
   proctor::wire_call_options opts;
   opts.connect_timeout = connect_timeout;
   opts.reply_timeout = reply_timeout;
   opts.tls = cmd.tls;
-  auto r = proctor::wire_call(ep->host, ep->port, req.SerializeAsString(), opts);
-  switch (r.what) {
-    case proctor::wire_result::kind::reply: break;
-    case proctor::wire_result::kind::unreachable:
-      std::cerr << "error: cannot reach node " << cmd.node << ": " << r.reason << '\n';
+  auto bytes = req.SerializeAsString();
+  auto give_up = clock::now() + cmd.failover;
+  const auto n = cmd.addresses.size();
+  // Each address in turn, from the one that answered last; with standbys, rounds until one
+  // answers or the fail-over time is up. Sending a request again is safe: a submit carries
+  // a nonce, and the other requests but events change nothing twice.
+  for (size_t tried = 0;; ++tried) {
+    const auto& ep = cmd.addresses[cmd.at];
+    auto r = proctor::wire_call(ep.host, ep.port, bytes, opts);
+    if (r.ok()) {
+      proctor::pb::Response resp;
+      if (!resp.ParseFromString(r.reply)) {
+        std::cerr << "error: node " << ep.host << ':' << ep.port << " sent a malformed reply\n";
+        return exit_error;
+      }
+      return resp;
+    }
+    auto where = ep.host + ":" + std::to_string(ep.port);
+    bool last_of_round = (tried + 1) % n == 0;
+    // An event has no nonce: one that may have arrived is not sent again.
+    bool maybe_arrived = r.what != proctor::wire_result::kind::unreachable;
+    if ((last_of_round && clock::now() >= give_up) || (maybe_arrived && req.has_event())) {
+      if (r.what == proctor::wire_result::kind::unreachable)
+        std::cerr << "error: cannot reach node " << (n > 1 ? cmd.node + " (last " + where + ")" : where)
+                  << ": " << r.reason << '\n';
+      else
+        std::cerr << "error: node " << where << ": " << r.reason << '\n';
       return exit_unreachable;
-    default:
-      std::cerr << "error: node " << cmd.node << ": " << r.reason << '\n';
-      return exit_unreachable;
+    }
+    cmd.at = (cmd.at + 1) % n;
+    if (last_of_round)
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});  // a takeover takes time
   }
-  proctor::pb::Response resp;
-  if (!resp.ParseFromString(r.reply)) {
-    std::cerr << "error: node " << cmd.node << " sent a malformed reply\n";
-    return exit_error;
-  }
-  return resp;
 }
 
 /// `wait` as a series of polls, each on a new connection: a poll the node answers with
@@ -221,11 +263,18 @@ int main(int argc, char** argv) {
   CLI::App app{"Operator CLI of a Proctor node.", "proctor"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.add_option("--node", cmd.node, "The node's address, HOST:PORT")
+  app.add_option("--node", cmd.node,
+                 "The node's address, HOST:PORT; a node with standbys: HOST:PORT,HOST:PORT,...")
     ->required()
     ->check([](const std::string& s) {
-      return proctor::parse_endpoint(s) ? std::string{} : std::string{"expected HOST:PORT, got " + s};
+      return parse_addresses(s) ? std::string{}
+                                : std::string{"expected HOST:PORT[,HOST:PORT...], got " + s};
     });
+  int64_t failover_s = 30;
+  app.add_option("--failover-s", failover_s,
+                 "With several --node addresses: how long a request tries them in turn while "
+                 "none answers (a standby taking over)")
+    ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600));
 
   app.add_option("--tls-cert", cmd.tls.cert, "PEM certificate to present (with --tls-key, --tls-ca)")
     ->envname("PROCTOR_TLS_CERT");
@@ -358,6 +407,9 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
 
+  cmd.addresses = *parse_addresses(cmd.node);
+  if (cmd.addresses.size() > 1)
+    cmd.failover = std::chrono::seconds{failover_s};
   // A submit always carries a nonce: an operator who runs it again after an unclear end
   // (exit 3) gets the same procedure, not a second one.
   if (cmd.what == verb::submit && cmd.request.submit().nonce().empty())

@@ -13,19 +13,23 @@
 //   (g) remote fan-out: one root on proctord a with R children on proctord b (three
 //       proctord processes on loopback), submit -> SUCCESS;
 //   (h) steps/s of T roots x K children x S steps spread over three proctord processes,
-//       beside the same roots on one proctord: the ratio and what bounds it (README).
+//       beside the same roots on one proctord: the ratio and what bounds it (README);
+//   (i) takeover: M procedures waiting on events journaled, proctord active and standby on
+//       that directory, SIGKILL of the active to the first step the standby commits.
 //
 // Every phase runs in a forked child process (fresh heap, fresh actor system, its own
 // subdirectory of --data-dir) and sends its figures back through a pipe, one "key value"
 // line each. The parent never creates an actor system or a thread, so forking stays safe,
 // and it can SIGKILL a child (the crash of phase d, or a phase that overruns its deadline).
-// Clients run in-process as actors of the child's actor system: no CAF networking. (g)
-// and (h) start proctord processes (the binary beside this one) from their phase's child.
+// Clients run in-process as actors of the child's actor system: no CAF networking. (g),
+// (h) and (i) start proctord processes (the binary beside this one) from their phase's
+// child (apps/bench/processes.cpp).
 //
 // The code: apps/bench/bench.hpp (shared declarations), apps/bench/children.cpp (the child
 // processes and the helpers used inside them), apps/bench/clients.cpp (burst clients and the
 // open-loop pacer), apps/bench/phases_write.cpp (a, b, c), apps/bench/phases_wait.cpp (d, e,
-// f); this file holds the output formatting and main().
+// f), apps/bench/phases_nodes.cpp (g, h), apps/bench/phases_standby.cpp (i); this file holds
+// the output formatting and main().
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -104,7 +108,7 @@ int main(int argc, char** argv) {
   app.add_option("--fanout-timeout", o.fanout_timeout, "(f) give up after this many seconds")
     ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--phases", o.phases,
-                 "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefgh)");
+                 "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghi)");
   auto* opt_r = app.add_option("--remote-children", o.remote_children,
                                "(g) children on the other node (default 10000)")
                   ->check(CLI::Range(1, 1000000));
@@ -233,6 +237,20 @@ int main(int argc, char** argv) {
     remote = run_phase("(g) remote fan-out", 600, false,
                        [&](reporter& r) { phase_remote_fanout(r, o, sub("remote")); });
     progress("(g) remote fan-out", remote);
+  }
+  phase_result takeover = skipped();
+  if (want("i")) {
+    auto pop_i = run_phase("(i) populate", 180, true, [&](reporter& r) {
+      phase_takeover_populate(r, o, sub("takeover"));
+    });
+    progress("(i) " + std::to_string(o.waiting) + " waiting procedures, then SIGKILL", pop_i);
+    if (pop_i.ok) {
+      takeover = run_phase("(i) takeover", 600, false,
+                           [&](reporter& r) { phase_takeover(r, o, sub("takeover")); });
+    } else {
+      takeover.error = "skipped: populating failed: " + pop_i.error;
+    }
+    progress("(i) takeover by a standby", takeover);
   }
   if (want("h")) {
     spread = run_phase("(h) three nodes beside one", 1200, false,
@@ -387,6 +405,17 @@ int main(int argc, char** argv) {
   } else {
     row("(h) three nodes beside one", failed(spread), "");
   }
+  auto takeover_s = get(takeover, "seconds");
+  if (!want("i")) {
+  } else if (takeover_s) {
+    row("(i) takeover, " + fmt_num(static_cast<double>(o.waiting)) + " waiting procedures",
+        fmt_num(*takeover_s, 2) + " s (standby: " + fmt_num(*takeover.num("standby_ms"), 0)
+          + " ms)",
+        "SIGKILL to first step; all waiting again: " + fmt_num(*takeover.num("all_back_s"), 2)
+          + " s");
+  } else {
+    row("(i) takeover by a standby", failed(takeover), "");
+  }
   out << "\npeer (OpenStack TaskFlow + SQLite, same workload shape): "
          "python3 ../shared/peers/taskflow_bench.py 5 20\n";
   out << "total " << fmt_num(total_s, 1) << " s\n";
@@ -401,10 +430,12 @@ int main(int argc, char** argv) {
               << ", \"wide_tree_10k_children_s\": " << json_num(fan_s, 3)
               << ", \"remote_children_per_s\": " << json_num(remote_ps)
               << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
-              << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps) << "}" << std::endl;
+              << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
+              << ", \"takeover_s\": " << json_num(takeover_s, 3) << "}" << std::endl;
   }
   bool all_ok = (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
                 && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"))
-                && (remote.ok || !want("g")) && (spread.ok || !want("h"));
+                && (remote.ok || !want("g")) && (spread.ok || !want("h"))
+                && (takeover.ok || !want("i"));
   return all_ok ? 0 : 1;
 }

@@ -357,7 +357,16 @@ std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatu
            + ",\"since\":" + time_field(n.since_ms()) + ",\"reason\":" + json_quote(n.reason())
            + ",\"rtt_us\":" + std::to_string(n.rtt_us()) + ",\"outbox\":"
            + std::to_string(n.outbox()) + ",\"live\":" + std::to_string(n.live())
-           + ",\"started_at\":" + time_field(n.started_at_ms()) + '}';
+           + ",\"started_at\":" + time_field(n.started_at_ms());
+    if (n.has_process()) {
+      const auto& p = n.process();
+      out += ",\"process\":{\"pid\":" + std::to_string(p.pid()) + ",\"host\":"
+             + json_quote(p.host()) + ",\"epoch\":" + std::to_string(p.epoch())
+             + ",\"active_since\":" + time_field(p.active_since_ms()) + ",\"takeover_ms\":"
+             + (p.takeover_ms() > 0 ? std::to_string(p.takeover_ms()) : std::string("null"))
+             + '}';
+    }
+    out += '}';
   }
   out += ']';
   return out;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds Proctor, runs the whole GoogleTest suite through ctest, the black-box acceptance
+# Builds Proctor, runs the whole GoogleTest suite through ctest, builds examples/release
+# against Proctor installed to a temporary prefix and runs its test, the black-box acceptance
 # checks in ../shared/acceptance when that directory exists next to the project, the
 # fuzzers for a bounded time, and a quick benchmark run (that it runs, not its figures).
 # Fails if any test or check fails (both always run, so one report shows everything).
@@ -11,6 +12,27 @@ bash scripts/build.sh
 rc=0
 echo "== ctest"
 ctest --test-dir build --output-on-failure -j2 --timeout 600 || rc=1
+
+echo "== examples/release against the installed package (find_package(Proctor))"
+example=$(mktemp -d)
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+# ccache rewrites paths under its base directory relative, so the objects of the last run,
+# made under another temporary directory, are found again.
+basedir=${CCACHE_BASEDIR:-$example}
+if cmake --install build --prefix "$example/prefix" >/dev/null &&
+  cmake -S examples/release -B "$example/build" -DCMAKE_PREFIX_PATH="$example/prefix" \
+    "${launcher[@]}" >/dev/null &&
+  CCACHE_BASEDIR=$basedir cmake --build "$example/build" -j"${JOBS:-2}" >/dev/null &&
+  "$example/build/release_test"; then
+  echo "example: passed"
+else
+  echo "example: FAILED" >&2
+  rc=1
+fi
+rm -rf "$example"
 
 acceptance=../shared/acceptance
 if [[ -d $acceptance ]]; then

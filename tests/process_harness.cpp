@@ -260,6 +260,27 @@ std::string node::address() const { return "127.0.0.1:" + std::to_string(port_);
 bool node::start(milliseconds ready_limit) {
   if (running())
     return true;
+  if (!launch())
+    return false;
+  if (wait_ready(ready_limit))
+    return true;
+  kill();
+  return false;
+}
+
+bool node::wait_ready(milliseconds limit) {
+  bool up = eventually(
+    [this] {
+      return !running()
+             || ctl({"list", "--local", "--json"}, std::chrono::seconds{5}).exit_code == 0;
+    },
+    limit, milliseconds{50});
+  return up && running();
+}
+
+bool node::launch() {
+  if (running())
+    return true;
   std::error_code ec;
   std::filesystem::create_directories(log_.parent_path(), ec);
   std::vector<std::string> args{"--data-dir", data_dir_.string(), "--listen", address()};
@@ -272,16 +293,7 @@ bool node::start(milliseconds ready_limit) {
     std::ofstream{log_, std::ios::app} << "harness: " << error << '\n';
     return false;
   }
-  bool up = eventually(
-    [this] {
-      return !running()
-             || ctl({"list", "--local", "--json"}, std::chrono::seconds{5}).exit_code == 0;
-    },
-    ready_limit, milliseconds{50});
-  if (up && running())
-    return true;
-  kill();
-  return false;
+  return true;
 }
 
 void node::kill() {

@@ -91,6 +91,13 @@ public:
   /// machine RocksDB's open alone has taken 2 s.
   bool start(std::chrono::milliseconds ready_limit = std::chrono::seconds{60});
 
+  /// Starts the process without waiting for it to answer (a standby answers only once it
+  /// has taken over). False if it could not be started.
+  bool launch();
+
+  /// Waits until the running process answers `list --json` (at most `limit`).
+  bool wait_ready(std::chrono::milliseconds limit = std::chrono::seconds{60});
+
   /// SIGKILL and reap. No-op if not running.
   void kill();
 

@@ -20,6 +20,12 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <thread>
+
 #include <caf/all.hpp>
 
 #include "actors/node.hpp"
@@ -53,7 +59,7 @@ struct bench_options {
   double latency_seconds = 3.0;
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
-  std::string phases = "abcdefgh";  // which measures to run (d and e are one phase)
+  std::string phases = "abcdefghi";  // which measures to run (d and e are one phase)
   bool ledger = false;  // (b) with demo.ledger (a file per step, on the worker threads)
   size_t remote_children = 10000;  // (g) R
   size_t spread_roots = 100;       // (h) T
@@ -224,7 +230,67 @@ void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
 void phase_fanout(reporter& r, const bench_options& o, const std::string& dir);
 
 // phases_nodes.cpp
+// -- proctord processes (processes.cpp) -----------------------------------------------------
+
+struct node_process {
+  std::string name;
+  uint16_t port = 0;
+  pid_t pid = -1;
+};
+
+/// The nodes of one measurement; SIGKILLed when it ends (their data is thrown away).
+struct node_group {
+  std::vector<node_process> nodes;
+  node_group() = default;
+  node_group(const node_group&) = delete;
+  node_group& operator=(const node_group&) = delete;
+  ~node_group() {
+    for (auto& n : nodes)
+      if (n.pid > 0) {
+        ::kill(n.pid, SIGKILL);
+        ::waitpid(n.pid, nullptr, 0);
+      }
+  }
+};
+
+uint16_t free_port();
+
+/// Starts the proctord beside this binary with `args`, its output appended to `log`.
+pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log);
+
+/// One request to the node at 127.0.0.1:port; throws when there is no answer.
+pb::Response ask(uint16_t port, const pb::Request& req, std::chrono::milliseconds timeout);
+
+/// Waits for procedure `id` to succeed (polls of 10 s, at most `limit` in all); throws if it
+/// ends otherwise.
+void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit);
+
+/// Waits (at most `limit`) until `ok` holds; throws `what` otherwise.
+template <class F>
+void await(F ok, std::chrono::seconds limit, const std::string& what) {
+  auto end = clk::now() + limit;
+  while (true) {
+    try {
+      if (ok())
+        return;
+    } catch (const std::runtime_error&) {
+      // not up yet
+    }
+    if (clk::now() > end)
+      throw std::runtime_error(what);
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  }
+}
+
 void phase_remote_fanout(reporter& r, const bench_options& o, const std::string& dir);
 void phase_spread(reporter& r, const bench_options& o, const std::string& dir);
+
+// -- (i) takeover by a standby (phases_standby.cpp) ------------------------------------------
+
+/// M procedures waiting on events, journaled on `dir` (then the parent SIGKILLs the node).
+void phase_takeover_populate(reporter& r, const bench_options& o, const std::string& dir);
+/// proctord active and standby on `dir`; SIGKILL of the active to the first step the
+/// standby commits.
+void phase_takeover(reporter& r, const bench_options& o, const std::string& dir);
 
 } // namespace proctor::bench

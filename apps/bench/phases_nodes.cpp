@@ -28,89 +28,6 @@ namespace proctor::bench {
 
 namespace {
 
-struct node_process {
-  std::string name;
-  uint16_t port = 0;
-  pid_t pid = -1;
-};
-
-/// The nodes of one measurement; SIGKILLed when it ends (their data is thrown away).
-struct node_group {
-  std::vector<node_process> nodes;
-  node_group() = default;
-  node_group(const node_group&) = delete;
-  node_group& operator=(const node_group&) = delete;
-  ~node_group() {
-    for (auto& n : nodes)
-      if (n.pid > 0) {
-        ::kill(n.pid, SIGKILL);
-        ::waitpid(n.pid, nullptr, 0);
-      }
-  }
-};
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("no free port");
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log) {
-  auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "proctord";
-  std::vector<std::string> all{exe.string()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0)
-    throw std::runtime_error("cannot start " + exe.string() + ": " + std::strerror(rc));
-  return pid;
-}
-
-pb::Response ask(uint16_t port, const pb::Request& req, std::chrono::milliseconds timeout) {
-  wire_call_options o;
-  o.reply_timeout = timeout;
-  auto r = wire_call("127.0.0.1", port, req.SerializeAsString(), o);
-  if (!r.ok())
-    throw std::runtime_error("node at port " + std::to_string(port) + ": " + r.reason);
-  pb::Response resp;
-  if (!resp.ParseFromString(r.reply))
-    throw std::runtime_error("unreadable answer");
-  return resp;
-}
-
-/// Waits (at most `limit`) until `ok` holds; throws `what` otherwise.
-template <class F>
-void await(F ok, std::chrono::seconds limit, const std::string& what) {
-  auto end = clk::now() + limit;
-  while (true) {
-    try {
-      if (ok())
-        return;
-    } catch (const std::runtime_error&) {
-      // not up yet
-    }
-    if (clk::now() > end)
-      throw std::runtime_error(what);
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
-  }
-}
-
 /// Starts proctord on dir/<name> for each name; with more than one, each is the others'
 /// peer, and this returns once every node sees every other one up.
 void start_nodes(node_group& g, const std::string& dir, const std::vector<std::string>& names,
@@ -160,26 +77,6 @@ uint64_t submit_fanout(uint16_t port, const std::string& args) {
   if (r.code() != pb::Response::OK)
     throw std::runtime_error("submit refused: " + r.error());
   return r.id();
-}
-
-/// Waits for procedure `id` to succeed (polls of 10 s, at most `limit` in all).
-void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit) {
-  auto end = clk::now() + limit;
-  pb::Request req;
-  req.mutable_wait()->set_id(id);
-  req.mutable_wait()->set_timeout_ms(10'000);
-  while (clk::now() < end) {
-    auto r = ask(port, req, std::chrono::seconds{20});
-    if (r.code() == pb::Response::TIMEOUT)
-      continue;
-    if (r.code() != pb::Response::OK)
-      throw std::runtime_error("wait: " + r.error());
-    if (r.status().state() == pb::SUCCESS)
-      return;
-    throw std::runtime_error("procedure " + std::to_string(id) + " ended "
-                             + pb::ProcState_Name(r.status().state()) + ": " + r.status().error());
-  }
-  throw std::runtime_error("procedure " + std::to_string(id) + " did not end in time");
 }
 
 /// T roots of K children of S steps (children placed as `placement` says) on the nodes of

@@ -1,4 +1,4 @@
-#include "apps/metrics_http.hpp"
+#include "actors/metrics_http.hpp"
 
 #include <httplib.h>
 

@@ -1,0 +1,88 @@
+// proctor-bench: real proctord processes for the phases that need them ((g), (h), (i)): the
+// binary beside proctor-bench, started on 127.0.0.1 with free ports and driven over the
+// client protocol (proto/WIRE.md) as the CLI drives it.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+
+#include "actors/wire_client.hpp"
+#include "bench.hpp"
+#include "wire.pb.h"
+
+extern char** environ;
+
+namespace proctor::bench {
+
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error("no free port");
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log) {
+  auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "proctord";
+  std::vector<std::string> all{exe.string()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    throw std::runtime_error("cannot start " + exe.string() + ": " + std::strerror(rc));
+  return pid;
+}
+
+pb::Response ask(uint16_t port, const pb::Request& req, std::chrono::milliseconds timeout) {
+  wire_call_options o;
+  o.reply_timeout = timeout;
+  auto r = wire_call("127.0.0.1", port, req.SerializeAsString(), o);
+  if (!r.ok())
+    throw std::runtime_error("node at port " + std::to_string(port) + ": " + r.reason);
+  pb::Response resp;
+  if (!resp.ParseFromString(r.reply))
+    throw std::runtime_error("unreadable answer");
+  return resp;
+}
+
+void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit) {
+  auto end = clk::now() + limit;
+  pb::Request req;
+  req.mutable_wait()->set_id(id);
+  req.mutable_wait()->set_timeout_ms(10'000);
+  while (clk::now() < end) {
+    auto r = ask(port, req, std::chrono::seconds{20});
+    if (r.code() == pb::Response::TIMEOUT)
+      continue;
+    if (r.code() != pb::Response::OK)
+      throw std::runtime_error("wait: " + r.error());
+    if (r.status().state() == pb::SUCCESS)
+      return;
+    throw std::runtime_error("procedure " + std::to_string(id) + " ended "
+                             + pb::ProcState_Name(r.status().state()) + ": " + r.status().error());
+  }
+  throw std::runtime_error("procedure " + std::to_string(id) + " did not end in time");
+}
+
+} // namespace proctor::bench

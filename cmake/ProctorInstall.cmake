@@ -1,0 +1,54 @@
+# Proctor as a library for authors' own nodes: `cmake --install` puts proctord and the
+# operator CLI proctor under bin, the headers under include/proctor (the include root an
+# author's code sees: "procedures/state_machine.hpp", "actors/run_node.hpp", and the
+# generated "journal.pb.h"), the static libraries under lib, and a CMake package
+# (lib/cmake/Proctor) so that
+#
+#   find_package(Proctor REQUIRED)
+#   target_link_libraries(my_node PRIVATE Proctor::proctor)
+#
+# works; the package finds CAF (with the FindCAF.cmake shipped beside it), RocksDB, protobuf
+# and spdlog for its consumer. Inside another project's tree, add_subdirectory(proctor)
+# gives the same Proctor::proctor target.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# One target for everything an author links: the engine, run_node, the crash harness.
+add_library(proctor_all INTERFACE)
+target_link_libraries(proctor_all INTERFACE proctor_node)
+set_target_properties(proctor_all PROPERTIES EXPORT_NAME proctor)
+add_library(Proctor::proctor ALIAS proctor_all)
+# The allocator Proctor's own executables link (jemalloc unless PROCTOR_JEMALLOC=OFF).
+set_target_properties(proctor_allocator PROPERTIES EXPORT_NAME allocator)
+add_library(Proctor::allocator ALIAS proctor_allocator)
+
+set(PROCTOR_LIBRARIES proctor_proto proctor_procedures proctor_persistence
+  proctor_supervision proctor_client proctor_actors proctor_app_support proctor_node)
+install(TARGETS ${PROCTOR_LIBRARIES} proctor_all proctor_allocator EXPORT ProctorTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
+
+install(TARGETS proctord proctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set(PROCTOR_INCLUDE_DEST ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
+foreach(dir procedures persistence supervision actors)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${PROCTOR_INCLUDE_DEST}/${dir}
+    FILES_MATCHING PATTERN "*.hpp"
+    # The engine's own test fixtures, not an author's API.
+    PATTERN "engine_fixture.hpp" EXCLUDE
+    PATTERN "engine_nodes_fixture.hpp" EXCLUDE
+    PATTERN "engine_probe.hpp" EXCLUDE)
+endforeach()
+install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/ DESTINATION ${PROCTOR_INCLUDE_DEST}
+  FILES_MATCHING PATTERN "*.pb.h")
+
+set(PROCTOR_CMAKE_DEST ${CMAKE_INSTALL_LIBDIR}/cmake/Proctor)
+install(EXPORT ProctorTargets NAMESPACE Proctor:: DESTINATION ${PROCTOR_CMAKE_DEST})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ProctorConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/ProctorConfig.cmake INSTALL_DESTINATION ${PROCTOR_CMAKE_DEST})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ProctorConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ProctorConfig.cmake
+  ${PROJECT_BINARY_DIR}/ProctorConfigVersion.cmake ${PROJECT_SOURCE_DIR}/cmake/FindCAF.cmake
+  DESTINATION ${PROCTOR_CMAKE_DEST})

@@ -1,0 +1,93 @@
+// example.release against a crash at every journal boundary: published when it succeeds,
+// nothing left behind when its check fails and the tree rolls back.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "actors/crash_harness.hpp"
+#include "release.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A scratch directory for one test, removed after it.
+struct scratch {
+  std::string path;
+  scratch() {
+    char tmpl[] = "/tmp/release_test_XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// The crash matrix of a release of two files into `dir`/releases, with `max_bytes`.
+proctor::testing::crash_matrix_options release_matrix(const scratch& dir,
+                                                      const proctor::registry& types,
+                                                      int max_bytes) {
+  auto releases = dir.path + "/releases";
+  proctor::testing::crash_matrix_options o;
+  o.types = &types;
+  o.type = "example.release";
+  o.args_json = R"({"dir":")" + releases + R"(","name":"v1","max_bytes":)" +
+                std::to_string(max_bytes) +
+                R"(,"files":[{"name":"a","content":"alpha"},{"name":"b","content":"beta"}]})";
+  o.work_dir = dir.path;  // each run gets its own data directory here
+  o.reset = [releases] {  // put the world back as before the run: no releases
+    fs::remove_all(releases);
+    fs::create_directory(releases);
+  };
+  return o;
+}
+
+TEST(release, is_published_whatever_crash_comes) {
+  scratch dir;
+  proctor::registry types;
+  release::register_release(types);
+  auto o = release_matrix(dir, types, 100);
+  o.check = [&](const proctor::testing::crash_run& r) -> std::string {
+    if (r.root.state() != proctor::pb::SUCCESS)
+      return "ended " + proctor::pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    auto v1 = fs::path(dir.path) / "releases" / "v1";
+    if (read(v1 / "a") != "alpha" || read(v1 / "b") != "beta")
+      return "the published files are not the release's";
+    if (fs::exists(v1.string() + ".staging"))
+      return "the staging directory is left";
+    return "";
+  };
+  auto report = proctor::testing::run_crash_matrix(o);
+  EXPECT_TRUE(report.ok()) << report.summary();
+}
+
+TEST(release, that_fails_its_check_leaves_nothing_whatever_crash_comes) {
+  scratch dir;
+  proctor::registry types;
+  release::register_release(types);
+  auto o = release_matrix(dir, types, 5);  // "alpha" and "beta" are 9 bytes
+  o.check = [&](const proctor::testing::crash_run& r) -> std::string {
+    if (r.root.state() != proctor::pb::ROLLEDBACK)
+      return "ended " + proctor::pb::ProcState_Name(r.root.state());
+    if (!fs::is_empty(fs::path(dir.path) / "releases"))
+      return "the rollback left files behind";
+    return "";
+  };
+  auto report = proctor::testing::run_crash_matrix(o);
+  EXPECT_TRUE(report.ok()) << report.summary();
+}
+
+} // namespace
