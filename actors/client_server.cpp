@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/rpc.hpp"
+#include "actors/tls.hpp"
 #include "actors/wire_frame.hpp"
 #include "wire.pb.h"
 
@@ -291,10 +292,15 @@ spawn_client_server(caf::actor_system& sys, caf::actor executor, const std::stri
                     uint16_t port, client_server_config cfg) {
   // The listening socket is opened here, not in the broker, so that a port in use is an
   // error of this call (as middleman().publish was) and the caller learns the port.
-  auto door = sys.middleman().backend().new_tcp_doorman(port, host.c_str(), true);
+  auto door = tls_enabled(sys) ? new_tls_doorman(sys, port, host)
+                               : sys.middleman().backend().new_tcp_doorman(port, host.c_str(), true);
   if (!door)
     return std::move(door.error());
   auto bound = (*door)->port();
+  bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (!tls_enabled(sys) && !loopback)
+    spdlog::warn("serving {}:{} without TLS: whoever reaches it can submit, abort and pose as "
+                 "a peer (README \"TLS\")", host, bound);
   auto broker = sys.middleman().spawn_broker(client_server, std::move(*door), std::move(executor),
                                              cfg);
   return std::make_pair(caf::actor{broker}, bound);

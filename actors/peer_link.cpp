@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/outbox.hpp"
+#include "actors/tls.hpp"
 #include "actors/wall_clock.hpp"
 #include "actors/wire_client.hpp"
 #include "actors/wire_frame.hpp"
@@ -65,6 +66,7 @@ struct link_state {
   uint64_t ping_tag = 0;  ///< the heartbeat in flight (0: none)
   clock_type::time_point ping_sent{};
   bool want_types = true;  ///< the next ping asks for the peer's types
+  bool answered = false;   ///< the connection brought an answer (its TLS handshake went through)
 };
 
 using link_actor = caf::io::stateful_broker<link_state>;
@@ -161,8 +163,18 @@ void start_connect(link_actor* self) {
 
 void on_connected(link_actor* self, int fd) {
   auto& st = self->state;
-  st.hdl = self->add_scribe(fd);
+  if (tls_enabled(self->system())) {
+    auto scribe = new_tls_scribe(self->system(), fd,
+                                 "node " + st.cfg.peer_name + " at " + st.status.address);
+    if (!scribe)
+      return go_down(self, "TLS with " + st.status.address + " failed (the log says why)", true);
+    st.hdl = (*scribe)->hdl();
+    self->add_scribe(std::move(*scribe));
+  } else {
+    st.hdl = self->add_scribe(fd);
+  }
   st.connected = true;
+  st.answered = false;
   st.want = 0;
   self->configure_read(st.hdl, receive_policy::exactly(frame_header_bytes));
   spdlog::debug("link to node {}: connected to {}", st.cfg.peer_name, st.status.address);
@@ -174,6 +186,7 @@ void on_pong(link_actor* self, const pb::Response& r) {
   auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now()
                                                                    - st.ping_sent);
   st.ping_tag = 0;
+  st.answered = true;
   if (r.code() != pb::Response::OK || r.pong().name() != st.cfg.peer_name) {
     auto why = r.code() != pb::Response::OK
                  ? "it refuses this node: " + r.error()
@@ -306,7 +319,12 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       auto& st = self->state;
       if (st.connected && m.handle == st.hdl) {
         st.connected = false;  // closed already: nothing to close
-        go_down(self, "connection closed", false);
+        go_down(self,
+                !st.answered && tls_enabled(self->system())
+                  ? "connection closed before any answer (a refused TLS handshake? the logs "
+                    "of both nodes say)"
+                  : "connection closed",
+                false);
       }
     },
     [self](link_close_atom, connection_handle hdl) { self->close(hdl); },

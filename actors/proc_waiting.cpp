@@ -6,6 +6,7 @@
 
 #include "actors/procedure_actor_state.hpp"
 #include "actors/rpc.hpp"
+#include "actors/tls.hpp"
 #include "wire.pb.h"
 
 namespace proctor {
@@ -147,6 +148,7 @@ void issue_call(proc_actor* self) {
   wire_call_options opts;
   opts.connect_timeout = std::chrono::seconds{10};
   opts.reply_timeout = std::chrono::seconds{60};
+  opts.tls = tls_options_of(self->system());  // a node with TLS calls others with it
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   opts.cancel = cancel.get();
   self->attach_functor([cancel] { cancel->store(true); });

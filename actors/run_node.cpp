@@ -18,6 +18,7 @@
 #include "actors/node.hpp"
 #include "actors/peer_transport.hpp"
 #include "actors/standby.hpp"
+#include "actors/tls.hpp"
 #include "apps/endpoint.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
@@ -76,6 +77,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                  "With --standby: kill (SIGKILL) an active process on this host that has not "
                  "answered for this long, to take over (0: never)")
     ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
+  tls_options tls;  // README "TLS"
+  app.add_option("--tls-cert", tls.cert, "PEM certificate this node presents (mutual TLS)");
+  app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
+  app.add_option("--tls-ca", tls.ca, "PEM CA every client's and peer's certificate must chain to");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -89,6 +94,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   auto listen_ep = parse_endpoint(listen, true);
   if (!listen_ep) {
     std::cerr << program << ": --listen wants HOST:PORT, got '" << listen << "'\n";
+    return 64;
+  }
+  if (auto why = check_tls_options(tls); !why.empty()) {
+    std::cerr << program << ": " << why << "\n";
     return 64;
   }
   auto metrics_ep = parse_endpoint(metrics_addr, true);
@@ -132,6 +141,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   daemon_config cfg;
+  configure_tls(cfg, tls);
   int rc = 0;
   {
     caf::actor_system sys{cfg};

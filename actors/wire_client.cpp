@@ -12,7 +12,10 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <optional>
 
+#include "actors/tls_client.hpp"
 #include "actors/wire_frame.hpp"
 
 namespace proctor {
@@ -160,6 +163,92 @@ int wire_connect(const std::string& host, uint16_t port, std::chrono::millisecon
   return fd;
 }
 
+namespace {
+
+/// The connection a call talks over: the socket itself, or a TLS session on it. Each call
+/// moves some bytes or says what to poll for; the caller keeps the deadlines.
+class channel {
+public:
+  using step = tls_client_session::step;
+
+  explicit channel(int fd) : fd_(fd) {}
+  void use_tls(std::unique_ptr<tls_client_session> tls) { tls_ = std::move(tls); }
+  bool tls() const noexcept { return tls_ != nullptr; }
+  const std::string& tls_error() const { return tls_->error(); }
+  step handshake() { return tls_->handshake(); }
+
+  step send(const char* buf, size_t len, size_t* n) {
+    if (tls_)
+      return tls_->write(buf, len, n);
+    *n = 0;
+    auto r = ::send(fd_, buf, len, MSG_NOSIGNAL);
+    if (r > 0)
+      *n = static_cast<size_t>(r);
+    return r > 0 ? step::done : os_step(r, step::want_write);
+  }
+
+  step recv(char* buf, size_t len, size_t* n) {
+    if (tls_)
+      return tls_->read(buf, len, n);
+    *n = 0;
+    auto r = ::recv(fd_, buf, len, 0);
+    if (r > 0)
+      *n = static_cast<size_t>(r);
+    return r > 0 ? step::done : r == 0 ? step::closed : os_step(r, step::want_read);
+  }
+
+private:
+  static step os_step(ssize_t, step would_block) {
+    if (errno == EINTR)
+      return step::done;  // nothing moved (*n is 0): call again
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      return would_block;
+    return errno == ECONNRESET || errno == EPIPE ? step::closed : step::failed;
+  }
+
+  int fd_;
+  std::unique_ptr<tls_client_session> tls_;
+};
+
+/// Polls for what `s` asks until `deadline`; `std::nullopt` to go on, else how it ended.
+std::optional<wait_result> wait_step(int fd, channel::step s, clock_type::time_point deadline,
+                                     const std::atomic<bool>* cancel) {
+  auto events = s == channel::step::want_read ? POLLIN : POLLOUT;
+  auto w = wait_for(fd, static_cast<short>(events), deadline, cancel);
+  if (w == wait_result::ready)
+    return std::nullopt;
+  return w;
+}
+
+/// The TLS handshake within connect_timeout; an empty result when it went through.
+std::optional<wire_result> tls_handshake(channel& ch, int fd, const std::string& where,
+                                         const wire_call_options& opts) {
+  auto deadline = clock_type::now() + opts.connect_timeout;
+  for (;;) {
+    auto s = ch.handshake();
+    switch (s) {
+      case channel::step::done: return std::nullopt;
+      case channel::step::closed:
+        return fail(wire_result::kind::unreachable,
+                    "TLS handshake with " + where + " failed: the node closed the connection"
+                      + " (does it speak TLS?)");
+      case channel::step::failed:
+        return fail(wire_result::kind::unreachable,
+                    "TLS handshake with " + where + " failed: " + ch.tls_error());
+      default: break;
+    }
+    if (auto w = wait_step(fd, s, deadline, opts.cancel)) {
+      if (*w == wait_result::cancelled)
+        return fail(wire_result::kind::cancelled, "cancelled");
+      return fail(wire_result::kind::unreachable,
+                  "TLS handshake with " + where + " failed: no answer within "
+                    + seconds_text(opts.connect_timeout));
+    }
+  }
+}
+
+} // namespace
+
 wire_result wire_call(const std::string& host, uint16_t port, std::string_view request,
                       const wire_call_options& opts) {
   if (request.empty() || request.size() > max_frame_bytes)
@@ -169,6 +258,18 @@ wire_result wire_call(const std::string& host, uint16_t port, std::string_view r
   socket_guard sock{connect_to(host, port, opts, &why)};
   if (sock.get() < 0)
     return why;
+  auto where = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":"
+               + std::to_string(port);
+  channel ch{sock.get()};
+  if (opts.tls.enabled()) {
+    std::string err;
+    auto session = tls_client_session::make(opts.tls, sock.get(), &err);
+    if (!session)
+      return fail(wire_result::kind::unreachable, err);
+    ch.use_tls(std::move(session));
+    if (auto refused = tls_handshake(ch, sock.get(), where, opts))
+      return *refused;
+  }
   auto deadline = clock_type::now() + opts.reply_timeout;
   auto timed_out = [&] {
     return fail(wire_result::kind::no_answer,
@@ -177,24 +278,46 @@ wire_result wire_call(const std::string& host, uint16_t port, std::string_view r
   auto lost = [] {
     return fail(wire_result::kind::dropped, "the connection to the node was lost");
   };
+  bool got_bytes = false;
+  // Why a connection ended before any reply byte. With TLS 1.3 the node's verdict on this
+  // client's certificate comes after the client's side of the handshake, as the first read.
+  auto ended = [&](channel::step s) {
+    if (got_bytes)
+      return lost();
+    if (ch.tls() && s == channel::step::failed)
+      return fail(wire_result::kind::unreachable,
+                  "TLS handshake with " + where + " failed: " + ch.tls_error());
+    // A node that refuses the certificate closes at once; its alert is lost when the close
+    // comes as a reset (it had not read the request).
+    if (ch.tls())
+      return fail(wire_result::kind::unreachable,
+                  "TLS handshake with " + where
+                    + " failed: the node closed the connection (did it refuse this client's "
+                      "certificate?)");
+    if (s == channel::step::closed)
+      return fail(wire_result::kind::dropped,
+                  std::string{"the node closed the connection without answering"}
+                    + (ch.tls() ? "" : " (a node with TLS on closes connections without it)"));
+    return lost();
+  };
+  auto wait_failed = [&](wait_result w) {
+    if (w == wait_result::timed_out)
+      return timed_out();
+    if (w == wait_result::cancelled)
+      return fail(wire_result::kind::cancelled, "cancelled");
+    return lost();
+  };
   auto frame = make_frame(request);
   for (size_t sent = 0; sent < frame.size();) {
-    auto n = ::send(sock.get(), frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
+    size_t n = 0;
+    auto s = ch.send(frame.data() + sent, frame.size() - sent, &n);
+    sent += n;
+    if (s == channel::step::done)
       continue;
-    }
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      switch (wait_for(sock.get(), POLLOUT, deadline, opts.cancel)) {
-        case wait_result::ready: continue;
-        case wait_result::timed_out: return timed_out();
-        case wait_result::cancelled: return fail(wire_result::kind::cancelled, "cancelled");
-        case wait_result::failed: return lost();
-      }
-    }
-    return lost();
+    if (s == channel::step::closed || s == channel::step::failed)
+      return ended(s);
+    if (auto w = wait_step(sock.get(), s, deadline, opts.cancel))
+      return wait_failed(*w);
   }
   frame_reader reader{opts.max_reply_bytes, true};
   char buf[16 * 1024];
@@ -214,23 +337,19 @@ wire_result wire_call(const std::string& host, uint16_t port, std::string_view r
                       + ")");
       case frame_reader::status::need_more: break;
     }
-    auto n = ::recv(sock.get(), buf, sizeof buf, 0);
+    size_t n = 0;
+    auto s = ch.recv(buf, sizeof buf, &n);
     if (n > 0) {
-      reader.append(std::string_view{buf, static_cast<size_t>(n)});
+      got_bytes = true;
+      reader.append(std::string_view{buf, n});
       continue;
     }
-    if (n == 0)
-      return lost();
-    if (errno == EINTR)
+    if (s == channel::step::done)
       continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
-      return lost();
-    switch (wait_for(sock.get(), POLLIN, deadline, opts.cancel)) {
-      case wait_result::ready: break;
-      case wait_result::timed_out: return timed_out();
-      case wait_result::cancelled: return fail(wire_result::kind::cancelled, "cancelled");
-      case wait_result::failed: return lost();
-    }
+    if (s == channel::step::closed || s == channel::step::failed)
+      return ended(s);
+    if (auto w = wait_step(sock.get(), s, deadline, opts.cancel))
+      return wait_failed(*w);
   }
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "actors/tls_options.hpp"
+
 namespace proctor {
 
 /// How one round trip ended.
@@ -35,6 +37,9 @@ struct wire_call_options {
   /// When set, checked every 100 ms: a caller that no longer wants the answer (an actor
   /// exiting) stops waiting.
   const std::atomic<bool>* cancel = nullptr;
+  /// When enabled, the call speaks TLS (README "TLS"): this certificate is presented, the
+  /// node's must chain to tls.ca, and the handshake is bounded by connect_timeout.
+  tls_options tls;
 };
 
 /// A nonblocking TCP socket connected to host:port (a name, IPv4 or IPv6 literal; each
@@ -44,7 +49,8 @@ int wire_connect(const std::string& host, uint16_t port, std::chrono::millisecon
                  std::string* why);
 
 /// Connects to host:port (a name, IPv4 or IPv6 literal), sends `request` (a serialized
-/// pb::Request) as one frame, reads one frame back and closes the connection.
+/// pb::Request) as one frame, reads one frame back and closes the connection. A refused TLS
+/// handshake is `unreachable`, with the reason "TLS handshake with HOST:PORT failed: ...".
 wire_result wire_call(const std::string& host, uint16_t port, std::string_view request,
                       const wire_call_options& opts = {});
 

@@ -1,6 +1,6 @@
 // proctor: the operator CLI. Each command sends one pb::Request to a node over the client
 // protocol (proto/WIRE.md; actors/wire_client.hpp) and prints the answer. No actor system:
-// the CLI is a plain TCP client, so it leaves nothing behind in the node.
+// the CLI is a plain TCP client (TLS with --tls-*), so it leaves nothing behind in the node.
 //
 // Exit codes: 0 ok; 1 the node answered with an error, or `wait` saw ROLLEDBACK / FAILED;
 // 2 `wait` timed out; 3 the node cannot be reached (or the connection dropped); 64 usage.
@@ -67,6 +67,7 @@ std::string random_nonce() {
 /// What the command line asked for.
 struct command {
   std::string node;  ///< as given: HOST:PORT[,HOST:PORT...]
+  proctor::tls_options tls;  ///< --tls-cert/--tls-key/--tls-ca (README "TLS")
   /// The node's addresses: its active process's and its standbys' (README "Standby").
   std::vector<proctor::endpoint> addresses;
   /// The address that answered last: the next request starts there.
@@ -172,6 +173,7 @@ std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor:
   proctor::wire_call_options opts;
   opts.connect_timeout = connect_timeout;
   opts.reply_timeout = reply_timeout;
+  opts.tls = cmd.tls;
   auto bytes = req.SerializeAsString();
   auto give_up = clock::now() + cmd.failover;
   const auto n = cmd.addresses.size();
@@ -273,6 +275,13 @@ int main(int argc, char** argv) {
                  "With several --node addresses: how long a request tries them in turn while "
                  "none answers (a standby taking over)")
     ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600));
+
+  app.add_option("--tls-cert", cmd.tls.cert, "PEM certificate to present (with --tls-key, --tls-ca)")
+    ->envname("PROCTOR_TLS_CERT");
+  app.add_option("--tls-key", cmd.tls.key, "PEM private key of --tls-cert")
+    ->envname("PROCTOR_TLS_KEY");
+  app.add_option("--tls-ca", cmd.tls.ca, "PEM CA the node's certificate must chain to")
+    ->envname("PROCTOR_TLS_CA");
 
   // Each subcommand's callback runs after a successful parse and fills in the request.
   bool json = false;  // accepted for the contract; JSON is the only format
@@ -392,6 +401,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? exit_ok : exit_usage;
+  }
+  if (auto why = proctor::check_tls_options(cmd.tls); !why.empty()) {
+    std::cerr << "error: " << why << '\n';
+    return exit_usage;
   }
 
   cmd.addresses = *parse_addresses(cmd.node);

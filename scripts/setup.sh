@@ -6,7 +6,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 packages=(
   build-essential g++ cmake pkg-config python3
-  libcaf-dev libcaf-openssl0.17
+  libcaf-dev libcaf-openssl0.17 libssl-dev openssl
   librocksdb-dev
   libprotobuf-dev protobuf-compiler
   libspdlog-dev
