@@ -153,6 +153,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (fence_after_ms > 0)
       so.fence_after = std::chrono::milliseconds{fence_after_ms};
     so.stop_requested = [&sigs] { return signal_pending(sigs); };
+    so.tls = tls;
     auto dir = take_directory(so, standby);
     if (!dir.lock) {
       if (!dir.error.empty()) {

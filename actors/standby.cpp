@@ -107,7 +107,7 @@ bool holds_flock(int64_t pid, const std::string& path) {
 }
 
 /// Whether the active answers a ping (any answer, even a refusal, shows its executor runs).
-bool answers(const std::string& listen) {
+bool answers(const std::string& listen, const tls_options& tls) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos)
     return false;
@@ -122,6 +122,7 @@ bool answers(const std::string& listen) {
   wire_call_options o;
   o.connect_timeout = std::chrono::milliseconds{500};
   o.reply_timeout = std::chrono::milliseconds{500};
+  o.tls = tls;
   return wire_call(host, static_cast<uint16_t>(port), req.SerializeAsString(), o).ok();
 }
 
@@ -142,7 +143,7 @@ public:
       last_answer_ = now;  // nothing this standby may judge
       return;
     }
-    if (answers(info->listen)) {
+    if (answers(info->listen, opts_.tls)) {
       last_answer_ = clock_type::now();
       return;
     }

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/tls_options.hpp"
 #include "persistence/active_lock.hpp"
 
 namespace proctor {
@@ -33,6 +34,9 @@ struct standby_options {
   std::optional<std::chrono::milliseconds> fence_after;
   /// How often the active is pinged when `fence_after` is set.
   std::chrono::milliseconds probe_every{500};
+  /// The node's TLS settings: the ping must be a client the active accepts (a refused
+  /// handshake is no answer, and would have a healthy active killed).
+  tls_options tls;
   /// Polled with the lock: true when the standby should give up (SIGTERM).
   std::function<bool()> stop_requested;
 };

@@ -63,13 +63,25 @@ protected:
   /// until the standby says it waits.
   void start_b(size_t active) {
     ASSERT_TRUE(b_[active]->start()) << b_[active]->log_tail();
-    ASSERT_TRUE(b_[1 - active]->launch());
-    ASSERT_TRUE(waits_as_standby(1 - active)) << b_[1 - active]->log_tail();
+    launch_standby(1 - active);
   }
 
-  bool waits_as_standby(size_t i) {
-    return eventually([&] { return b_[i]->log_tail(50).find("waiting for its lock") != std::string::npos; },
-                      30s, 50ms);
+  /// Starts b[i] and waits until it says it waits for the lock. Both b processes append to
+  /// one log (beside the data directory they share): count the lines.
+  void launch_standby(size_t i) {
+    auto before = waiting_lines(i);
+    ASSERT_TRUE(b_[i]->launch());
+    ASSERT_TRUE(eventually([&] { return waiting_lines(i) > before; }, 30s, 50ms))
+      << b_[i]->log_tail();
+  }
+
+  size_t waiting_lines(size_t i) const {
+    auto text = b_[i]->log_tail(1'000'000);
+    size_t n = 0;
+    for (auto at = text.find("waiting for its lock"); at != std::string::npos;
+         at = text.find("waiting for its lock", at + 1))
+      ++n;
+    return n;
   }
 
   fs::path ledger() const { return dir_.path() / "ledger"; }
@@ -184,8 +196,7 @@ TEST_F(standby, ten_takeovers_in_a_row_lose_nothing_and_a_wait_carries_on) {
     EXPECT_NE(b_[next]->log_tail(200).find("took over"), std::string::npos)
       << b_[next]->log_tail();
     // The old active comes back as the new standby.
-    ASSERT_TRUE(b_[active]->launch());
-    ASSERT_TRUE(waits_as_standby(active)) << b_[active]->log_tail();
+    launch_standby(active);
     active = next;
   }
   ASSERT_TRUE(all_succeed(ids)) << b_[active]->log_tail(40);

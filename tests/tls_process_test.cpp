@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/process_harness.hpp"
@@ -270,6 +271,30 @@ TEST_F(tls, a_node_with_a_certificate_from_another_ca_is_never_up) {
     return false;
   }, 20s, 200ms)) << seen;
   EXPECT_TRUE(a->running());
+}
+
+} // namespace
+
+namespace {
+
+// A standby pings its active over the node's TLS: a ping refused for want of a certificate
+// would look like a hung active and have a healthy one killed (--fence-after-ms).
+TEST_F(tls, a_tls_standby_leaves_a_healthy_active_alone_and_takes_over_when_it_dies) {
+  std::vector<std::string> standby{"--standby", "--fence-after-ms", "1000"};
+  auto b0 = make("b", 0, standby);
+  auto b1 = make("b", 0, standby);  // same data directory (dir/b), its own port
+  ASSERT_TRUE(b0->start()) << b0->log_tail();
+  ASSERT_TRUE(b1->launch());
+  ASSERT_TRUE(eventually(
+    [&] { return b1->log_tail(50).find("waiting for its lock") != std::string::npos; }, 30s));
+  // Five fence periods: a standby that could not ping would have killed b0 by now.
+  std::this_thread::sleep_for(5s);
+  EXPECT_TRUE(b0->running()) << b1->log_tail();
+  EXPECT_EQ(b1->log_tail(100).find("killing it"), std::string::npos) << b1->log_tail();
+  b0->kill();
+  ASSERT_TRUE(b1->wait_ready(60s)) << b1->log_tail();
+  auto r = b1->ctl({"submit", "demo.ledger", "--args-json", ledger_args(R"(,"steps":1)")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 } // namespace
