@@ -21,6 +21,9 @@ proc_update update_from_image(const tree_image& t, const proc_image& p) {
   u.nonce = p.nonce;
   u.node = p.node;
   u.ended = is_final(p.status);
+  u.started_at_ms = p.submitted_at_ms;
+  if (u.ended && t.finished_at_ms != 0)
+    u.ended_at_ms = t.finished_at_ms;
   return u;
 }
 

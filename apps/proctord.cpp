@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   int result_ttl_s = 900;
   size_t max_args = 1 << 20;
   int64_t hibernate_after_ms = 1000;
+  int64_t stuck_after_s = 60;
   app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
   app.add_option("--listen", listen, "HOST:PORT the node serves on (port 0: any)")->required();
   app.add_option("--name", name,
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
                  "A root waiting this long for an event gives up its actor until woken "
                  "(-1: never)")
     ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
+  app.add_option("--stuck-after-s", stuck_after_s,
+                 "A procedure waiting or retrying in one state this long is stuck: `proctor "
+                 "bypass` needs no --force for it (0: at once)")
+    ->check(CLI::Range(int64_t{0}, int64_t{365} * 24 * 3600));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
     opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
     opts.executor.max_args_bytes = max_args;
     opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
+    opts.executor.stuck_after = std::chrono::seconds{stuck_after_s};
     auto echo = proctor::spawn_echo_service(sys);
     opts.services["demo.echo"] = echo;
     opts.name = name;

@@ -196,6 +196,17 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       }
       break;
     }
+    case pb::JournalRecord::kBypassed: {
+      // An operator ended it SUCCESS: nothing more of it runs (its steps stay undoable).
+      auto* p = t.find(rec.bypassed().proc_id());
+      if (p == nullptr)
+        return missing(rec.bypassed().proc_id());
+      p->status = proc_state::success;
+      p->bypassed = true;
+      if (p->id == t.root_id)
+        t.finished = true;
+      break;
+    }
     case pb::JournalRecord::kRolledBack: {
       t.rolled_back = true;
       t.finished = true;
