@@ -6,6 +6,8 @@
 #include "actors/engine_fixture.hpp"
 #include "actors/engine_probe.hpp"
 #include "actors/wall_clock.hpp"
+#include "demo.pb.h"
+#include "procedures/state_machine.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -26,11 +28,29 @@ std::string json(const ProbeData& d) {
   return out;
 }
 
+/// Locks `key` exclusively and holds it while it waits for the event "ev-<key>".
+class lock_waiter : public state_machine<pb::WaitEventData, pb::WaitEventState> {
+public:
+  lock_waiter() {
+    on(pb::WAIT_EVENT_SUSPEND, &lock_waiter::wait, &lock_waiter::nothing);
+    on(pb::WAIT_EVENT_RESUME, &lock_waiter::resume, &lock_waiter::nothing);
+  }
+  lock_set locks() const override { return {resource_lock::exclusive_on(typed_data().key())}; }
+
+private:
+  outcome wait(pb::WaitEventData& d, context&) {
+    return suspend("ev-" + d.key(), pb::WAIT_EVENT_RESUME);
+  }
+  outcome resume(pb::WaitEventData&, context&) { return done(); }
+  void nothing(pb::WaitEventData&, context&) {}
+};
+
 class bypass_test : public engine {
 protected:
   void SetUp() override {
     engine::SetUp();
     register_probe(types_);
+    types_.add<lock_waiter>("test.lock_waiter");
     world_name_ = dir_;
   }
 
@@ -174,6 +194,39 @@ TEST_F(bypass_test, a_bypassed_root_ends_its_tree_and_stays_ended_after_a_restar
   EXPECT_EQ(status(root).state(), pb::SUCCESS);
   EXPECT_EQ(starts(root), 1);
   EXPECT_EQ(world().starts().count(probe_world::key(root, 2)), 0u);
+}
+
+TEST_F(bypass_test, locks_show_holder_and_waiter_and_a_bypassed_waiter_never_runs) {
+  start_with(std::chrono::minutes{10});
+  auto holder = submit("test.lock_waiter", R"({"key":"ns/t"})");
+  ASSERT_TRUE(eventually([&] { return status(holder).waiting_for() == "event ev-ns/t"; }));
+  auto waiter = submit("test.lock_waiter", R"({"key":"ns/t"})");
+  ASSERT_TRUE(eventually([&] { return status(waiter).waiting_for() == "lock ns/t"; }));
+
+  pb::Request l;
+  l.mutable_locks();
+  auto locks = call(l);
+  ASSERT_EQ(locks.code(), pb::Response::OK) << locks.error();
+  ASSERT_EQ(locks.locks_size(), 2);
+  EXPECT_TRUE(locks.locks(0).held());
+  EXPECT_EQ(locks.locks(0).proc_id(), holder);
+  EXPECT_EQ(locks.locks(0).resource(), "ns/t");
+  EXPECT_TRUE(locks.locks(0).exclusive());
+  EXPECT_FALSE(locks.locks(1).held());
+  EXPECT_EQ(locks.locks(1).proc_id(), waiter);
+  EXPECT_EQ(locks.locks(1).blocked_by(), "ns/t");
+
+  // Its step waits for the lock: the bypass takes it off the scheduler's queue.
+  auto r = bypass(waiter, true);
+  ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+  EXPECT_EQ(wait(waiter).state(), pb::SUCCESS);
+  locks = call(l);
+  ASSERT_EQ(locks.locks_size(), 1);
+  EXPECT_EQ(locks.locks(0).proc_id(), holder);
+  event("ev-ns/t", "{}");
+  EXPECT_EQ(wait(holder).state(), pb::SUCCESS);
+  EXPECT_EQ(call(l).locks_size(), 0);
+  EXPECT_EQ(starts(waiter), 1);
 }
 
 } // namespace

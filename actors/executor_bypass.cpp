@@ -98,6 +98,7 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
         auto u = i->second;
         u.state = proc_state::success;  // its own update may still be on its way
         u.ended = true;
+        u.waiting_for.clear();
         reply(rp, status_reply(u));
       },
       [self, rp, done](caf::error& e) mutable {
