@@ -229,5 +229,30 @@ TEST_F(bypass_test, locks_show_holder_and_waiter_and_a_bypassed_waiter_never_run
   EXPECT_EQ(starts(waiter), 1);
 }
 
+TEST_F(bypass_test, history_shows_the_failure_and_each_undo_of_a_rollback) {
+  start_with(std::chrono::minutes{10});
+  auto first = act(ProbeAction::NEXT);
+  first.set_undo_gate("u");
+  auto id = submit("test.probe", json(probe_data({first, act(ProbeAction::FAIL)})));
+  pb::Request h;
+  h.mutable_history()->set_id(id);
+  std::vector<std::string> kinds;
+  pb::Response hist;
+  // The partly run state 2 is undone, then the undo of step 1 waits at its gate.
+  ASSERT_TRUE(eventually([&] {
+    hist = call(h);
+    kinds.clear();
+    for (const auto& e : hist.history().entries())
+      kinds.push_back(e.kind());
+    return kinds.size() >= 4;
+  })) << hist.ShortDebugString();
+  EXPECT_EQ(kinds, (std::vector<std::string>{"submitted", "step", "failed", "undone"}));
+  EXPECT_EQ(hist.history().entries(2).state(), 2);
+  EXPECT_NE(hist.history().entries(2).detail().find("fails as asked"), std::string::npos);
+  EXPECT_EQ(hist.history().entries(3).state(), 2);
+  world().open("u");
+  EXPECT_EQ(wait(id).state(), pb::ROLLEDBACK);
+}
+
 } // namespace
 } // namespace proctor::testing
