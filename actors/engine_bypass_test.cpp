@@ -45,12 +45,38 @@ private:
   void nothing(pb::WaitEventData&, context&) {}
 };
 
+/// Past its point of no return (RISKY), FINISH fails `crash_times` times.
+class pnr : public state_machine<pb::FlakyData, pb::FlakyState> {
+public:
+  pnr() {
+    on(pb::FLAKY_PREPARE, &pnr::prepare, &pnr::nothing);
+    on_no_rollback(pb::FLAKY_RISKY, &pnr::risky);
+    on(pb::FLAKY_FINISH, &pnr::finish, &pnr::nothing);
+  }
+
+private:
+  outcome prepare(pb::FlakyData&, context&) { return next(pb::FLAKY_RISKY); }
+  outcome risky(pb::FlakyData&, context&) { return next(pb::FLAKY_FINISH); }
+  outcome finish(pb::FlakyData& d, context& ctx) {
+    if (ctx.attempt() <= d.crash_times())
+      throw procedure_failure("not yet (attempt " + std::to_string(ctx.attempt()) + ")");
+    return done();
+  }
+  void nothing(pb::FlakyData&, context&) {}
+};
+
 class bypass_test : public engine {
 protected:
   void SetUp() override {
     engine::SetUp();
     register_probe(types_);
     types_.add<lock_waiter>("test.lock_waiter");
+    retry_policy two;
+    two.kind = retry_policy::backoff::fixed;
+    two.delay = std::chrono::milliseconds{5};
+    two.max_attempts = 1;
+    two.max_attempts_past_no_return = 2;
+    types_.add<pnr>("test.pnr", 1, {}, two);
     world_name_ = dir_;
   }
 
@@ -227,6 +253,15 @@ TEST_F(bypass_test, locks_show_holder_and_waiter_and_a_bypassed_waiter_never_run
   EXPECT_EQ(wait(holder).state(), pb::SUCCESS);
   EXPECT_EQ(call(l).locks_size(), 0);
   EXPECT_EQ(starts(waiter), 1);
+}
+
+TEST_F(bypass_test, a_procedure_failed_for_good_past_its_point_of_no_return_is_stuck) {
+  start_with(std::chrono::minutes{10});
+  auto id = submit("test.pnr", R"({"crash_times":100})");
+  ASSERT_TRUE(eventually([&] { return status(id).state() == pb::FAILED; }));
+  auto r = bypass(id, false);  // it waits for an operator: stuck at once
+  ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+  EXPECT_EQ(wait(id).state(), pb::SUCCESS);
 }
 
 TEST_F(bypass_test, history_shows_the_failure_and_each_undo_of_a_rollback) {

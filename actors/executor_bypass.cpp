@@ -17,6 +17,8 @@ std::string not_stuck(executor_actor* self, const proc_update& p) {
   auto waited_ms = now_ms() - p.since_ms;
   auto waits = p.state == proc_state::waiting || p.state == proc_state::waiting_timeout
                || !p.waiting_for.empty();
+  if (p.state == proc_state::failed)
+    return {};  // past its point of no return, out of retries: it waits for an operator
   if (p.waiting_for == "children")
     return me + " waiting for its children (bypass a stuck child instead)";
   if (!waits)
@@ -54,19 +56,23 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
     return reply(rp, error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(req.id())));
   const auto& p = i->second;
   auto me = "procedure " + std::to_string(p.id);
-  if (p.ended)
+  auto r = st.roots.find(p.root_id);
+  // Past its point of no return and out of retries, a procedure stays FAILED "until an
+  // operator intervenes": its actor lives on, its tree waits.
+  bool failed_for_good = p.state == proc_state::failed && p.ended && r != st.roots.end()
+                         && !r->second.finished;
+  if (p.ended && !failed_for_good)
     return refuse(me + " already ended " + std::string(to_string(p.state)));
   if (!p.node.empty())
     return refuse(me + " runs on node " + p.node + ": bypass it there");
   auto root = st.procs.find(p.root_id);
-  if (root != st.procs.end() && root->second.state == proc_state::failed)
+  if (root != st.procs.end() && root->second.state == proc_state::failed && !root->second.ended)
     return refuse(me + ": its tree is rolling back; bypass does not skip a rollback");
   if (p.waiting_for.rfind("operator (tree quarantined", 0) == 0)
     return refuse(me + ": its tree is quarantined and does not run");
   if (!req.force())
     if (auto why = not_stuck(self, p); !why.empty())
       return refuse(why + "; use --force to bypass it anyway");
-  auto r = st.roots.find(p.root_id);
   if (r != st.roots.end() && r->second.dormant)
     return wake_root(self, p.root_id,
                      [self, req, rp]() mutable { handle_bypass(self, req, rp); });
@@ -87,7 +93,7 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
   bypass_order order{std::move(path), p.waiting_for, req.force()};
   self->request(r->second.handle, std::chrono::seconds{30}, bypass_atom::value, std::move(order))
     .then(
-      [self, rp, done, id = p.id](std::string& why) mutable {
+      [self, rp, done, id = p.id, failed_for_good](std::string& why) mutable {
         done();
         if (!why.empty())
           return reply(rp, error_reply(pb::Response::REFUSED, std::move(why)));
@@ -99,6 +105,10 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
         u.state = proc_state::success;  // its own update may still be on its way
         u.ended = true;
         u.waiting_for.clear();
+        u.error.clear();
+        // A FAILED one counted as ended already: its waiters must not see FAILED again.
+        if (failed_for_good)
+          record_update(self, u);
         reply(rp, status_reply(u));
       },
       [self, rp, done](caf::error& e) mutable {

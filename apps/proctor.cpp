@@ -355,10 +355,10 @@ int main(int argc, char** argv) {
     cmd.request.mutable_submit()->set_nonce(random_nonce());
   if (cmd.what == verb::wait && cmd.wait_timeout_s > 0)
     cmd.wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{cmd.wait_timeout_s};
-  int rc = operator_command ? operator_command([&cmd](const pb::Request& req, auto timeout) {
+  auto via_node = [&cmd](const pb::Request& req, std::chrono::milliseconds timeout) {
     return call(cmd, req, timeout);
-  })
-                            : run(cmd);
+  };
+  int rc = operator_command ? operator_command(via_node) : run(cmd);
   std::cout.flush();
   return rc;
 }

@@ -23,8 +23,9 @@ std::string tree_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus
 
 /// A history as {"status":{status_to_json},"note":"","entries":[{"lsn":12,"kind":"step",
 /// "state":2,"state_name":"DEBIT","next_state":3,"next_state_name":"CREDIT","attempt":1,
-/// "at":"…","at_ms":1764052812345,"took_us":2100,"since_previous_ms":12,"detail":""}, …]}. `since_previous_ms`: from
-/// the previous entry with a time to this one (null when either is not known).
+/// "at":"…","at_ms":1764052812345,"took_us":2100,"since_previous_ms":12,"detail":""}, …]}.
+/// `since_previous_ms`: from the previous entry with a time to this one (null when either
+/// is not known).
 std::string history_to_json(const pb::History& h);
 
 /// Locks as [{"resource":"ns/t","mode":"exclusive","proc_id":5,"root_id":5,"held":true,
