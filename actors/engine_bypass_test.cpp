@@ -264,6 +264,17 @@ TEST_F(bypass_test, a_procedure_failed_for_good_past_its_point_of_no_return_is_s
   EXPECT_EQ(wait(id).state(), pb::SUCCESS);
 }
 
+TEST_F(bypass_test, a_hibernated_root_is_woken_to_be_bypassed) {
+  start([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+  auto id = submit("test.probe", json(probe_data({act(ProbeAction::SUSPEND, "never")})));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_hibernated_procedures") == 1; }));
+  auto r = bypass(id, true);
+  ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+  EXPECT_EQ(wait(id).state(), pb::SUCCESS);
+  EXPECT_EQ(starts(id), 2);  // started, then woken from the journal for the bypass
+  EXPECT_EQ(world().starts().count(probe_world::key(id, 2)), 0u);
+}
+
 TEST_F(bypass_test, history_shows_the_failure_and_each_undo_of_a_rollback) {
   start_with(std::chrono::minutes{10});
   auto first = act(ProbeAction::NEXT);

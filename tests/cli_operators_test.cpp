@@ -93,6 +93,15 @@ TEST(cli_operators, tree_prints_an_indented_tree_in_a_pipe_and_nested_json) {
   EXPECT_TRUE(field(*v, "ended_at").has_string_value());
 
   expect_one_line_error(f.n.ctl({"tree", "999999"}), "no procedure 999999");
+
+  // A wide tree: its children under a progress bar.
+  auto wide = f.submit("demo.ledger", f.ledger_args(R"(,"children":12,"depth":1)"));
+  ASSERT_EQ(f.n.ctl({"wait", std::to_string(wide), "--timeout-s", "60"}).exit_code, 0);
+  auto w = f.n.ctl({"tree", std::to_string(wide)});
+  ASSERT_EQ(w.exit_code, 0) << describe(w);
+  EXPECT_NE(w.out.find("children [####################] 12/12 ended"), std::string::npos)
+    << w.out;
+  EXPECT_EQ(lines(w.out).size(), 14u) << w.out;
   f.n.kill();
 }
 
