@@ -207,6 +207,14 @@ TEST_F(bypass_test, survives_a_restart_and_the_parent_carries_on_after_it) {
   EXPECT_EQ(tree.list(0).id(), root);
   EXPECT_EQ(tree.list(1).id(), child);
   EXPECT_NE(tree.list(0).ended_at_ms(), 0);
+  EXPECT_TRUE(tree.list(1).bypassed());
+  EXPECT_FALSE(tree.list(0).bypassed());
+  // Once only the summary is left, it still says so.
+  ASSERT_TRUE(eventually([&] {
+    auto s = call(h).history();
+    return s.entries_size() == 1
+           && s.entries(0).detail().find("bypassed by an operator") != std::string::npos;
+  })) << call(h).ShortDebugString();
 }
 
 TEST_F(bypass_test, a_bypassed_root_ends_its_tree_and_stays_ended_after_a_restart) {

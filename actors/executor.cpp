@@ -47,6 +47,7 @@ void fill_status(const proc_update& u, pb::ProcStatus* s) {
   s->set_started_at_ms(u.started_at_ms);
   s->set_since_ms(u.since_ms);
   s->set_ended_at_ms(u.ended_at_ms);
+  s->set_bypassed(u.bypassed);
 }
 
 void reply(promise_t& rp, std::string bytes) {

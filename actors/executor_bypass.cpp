@@ -106,6 +106,7 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
         u.ended = true;
         u.waiting_for.clear();
         u.error.clear();
+        u.bypassed = true;
         // A FAILED one counted as ended already: its waiters must not see FAILED again.
         if (failed_for_good)
           record_update(self, u);

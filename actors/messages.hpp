@@ -107,6 +107,7 @@ struct proc_update {
   int64_t started_at_ms = 0;
   int64_t since_ms = 0;
   int64_t ended_at_ms = 0;
+  bool bypassed = false;  ///< an operator's bypass ended it
 };
 
 /// An operator's bypass of procedure path.back(), executor -> root -> ... -> the procedure:

@@ -40,8 +40,9 @@ void commit_bypass(proc_actor* self, const bypass_order& order,
   st.bypassing = true;
   st.busy = true;
   ++st.timer_token;  // its retry, wake-up or deadline no longer fires
-  PLOG(warn, self, "bypassed by an operator while {} ({}){}", to_string(st.status),
-       order.waiting_for, order.forced ? ", forced" : "");
+  PLOG(warn, self, "bypassed by an operator while {}{}{}", to_string(st.status),
+       order.waiting_for.empty() ? "" : " (" + order.waiting_for + ")",
+       order.forced ? ", forced" : "");
   pb::JournalRecord rec;
   auto* b = rec.mutable_bypassed();
   b->set_proc_id(st.id);
@@ -53,6 +54,7 @@ void commit_bypass(proc_actor* self, const bypass_order& order,
     auto u = current_update(self);
     u.state = proc_state::success;
     u.ended = true;
+    u.bypassed = true;
     return u;
   };
   if (st.is_fragment()) {

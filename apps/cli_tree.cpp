@@ -86,7 +86,9 @@ public:
     const auto& c = o_.colours;
     out_ += lead + branch + c.bold() + std::to_string(s.id()) + c.reset() + " " + s.type() + " "
             + c.state(s.state()) + pb::ProcState_Name(s.state()) + c.reset();
-    if (!s.waiting_for().empty())
+    if (s.bypassed())
+      out_ += " (bypassed)";
+    else if (!s.waiting_for().empty())
       out_ += " (" + s.waiting_for() + ")";
     if (s.started_at_ms() != 0) {
       auto end = has_ended(s) ? s.ended_at_ms() : o_.now_ms;

@@ -43,7 +43,8 @@ struct tree_index {
                       + ",\"started_at\":" + time_field(s.started_at_ms())
                       + ",\"since\":" + time_field(s.since_ms())
                       + ",\"ended_at\":" + time_field(s.ended_at_ms())
-                      + ",\"duration_ms\":" + duration + ",\"done\":" + std::to_string(done)
+                      + ",\"duration_ms\":" + duration + ",\"bypassed\":"
+                      + (s.bypassed() ? "true" : "false") + ",\"done\":" + std::to_string(done)
                       + ",\"total\":" + std::to_string(kids.size()) + ",\"children\":[";
     for (size_t i = 0; i < kids.size(); ++i)
       out += (i > 0 ? "," : "") + object(*kids[i]);

@@ -15,7 +15,7 @@ namespace proctor {
 /// A tree as `tree` answers it (root first, depth first) as one nested object:
 ///   {"id":5,"type":"demo.tree","state":"WAITING","waiting_for":"children","node":"",
 ///    "parent_id":0,"error":"","result":null,"started_at":"…","since":"…","ended_at":null,
-///    "duration_ms":1200,"done":1,"total":2,"children":[{…},{…}]}
+///    "duration_ms":1200,"bypassed":false,"done":1,"total":2,"children":[{…},{…}]}
 /// `done`/`total`: its direct children that ended, of all; `duration_ms`: from its submit
 /// to its end (to `now_ms` while it runs). Children not in the list are left out.
 std::string tree_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs,

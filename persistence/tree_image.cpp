@@ -235,6 +235,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p.children.assign(ps.children().begin(), ps.children().end());
         p.nonce = ps.nonce();
         p.node = ps.node();
+        p.bypassed = ps.bypassed();
         p.remote_undone = p.remote();  // a finished tree orders nothing any more
         if (p.status == proc_state::rolledback)
           t.rolled_back = t.failed = true;
@@ -334,6 +335,7 @@ pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
       ps->add_children(c);
     ps->set_nonce(p.nonce);
     ps->set_node(p.node);
+    ps->set_bypassed(p.bypassed);
   }
   return s;
 }

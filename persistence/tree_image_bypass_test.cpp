@@ -92,6 +92,12 @@ TEST_F(bypass_fold, a_bypassed_root_ends_its_tree) {
   auto s = summarize(t, 5);
   ASSERT_EQ(s.procs_size(), 1);
   EXPECT_EQ(s.procs(0).state(), pb::SUCCESS);
+  EXPECT_TRUE(s.procs(0).bypassed());
+  // The summary keeps the mark when it is folded again.
+  pb::JournalRecord r;
+  *r.mutable_summary() = s;
+  add(r);
+  EXPECT_TRUE(fold().root()->bypassed);
 }
 
 TEST_F(bypass_fold, a_bypass_of_an_unknown_procedure_quarantines_the_tree) {

@@ -160,6 +160,8 @@ TEST(cli_operators, bypass_is_refused_unless_forced_and_survives_a_kill) {
   ASSERT_TRUE(v) << describe(r);
   EXPECT_EQ(state_of(*v), "SUCCESS");
   expect_one_line_error(f.n.ctl({"bypass", std::to_string(id), "--force"}), "already ended");
+  auto tree = f.n.ctl({"tree", std::to_string(id)});
+  EXPECT_NE(tree.out.find("SUCCESS (bypassed)"), std::string::npos) << describe(tree);
 
   f.n.kill();  // acknowledged: durable
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();
