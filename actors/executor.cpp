@@ -44,6 +44,10 @@ void fill_status(const proc_update& u, pb::ProcStatus* s) {
   s->set_result_json(u.result_json);
   s->set_waiting_for(u.waiting_for);
   s->set_node(u.node);
+  s->set_started_at_ms(u.started_at_ms);
+  s->set_since_ms(u.since_ms);
+  s->set_ended_at_ms(u.ended_at_ms);
+  s->set_bypassed(u.bypassed);
 }
 
 void reply(promise_t& rp, std::string bytes) {
@@ -101,6 +105,19 @@ void record_update(executor_actor* self, proc_update u) {
     --st.waiting;
   if (waits(u))
     ++st.waiting;
+  auto now = now_ms();
+  if (fresh) {
+    u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : now;
+    u.since_ms = now;
+  } else {
+    const auto& old = it->second;
+    u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : old.started_at_ms;
+    bool same = u.state == old.state && u.waiting_for == old.waiting_for;
+    u.since_ms = same ? old.since_ms : now;
+    u.ended_at_ms = u.ended_at_ms != 0 ? u.ended_at_ms : old.ended_at_ms;
+  }
+  if (final_now && u.ended_at_ms == 0)
+    u.ended_at_ms = now;
   it->second = std::move(u);
   if (final_now) {
     auto runtime = std::chrono::milliseconds{-1};

@@ -35,6 +35,10 @@ struct executor_config {
   /// waiters and restarts it from the journal when the event, its deadline or an abort
   /// comes. Trees found so at recovery start hibernated. Negative: never.
   std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
+  /// A procedure is *stuck* (`proctor bypass` needs no --force) when it has not ended, is
+  /// not waiting for its children, and has waited (for an event, a timer, a retry, a lock,
+  /// a node) or retried in the same state for at least this long.
+  std::chrono::milliseconds stuck_after{std::chrono::seconds{60}};
 };
 
 /// An event kept in the journal's node range.

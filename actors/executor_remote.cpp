@@ -327,6 +327,9 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
     case pb::Request::kStatus: id = req.status().id(); break;
     case pb::Request::kAbort: id = req.abort().id(); break;
     case pb::Request::kRelease: id = req.release().id(); break;
+    case pb::Request::kTree: id = req.tree().id(); break;
+    case pb::Request::kHistory: id = req.history().id(); break;
+    case pb::Request::kBypass: id = req.bypass().id(); break;
     case pb::Request::kWait:
       id = req.wait().id();
       // The client's bound on a wait is its timeout plus a grace (client_server.hpp).

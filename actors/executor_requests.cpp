@@ -325,6 +325,14 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_ping(self, req.ping(), rp);
     case pb::Request::kNodes:
       return handle_nodes(self, rp);
+    case pb::Request::kTree:
+      return handle_tree(self, req.tree(), rp);
+    case pb::Request::kHistory:
+      return handle_history(self, req.history(), rp);
+    case pb::Request::kLocks:
+      return handle_locks(self, rp);
+    case pb::Request::kBypass:
+      return handle_bypass(self, req.bypass(), rp);
     case pb::Request::BODY_NOT_SET:
       break;
   }

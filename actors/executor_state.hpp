@@ -208,6 +208,16 @@ void handle_nodes(executor_actor* self, promise_t rp);
 bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Response local,
                        promise_t rp);
 
+// -- operators (executor_views.cpp, executor_bypass.cpp) --------------------------------------
+/// The tree of a procedure, root first, depth first (with its fragments on other nodes).
+void handle_tree(executor_actor* self, const pb::TreeRequest& req, promise_t rp);
+/// A procedure's history, read from its tree's journal records.
+void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise_t rp);
+/// The node's held and awaited resource locks.
+void handle_locks(executor_actor* self, promise_t rp);
+/// An operator's bypass: refused unless stuck or forced; answered once it is durable.
+void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t rp);
+
 /// Keeps an event for procedures that suspend on its key later, until its TTL.
 void keep_event(executor_actor* self, const std::string& key, pending_event ev);
 

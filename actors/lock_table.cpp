@@ -107,4 +107,13 @@ void lock_table::release(uint64_t owner) {
   }
 }
 
+std::string lock_table::blocker(uint64_t owner, const std::vector<uint64_t>& ancestors,
+                                const lock_set& locks) const {
+  std::string b;
+  for (const auto& l : locks)
+    if (conflicts(owner, ancestors, l, &b))
+      return b;
+  return {};
+}
+
 } // namespace proctor

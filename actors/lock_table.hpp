@@ -32,6 +32,13 @@ public:
 
   size_t held() const { return owned_.size(); }
 
+  /// What each owner holds (`proctor locks`).
+  const std::map<uint64_t, lock_set>& owned() const { return owned_; }
+
+  /// The first resource that keeps `owner` from acquiring `locks` ("" when none does).
+  std::string blocker(uint64_t owner, const std::vector<uint64_t>& ancestors,
+                      const lock_set& locks) const;
+
 private:
   struct node {
     std::set<uint64_t> exclusive;  // at most one owner, unless forced

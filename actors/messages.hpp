@@ -46,6 +46,8 @@ using no_progress_atom = caf::atom_constant<caf::atom("noprogress")>; // proc ->
 using hibernate_atom = caf::atom_constant<caf::atom("hibernate")>;   // root -> executor
 using rollback_atom = caf::atom_constant<caf::atom("rollback")>;     // root -> executor
 using undo_atom = caf::atom_constant<caf::atom("undo")>;             // root -> executor
+using locks_atom = caf::atom_constant<caf::atom("locks")>;           // executor -> scheduler
+using bypass_atom = caf::atom_constant<caf::atom("bypass")>;         // executor -> procs
 
 /// One step (or one undo) to run on a worker thread. The procedure instance belongs to the
 /// job while it runs; the procedure actor touches it again only after the result arrives.
@@ -99,6 +101,21 @@ struct proc_update {
   /// The procedure has ended (SUCCESS, ROLLEDBACK, or FAILED for good). A FAILED procedure
   /// whose tree is still rolling back has not.
   bool ended = false;
+  /// Timing kept by the executor (wall clock ms; a procedure actor leaves them 0, except
+  /// started_at_ms from a journal image): submitted, in this state and waiting_for since,
+  /// ended.
+  int64_t started_at_ms = 0;
+  int64_t since_ms = 0;
+  int64_t ended_at_ms = 0;
+  bool bypassed = false;  ///< an operator's bypass ended it
+};
+
+/// An operator's bypass of procedure path.back(), executor -> root -> ... -> the procedure:
+/// `path` runs from the root of the tree (fragment) down to it.
+struct bypass_order {
+  std::vector<uint64_t> path;
+  std::string waiting_for;  ///< what it waited for, as the executor saw it (journaled)
+  bool forced = false;
 };
 
 /// The end of a tree, root -> executor, with every procedure's final status.
@@ -114,5 +131,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::proc_update)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::tree_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::bypass_order)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::child_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::lock_set)

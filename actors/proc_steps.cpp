@@ -118,6 +118,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
   step->set_past_no_return(no_return);
   step->set_attempt(st.attempt);
   step->set_data_version(st.ptype->version);
+  step->set_committed_at_ms(now_ms());
+  step->set_took_us(static_cast<uint64_t>(r.took.count()));
   journal_batch batch;
   auto after_commit = [self, no_return, data = r.data, executed, next = out.state()] {
     auto& st = self->state;

@@ -345,7 +345,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       maybe_join(self);
     },
     [self](wake_atom, std::string& payload, bool timed_out, uint64_t token) {
-      if (timed_out && token != self->state.timer_token)
+      if ((timed_out && token != self->state.timer_token) || self->state.bypassing)
         return;
       if (timed_out && self->state.hibernating) {
         // Our deadline, while the executor decides on our hibernation: if it agrees, it
@@ -403,6 +403,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       st.failure_acks.push_back(rp);
       return rp;
     },
+    [self](bypass_atom, bypass_order& order) { return on_bypass(self, order); },
     [self](abort_atom, uint64_t proc_id) -> caf::result<bool> {
       auto& st = self->state;
       if (st.finishing)

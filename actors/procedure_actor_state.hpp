@@ -98,6 +98,7 @@ struct proc_actor_state {
   uint64_t timer_token = 0;  ///< stale timer/retry messages carry an older token
   int64_t deadline_ms = 0;   ///< of the event wait (0: none)
   bool hibernating = false;  ///< asked the executor to hibernate; no answer yet
+  bool bypassing = false;    ///< an operator's bypass is being journaled: nothing runs
 
   // -- children (this actor supervises them) -----------------------------------------------
   std::vector<child_slot> children;     ///< every child, in spawn order
@@ -287,6 +288,10 @@ void on_step_done(proc_actor* self, step_result& r);
 
 /// A business failure of the step of `state` (retry, roll back, or retry forward).
 void on_business_failure(proc_actor* self, int32_t state, const std::string& error);
+
+/// An operator's bypass on its way to (or at) its procedure (proc_bypass.cpp): answers ""
+/// once the Bypassed record is durable, else why it was refused.
+caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order);
 
 // -- waiting (proc_waiting.cpp) ---------------------------------------------------------------
 

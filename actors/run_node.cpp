@@ -46,6 +46,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   int result_ttl_s = 900;
   size_t max_args = 1 << 20;
   int64_t hibernate_after_ms = 1000;
+  int64_t stuck_after_s = 60;
   bool standby = false;
   int64_t fence_after_ms = 0;
   app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
@@ -70,6 +71,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                  "A root waiting this long for an event gives up its actor until woken "
                  "(-1: never)")
     ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
+  app.add_option("--stuck-after-s", stuck_after_s,
+                 "A procedure waiting or retrying in one state this long is stuck: `proctor "
+                 "bypass` needs no --force for it (0: at once)")
+    ->check(CLI::Range(int64_t{0}, int64_t{365} * 24 * 3600));
   app.add_flag("--standby", standby,
                "Wait for the data directory's lock while another process holds it, following "
                "its journal, and take over as soon as that process is gone (README \"Standby\")");
@@ -171,6 +176,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
     opts.executor.max_args_bytes = max_args;
     opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
+    opts.executor.stuck_after = std::chrono::seconds{stuck_after_s};
     std::vector<caf::actor> services;
     for (const auto& [service, spawn] : node_opts.services) {
       services.push_back(spawn(sys));

@@ -12,6 +12,7 @@
 #include "actors/lock_table.hpp"
 #include "actors/messages.hpp"
 #include "actors/worker_pool.hpp"
+#include "wire.pb.h"
 
 namespace proctor {
 
@@ -221,6 +222,34 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
                        r.proc, r.root, r.type, st.stuck_after.count());
         }
       self->delayed_send(self, period, stuck_check_atom::value);
+    },
+    [=](locks_atom) {
+      auto& st = self->state;
+      std::unordered_map<uint64_t, uint64_t> root_of;
+      for (const auto& [root, owner] : st.owners_by_root)
+        root_of[owner] = root;
+      pb::Response r;
+      for (const auto& [owner, set] : st.locks.owned())
+        for (const auto& l : set) {
+          auto* x = r.add_locks();
+          x->set_resource(l.name);
+          x->set_exclusive(l.exclusive);
+          x->set_proc_id(owner);
+          x->set_root_id(root_of.count(owner) ? root_of[owner] : 0);
+          x->set_held(true);
+        }
+      for (const auto& job : st.lock_blocked) {
+        auto blocker = st.locks.blocker(job.ctx.id(), job.ancestors, job.locks);
+        for (const auto& l : job.locks) {
+          auto* x = r.add_locks();
+          x->set_resource(l.name);
+          x->set_exclusive(l.exclusive);
+          x->set_proc_id(job.ctx.id());
+          x->set_root_id(job.ctx.root_id());
+          x->set_blocked_by(blocker);
+        }
+      }
+      return r.SerializeAsString();
     },
     [=](stats_atom) {
       auto& st = self->state;

@@ -11,6 +11,8 @@
 //   (unlock_tree_atom, root) a tree ended: release the locks of all its procedures
 //   (restore_locks_atom, id, root, lock_set)  recovery: locks held before the crash
 //   (cancel_atom, id)        -> bool  drops the procedure's queued step (false: it runs)
+//   (locks_atom)             -> std::string  a serialized pb::Response whose `locks` lists
+//                               the held locks, then those awaited by blocked steps
 // A job whose locks conflict waits (its procedure is told: lock_wait_atom, "name") and is
 // retried whenever locks are released. A running step slower than `stuck_after` is reported
 // once (log and the stuck_steps gauge).

@@ -21,6 +21,10 @@ proc_update update_from_image(const tree_image& t, const proc_image& p) {
   u.nonce = p.nonce;
   u.node = p.node;
   u.ended = is_final(p.status);
+  u.started_at_ms = p.submitted_at_ms;
+  u.bypassed = p.bypassed;
+  if (u.ended && t.finished_at_ms != 0)
+    u.ended_at_ms = t.finished_at_ms;
   return u;
 }
 
@@ -411,6 +415,7 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
     for (auto c : u.children)
       ps->add_children(c);
     ps->set_nonce(u.nonce);
+    ps->set_bypassed(u.bypassed);
   }
   // Only the summary is written: the fold lets it supersede the tree's earlier records, and
   // the executor deletes those soon, together with its neighbours' (collect_finished in

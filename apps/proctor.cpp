@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/wire_client.hpp"
+#include "apps/cli_operators.hpp"
 #include "apps/endpoint.hpp"
 #include "apps/status_json.hpp"
 #include "journal.pb.h"
@@ -397,6 +398,9 @@ int main(int argc, char** argv) {
     cmd.request.mutable_release()->set_id(id);
   });
 
+  proctor::cli::runner operator_command;  // tree, watch, history, locks, bypass
+  proctor::cli::add_operator_commands(app, &operator_command);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -416,7 +420,10 @@ int main(int argc, char** argv) {
     cmd.request.mutable_submit()->set_nonce(random_nonce());
   if (cmd.what == verb::wait && cmd.wait_timeout_s > 0)
     cmd.wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{cmd.wait_timeout_s};
-  int rc = run(cmd);
+  auto via_node = [&cmd](const pb::Request& req, std::chrono::milliseconds timeout) {
+    return call(cmd, req, timeout);
+  };
+  int rc = operator_command ? operator_command(via_node) : run(cmd);
   std::cout.flush();
   return rc;
 }

@@ -247,6 +247,10 @@ std::string state_name(int state) {
 
 } // namespace
 
+std::string result_to_json(const std::string& result_json) {
+  return result_field(result_json);
+}
+
 std::string json_quote(std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;

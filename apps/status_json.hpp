@@ -40,6 +40,10 @@ std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatu
 /// that are not valid UTF-8 become U+FFFD, so the literal is always valid JSON.
 std::string json_quote(std::string_view s);
 
+/// A procedure's result_json as a JSON value: itself when it is valid JSON, `null` when
+/// empty, else the text as a JSON string (the `result` field of status_to_json).
+std::string result_to_json(const std::string& result_json);
+
 /// True if `text` is exactly one valid JSON value (RFC 8259), surrounding whitespace allowed.
 bool is_valid_json(std::string_view text);
 

@@ -196,6 +196,17 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       }
       break;
     }
+    case pb::JournalRecord::kBypassed: {
+      // An operator ended it SUCCESS: nothing more of it runs (its steps stay undoable).
+      auto* p = t.find(rec.bypassed().proc_id());
+      if (p == nullptr)
+        return missing(rec.bypassed().proc_id());
+      p->status = proc_state::success;
+      p->bypassed = true;
+      if (p->id == t.root_id)
+        t.finished = true;
+      break;
+    }
     case pb::JournalRecord::kRolledBack: {
       t.rolled_back = true;
       t.finished = true;
@@ -224,6 +235,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p.children.assign(ps.children().begin(), ps.children().end());
         p.nonce = ps.nonce();
         p.node = ps.node();
+        p.bypassed = ps.bypassed();
         p.remote_undone = p.remote();  // a finished tree orders nothing any more
         if (p.status == proc_state::rolledback)
           t.rolled_back = t.failed = true;
@@ -323,6 +335,7 @@ pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
       ps->add_children(c);
     ps->set_nonce(p.nonce);
     ps->set_node(p.node);
+    ps->set_bypassed(p.bypassed);
   }
   return s;
 }

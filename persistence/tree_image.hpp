@@ -56,6 +56,7 @@ struct proc_image {
   bool steps_ended = false;
   /// The undo of its partly run state is done, or was not needed (the state never started).
   bool partial_undone = false;
+  bool bypassed = false;  ///< an operator's Bypassed record ended it SUCCESS
 
   // WAITING on an event / WAITING_TIMEOUT
   std::string event_key;
