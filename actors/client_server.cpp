@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct tagged_request {
 
 struct client_conn {
   uint64_t generation = 0;
+  /// Until its first whole request: a connection that sends none by this time (a TLS
+  /// handshake never started, a client that connected and went silent) is closed.
+  std::optional<std::chrono::steady_clock::time_point> first_request_by;
   uint32_t want = 0;
   bool busy = false;
   uint64_t seq = 0;  ///< the request with the executor (answers of others are stale)
@@ -67,6 +71,9 @@ using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 
 /// How often the broker looks for requests past their bound.
 constexpr auto sweep_interval = std::chrono::seconds{1};
+/// How long a new connection may take to send its first whole request (its TLS handshake
+/// included): slow clients are not this slow; idle sockets would otherwise be held forever.
+constexpr auto first_request_timeout = std::chrono::seconds{10};
 
 std::string error_response(pb::Response::Code code, const std::string& what) {
   pb::Response r;
@@ -204,9 +211,12 @@ void sweep(client_broker* self) {
     std::chrono::milliseconds bound;
   };
   std::vector<late_request> late;
+  std::vector<connection_handle> silent;
   bool busy = false;
   for (auto& [hdl, c] : st.conns) {
-    busy = busy || c.busy || !c.tagged.empty();
+    busy = busy || c.busy || !c.tagged.empty() || c.first_request_by.has_value();
+    if (c.first_request_by && *c.first_request_by <= now)
+      silent.push_back(hdl);
     if (c.busy && c.deadline <= now)
       late.push_back({hdl, c.generation, c.seq, c.bound});
     for (auto& [seq, t] : c.tagged)
@@ -217,6 +227,12 @@ void sweep(client_broker* self) {
     auto why = "node did not answer within " + std::to_string(l.bound.count()) + " ms";
     spdlog::warn("client request: {}", why);
     answer(self, l.hdl, l.generation, l.seq, error_response(pb::Response::INTERNAL, why));
+  }
+  for (auto hdl : silent) {
+    spdlog::warn("client connection {}: no request within {} s of connecting; closing it",
+                 hdl.id(), first_request_timeout.count());
+    st.conns.erase(hdl);
+    self->close(hdl);  // from the sweep, not a data handler: closing here is safe
   }
   st.sweeping = busy;
   if (busy)
@@ -234,7 +250,9 @@ caf::behavior client_server(client_broker* self, caf::io::doorman_ptr door, caf:
       auto& c = st.conns[m.handle];
       c = client_conn{};
       c.generation = ++st.next_generation;
+      c.first_request_by = std::chrono::steady_clock::now() + first_request_timeout;
       self->configure_read(m.handle, receive_policy::exactly(frame_header_bytes));
+      arm_sweep(self);
     },
     [self](caf::io::new_data_msg& m) {
       auto& st = self->state;
@@ -251,6 +269,7 @@ caf::behavior client_server(client_broker* self, caf::io::doorman_ptr door, caf:
         return;
       }
       c.want = 0;
+      c.first_request_by.reset();
       self->configure_read(m.handle, receive_policy::exactly(frame_header_bytes));
       std::string bytes(m.buf.begin(), m.buf.end());
       if (pb::Request req; req.ParseFromString(bytes) && req.tag() != 0) {

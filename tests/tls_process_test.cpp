@@ -298,3 +298,17 @@ TEST_F(tls, a_tls_standby_leaves_a_healthy_active_alone_and_takes_over_when_it_d
 }
 
 } // namespace
+
+namespace {
+
+// Nothing waits without a bound: a connection that never starts its TLS handshake (or, on a
+// plain node, never sends a request) is closed, and the node goes on serving.
+TEST_F(tls, a_connection_that_never_starts_its_handshake_is_closed) {
+  auto a = make("a", 0, {});
+  ASSERT_TRUE(a->start()) << a->log_tail();
+  EXPECT_TRUE(closed_after_sending(a->port(), "", 30s)) << a->log_tail();
+  EXPECT_NE(a->log_tail(50).find("no request within"), std::string::npos) << a->log_tail();
+  EXPECT_EQ(a->ctl({"list", "--json"}, 30s).exit_code, 0);
+}
+
+} // namespace
