@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "actors/endpoint.hpp"
 #include "actors/outbox.hpp"
 #include "actors/wall_clock.hpp"
 
@@ -43,22 +44,12 @@ bool parse_peers(const std::string& text, const std::string& self_name,
     std::istringstream alts(rest);
     std::string one;
     while (std::getline(alts, one, '|')) {
-      one = trim(one);
-      auto colon = one.rfind(':');
-      std::string host = colon == std::string::npos ? std::string{} : one.substr(0, colon);
-      if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-        host = host.substr(1, host.size() - 2);
-      unsigned long port = 0;
-      try {
-        port = colon == std::string::npos ? 0 : std::stoul(one.substr(colon + 1));
-      } catch (...) {
-        port = 0;
-      }
-      if (host.empty() || port == 0 || port > 65535) {
+      auto ep = parse_endpoint(trim(one));
+      if (!ep) {
         *err = "peer '" + item + "' is not NAME=HOST:PORT (or NAME=HOST:PORT|HOST:PORT...)";
         return false;
       }
-      addr.endpoints.push_back(peer_endpoint{host, static_cast<uint16_t>(port)});
+      addr.endpoints.push_back(peer_endpoint{ep->host, ep->port});
     }
     // getline drops a last empty piece ("h:1|"): count the separators instead.
     if (addr.endpoints.empty()

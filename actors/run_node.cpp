@@ -19,7 +19,7 @@
 #include "actors/peer_transport.hpp"
 #include "actors/standby.hpp"
 #include "actors/tls.hpp"
-#include "apps/endpoint.hpp"
+#include "actors/endpoint.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
 #include "actors/metrics_http.hpp"

@@ -13,6 +13,7 @@
 #include <rocksdb/db.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/endpoint.hpp"
 #include "actors/wire_client.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "wire.pb.h"
@@ -108,14 +109,8 @@ bool holds_flock(int64_t pid, const std::string& path) {
 
 /// Whether the active answers a ping (any answer, even a refusal, shows its executor runs).
 bool answers(const std::string& listen, const tls_options& tls) {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos)
-    return false;
-  auto host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  int port = std::atoi(listen.c_str() + colon + 1);
-  if (port <= 0 || port > 65535)
+  auto ep = parse_endpoint(listen);
+  if (!ep)
     return false;
   pb::Request req;
   req.mutable_ping();
@@ -123,7 +118,7 @@ bool answers(const std::string& listen, const tls_options& tls) {
   o.connect_timeout = std::chrono::milliseconds{500};
   o.reply_timeout = std::chrono::milliseconds{500};
   o.tls = tls;
-  return wire_call(host, static_cast<uint16_t>(port), req.SerializeAsString(), o).ok();
+  return wire_call(ep->host, ep->port, req.SerializeAsString(), o).ok();
 }
 
 /// Fencing of a hung active on this host: pings it and kills it after `fence_after` of

@@ -20,7 +20,7 @@
 
 #include "actors/wire_client.hpp"
 #include "apps/cli_operators.hpp"
-#include "apps/endpoint.hpp"
+#include "actors/endpoint.hpp"
 #include "apps/status_json.hpp"
 #include "journal.pb.h"
 #include "wire.pb.h"

@@ -1,4 +1,4 @@
-#include "apps/endpoint.hpp"
+#include "actors/endpoint.hpp"
 
 namespace proctor {
 
