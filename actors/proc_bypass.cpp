@@ -20,8 +20,6 @@ std::string refusal(proc_actor* self) {
     return me + " is already ending";
   if (st.failing || st.parked || st.stopping)
     return me + ": its tree is failing or stopping; bypass does not skip a rollback";
-  if (st.hibernating)
-    return me + " is being hibernated; retry";
   if (st.busy && !st.job_queued)
     return me + " is running a step (or writing its commit); bypass it while it waits";
   size_t live = 0;
@@ -84,6 +82,9 @@ void commit_bypass(proc_actor* self, const bypass_order& order,
   });
 }
 
+void bypass_here(proc_actor* self, const bypass_order& order,
+                 caf::typed_response_promise<std::string> rp);
+
 } // namespace
 
 caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
@@ -108,13 +109,36 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
             });
     return rp;
   }
+  if (st.hibernating) {
+    // The executor counted this order in flight before sending it, so it refuses the
+    // hibernation asked for: the bypass goes on with that answer.
+    auto rp = self->make_response_promise<std::string>();
+    st.on_hibernate_answer.push_back([self, order, rp](bool agreed) mutable {
+      if (agreed)
+        rp.deliver("procedure " + std::to_string(self->state.id) + " hibernated meanwhile; retry");
+      else
+        bypass_here(self, order, rp);
+    });
+    return rp;
+  }
   if (auto why = refusal(self); !why.empty())
     return why;
   auto rp = self->make_response_promise<std::string>();
-  if (!st.job_queued) {
-    commit_bypass(self, order, rp);
-    return rp;
+  bypass_here(self, order, rp);
+  return rp;
+}
+
+namespace {
+
+void bypass_here(proc_actor* self, const bypass_order& order,
+                 caf::typed_response_promise<std::string> rp) {
+  auto& st = self->state;
+  if (auto why = refusal(self); !why.empty()) {
+    rp.deliver(why);
+    return;
   }
+  if (!st.job_queued)
+    return commit_bypass(self, order, rp);
   // A step queued for a run slot or a lock: it must not run after the bypass.
   self->request(st.env->scheduler, std::chrono::seconds{10}, cancel_atom::value, st.id)
     .then(
@@ -134,7 +158,8 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
         commit_bypass(self, order, rp);
       },
       [rp](caf::error&) mutable { rp.deliver(std::string{"the scheduler did not answer; retry"}); });
-  return rp;
 }
+
+} // namespace
 
 } // namespace proctor

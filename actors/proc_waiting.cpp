@@ -50,10 +50,16 @@ void try_hibernate(proc_actor* self, uint64_t token) {
     .then(
       [self](bool agreed) {
         self->state.hibernating = false;
+        for (auto& f : std::exchange(self->state.on_hibernate_answer, {}))
+          f(agreed);
         if (agreed)
           self->quit();
       },
-      [self](caf::error&) { self->state.hibernating = false; });
+      [self](caf::error&) {
+        self->state.hibernating = false;
+        for (auto& f : std::exchange(self->state.on_hibernate_answer, {}))
+          f(false);
+      });
 }
 
 /// Woken by an event (or its deadline): journal the delivery, then run the resume state.

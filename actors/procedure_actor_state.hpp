@@ -98,6 +98,9 @@ struct proc_actor_state {
   uint64_t timer_token = 0;  ///< stale timer/retry messages carry an older token
   int64_t deadline_ms = 0;   ///< of the event wait (0: none)
   bool hibernating = false;  ///< asked the executor to hibernate; no answer yet
+  /// Run with the executor's answer (agreed or not) to the hibernation asked for: an
+  /// operator's bypass that arrived meanwhile waits for it.
+  std::vector<std::function<void(bool agreed)>> on_hibernate_answer;
   bool bypassing = false;    ///< an operator's bypass is being journaled: nothing runs
 
   // -- children (this actor supervises them) -----------------------------------------------
