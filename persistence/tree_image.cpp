@@ -78,6 +78,14 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
+      if (p->remote()) {
+        // A child on another node runs its steps there: this journal never holds one of its
+        // steps, and one to undo here would be undone by nobody.
+        if (t.corrupt.empty())
+          t.corrupt = "Step at lsn " + std::to_string(lsn) + " for procedure "
+                      + std::to_string(p->id) + ", which runs on node " + p->node;
+        return;
+      }
       p->steps.push_back(step_entry{lsn, s.executed_state(), s.data(), s.past_no_return(), false});
       // data versions: the entry's data and the procedure's are the record's.
       p->data_version = data_version_of(*p, s.data_version());

@@ -569,6 +569,30 @@ TEST(tree_image_test, first_corruption_is_kept) {
   EXPECT_EQ(t.corrupt, "record at lsn 2 names unknown procedure 7");
 }
 
+// Found by the journal_record fuzzer: a Step for a child placed on another node was folded in
+// as a committed step here, so the rollback plan ordered an undo nobody would run.
+TEST(tree_image_test, step_of_a_child_on_another_node_marks_the_tree_corrupt) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r0");
+  j.step(1, 1, 2, "r1", {2});
+  pb::JournalRecord r;
+  r.set_format(1);
+  auto* s = r.mutable_submitted();
+  s->set_proc_id(2);
+  s->set_parent_id(1);
+  s->set_type("t.demo");
+  s->set_state(1);
+  s->set_node("b");
+  j.add(r);
+  j.step(2, 1, 2, "a1");
+  auto t = j.fold();
+  EXPECT_EQ(t.corrupt, "Step at lsn 4 for procedure 2, which runs on node b");
+  ASSERT_NE(t.find(2), nullptr);
+  EXPECT_TRUE(t.find(2)->steps.empty());
+  for (const auto& u : rollback_plan(t))
+    EXPECT_FALSE(u.proc_id == 2 && !u.remote) << "undo of a remote child's step planned here";
+}
+
 TEST(tree_image_test, empty_record_marks_the_tree_corrupt) {
   journal_builder j(1);
   j.submitted(1, 0, "r0");
