@@ -47,7 +47,8 @@ TEST_F(hibernate_test, an_event_wakes_a_hibernated_root_from_the_journal) {
 
 TEST_F(hibernate_test, the_deadline_of_a_hibernated_root_still_fires) {
   start_with(std::chrono::milliseconds{0});
-  auto id = submit("demo.wait_event", R"({"key":"nobody","timeout_ms":400})");
+  // Over a second ahead: a nearer deadline keeps the tree awake (proc_passivation.cpp).
+  auto id = submit("demo.wait_event", R"({"key":"nobody","timeout_ms":1500})");
   ASSERT_TRUE(eventually([&] { return hibernated() == 1; }));
   auto s = wait(id);
   EXPECT_NE(s.state(), pb::SUCCESS);

@@ -183,7 +183,12 @@ public:
         return outcome::spawn(std::move(kids), state + 1);
       }
       case testpb::ProbeAction::SUSPEND:
+        if (a.wait_ms() > 0)
+          return outcome::suspend(a.event_key(), state + 1,
+                                  std::chrono::milliseconds{a.wait_ms()});
         return outcome::suspend(a.event_key(), state + 1);
+      case testpb::ProbeAction::SLEEP_FOR:
+        return outcome::wait(std::chrono::milliseconds{a.wait_ms()}, state + 1);
       case testpb::ProbeAction::FAIL_TWICE:
         data_.set_sum(data_.sum() + 5);
         if (w.attempt(k) <= 2)

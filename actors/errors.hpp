@@ -15,6 +15,7 @@ enum class errc : uint8_t {
   quarantined,     ///< the tree's journal records are damaged
   journal_failed,  ///< the journal could not write (the node fail-stops)
   already_ended,   ///< an abort reached a tree whose end is being written
+  passivated,      ///< the tree only waits: its actors give way to the executor's entry
 };
 
 inline bool is(const caf::error& e, errc c) {

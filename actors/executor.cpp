@@ -15,6 +15,7 @@
 #include "actors/remote.hpp"
 #include "actors/rpc.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/timeout_actor.hpp"
 #include "actors/tree_types.hpp"
 #include "persistence/keys.hpp"
 #include "wire.pb.h"
@@ -80,6 +81,13 @@ void forget_event_wait(executor_actor* self, uint64_t id) {
 
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h) {
   auto& st = self->state;
+  if (auto held = st.held_events.find(id); held != st.held_events.end() && h) {
+    // It was woken while its tree was passivated.
+    auto payload = std::move(held->second);
+    st.held_events.erase(held);
+    forget_event_wait(self, id);
+    return deliver_event(self, id, h, payload);
+  }
   if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
     return deliver_event(self, id, h, e->second.back().payload);
   forget_event_wait(self, id);
@@ -127,6 +135,8 @@ void record_update(executor_actor* self, proc_update u) {
       st.started.erase(s);
     }
     st.metrics.ended(it->second.type, it->second.state, runtime);
+    if (!st.held_events.empty())
+      st.held_events.erase(it->first);
     auto w = st.waiters.find(it->first);
     if (w != st.waiters.end()) {
       auto reply = status_reply(it->second);
@@ -267,7 +277,8 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
   auto& re = st.roots[root_id];
   if (re.handle.address() == m.source)
     re.handle = nullptr;  // (a root that hibernated may have a new actor already)
-  if (!m.reason || m.reason == caf::exit_reason::normal || re.finished)
+  if (!m.reason || m.reason == caf::exit_reason::normal || re.finished
+      || is(m.reason, errc::passivated))
     return;
   if (is(m.reason, errc::quarantined)) {
     // Read the tree once more to list it with what can be read of it.
@@ -294,7 +305,8 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
   auto backoff = re.restarts.backoff();
   spdlog::info("[proc {} root {}] root crashed ({}); restarting in {} ms", root_id, root_id, why,
                backoff.count());
-  self->delayed_send(self, backoff, restart_root_atom::value, root_id);
+  arm_timeout(self, st.env->timeout, root_id, timeout_kind::root_restart,
+              now_ms() + backoff.count(), restart_root_atom::value, root_id);
 }
 
 // -- recovery ---------------------------------------------------------------------------------
@@ -326,7 +338,7 @@ void recover(executor_actor* self, recovered_state& rec) {
   size_t procs = 0, waiting_roots = 0;
   for (const auto& t : rec.trees) {
     procs += t.procs.size();
-    waiting_roots += only_waits_for_event(t) ? 1 : 0;
+    waiting_roots += only_waits(t) ? 1 : 0;
   }
   st.procs.reserve(procs);
   st.started.reserve(procs);
@@ -343,13 +355,13 @@ void recover(executor_actor* self, recovered_state& rec) {
       quarantine(self, *image, image->corrupt);
       continue;
     }
-    bool sleeps = st.cfg.hibernate_after.count() >= 0 && only_waits_for_event(*image);
+    bool sleeps = st.cfg.hibernate_after.count() >= 0 && only_waits(*image);
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
       if (image->failed && !is_final(u.state))
         u.state = id == image->root_id ? proc_state::failed : u.state;
-      if (sleeps && id == image->root_id)
-        u.waiting_for = event_wait_reason(p.event_key);
+      if (sleeps && !is_final(u.state))
+        u.waiting_for = waiting_reason(p);
       record_update(self, std::move(u));
     }
     const auto* root = image->root();
@@ -399,7 +411,7 @@ void recover(executor_actor* self, recovered_state& rec) {
     (rb ? rolling : running)++;
     start_root(self, image, rb);
   }
-  spdlog::info("recovery: {} tree(s) resumed, {} hibernated waiting for an event, {} rolling "
+  spdlog::info("recovery: {} tree(s) resumed, {} passivated (they only wait), {} rolling "
                "back, {} finished (retained), {} quarantined, {} pending event(s), in {} ms",
                running, dormant, rolling, done, quarantined, rec.events.size(),
                std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -493,8 +505,9 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
     [self](collect_atom) { collect_finished(self); },
     [self](restart_root_atom, uint64_t root_id) { restart_root(self, root_id, {}); },
-    [self](hibernate_atom, uint64_t root_id, int64_t deadline_ms) {
-      return hibernate_root(self, root_id, deadline_ms);
+    [self](passivate_begin_atom, uint64_t root_id) { return passivation_epoch(self, root_id); },
+    [self](hibernate_atom, uint64_t root_id, uint64_t epoch, const passivation_answer& a) {
+      return hibernate_root(self, root_id, epoch, a);
     },
     [self](wake_root_atom, uint64_t root_id, uint64_t token) {
       // The deadline of a hibernated root: its actor comes back and times out itself.

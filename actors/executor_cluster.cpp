@@ -44,7 +44,9 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
     // Whatever waits for it is delivered now, not at the end of a back-off.
     caf::anon_send(st.env->outbox, outbox_kick_atom::value, s.name);
   }
-  // The procedures that wait for that node show it (and may have a deadline for it).
+  // The procedures that wait for that node show it (and may have a deadline for it); those
+  // of passivated trees come back to do so.
+  wake_dormant_on(self, s.name);
   size_t told = 0;
   for (const auto& [id, h] : st.remote_routes) {
     auto p = st.procs.find(id);

@@ -1,15 +1,27 @@
-// Hibernation: a root that only waits for an event gives up its actor; the executor keeps its
-// status and its place among the event's waiters, and restarts it from the journal when the
-// event, its deadline or an abort comes (executor_config::hibernate_after). Recovery starts
-// trees that only wait for an event this way.
+// Passivation, the executor's side: a tree that only waits gives up its actors (the protocol
+// is in proc_passivation.cpp); the executor keeps its statuses, its event waiters' places and
+// its earliest deadline (under the timeout actor), and restarts it from the journal when an
+// event, that deadline, a child's end on another node, an abort or a bypass comes
+// (executor_config::hibernate_after). Recovery starts trees that only wait this way.
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
 #include "actors/executor_state.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/timeout_actor.hpp"
 
 namespace proctor::exec_detail {
+
+namespace {
+
+/// The root of procedure `id` (0 when it is not known).
+uint64_t root_of(executor_actor* self, uint64_t id) {
+  auto p = self->state.procs.find(id);
+  return p == self->state.procs.end() ? 0 : p->second.root_id;
+}
+
+} // namespace
 
 /// The root stops being dormant (it runs again, or it cannot be read); what waited for
 /// its actor runs now.
@@ -18,56 +30,86 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
   auto r = st.roots.find(root_id);
   if (r == st.roots.end() || !r->second.dormant)
     return;
-  r->second.dormant = r->second.waking = false;
+  auto& re = r->second;
+  re.dormant = re.waking = false;
   --st.dormant;
-  auto live = std::move(r->second.when_live);
-  r->second.when_live.clear();
+  cancel_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake);
+  for (const auto& n : re.remote_nodes)
+    if (auto d = st.dormant_by_node.find(n); d != st.dormant_by_node.end())
+      d->second.erase(root_id);
+  re.remote_nodes.clear();
+  auto live = std::move(re.when_live);
+  re.when_live.clear();
   for (auto& f : live)
     f();
 }
 
-/// Root `root_id` has no actor from now on; its deadline (0: none) will wake it.
-void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms) {
+/// Root `root_id` has no actor from now on; its deadline (0: none) will wake it, and so will
+/// a change of `remote_nodes` (where its children on other nodes run).
+void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms,
+                std::vector<std::string> remote_nodes) {
+  auto& st = self->state;
   re.dormant = true;
-  ++self->state.dormant;
+  ++st.dormant;
+  std::sort(remote_nodes.begin(), remote_nodes.end());
+  remote_nodes.erase(std::unique(remote_nodes.begin(), remote_nodes.end()), remote_nodes.end());
+  for (const auto& n : remote_nodes)
+    st.dormant_by_node[n].insert(root_id);
+  re.remote_nodes = std::move(remote_nodes);
   if (deadline_ms > 0)
-    self->delayed_send(self,
-                       std::chrono::milliseconds{std::max<int64_t>(0, deadline_ms - now_ms())},
-                       wake_root_atom::value, root_id, ++re.sleep_token);
+    arm_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake, deadline_ms,
+                wake_root_atom::value, root_id, ++re.sleep_token);
 }
 
-/// A root that waits for an event gives up its actor (see executor_config::hibernate_after).
-/// Refused when anything is on its way to the actor: a wake (it is no longer among the
-/// event's waiters) or a request such as an abort.
-bool hibernate_root(executor_actor* self, uint64_t root_id, int64_t deadline_ms) {
+void note_wake(executor_actor* self, uint64_t root_id) {
+  auto r = self->state.roots.find(root_id);
+  if (r != self->state.roots.end())
+    ++r->second.wake_epoch;
+}
+
+uint64_t passivation_epoch(executor_actor* self, uint64_t root_id) {
+  auto r = self->state.roots.find(root_id);
+  return r == self->state.roots.end() ? 0 : r->second.wake_epoch;
+}
+
+/// A tree that only waits gives up its actors (proc_passivation.cpp). Refused when the
+/// executor routed a wake-up into it since `epoch` (an event, a child's end on another node)
+/// or has a request on its way to it (an abort, a bypass), or when one of its event
+/// waiters' registrations has not arrived yet.
+bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
+                    const passivation_answer& a) {
   auto& st = self->state;
   auto r = st.roots.find(root_id);
-  auto k = st.waiting_key.find(root_id);
   if (r == st.roots.end() || r->second.dormant || r->second.requests_in_flight > 0
-      || k == st.waiting_key.end())
+      || r->second.wake_epoch != epoch || r->second.finished)
     return false;
-  for (auto& [id, h] : st.event_waiters[k->second])
-    if (id == root_id)
-      h = nullptr;  // its place among the waiters stays, without an actor
-  sleep_root(self, r->second, root_id, deadline_ms);
-  spdlog::debug("[proc {} root {}] hibernated, waiting for event '{}'", root_id, root_id,
-                k->second);
+  for (auto id : a.event_waiters)
+    if (st.waiting_key.find(id) == st.waiting_key.end())
+      return false;
+  for (auto id : a.event_waiters) {
+    auto k = st.waiting_key.find(id);
+    for (auto& [wid, h] : st.event_waiters[k->second])
+      if (wid == id)
+        h = nullptr;  // its place among the waiters stays, without an actor
+  }
+  sleep_root(self, r->second, root_id, a.deadline_ms, a.remote_nodes);
+  spdlog::debug("[proc {} root {}] tree passivated ({} waiting for events, deadline {})",
+                root_id, root_id, a.event_waiters.size(), a.deadline_ms);
   return true;
 }
 
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
                    const std::string& payload) {
+  auto root_id = root_of(self, id);
   if (h) {
+    note_wake(self, root_id);
     self->send(h, wake_atom::value, payload, false, uint64_t{0});
     return;
   }
-  // A hibernated root: the payload goes to its actor once it is back (the event itself may
-  // expire before the actor asks for it).
-  wake_root(self, id, [self, id, payload] {
-    auto r = self->state.roots.find(id);
-    if (r != self->state.roots.end() && r->second.handle)
-      deliver_event(self, id, r->second.handle, payload);
-  });
+  // A passivated tree: the payload waits here for the procedure's actor, which asks for it
+  // when it waits again (await_event); the event itself may expire before that.
+  self->state.held_events[id] = payload;
+  wake_root(self, root_id);
 }
 
 void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> then) {
@@ -86,28 +128,88 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
   if (re.waking)
     return;
   re.waking = true;
-  spdlog::debug("[proc {} root {}] waking from hibernation", root_id, root_id);
+  spdlog::debug("[proc {} root {}] waking from passivation", root_id, root_id);
   reload_root(self, root_id);
 }
 
-/// True if the tree only waits for an event: its root waits (no call pending) and every
-/// other procedure has ended. Such a tree starts hibernated.
-bool only_waits_for_event(const tree_image& t) {
-  const auto* r = t.root();
-  if (t.failed || t.finished || r == nullptr || r->status != proc_state::waiting
-      || r->event_key.empty() || !r->call_service.empty())
+void wake_dormant_on(executor_actor* self, const std::string& node) {
+  auto& st = self->state;
+  auto d = st.dormant_by_node.find(node);
+  if (d == st.dormant_by_node.end())
+    return;
+  auto roots = std::vector<uint64_t>(d->second.begin(), d->second.end());
+  spdlog::info("node {} changed: waking {} passivated tree(s) with children there", node,
+               roots.size());
+  for (auto id : roots)
+    wake_root(self, id);
+}
+
+namespace {
+
+/// True if procedure `p` only waits (for an event without a call, a timer, or children).
+bool proc_only_waits(const proc_image& p) {
+  if (p.status == proc_state::waiting_timeout)
+    return true;
+  if (p.status != proc_state::waiting || !p.call_service.empty())
     return false;
-  for (const auto& [id, p] : t.procs)
-    if (id != t.root_id && !is_final(p.status))
+  return !p.event_key.empty() || !p.last_spawned.empty();
+}
+
+} // namespace
+
+bool only_waits(const tree_image& t) {
+  const auto* r = t.root();
+  if (t.failed || t.finished || r == nullptr || !proc_only_waits(*r))
+    return false;
+  for (const auto& [id, p] : t.procs) {
+    if (is_final(p.status))
+      continue;
+    if (p.remote()) {
+      if (p.remote_end_lsn != 0)
+        return false;  // its end is here already: its parent runs on
+      continue;
+    }
+    if (!proc_only_waits(p))
       return false;
+  }
   return true;
 }
 
-/// Recovery of a tree that only waits for an event: no actor, just its place among the
-/// event's waiters (and its deadline). An event that arrived meanwhile wakes it at once.
+std::string waiting_reason(const proc_image& p) {
+  if (p.remote())
+    return "node " + p.node;
+  if (p.status == proc_state::waiting_timeout)
+    return "timer";
+  if (!p.event_key.empty())
+    return event_wait_reason(p.event_key);
+  return "children";
+}
+
+/// Recovery of a tree that only waits: no actors, just its event waiters' places, its
+/// earliest deadline and where its children on other nodes run. An event that arrived
+/// meanwhile, or a deadline that passed, wakes it at once.
 void recover_dormant(executor_actor* self, const tree_image& t) {
-  sleep_root(self, enter_root(self, t), t.root_id, t.root()->deadline_ms);
-  await_event(self, t.root()->event_key, t.root_id, caf::actor{});
+  int64_t deadline = 0;
+  std::vector<std::string> nodes;
+  auto earliest = [&deadline](int64_t d) {
+    if (d > 0 && (deadline == 0 || d < deadline))
+      deadline = d;
+  };
+  for (const auto& [id, p] : t.procs) {
+    if (is_final(p.status))
+      continue;
+    if (p.remote())
+      nodes.push_back(p.node);
+    else if (p.status == proc_state::waiting_timeout)
+      earliest(p.wake_at_ms);
+    else if (!p.event_key.empty())
+      earliest(p.deadline_ms);
+  }
+  sleep_root(self, enter_root(self, t), t.root_id, deadline, std::move(nodes));
+  for (const auto& [id, p] : t.procs)
+    if (!is_final(p.status) && !p.remote() && p.status == proc_state::waiting
+        && !p.event_key.empty())
+      await_event(self, p.event_key, id, caf::actor{});
 }
 
 } // namespace proctor::exec_detail

@@ -165,6 +165,13 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
         u.ended = true;
         record_update(self, std::move(u));
       }
+      auto p = st.procs.find(id);
+      auto root_id = p == st.procs.end() ? 0 : p->second.root_id;
+      if (auto r = st.roots.find(root_id); r != st.roots.end() && r->second.dormant) {
+        wake_root(self, root_id);  // its placeholder is told when it registers again
+        continue;
+      }
+      note_wake(self, root_id);
       if (auto r = st.remote_routes.find(id); r != st.remote_routes.end())
         self->send(r->second, remote_end_atom::value, bytes);
     }

@@ -6,6 +6,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/executor_state.hpp"
+#include "actors/timeout_actor.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/scheduler.hpp"
 #include "persistence/keys.hpp"
@@ -176,7 +177,8 @@ void keep_event(executor_actor* self, const std::string& key, pending_event ev) 
   auto left = st.cfg.event_ttl - std::chrono::milliseconds{now_ms() - ev.arrived_at_ms};
   if (left.count() < 0)
     left = std::chrono::milliseconds{0};
-  self->delayed_send(self, left, event_expire_atom::value, key, ev.lsn);
+  arm_timeout(self, st.env->timeout, ev.lsn, timeout_kind::event_ttl, now_ms() + left.count(),
+              event_expire_atom::value, key, ev.lsn);
   st.events[key].push_back(std::move(ev));
 }
 

@@ -45,6 +45,10 @@ struct root_entry {
   bool waking = false;       ///< its tree is being read back
   uint64_t sleep_token = 0;  ///< the deadline message of an older sleep carries another
   int requests_in_flight = 0;  ///< sent to its actor, unanswered: it may not hibernate
+  /// Wake-ups routed into the live tree (events, ends of children on other nodes): a
+  /// passivation asked for at another epoch is refused (proc_passivation.cpp).
+  uint64_t wake_epoch = 0;
+  std::vector<std::string> remote_nodes;  ///< dormant: where its remote children run
   std::vector<std::function<void()>> when_live;  ///< run once the woken actor exists
   std::string nonce;
 };
@@ -85,6 +89,10 @@ struct executor_state {
   incremental_map<uint64_t, std::chrono::steady_clock::time_point> started;
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
   size_t dormant = 0;  ///< hibernated roots
+  /// Events for procedures of passivated trees, kept until their actors wait again.
+  std::unordered_map<uint64_t, std::string> held_events;
+  /// Passivated trees by the nodes their remote children run on: woken when one changes.
+  std::unordered_map<std::string, std::unordered_set<uint64_t>> dormant_by_node;
   /// Finished trees by expiry, soonest first, under one timer (a delayed message per tree
   /// would cost the actor clock's lock, a wake-up of its thread and an entry each).
   std::priority_queue<expiry, std::vector<expiry>, std::greater<>> expiries;
@@ -164,15 +172,25 @@ bool is_fragment(executor_actor* self, uint64_t root_id);
 /// Reads the tree of `root_id` back from the journal and starts its root.
 void reload_root(executor_actor* self, uint64_t root_id);
 
-// -- hibernation (executor_hibernation.cpp) ---------------------------------------------------
-/// Root `root_id` asks to give up its actor until woken; false if something is on its way
-/// to it.
-bool hibernate_root(executor_actor* self, uint64_t root_id, int64_t deadline_ms);
+// -- passivation (executor_hibernation.cpp) ---------------------------------------------------
+/// The tree of `root_id` asks to give up its actors until woken (proc_passivation.cpp);
+/// false if anything was routed into it since `epoch` or is on its way to it.
+bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
+                    const passivation_answer& a);
+/// The tree's current wake epoch (what a passivation must still see when it is agreed).
+uint64_t passivation_epoch(executor_actor* self, uint64_t root_id);
+/// A wake-up was routed into the live tree of `root_id`.
+void note_wake(executor_actor* self, uint64_t root_id);
+/// Node `node` went down or came back: passivated trees with children there wake (their
+/// placeholders watch the node).
+void wake_dormant_on(executor_actor* self, const std::string& node);
 /// The root is not dormant any more (it runs again, or it cannot be read).
 void end_sleep(executor_actor* self, uint64_t root_id);
-/// True if the tree only waits for an event (it starts hibernated at recovery).
-bool only_waits_for_event(const tree_image& t);
-/// Recovery of a tree that only waits for an event: hibernated from the start.
+/// True if every procedure of the tree only waits (it starts passivated at recovery).
+bool only_waits(const tree_image& t);
+/// What a procedure of a passivated tree shows as waiting_for.
+std::string waiting_reason(const proc_image& p);
+/// Recovery of a tree that only waits: passivated from the start.
 void recover_dormant(executor_actor* self, const tree_image& t);
 /// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event.
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,

@@ -48,6 +48,12 @@ using rollback_atom = caf::atom_constant<caf::atom("rollback")>;     // root -> 
 using undo_atom = caf::atom_constant<caf::atom("undo")>;             // root -> executor
 using locks_atom = caf::atom_constant<caf::atom("locks")>;           // executor -> scheduler
 using bypass_atom = caf::atom_constant<caf::atom("bypass")>;         // executor -> procs
+// Passivation of a tree that only waits (proc_passivation.cpp).
+using passivate_query_atom = caf::atom_constant<caf::atom("psvquery")>;  // parent -> child
+using passivate_thaw_atom = caf::atom_constant<caf::atom("psvthaw")>;    // parent -> child
+using passivate_hint_atom = caf::atom_constant<caf::atom("psvhint")>;    // proc -> root
+using passivate_begin_atom = caf::atom_constant<caf::atom("psvbegin")>;  // root -> executor
+using passivate_late_atom = caf::atom_constant<caf::atom("psvlate")>;    // timeout -> root
 
 /// One step (or one undo) to run on a worker thread. The procedure instance belongs to the
 /// job while it runs; the procedure actor touches it again only after the result arrives.
@@ -125,8 +131,27 @@ struct tree_done {
   std::string summary;  ///< the tree's summary record (a serialized pb::JournalRecord)
 };
 
+/// A subtree's answer to passivate_query_atom: whether every procedure in it only waits (for
+/// an event, a timer, or children that only wait), and what the executor must keep to wake
+/// it once its actors are gone.
+struct passivation_answer {
+  bool idle = true;
+  int64_t deadline_ms = 0;  ///< the earliest deadline in the subtree (0: none)
+  std::vector<uint64_t> event_waiters;    ///< procedures waiting for an event
+  std::vector<std::string> remote_nodes;  ///< nodes its children on other nodes run on
+
+  void merge(const passivation_answer& o) {
+    idle = idle && o.idle;
+    if (o.deadline_ms > 0 && (deadline_ms == 0 || o.deadline_ms < deadline_ms))
+      deadline_ms = o.deadline_ms;
+    event_waiters.insert(event_waiters.end(), o.event_waiters.begin(), o.event_waiters.end());
+    remote_nodes.insert(remote_nodes.end(), o.remote_nodes.begin(), o.remote_nodes.end());
+  }
+};
+
 } // namespace proctor
 
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::passivation_answer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::proc_update)

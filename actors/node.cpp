@@ -1,5 +1,7 @@
 #include "actors/node.hpp"
 
+#include "actors/timeout_actor.hpp"
+
 #include "actors/node_identity.hpp"
 #include "actors/outbox.hpp"
 
@@ -14,6 +16,7 @@
 #include "actors/client_server.hpp"
 #include "actors/node_scheduler.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/timeout_actor.hpp"
 #include "persistence/keys.hpp"
 #include "persistence/tree_image.hpp"
 
@@ -216,6 +219,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   jc.fatal = opts.on_journal_fatal;
   env_->journal = spawn_journal(sys_, std::move(jc));
   env_->scheduler = spawn_scheduler(sys_, opts.workers, opts.stuck_after);
+  env_->timeout = spawn_timeout(sys_);
   outbox_config oc;
   oc.node_name = opts.name;
   oc.journal = env_->journal;
@@ -226,7 +230,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   executor_ = spawn_executor(sys_, env_, opts.executor, std::move(rec));
   supervisor_ = sys_.spawn(node_supervisor,
                            std::vector<caf::actor>{executor_, env_->scheduler, env_->journal,
-                                                   outbox_},
+                                                   outbox_, env_->timeout},
                            opts.on_system_failure);
   rep.seconds = since(t0);
   spdlog::info("node started on {}: {} tree(s), {} procedure(s), {} record(s) in {:.3f} s "
@@ -269,6 +273,7 @@ void node::stop() {
   // The executor takes the root actors along, and each parent its children.
   caf::anon_send_exit(executor_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(env->scheduler, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(env->timeout, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(outbox_, caf::exit_reason::user_shutdown);
   outbox_ = nullptr;
   caf::anon_send_exit(env->journal, caf::exit_reason::user_shutdown);

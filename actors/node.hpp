@@ -95,6 +95,7 @@ public:
   caf::actor executor() const { return executor_; }
   caf::actor journal() const { return env_ ? env_->journal : caf::actor{}; }
   caf::actor scheduler() const { return env_ ? env_->scheduler : caf::actor{}; }
+  caf::actor timeout() const { return env_ ? env_->timeout : caf::actor{}; }
   caf::actor outbox() const { return outbox_; }
 
   /// Records how long this process's takeover took (`proctor nodes`, metrics).

@@ -33,6 +33,8 @@ struct node_env {
   caf::actor journal;
   caf::actor scheduler;
   caf::actor executor;
+  /// Keeps every deadline of the node (timeout_actor.hpp).
+  caf::actor timeout;
   const registry* types = nullptr;
   /// The next procedure id to hand out (shared with the journal, which persists its floor).
   std::shared_ptr<std::atomic<uint64_t>> next_id;

@@ -37,7 +37,7 @@ void commit_bypass(proc_actor* self, const bypass_order& order,
   auto& st = self->state;
   st.bypassing = true;
   st.busy = true;
-  ++st.timer_token;  // its retry, wake-up or deadline no longer fires
+  disarm_timer(self);  // its retry, wake-up or deadline no longer fires
   PLOG(warn, self, "bypassed by an operator while {}{}{}", to_string(st.status),
        order.waiting_for.empty() ? "" : " (" + order.waiting_for + ")",
        order.forced ? ", forced" : "");
@@ -116,6 +116,18 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
     st.on_hibernate_answer.push_back([self, order, rp](bool agreed) mutable {
       if (agreed)
         rp.deliver("procedure " + std::to_string(self->state.id) + " hibernated meanwhile; retry");
+      else
+        bypass_here(self, order, rp);
+    });
+    return rp;
+  }
+  if (st.frozen) {
+    // Its tree is being passivated; the executor counted this order in flight, so it
+    // refuses, and the tree thaws: the order goes on then.
+    auto rp = self->make_response_promise<std::string>();
+    hold(self, [self, order, rp]() mutable {
+      if (auto why = refusal(self); !why.empty())
+        rp.deliver(std::move(why));
       else
         bypass_here(self, order, rp);
     });

@@ -305,6 +305,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         for (auto cid : ids)
           spawn_child(self, cimg, cid, true);
         publish(self, "children");
+        offer_passivation(self);
       });
       return;
     }
@@ -372,6 +373,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         st.status = proc_state::waiting_timeout;
         publish(self, "timer");
         arm_timer(self, wake_at, false);
+        offer_passivation(self);
       });
       return;
     }

@@ -6,6 +6,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/timeout_actor.hpp"
 
 namespace proctor {
 
@@ -71,7 +72,9 @@ void fire_pending_restarts(proc_actor* self) {
       ++i;
       continue;
     }
-    self->delayed_send(self, i->backoff, restart_atom::value, std::move(i->ids));
+    auto owner = i->ids.front();  // a child is in one batch at a time
+    arm_timeout(self, self->state.env->timeout, owner, timeout_kind::restart,
+                now_ms() + i->backoff.count(), restart_atom::value, std::move(i->ids));
     i = batches.erase(i);
   }
 }
@@ -122,8 +125,10 @@ void on_down(proc_actor* self, caf::down_msg& m) {
   auto& st = self->state;
   bool normal = !m.reason || m.reason == caf::exit_reason::normal;
   if (st.parent && m.source == st.parent.address()) {
-    if (!normal)
-      self->quit(m.reason);  // our supervisor went down: the subtree goes with it
+    if (!normal) {
+      release_timers(self);
+      self->quit(m.reason);  // our supervisor went down (or passivated): so does the subtree
+    }
     return;
   }
   auto* c = st.child_by_addr(m.source);
@@ -184,7 +189,7 @@ void stop_subtree(proc_actor* self) {
   if (st.stopping)
     return maybe_finish_stop(self);
   st.stopping = true;
-  ++st.timer_token;  // no timer or retry fires any more
+  disarm_timer(self);  // no timer or retry fires any more
   if (st.job_queued) {
     // A step that has not started yet (queued, or waiting for a lock) need not run. The
     // scheduler always answers; a job it no longer holds runs and reports as usual.

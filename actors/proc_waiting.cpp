@@ -6,6 +6,7 @@
 
 #include "actors/procedure_actor_state.hpp"
 #include "actors/rpc.hpp"
+#include "actors/timeout_actor.hpp"
 #include "actors/tls.hpp"
 #include "wire.pb.h"
 
@@ -14,11 +15,21 @@ namespace proctor {
 void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline) {
   auto& st = self->state;
   auto token = ++st.timer_token;
-  auto delay = std::chrono::milliseconds{std::max<int64_t>(0, at_ms - now_ms())};
+  st.wait_timer_armed = true;
+  st.timer_at_ms = at_ms;
   if (event_deadline)
-    self->delayed_send(self, delay, wake_atom::value, std::string{}, true, token);
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::wait, at_ms, wake_atom::value,
+                std::string{}, true, token);
   else
-    self->delayed_send(self, delay, retry_atom::value, token);
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::wait, at_ms, retry_atom::value,
+                token);
+}
+
+void disarm_timer(proc_actor* self) {
+  auto& st = self->state;
+  ++st.timer_token;
+  if (std::exchange(st.wait_timer_armed, false))
+    cancel_timeout(self, st.env->timeout, st.id, timeout_kind::wait);
 }
 
 void wait_for_event(proc_actor* self, int64_t deadline_ms) {
@@ -30,36 +41,7 @@ void wait_for_event(proc_actor* self, int64_t deadline_ms) {
              caf::actor_cast<caf::actor>(self));
   if (deadline_ms > 0)
     arm_timer(self, deadline_ms, true);
-  if (st.is_root && st.env->hibernate_after.count() >= 0)
-    self->delayed_send(self, st.env->hibernate_after, hibernate_atom::value, st.timer_token);
-}
-
-void try_hibernate(proc_actor* self, uint64_t token) {
-  auto& st = self->state;
-  if (token != st.timer_token || st.hibernating || st.busy || st.job_queued || st.stopping
-      || st.parked || st.failing || st.status != proc_state::waiting || st.event_key.empty()
-      || !st.call_service.empty())
-    return;
-  for (const auto& c : st.children)
-    if (!c.ended)
-      return;
-  // The executor refuses when something is on its way to us (the event, an abort); once it
-  // agrees, nothing is, and it answers for us until it restarts us from the journal.
-  st.hibernating = true;
-  self->request(st.env->executor, caf::infinite, hibernate_atom::value, st.id, st.deadline_ms)
-    .then(
-      [self](bool agreed) {
-        self->state.hibernating = false;
-        for (auto& f : std::exchange(self->state.on_hibernate_answer, {}))
-          f(agreed);
-        if (agreed)
-          self->quit();
-      },
-      [self](caf::error&) {
-        self->state.hibernating = false;
-        for (auto& f : std::exchange(self->state.on_hibernate_answer, {}))
-          f(false);
-      });
+  offer_passivation(self);
 }
 
 /// Woken by an event (or its deadline): journal the delivery, then run the resume state.
@@ -69,7 +51,7 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
       || st.event_key.empty())
     return;  // not waiting (any more): a late timer or a duplicate event
   st.busy = true;
-  ++st.timer_token;  // disarm the deadline
+  disarm_timer(self);
   pb::JournalRecord rec;
   auto* d = rec.mutable_delivered();
   d->set_proc_id(st.id);
@@ -115,7 +97,8 @@ void issue_call(proc_actor* self) {
       auto delay = retry_delay(p, st.call_attempts + 1);
       PLOG(warn, self, "call to {} failed ({}); again in {} ms", st.call_service, what,
            delay.count());
-      self->delayed_send(self, delay, call_again_atom::value, token);
+      arm_timeout(self, st.env->timeout, st.id, timeout_kind::call_retry,
+                  now_ms() + delay.count(), call_again_atom::value, token);
       return;
     }
     on_wake(self, "", true, "call to " + st.call_service + " failed: " + what);

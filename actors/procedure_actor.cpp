@@ -230,6 +230,8 @@ void maybe_join(proc_actor* self) {
     return;
   if (st.waiting_left > 0)
     return;
+  if (st.frozen)
+    return hold(self, [self] { maybe_join(self); });
   st.child_results.clear();
   for (auto w : st.waiting_on)
     st.child_results.push_back(st.child(w)->result);
@@ -309,16 +311,19 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         schedule(self);
         break;
       case proc_state::waiting:
-        if (!st.call_service.empty())
+        if (!st.call_service.empty()) {
           wait_for_call(self, start.image->find(st.id)->deadline_ms);
-        else if (!st.event_key.empty())
+        } else if (!st.event_key.empty()) {
           wait_for_event(self, start.image->find(st.id)->deadline_ms);
-        else
+        } else {
           publish(self, "children");
+          offer_passivation(self);
+        }
         break;
       case proc_state::waiting_timeout:
         publish(self, "timer");
         arm_timer(self, start.image->find(st.id)->wake_at_ms, false);
+        offer_passivation(self);
         break;
       default:
         PLOG(warn, self, "started in state {}", to_string(st.status));
@@ -343,20 +348,30 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       for (auto& u : d.procs)
         st.finished_subtree.push_back(std::move(u));
       maybe_join(self);
+      // Still waiting for others: what ran in that child's branch may have been all that
+      // kept the tree awake.
+      if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.frozen)
+        offer_passivation(self);
     },
     [self](wake_atom, std::string& payload, bool timed_out, uint64_t token) {
-      if ((timed_out && token != self->state.timer_token) || self->state.bypassing)
+      auto& st = self->state;
+      if ((timed_out && token != st.timer_token) || st.bypassing)
         return;
-      if (timed_out && self->state.hibernating) {
-        // Our deadline, while the executor decides on our hibernation: if it agrees, it
-        // keeps the deadline itself; if not, we take this again.
-        self->delayed_send(self, std::chrono::milliseconds{5}, wake_atom::value,
-                           std::move(payload), true, token);
-        return;
-      }
+      if (timed_out)
+        st.wait_timer_armed = false;  // it fired
+      if (st.frozen)  // its tree is being passivated: see proc_passivation.cpp
+        return hold(self, [self, payload, timed_out] { on_wake(self, payload, timed_out); });
       on_wake(self, payload, timed_out);
     },
     [self](hibernate_atom, uint64_t token) { try_hibernate(self, token); },
+    [self](passivate_query_atom) { return on_passivate_query(self); },
+    [self](passivate_thaw_atom) { thaw(self); },
+    [self](passivate_late_atom, uint64_t attempt) { on_passivate_late(self, attempt); },
+    [self](passivate_hint_atom) {
+      auto& st = self->state;
+      if (st.status == proc_state::waiting || st.status == proc_state::waiting_timeout)
+        offer_passivation(self);
+    },
     [self](call_again_atom, uint64_t token) {
       if (token == self->state.timer_token)
         issue_call(self);
@@ -365,6 +380,15 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto& st = self->state;
       if (token != st.timer_token || st.busy || st.stopping || st.parked)
         return;
+      st.wait_timer_armed = false;  // it fired
+      if (st.frozen)
+        return hold(self, [self, token] {
+          auto& st = self->state;
+          if (token != st.timer_token || st.busy || st.stopping || st.parked)
+            return;
+          publish(self);
+          schedule(self);
+        });
       publish(self);
       schedule(self);
     },

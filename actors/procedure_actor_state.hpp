@@ -97,7 +97,20 @@ struct proc_actor_state {
   bool event_timed_out = false;
   uint64_t timer_token = 0;  ///< stale timer/retry messages carry an older token
   int64_t deadline_ms = 0;   ///< of the event wait (0: none)
-  bool hibernating = false;  ///< asked the executor to hibernate; no answer yet
+  int64_t timer_at_ms = 0;   ///< of the armed wait timer (event deadline or wake-up)
+  bool wait_timer_armed = false;  ///< the timeout actor holds a wait deadline for us
+  /// Root: trying to passivate its tree (asking it, then the executor); no answer yet.
+  bool hibernating = false;
+  bool passivate_armed = false;   ///< root: its hibernate_after deadline is armed
+  uint64_t passivate_token = 0;   ///< root: of the armed hibernate_after deadline
+  int passivate_failures = 0;     ///< root: attempts that found its tree not only waiting
+  bool passivate_hinted = false;  ///< root: a procedure began to wait during an attempt
+  uint64_t passivate_attempt = 0; ///< root: the attempt under way (or the last)
+  /// Its tree is asked to passivate and it said it only waits: what would wake it is held
+  /// (run on thaw; lost with the actor if the executor agrees, which it does only when
+  /// nothing it routes reached the tree, while the earliest deadline wakes the tree).
+  bool frozen = false;
+  std::vector<std::function<void()>> held;
   /// Run with the executor's answer (agreed or not) to the hibernation asked for: an
   /// operator's bypass that arrived meanwhile waits for it.
   std::vector<std::function<void(bool agreed)>> on_hibernate_answer;
@@ -307,9 +320,32 @@ void wait_for_event(proc_actor* self, int64_t deadline_ms);
 /// WAITING for the reply of the pending call (and its deadline); sends the call.
 void wait_for_call(proc_actor* self, int64_t deadline_ms);
 
-/// A root that only waits for an event asks the executor to hibernate it (its actor quits);
-/// `token` is the timer token when the wait began.
+/// Disarms the wait timer (its token and the timeout actor's entry).
+void disarm_timer(proc_actor* self);
+
+// -- passivation (proc_passivation.cpp) -------------------------------------------------------
+
+/// This procedure began to wait: a root arms its hibernate_after deadline, another tells
+/// its root (which does the same).
+void offer_passivation(proc_actor* self);
+
+/// Root: its hibernate_after deadline (`token`) passed: tries to passivate its tree.
 void try_hibernate(proc_actor* self, uint64_t token);
+
+/// Root: attempt `attempt` got no answer in time: given up, the tree thaws.
+void on_passivate_late(proc_actor* self, uint64_t attempt);
+
+/// A parent asks whether this subtree only waits (and freezes it if so).
+caf::result<passivation_answer> on_passivate_query(proc_actor* self);
+
+/// The passivation was refused: run what was held, and thaw the children.
+void thaw(proc_actor* self);
+
+/// Holds `f` (a wake-up) until thaw.
+void hold(proc_actor* self, std::function<void()> f);
+
+/// Cancels this procedure's deadlines with the timeout actor (its actor is going away).
+void release_timers(proc_actor* self);
 
 /// What a procedure waiting for event `key` shows as waiting_for.
 inline std::string event_wait_reason(const std::string& key) {

@@ -9,6 +9,7 @@
 #include "actors/peer_link.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/remote.hpp"
+#include "actors/timeout_actor.hpp"
 
 namespace proctor {
 
@@ -64,8 +65,8 @@ void watch_node(remote_child* self) {
   if (st.node_loss.waits() || !s || s->up || st.failing)
     return;
   auto left = s->since_ms + st.node_loss.deadline.count() - now_ms();
-  self->delayed_send(self, std::chrono::milliseconds{std::max<int64_t>(0, left)},
-                     node_loss_atom::value, token);
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::node_loss, now_ms() + left,
+              node_loss_atom::value, token);
 }
 
 /// The node-loss deadline passed: if the node is still down, the tree fails (and rolls
@@ -145,6 +146,18 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
   return {
     [self](peer_status_atom, const peer_status&) { watch_node(self); },
     [self](node_loss_atom, uint64_t token) { on_node_loss(self, token); },
+    // Its tree is asked to passivate (proc_passivation.cpp): it only waits while its node
+    // is up (a node that is down has a node-loss deadline this actor keeps).
+    [self](passivate_query_atom) {
+      auto& st = self->state;
+      auto s = st.env->cluster->get(st.node);
+      passivation_answer a;
+      a.idle = !st.ended && !st.failing && s && s->up;
+      if (a.idle)
+        a.remote_nodes.push_back(st.node);
+      return a;
+    },
+    [](passivate_thaw_atom) {},
     [self](remote_end_atom, const std::string& bytes) {
       pb::RemoteEnd end;
       if (self->state.ended || !end.ParseFromString(bytes))

@@ -4,6 +4,7 @@
 #include "actors/errors.hpp"
 #include "actors/outbox.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/timeout_actor.hpp"
 #include "actors/remote.hpp"
 
 namespace proctor {
@@ -325,7 +326,8 @@ void on_undo_done(proc_actor* self, step_result& r) {
     PLOG(warn, self, "{}; again in {} ms", why, delay.count());
     publish_rollback(self, std::move(why));
     ++st.undo_attempt;
-    self->delayed_send(self, delay, undo_retry_atom::value);
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::undo_retry,
+                now_ms() + delay.count(), undo_retry_atom::value);
     return;
   }
   st.undo_attempt = 1;

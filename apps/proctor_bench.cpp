@@ -15,7 +15,9 @@
 //   (h) steps/s of T roots x K children x S steps spread over three proctord processes,
 //       beside the same roots on one proctord: the ratio and what bounds it (README);
 //   (i) takeover: M procedures waiting on events journaled, proctord active and standby on
-//       that directory, SIGKILL of the active to the first step the standby commits.
+//       that directory, SIGKILL of the active to the first step the standby commits;
+//   (j) timers: T timer procedures due within one second, their trees passivated first:
+//       resident memory per passivated waiter, procedures resumed per second, lateness.
 //
 // Every phase runs in a forked child process (fresh heap, fresh actor system, its own
 // subdirectory of --data-dir) and sends its figures back through a pipe, one "key value"
@@ -108,7 +110,9 @@ int main(int argc, char** argv) {
   app.add_option("--fanout-timeout", o.fanout_timeout, "(f) give up after this many seconds")
     ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--phases", o.phases,
-                 "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghi)");
+                 "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghij)");
+  app.add_option("--timers", o.timers, "(j) timers due within one second (default 1000000)")
+    ->check(CLI::Range(1, 10000000));
   auto* opt_r = app.add_option("--remote-children", o.remote_children,
                                "(g) children on the other node (default 10000)")
                   ->check(CLI::Range(1, 1000000));
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
       o.remote_children = 1000;
     if (opt_t->count() == 0)
       o.spread_roots = 10;
+    o.timers = std::min<size_t>(o.timers, 20000);
     o.raw_seconds = std::min(o.raw_seconds, 1.0);
     o.latency_seconds = std::min(o.latency_seconds, 1.0);
   }
@@ -251,6 +256,12 @@ int main(int argc, char** argv) {
       takeover.error = "skipped: populating failed: " + pop_i.error;
     }
     progress("(i) takeover by a standby", takeover);
+  }
+  phase_result timers = skipped();
+  if (want("j")) {
+    timers = run_phase("(j) timers", 900, false,
+                       [&](reporter& r) { phase_timers(r, o, sub("timers")); });
+    progress("(j) " + std::to_string(o.timers) + " timers due within one second", timers);
   }
   if (want("h")) {
     spread = run_phase("(h) three nodes beside one", 1200, false,
@@ -416,6 +427,20 @@ int main(int argc, char** argv) {
   } else {
     row("(i) takeover by a standby", failed(takeover), "");
   }
+  auto timers_ps = get(timers, "resumed_per_s");
+  if (!want("j")) {
+  } else if (timers_ps) {
+    row("(j) " + fmt_num(*timers.num("timers")) + " timers due within one second",
+        fmt_num(*timers_ps) + " resumed/s",
+        "late p50/p99/max " + fmt_num(*timers.num("late_p50_ms")) + "/"
+          + fmt_num(*timers.num("late_p99_ms")) + "/" + fmt_num(*timers.num("late_max_ms"))
+          + " ms");
+    row("    resident memory per passivated waiter",
+        fmt_num(*timers.num("bytes_per_waiter")) + " B",
+        "populated and passivated in " + fmt_num(*timers.num("populate_s"), 1) + " s");
+  } else {
+    row("(j) timers due within one second", failed(timers), "");
+  }
   out << "\npeer (OpenStack TaskFlow + SQLite, same workload shape): "
          "python3 ../shared/peers/taskflow_bench.py 5 20\n";
   out << "total " << fmt_num(total_s, 1) << " s\n";
@@ -431,11 +456,12 @@ int main(int argc, char** argv) {
               << ", \"remote_children_per_s\": " << json_num(remote_ps)
               << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
               << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
-              << ", \"takeover_s\": " << json_num(takeover_s, 3) << "}" << std::endl;
+              << ", \"takeover_s\": " << json_num(takeover_s, 3)
+              << ", \"timers_resumed_per_s\": " << json_num(timers_ps) << "}" << std::endl;
   }
   bool all_ok = (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
                 && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"))
                 && (remote.ok || !want("g")) && (spread.ok || !want("h"))
-                && (takeover.ok || !want("i"));
+                && (takeover.ok || !want("i")) && (timers.ok || !want("j"));
   return all_ok ? 0 : 1;
 }

@@ -322,6 +322,96 @@ private:
   void nothing(pb::FanoutData&, context&) {}
 };
 
+// -- demo.timers / demo.timer ----------------------------------------------------------------
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+class timer : public state_machine<pb::TimerData, pb::TimerState> {
+public:
+  timer() {
+    on(pb::TIMER_WAIT, &timer::wait_step, &timer::nothing);
+    on(pb::TIMER_FIRE, &timer::fire, &timer::nothing);
+  }
+
+  std::string validate() const override {
+    if (typed_data().wake_at_ms() <= 0)
+      return "wake_at_ms (ms since the epoch) is required";
+    return typed_data().ledger_dir().empty() ? std::string{} : check_dir(typed_data().ledger_dir());
+  }
+
+private:
+  outcome wait_step(pb::TimerData& d, context&) {
+    return wait(std::chrono::milliseconds{std::max<int64_t>(0, d.wake_at_ms() - wall_ms())},
+                pb::TIMER_FIRE);
+  }
+
+  outcome fire(pb::TimerData& d, context& ctx) {
+    auto now = wall_ms();
+    if (!d.ledger_dir().empty()) {
+      // One write with O_APPEND: lines of concurrent steps never interleave.
+      auto line = std::to_string(ctx.id()) + " " + std::to_string(ctx.parent_id()) + " "
+                  + std::to_string(d.wake_at_ms()) + " " + std::to_string(now) + "\n";
+      auto path = fs::path(d.ledger_dir()) / "fired.log";
+      int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+      if (fd < 0)
+        throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
+      auto n = ::write(fd, line.data(), line.size());
+      ::close(fd);
+      if (n != static_cast<ssize_t>(line.size()))
+        throw std::runtime_error("cannot append to " + path.string());
+    }
+    return done(R"({"late_ms":)" + std::to_string(now - d.wake_at_ms()) + "}");
+  }
+
+  void nothing(pb::TimerData&, context&) {}
+};
+
+class timers : public state_machine<pb::TimersData, pb::TimersState> {
+public:
+  timers() {
+    on(pb::TIMERS_SPAWN, &timers::spawn_step, &timers::nothing);
+    on(pb::TIMERS_JOIN, &timers::join, &timers::nothing);
+  }
+
+  std::string validate() const override {
+    const auto& d = typed_data();
+    if (d.count() < 0 || d.count() > 1000000)
+      return "count must be within 0..1000000";
+    if (d.first_at_ms() <= 0 || d.spread_ms() < 0)
+      return "first_at_ms (ms since the epoch) is required and spread_ms must not be negative";
+    return d.ledger_dir().empty() ? std::string{} : check_dir(d.ledger_dir());
+  }
+
+private:
+  outcome spawn_step(pb::TimersData& d, context&) {
+    std::vector<child_spec> kids;
+    auto n = static_cast<int64_t>(d.count());
+    kids.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      // Child i gets slot (i * 7919) mod n: deadlines in an order unlike the ids'.
+      auto slot = n > 1 && n % 7919 != 0 ? (i * 7919) % n : i;
+      pb::TimerData t;
+      t.set_wake_at_ms(d.first_at_ms() + (n > 1 ? d.spread_ms() * slot / (n - 1) : 0));
+      t.set_ledger_dir(d.ledger_dir());
+      kids.push_back(child("demo.timer", t));
+    }
+    return spawn(std::move(kids), pb::TIMERS_JOIN);
+  }
+
+  outcome join(pb::TimersData&, context& ctx) {
+    for (const auto& c : ctx.children())
+      if (c.state != proc_state::success)
+        return fail("timer " + std::to_string(c.id) + " did not succeed");
+    return done(R"({"fired":)" + std::to_string(ctx.children().size()) + "}");
+  }
+
+  void nothing(pb::TimersData&, context&) {}
+};
+
 } // namespace
 
 void register_demo_procedures(registry& r) {
@@ -338,6 +428,8 @@ void register_demo_procedures(registry& r) {
     r.add(std::move(t));
   }
   r.add<call_service>("demo.call");
+  r.add<timers>("demo.timers");
+  r.add<timer>("demo.timer");
   {
     procedure_type t{"demo.fanout", 1, [] { return std::unique_ptr<procedure>(new fanout()); },
                      {}, {}, true};

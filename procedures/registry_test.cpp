@@ -154,7 +154,7 @@ TEST(registry_test, demo_procedures_are_registered) {
   register_demo_procedures(r);
   EXPECT_EQ(r.names(), (std::vector<std::string>{"demo.call", "demo.fanout", "demo.flaky",
                                                  "demo.ledger", "demo.ledger.impatient",
-                                                 "demo.noop", "demo.wait_event"}));
+                                                 "demo.noop", "demo.timer", "demo.timers", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
     EXPECT_EQ(r.find(n)->version, 1u) << n;
@@ -204,7 +204,7 @@ TEST(registry_test, make_from_json_unknown_type) {
   EXPECT_EQ(r.make_from_json("x", "{}", &err), nullptr);
   // Nothing near: the known types are listed.
   EXPECT_EQ(err, "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
-                 "demo.ledger, demo.ledger.impatient, demo.noop, demo.wait_event)");
+                 "demo.ledger, demo.ledger.impatient, demo.noop, demo.timer, demo.timers, demo.wait_event)");
   err.clear();
   // A near name (case and a typo) is suggested instead.
   EXPECT_EQ(r.make_from_json("demo.Noop", "{}", &err), nullptr);

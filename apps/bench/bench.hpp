@@ -59,12 +59,13 @@ struct bench_options {
   double latency_seconds = 3.0;
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
-  std::string phases = "abcdefghi";  // which measures to run (d and e are one phase)
+  std::string phases = "abcdefghij";  // which measures to run (d and e are one phase)
   bool ledger = false;  // (b) with demo.ledger (a file per step, on the worker threads)
   size_t remote_children = 10000;  // (g) R
   size_t spread_roots = 100;       // (h) T
   size_t spread_children = 50;     // (h) K
   size_t spread_steps = 10;        // (h) S
+  size_t timers = 1000000;         // (j) timers due within one second
 };
 
 // -- child processes (children.cpp) ---------------------------------------------------------
@@ -228,6 +229,11 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
 void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
                    uint64_t last_id);
 void phase_fanout(reporter& r, const bench_options& o, const std::string& dir);
+
+// -- timers (phases_timers.cpp) -----------------------------------------------------------
+
+/// (j) o.timers timer procedures due within one second, their trees passivated before.
+void phase_timers(reporter& r, const bench_options& o, const std::string& dir);
 
 // phases_nodes.cpp
 // -- proctord processes (processes.cpp) -----------------------------------------------------

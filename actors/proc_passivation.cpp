@@ -1,0 +1,251 @@
+// Passivation: a tree whose every procedure only waits — for an event, a timer, or children
+// that only wait themselves, at any depth — gives up all of its actors. The executor keeps a
+// compact entry (the root's: its earliest deadline under the timeout actor, and the event
+// waiters' places), and an event, the deadline, an abort, a bypass or a child's end on
+// another node brings the tree back from its journal image, as recovery would.
+//
+// The protocol, started by the root hibernate_after after a procedure of its tree began to
+// wait (DESIGN.md, "timeout"):
+//   1. the root asks the executor for its tree's wake epoch (how many wake-ups the executor
+//      has routed into the tree so far);
+//   2. it asks the tree, depth first (passivate_query_atom): a procedure that only waits
+//      answers with its deadline and event key, and freezes: a wake-up that reaches it from
+//      now on (its own timer firing, a child's end) is held, not acted on;
+//   3. the root asks the executor to agree (hibernate_atom with the epoch): the executor
+//      refuses if it routed anything into the tree meanwhile (an event, a remote child's
+//      end) or has a request on its way there (an abort, a bypass);
+//   4. agreed, the root quits with errc::passivated and its tree goes down with it; refused
+//      (or a procedure that did not only wait), the tree thaws and runs what it held.
+// A timer that fired into a frozen procedure is not lost: the deadline the executor keeps
+// is the tree's earliest, already past, so the tree comes back at once.
+#include <memory>
+
+#include "actors/errors.hpp"
+#include "actors/procedure_actor_state.hpp"
+#include "actors/timeout_actor.hpp"
+
+namespace proctor {
+
+namespace {
+
+/// How long a root waits for its tree's and the executor's answers before it gives the
+/// attempt up (the bound of every wait of an attempt: parents ask their children without a
+/// CAF timeout of their own, and a child that goes down answers with an error at once).
+constexpr int64_t attempt_limit_ms = 10'000;
+
+/// A tree whose earliest deadline is nearer than this stays awake: bringing it back from the
+/// journal costs more than keeping it (a wide tree with timers due every few ms would be read
+/// back again and again).
+constexpr int64_t min_sleep_ms = 1'000;
+
+/// True when this procedure (not counting its children's own waits) only waits.
+bool only_waits(proc_actor* self) {
+  auto& st = self->state;
+  if (st.busy || st.job_queued || st.stopping || st.parked || st.failing || st.bypassing
+      || st.finishing || st.stops_pending > 0 || !st.pending_restarts.empty()
+      || !st.appends.empty() || !st.remote_failed.empty())
+    return false;
+  if (st.status == proc_state::waiting_timeout)
+    return st.wait_timer_armed;
+  if (st.status != proc_state::waiting || !st.call_service.empty())
+    return false;
+  if (st.event_key.empty() && st.waiting_left == 0)
+    return false;  // its children ended: it is about to run
+  for (const auto& c : st.children)
+    if (!c.ended && (!c.handle || c.restarting || c.stop_pending))
+      return false;
+  return true;
+}
+
+/// This procedure's own part of the answer (`idle` false: it does not only wait).
+passivation_answer own_answer(proc_actor* self) {
+  auto& st = self->state;
+  passivation_answer a;
+  a.idle = only_waits(self);
+  if (!a.idle)
+    return a;
+  if (st.status == proc_state::waiting_timeout) {
+    a.deadline_ms = st.timer_at_ms;
+  } else if (!st.event_key.empty()) {
+    a.deadline_ms = st.deadline_ms;
+    a.event_waiters.push_back(st.id);
+  }
+  // Due soon: not worth passivating, and not frozen (its timer is not held up).
+  if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms)
+    a.idle = false;
+  return a;
+}
+
+/// Asks this procedure and its live children whether they only wait; freezes it if it does.
+/// `done` gets the subtree's answer.
+void query_subtree(proc_actor* self, std::function<void(passivation_answer)> done) {
+  auto& st = self->state;
+  auto acc = std::make_shared<passivation_answer>(own_answer(self));
+  if (!acc->idle)
+    return done(*acc);
+  st.frozen = true;
+  std::vector<caf::actor> live;
+  for (const auto& c : st.children)
+    if (!c.ended)
+      live.push_back(c.handle);
+  if (live.empty())
+    return done(*acc);
+  auto left = std::make_shared<size_t>(live.size());
+  auto finish = [self, acc, left, done] {
+    if (--*left > 0)
+      return;
+    // Something may have changed while the children answered (a stop, an abort).
+    if (!self->state.frozen || !only_waits(self))
+      acc->idle = false;
+    done(*acc);
+  };
+  for (auto& h : live)
+    self->request(h, caf::infinite, passivate_query_atom::value)
+      .then([acc, finish](passivation_answer& a) { acc->merge(a); finish(); },
+            [acc, finish](caf::error&) { acc->idle = false; finish(); });
+}
+
+/// The root's attempt ended without passivation: the tree runs on; `retry`: try again after
+/// hibernate_after (the executor refused because of a race, not because something runs).
+void end_attempt(proc_actor* self, bool retry) {
+  auto& st = self->state;
+  st.hibernating = false;
+  ++st.passivate_failures;
+  for (auto& f : std::exchange(st.on_hibernate_answer, {}))
+    f(false);
+  thaw(self);
+  // Offer again if the executor refused over a race, or if a procedure began to wait
+  // while the tree was being asked (its hint found the attempt under way).
+  if (retry || std::exchange(st.passivate_hinted, false))
+    offer_passivation(self);
+}
+
+} // namespace
+
+void thaw(proc_actor* self) {
+  auto& st = self->state;
+  if (!std::exchange(st.frozen, false))
+    return;
+  for (const auto& c : st.children)
+    if (!c.ended && c.handle)
+      self->send(c.handle, passivate_thaw_atom::value);
+  for (auto& f : std::exchange(st.held, {}))
+    f();
+}
+
+void hold(proc_actor* self, std::function<void()> f) {
+  self->state.held.push_back(std::move(f));
+}
+
+void offer_passivation(proc_actor* self) {
+  auto& st = self->state;
+  if (st.env->hibernate_after.count() < 0)
+    return;
+  if (!st.is_root) {
+    self->send(st.root, passivate_hint_atom::value);
+    return;
+  }
+  if (st.hibernating)
+    st.passivate_hinted = true;
+  if (st.passivate_armed || st.hibernating)
+    return;
+  st.passivate_armed = true;
+  // Each attempt asks the whole tree; after attempts that found something running, wait
+  // longer (10 ms doubling, at most 10 s), so that the children of a wide tree beginning
+  // to wait one by one cost a few attempts, not one each.
+  auto after = st.env->hibernate_after.count();
+  if (st.passivate_failures > 0)
+    after = std::max<int64_t>(after, int64_t{10} << std::min(st.passivate_failures, 10));
+  after = std::min<int64_t>(after, std::max<int64_t>(10'000, st.env->hibernate_after.count()));
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, now_ms() + after,
+              hibernate_atom::value, ++st.passivate_token);
+}
+
+void try_hibernate(proc_actor* self, uint64_t token) {
+  auto& st = self->state;
+  if (token != st.passivate_token)
+    return;
+  st.passivate_armed = false;
+  if (st.hibernating || !only_waits(self))
+    return;  // when it waits again, it offers again
+  st.hibernating = true;
+  st.frozen = true;
+  auto root_id = st.id;
+  auto attempt = ++st.passivate_attempt;
+  // Answers of an attempt given up (or ended) are ignored.
+  auto current = [self, attempt] {
+    return self->state.hibernating && self->state.passivate_attempt == attempt;
+  };
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, now_ms() + attempt_limit_ms,
+              passivate_late_atom::value, attempt);
+  self->request(st.env->executor, caf::infinite, passivate_begin_atom::value, root_id)
+    .then(
+      [self, root_id, current](uint64_t epoch) {
+        if (!current())
+          return;
+        query_subtree(self, [self, root_id, epoch, current](passivation_answer a) {
+          if (!current())
+            return;
+          if (!a.idle)
+            return end_attempt(self, false);
+          if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms) {
+            // Try again after its next deadline (when the earliest one has fired).
+            self->state.passivate_hinted = true;
+            return end_attempt(self, false);
+          }
+          self->request(self->state.env->executor, caf::infinite, hibernate_atom::value, root_id,
+                        epoch, a)
+            .then(
+              [self, current](bool agreed) {
+                if (!current()) {
+                  // Given up meanwhile: an agreement cannot be taken back, so carry it out.
+                  if (agreed)
+                    self->quit(caf::make_error(errc::passivated));
+                  return;
+                }
+                if (!agreed)
+                  return end_attempt(self, true);
+                auto& st = self->state;
+                st.hibernating = false;
+                for (auto& f : std::exchange(st.on_hibernate_answer, {}))
+                  f(true);
+                release_timers(self);
+                PLOG(debug, self, "tree passivated");
+                self->quit(caf::make_error(errc::passivated));
+              },
+              [self, current](caf::error&) {
+                if (current())
+                  end_attempt(self, false);
+              });
+        });
+      },
+      [self, current](caf::error&) {
+        if (current())
+          end_attempt(self, false);
+      });
+}
+
+void on_passivate_late(proc_actor* self, uint64_t attempt) {
+  auto& st = self->state;
+  if (!st.hibernating || attempt != st.passivate_attempt)
+    return;
+  PLOG(warn, self, "passivation attempt got no answer within {} ms; the tree stays awake",
+       attempt_limit_ms);
+  end_attempt(self, false);
+}
+
+caf::result<passivation_answer> on_passivate_query(proc_actor* self) {
+  auto rp = self->make_response_promise<passivation_answer>();
+  query_subtree(self, [rp](passivation_answer a) mutable { rp.deliver(std::move(a)); });
+  return rp;
+}
+
+void release_timers(proc_actor* self) {
+  auto& st = self->state;
+  if (std::exchange(st.wait_timer_armed, false))
+    cancel_timeout(self, st.env->timeout, st.id, timeout_kind::wait);
+  if (st.is_root && (std::exchange(st.passivate_armed, false) || st.passivate_attempt > 0))
+    cancel_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate);  // or the guard
+}
+
+} // namespace proctor
