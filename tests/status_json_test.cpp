@@ -148,7 +148,12 @@ TEST(status_json, checker_is_strict) {
   EXPECT_TRUE(is_valid_json(std::string(200, '[') + std::string(200, ']')));
   // Within nlohmann's limits too: a byte order mark, a lone surrogate escape and a number
   // past a double's range are refused (a result like that is shown as a string).
-  for (std::string bad : {"\xef\xbb\xbf{}", R"("\ud800")", R"("\udc00\ud800")", "1e400", "-1e400"})
+  for (std::string bad :
+       {"\xef\xbb\xbf{}", R"("\ud800")", R"("\udc00\ud800")", "1e400", "-1e400"})
+    EXPECT_FALSE(is_valid_json(bad)) << bad;
+  // nlohmann stops at a NUL byte; is_valid_json does not let it.
+  for (std::string bad :
+       {std::string("3\0x", 3), std::string("{}\0", 3), std::string("\"a\0\"", 4)})
     EXPECT_FALSE(is_valid_json(bad)) << bad;
   EXPECT_TRUE(is_valid_json(R"("\ud83d\ude00")"));
 }
