@@ -1,69 +1,130 @@
 #include "actors/metrics.hpp"
 
-#include <sstream>
+#include <map>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 namespace proctor {
 
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Histogram;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+Histogram::BucketBoundaries runtime_buckets() {
+  return {type_metrics::buckets.begin(), type_metrics::buckets.end()};
+}
+
+/// A family of one sample whose value another part of the node owns (a gauge, or a counter
+/// the journal or the executor keeps): made at each render instead of mirrored in the
+/// registry, where a counter could only be incremented.
+MetricFamily one_sample(std::string name, std::string help, MetricType type, double v) {
+  ClientMetric m;
+  if (type == MetricType::Counter)
+    m.counter.value = v;
+  else
+    m.gauge.value = v;
+  return MetricFamily{std::move(name), std::move(help), type, {std::move(m)}};
+}
+
+} // namespace
+
+/// The counters kept here, one sample per procedure type in each family.
+struct type_metrics::families {
+  prometheus::Registry registry;
+  Family<Counter>& submitted = prometheus::BuildCounter()
+                                 .Name("proctor_procedures_submitted_total")
+                                 .Help("Procedures submitted or spawned.")
+                                 .Register(registry);
+  Family<Counter>& succeeded = prometheus::BuildCounter()
+                                 .Name("proctor_procedures_succeeded_total")
+                                 .Help("Procedures that ended SUCCESS.")
+                                 .Register(registry);
+  Family<Counter>& failed = prometheus::BuildCounter()
+                              .Name("proctor_procedures_failed_total")
+                              .Help("Procedures that ended FAILED.")
+                              .Register(registry);
+  Family<Counter>& rolled_back = prometheus::BuildCounter()
+                                   .Name("proctor_procedures_rolledback_total")
+                                   .Help("Procedures that ended ROLLEDBACK.")
+                                   .Register(registry);
+  Family<Counter>& no_progress =
+    prometheus::BuildCounter()
+      .Name("proctor_procedures_no_progress_total")
+      .Help("Procedures flagged for committing the same state with the same data many times.")
+      .Register(registry);
+  Family<Histogram>& runtime = prometheus::BuildHistogram()
+                                 .Name("proctor_procedure_runtime_ms")
+                                 .Help("Submit-to-end time of procedures.")
+                                 .Register(registry);
+
+  /// One type's samples, found once per type (Family::Add hashes the labels under a lock).
+  struct of_type {
+    Counter& submitted;
+    Counter& succeeded;
+    Counter& failed;
+    Counter& rolled_back;
+    Counter& no_progress;
+    Histogram& runtime;
+  };
+  std::map<std::string, of_type, std::less<>> by_type;
+
+  of_type& of(const std::string& type) {
+    if (auto i = by_type.find(type); i != by_type.end())
+      return i->second;
+    prometheus::Labels labels{{"type", type}};
+    of_type t{submitted.Add(labels),   succeeded.Add(labels),   failed.Add(labels),
+              rolled_back.Add(labels), no_progress.Add(labels), runtime.Add(labels, runtime_buckets())};
+    return by_type.emplace(type, t).first->second;
+  }
+};
+
+type_metrics::type_metrics() : families_(std::make_unique<families>()) {
+}
+
+type_metrics::~type_metrics() = default;
+type_metrics::type_metrics(type_metrics&&) noexcept = default;
+type_metrics& type_metrics::operator=(type_metrics&&) noexcept = default;
+
 void type_metrics::submitted(const std::string& type) {
-  ++by_type_[type].submitted;
+  families_->of(type).submitted.Increment();
+}
+
+void type_metrics::no_progress(const std::string& type) {
+  families_->of(type).no_progress.Increment();
 }
 
 void type_metrics::ended(const std::string& type, proc_state state,
                          std::chrono::milliseconds runtime) {
-  auto& c = by_type_[type];
+  auto& t = families_->of(type);
   switch (state) {
-    case proc_state::success: ++c.succeeded; break;
-    case proc_state::failed: ++c.failed; break;
-    case proc_state::rolledback: ++c.rolled_back; break;
+    case proc_state::success: t.succeeded.Increment(); break;
+    case proc_state::failed: t.failed.Increment(); break;
+    case proc_state::rolledback: t.rolled_back.Increment(); break;
     default: return;
   }
-  if (runtime.count() < 0)
-    return;
-  size_t i = 0;
-  while (i < buckets.size() && runtime.count() > buckets[i])
-    ++i;
-  ++c.runtime[i];
-  ++c.runtime_count;
-  c.runtime_sum_ms += static_cast<double>(runtime.count());
+  if (runtime.count() >= 0)
+    t.runtime.Observe(static_cast<double>(runtime.count()));
 }
 
 std::string type_metrics::render(const scheduler_stats& s, const journal_stats& j,
                                  const executor_gauges& g) const {
-  std::ostringstream o;
-  auto counter = [&](const char* name, const char* help, auto field) {
-    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
-    for (const auto& [type, c] : by_type_)
-      o << name << "{type=\"" << type << "\"} " << c.*field << '\n';
-  };
-  counter("proctor_procedures_submitted_total", "Procedures submitted or spawned.",
-          &counters::submitted);
-  counter("proctor_procedures_succeeded_total", "Procedures that ended SUCCESS.",
-          &counters::succeeded);
-  counter("proctor_procedures_failed_total", "Procedures that ended FAILED.", &counters::failed);
-  counter("proctor_procedures_rolledback_total", "Procedures that ended ROLLEDBACK.",
-          &counters::rolled_back);
-  counter("proctor_procedures_no_progress_total",
-          "Procedures flagged for committing the same state with the same data many times.",
-          &counters::no_progress);
-  o << "# HELP proctor_procedure_runtime_ms Submit-to-end time of procedures.\n"
-       "# TYPE proctor_procedure_runtime_ms histogram\n";
-  for (const auto& [type, c] : by_type_) {
-    uint64_t cum = 0;
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      cum += c.runtime[i];
-      o << "proctor_procedure_runtime_ms_bucket{type=\"" << type << "\",le=\"" << buckets[i]
-        << "\"} " << cum << '\n';
-    }
-    cum += c.runtime[buckets.size()];
-    o << "proctor_procedure_runtime_ms_bucket{type=\"" << type << "\",le=\"+Inf\"} " << cum
-      << '\n';
-    o << "proctor_procedure_runtime_ms_sum{type=\"" << type << "\"} " << c.runtime_sum_ms << '\n';
-    o << "proctor_procedure_runtime_ms_count{type=\"" << type << "\"} " << c.runtime_count
-      << '\n';
-  }
+  auto out = families_->registry.Collect();
   auto gauge = [&](const char* name, const char* help, double v) {
-    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " gauge\n"
-      << name << ' ' << v << '\n';
+    out.push_back(one_sample(name, help, MetricType::Gauge, v));
+  };
+  auto counter = [&](const char* name, std::string help, uint64_t v) {
+    out.push_back(one_sample(name, std::move(help), MetricType::Counter, static_cast<double>(v)));
   };
   gauge("proctor_queue_depth", "Steps ready to run, waiting for a run slot.",
         static_cast<double>(s.queued));
@@ -86,11 +147,8 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         static_cast<double>(g.procedures));
   gauge("proctor_rollbacks_in_progress", "Trees whose rollback is running.",
         static_cast<double>(g.rolling_back));
-  o << "# HELP proctor_undos_total Undos of rollbacks done.\n"
-       "# TYPE proctor_undos_total counter\nproctor_undos_total "
-    << g.undos << "\n# HELP proctor_undo_failures_total Undos that threw; each is retried.\n"
-       "# TYPE proctor_undo_failures_total counter\nproctor_undo_failures_total "
-    << g.undo_failures << '\n';
+  counter("proctor_undos_total", "Undos of rollbacks done.", g.undos);
+  counter("proctor_undo_failures_total", "Undos that threw; each is retried.", g.undo_failures);
   gauge("proctor_active_epoch",
         "The data directory's epoch this process holds (one more at every takeover).",
         static_cast<double>(g.epoch));
@@ -105,19 +163,13 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         static_cast<double>(j.fsync_us_last));
   gauge("proctor_journal_max_fsync_us", "Duration of the journal's slowest synced write.",
         static_cast<double>(j.fsync_us_max));
-  o << "# HELP proctor_journal_batches_total Synced WriteBatches.\n"
-       "# TYPE proctor_journal_batches_total counter\nproctor_journal_batches_total "
-    << j.batches << "\n# HELP proctor_journal_records_total Records appended.\n"
-       "# TYPE proctor_journal_records_total counter\nproctor_journal_records_total "
-    << j.records << "\n# HELP proctor_journal_range_deletes_total Range deletes written.\n"
-       "# TYPE proctor_journal_range_deletes_total counter\nproctor_journal_range_deletes_total "
-    << j.range_deletes << "\n# HELP proctor_journal_fsync_us_total Time in synced writes.\n"
-       "# TYPE proctor_journal_fsync_us_total counter\nproctor_journal_fsync_us_total "
-    << j.fsync_us_total << "\n# HELP proctor_journal_slow_writes_total Synced writes over "
-    << slow_write_us / 1000 << " ms.\n# TYPE proctor_journal_slow_writes_total counter\n"
-       "proctor_journal_slow_writes_total "
-    << j.slow_writes << '\n';
-  return o.str();
+  counter("proctor_journal_batches_total", "Synced WriteBatches.", j.batches);
+  counter("proctor_journal_records_total", "Records appended.", j.records);
+  counter("proctor_journal_range_deletes_total", "Range deletes written.", j.range_deletes);
+  counter("proctor_journal_fsync_us_total", "Time in synced writes.", j.fsync_us_total);
+  counter("proctor_journal_slow_writes_total",
+          "Synced writes over " + std::to_string(slow_write_us / 1000) + " ms.", j.slow_writes);
+  return prometheus::TextSerializer{}.Serialize(out);
 }
 
 } // namespace proctor

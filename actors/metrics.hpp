@@ -1,10 +1,11 @@
 // Counters per procedure type and node gauges, rendered in Prometheus text format.
+// prometheus-cpp holds the counters and writes the text (escaping label values and HELP).
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <string>
 
 #include "actors/scheduler.hpp"
@@ -29,6 +30,11 @@ struct executor_gauges {
 
 class type_metrics {
 public:
+  type_metrics();
+  ~type_metrics();
+  type_metrics(type_metrics&&) noexcept;
+  type_metrics& operator=(type_metrics&&) noexcept;
+
   /// A procedure of `type` entered the node (submitted or spawned).
   void submitted(const std::string& type);
 
@@ -37,7 +43,7 @@ public:
              std::chrono::milliseconds runtime = std::chrono::milliseconds{-1});
 
   /// A procedure of `type` was flagged for making no progress.
-  void no_progress(const std::string& type) { ++by_type_[type].no_progress; }
+  void no_progress(const std::string& type);
 
   /// Prometheus text exposition of the counters and the gauges passed in.
   std::string render(const scheduler_stats& s, const journal_stats& j,
@@ -48,17 +54,8 @@ public:
                                                    300000};
 
 private:
-  struct counters {
-    uint64_t submitted = 0;
-    uint64_t succeeded = 0;
-    uint64_t failed = 0;
-    uint64_t rolled_back = 0;
-    uint64_t no_progress = 0;
-    std::array<uint64_t, buckets.size() + 1> runtime{};  // last: +Inf
-    uint64_t runtime_count = 0;
-    double runtime_sum_ms = 0;
-  };
-  std::map<std::string, counters> by_type_;
+  struct families;  // prometheus-cpp's registry, kept out of this header
+  std::unique_ptr<families> families_;
 };
 
 } // namespace proctor

@@ -61,6 +61,10 @@ struct tree_options {
 std::string render_tree(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs,
                         const tree_options& o);
 
+/// The `tree` answer for procedure `id` (its tree, root first, depth first), or the exit code
+/// of a call that brought none or of a non-OK answer (its error printed): `tree` and `watch`.
+std::variant<pb::Response, int> fetch_tree(const caller& call, uint64_t id);
+
 /// "[#######.............] 35/100".
 std::string progress_bar(size_t done, size_t total, size_t width = 20);
 

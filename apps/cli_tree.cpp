@@ -150,6 +150,17 @@ std::string render_tree(const google::protobuf::RepeatedPtrField<pb::ProcStatus>
   return p.take();
 }
 
+std::variant<pb::Response, int> fetch_tree(const caller& call, uint64_t id) {
+  pb::Request req;
+  req.mutable_tree()->set_id(id);
+  auto got = call(req, std::chrono::seconds{30});
+  if (auto* r = std::get_if<pb::Response>(&got); r != nullptr) {
+    if (int rc = check(*r); rc != exit_ok)
+      return rc;
+  }
+  return got;
+}
+
 void add_tree_command(CLI::App& app, runner* run) {
   struct args {
     uint64_t id = 0;
@@ -162,14 +173,10 @@ void add_tree_command(CLI::App& app, runner* run) {
   tree->add_flag("--json", a->json, "One JSON object, the children nested");
   tree->callback([a, run] {
     *run = [a](const caller& call) {
-      pb::Request req;
-      req.mutable_tree()->set_id(a->id);
-      auto got = call(req, std::chrono::seconds{30});
+      auto got = fetch_tree(call, a->id);
       if (auto* rc = std::get_if<int>(&got))
         return *rc;
       const auto& r = std::get<pb::Response>(got);
-      if (int rc = check(r); rc != exit_ok)
-        return rc;
       if (a->json) {
         std::cout << tree_to_json(r.list(), wall_ms()) << '\n';
         return exit_ok;

@@ -61,14 +61,10 @@ void add_watch_command(CLI::App& app, runner* run) {
       std::string last;
       for (;;) {
         auto next = clock::now() + std::chrono::milliseconds{a->interval_ms};
-        pb::Request req;
-        req.mutable_tree()->set_id(a->id);
-        auto got = call(req, std::chrono::seconds{30});
+        auto got = fetch_tree(call, a->id);
         if (auto* rc = std::get_if<int>(&got))
           return *rc;
         const auto& r = std::get<pb::Response>(got);
-        if (int rc = check(r); rc != exit_ok)
-          return rc;
         const pb::ProcStatus* me = nullptr;
         size_t done = 0;
         for (const auto& s : r.list()) {

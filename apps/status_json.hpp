@@ -12,10 +12,13 @@
 #include <string_view>
 
 #include <google/protobuf/repeated_field.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include "wire.pb.h"
 
 namespace proctor {
+
+class json_writer;
 
 /// `s` as one JSON object (no trailing newline). `result` is the procedure's result_json
 /// embedded as JSON when it is a valid JSON text, `null` when it is empty, and otherwise
@@ -37,14 +40,23 @@ std::string quarantine_to_json(const google::protobuf::RepeatedPtrField<pb::Quar
 std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatus>& xs);
 
 /// `s` as a JSON string literal, quotes included. Control characters are escaped; bytes
-/// that are not valid UTF-8 become U+FFFD, so the literal is always valid JSON.
+/// that are not valid UTF-8 become U+FFFD (one per maximal ill-formed subsequence, as
+/// Unicode recommends), so the literal is always valid JSON.
 std::string json_quote(std::string_view s);
 
 /// A procedure's result_json as a JSON value: itself when it is valid JSON, `null` when
 /// empty, else the text as a JSON string (the `result` field of status_to_json).
 std::string result_to_json(const std::string& result_json);
 
-/// True if `text` is exactly one valid JSON value (RFC 8259), surrounding whitespace allowed.
+/// True if `text` is exactly one valid JSON value (RFC 8259), surrounding whitespace allowed,
+/// as nlohmann's parser reads it: also within its limits (numbers within a double's range,
+/// \u escapes of surrogates in pairs) and nested at most 200 deep.
 bool is_valid_json(std::string_view text);
+
+/// status_to_json's object as a value, for views that nest it; `w` dumps it.
+nlohmann::ordered_json status_json_value(json_writer& w, const pb::ProcStatus& s);
+
+/// result_to_json's value, for views that nest it; `w` dumps it.
+nlohmann::ordered_json result_json_value(json_writer& w, const std::string& result_json);
 
 } // namespace proctor

@@ -4,14 +4,15 @@
 #include <vector>
 
 #include "actors/wall_clock.hpp"
+#include "apps/json_writer.hpp"
 #include "apps/status_json.hpp"
 
 namespace proctor {
 
 namespace {
 
-std::string time_field(int64_t ms) {
-  return ms <= 0 ? std::string("null") : json_quote(utc_text(ms));
+ordered_json time_field(int64_t ms) {
+  return ms <= 0 ? ordered_json(nullptr) : ordered_json(utc_text(ms));
 }
 
 std::string state_field(int state) {
@@ -23,32 +24,28 @@ struct tree_index {
   std::map<uint64_t, const pb::ProcStatus*> by_id;
   int64_t now_ms = 0;
 
-  std::string object(const pb::ProcStatus& s) const {
+  ordered_json object(json_writer& w, const pb::ProcStatus& s) const {
     auto end = s.ended_at_ms() != 0 ? s.ended_at_ms() : now_ms;
-    auto duration = s.started_at_ms() != 0 ? std::to_string(end - s.started_at_ms()) : "null";
-    std::vector<const pb::ProcStatus*> kids;
+    auto duration = s.started_at_ms() != 0 ? ordered_json(end - s.started_at_ms())
+                                           : ordered_json(nullptr);
+    auto children = ordered_json::array();
     size_t done = 0;
     for (auto c : s.children()) {
       auto i = by_id.find(c);
       if (i == by_id.end() || i->second == &s)
         continue;
-      kids.push_back(i->second);
+      children.push_back(object(w, *i->second));
       done += has_ended(*i->second) ? 1 : 0;
     }
-    std::string out = "{\"id\":" + std::to_string(s.id()) + ",\"type\":" + json_quote(s.type())
-                      + ",\"state\":\"" + state_field(s.state()) + "\",\"waiting_for\":"
-                      + json_quote(s.waiting_for()) + ",\"node\":" + json_quote(s.node())
-                      + ",\"parent_id\":" + std::to_string(s.parent_id()) + ",\"error\":"
-                      + json_quote(s.error()) + ",\"result\":" + result_to_json(s.result_json())
-                      + ",\"started_at\":" + time_field(s.started_at_ms())
-                      + ",\"since\":" + time_field(s.since_ms())
-                      + ",\"ended_at\":" + time_field(s.ended_at_ms())
-                      + ",\"duration_ms\":" + duration + ",\"bypassed\":"
-                      + (s.bypassed() ? "true" : "false") + ",\"done\":" + std::to_string(done)
-                      + ",\"total\":" + std::to_string(kids.size()) + ",\"children\":[";
-    for (size_t i = 0; i < kids.size(); ++i)
-      out += (i > 0 ? "," : "") + object(*kids[i]);
-    return out + "]}";
+    auto total = children.size();
+    json_members j(16);
+    j("id", s.id())("type", s.type())("state", state_field(s.state()))(
+      "waiting_for", s.waiting_for())("node", s.node())("parent_id", s.parent_id())(
+      "error", s.error())("result", result_json_value(w, s.result_json()))(
+      "started_at", time_field(s.started_at_ms()))("since", time_field(s.since_ms()))(
+      "ended_at", time_field(s.ended_at_ms()))("duration_ms", std::move(duration))(
+      "bypassed", s.bypassed())("done", done)("total", total)("children", std::move(children));
+    return j.take();
   }
 };
 
@@ -62,43 +59,47 @@ std::string tree_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus
   t.now_ms = now_ms;
   for (const auto& s : xs)
     t.by_id.emplace(s.id(), &s);
-  return t.object(xs[0]);
+  json_writer w;
+  return w.dump(t.object(w, xs[0]));
 }
 
 std::string history_to_json(const pb::History& h) {
-  std::string out = "{\"status\":" + status_to_json(h.status()) + ",\"note\":"
-                    + json_quote(h.note()) + ",\"entries\":[";
+  json_writer w;
+  auto entries = ordered_json::array();
   int64_t previous = 0;
-  for (int i = 0; i < h.entries_size(); ++i) {
-    const auto& e = h.entries(i);
-    auto since = previous != 0 && e.at_ms() != 0 ? std::to_string(e.at_ms() - previous) : "null";
+  for (const auto& e : h.entries()) {
+    auto since = previous != 0 && e.at_ms() != 0 ? ordered_json(e.at_ms() - previous)
+                                                 : ordered_json(nullptr);
     if (e.at_ms() != 0)
       previous = e.at_ms();
-    out += std::string(i > 0 ? "," : "") + "{\"lsn\":" + std::to_string(e.lsn())
-           + ",\"kind\":" + json_quote(e.kind()) + ",\"state\":" + std::to_string(e.state())
-           + ",\"state_name\":" + json_quote(e.state_name())
-           + ",\"next_state\":" + std::to_string(e.next_state())
-           + ",\"next_state_name\":" + json_quote(e.next_state_name())
-           + ",\"attempt\":" + std::to_string(e.attempt()) + ",\"at\":" + time_field(e.at_ms())
-           + ",\"at_ms\":" + std::to_string(e.at_ms())
-           + ",\"took_us\":" + std::to_string(e.took_us()) + ",\"since_previous_ms\":" + since
-           + ",\"detail\":" + json_quote(e.detail()) + "}";
+    entries.push_back({{"lsn", e.lsn()},
+                       {"kind", e.kind()},
+                       {"state", e.state()},
+                       {"state_name", e.state_name()},
+                       {"next_state", e.next_state()},
+                       {"next_state_name", e.next_state_name()},
+                       {"attempt", e.attempt()},
+                       {"at", time_field(e.at_ms())},
+                       {"at_ms", e.at_ms()},
+                       {"took_us", e.took_us()},
+                       {"since_previous_ms", std::move(since)},
+                       {"detail", e.detail()}});
   }
-  return out + "]}";
+  return w.dump({{"status", status_json_value(w, h.status())},
+                 {"note", h.note()},
+                 {"entries", std::move(entries)}});
 }
 
 std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>& xs) {
-  std::string out = "[";
-  for (int i = 0; i < xs.size(); ++i) {
-    const auto& l = xs[i];
-    out += std::string(i > 0 ? "," : "") + "{\"resource\":" + json_quote(l.resource())
-           + ",\"mode\":\"" + (l.exclusive() ? "exclusive" : "shared")
-           + "\",\"proc_id\":" + std::to_string(l.proc_id())
-           + ",\"root_id\":" + std::to_string(l.root_id())
-           + ",\"held\":" + (l.held() ? "true" : "false")
-           + ",\"blocked_by\":" + json_quote(l.blocked_by()) + "}";
-  }
-  return out + "]";
+  auto list = ordered_json::array();
+  for (const auto& l : xs)
+    list.push_back({{"resource", l.resource()},
+                    {"mode", l.exclusive() ? "exclusive" : "shared"},
+                    {"proc_id", l.proc_id()},
+                    {"root_id", l.root_id()},
+                    {"held", l.held()},
+                    {"blocked_by", l.blocked_by()}});
+  return json_writer{}.dump(list);
 }
 
 } // namespace proctor

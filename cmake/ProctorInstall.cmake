@@ -7,8 +7,8 @@
 #   find_package(Proctor REQUIRED)
 #   target_link_libraries(my_node PRIVATE Proctor::proctor)
 #
-# works; the package finds CAF (with the FindCAF.cmake shipped beside it), RocksDB, protobuf
-# and spdlog for its consumer. Inside another project's tree, add_subdirectory(proctor)
+# works; the package finds CAF (with the FindCAF.cmake shipped beside it), RocksDB, protobuf,
+# spdlog, OpenSSL, prometheus-cpp and simdjson for its consumer. Inside another project's tree, add_subdirectory(proctor)
 # gives the same Proctor::proctor target.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)

@@ -3,8 +3,10 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include <google/protobuf/descriptor.h>
+#include <simdjson.h>
 
 namespace proctor {
 
@@ -19,90 +21,21 @@ using google::protobuf::Reflection;
 /// Duplicates are found with one bit per field index; larger messages take the slow path.
 constexpr int max_fields = 64;
 
-/// JSON's whitespace only: protobuf also skips \v and \f, which then take the slow path.
-void skip_ws(std::string_view& s) {
-  while (!s.empty() && (s[0] == ' ' || s[0] == '\t' || s[0] == '\n' || s[0] == '\r'))
-    s.remove_prefix(1);
-}
+/// Texts up to this size are parsed by the thread's own parser, which keeps its buffers.
+constexpr size_t kept_parser_bytes = 64 * 1024;
 
-bool consume(std::string_view& s, char c) {
-  if (s.empty() || s[0] != c)
-    return false;
-  s.remove_prefix(1);
-  return true;
-}
-
-bool consume(std::string_view& s, std::string_view word) {
-  if (s.substr(0, word.size()) != word)
-    return false;
-  s.remove_prefix(word.size());
-  return true;
-}
-
-/// Length of the well-formed UTF-8 sequence of two to four bytes at the start of `s`, or 0
-/// (overlong forms, surrogates and code points above U+10FFFF are not well-formed).
-size_t utf8_sequence(std::string_view s) {
-  auto byte = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
-  auto cont = [&](size_t i) { return (byte(i) & 0xC0) == 0x80; };
-  unsigned b0 = byte(0);
-  unsigned b1 = byte(1);
-  if (b0 >= 0xC2 && b0 <= 0xDF)
-    return cont(1) ? 2 : 0;
-  if (b0 >= 0xE0 && b0 <= 0xEF) {
-    if ((b0 == 0xE0 && b1 < 0xA0) || (b0 == 0xED && b1 > 0x9F))
-      return 0;
-    return cont(1) && cont(2) ? 3 : 0;
-  }
-  if (b0 >= 0xF0 && b0 <= 0xF4) {
-    if ((b0 == 0xF0 && b1 < 0x90) || (b0 == 0xF4 && b1 > 0x8F))
-      return 0;
-    return cont(1) && cont(2) && cont(3) ? 4 : 0;
-  }
-  return 0;
-}
-
-/// A JSON string without escapes or control characters; `*out` views its content in `s`.
-bool read_plain_string(std::string_view& s, std::string_view* out) {
-  if (!consume(s, '"'))
-    return false;
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"') {
-      *out = s.substr(0, i);
-      s.remove_prefix(i + 1);
-      return true;
-    }
-    if (c < 0x20 || c == '\\')
+/// The content of the JSON string `s`, if it has no escapes or control characters.
+/// simdjson has checked its UTF-8 and found its closing quote, which is the first quote
+/// unless a backslash comes before.
+bool plain_string(simdjson::ondemand::raw_json_string s, std::string_view* out) {
+  const char* begin = s.raw();
+  const char* end = begin;
+  while (*end != '"') {
+    if (*end == '\\' || static_cast<unsigned char>(*end) < 0x20)
       return false;
-    if (c < 0x80) {
-      ++i;
-    } else if (auto n = utf8_sequence(s.substr(i)); n > 0) {
-      i += n;
-    } else {
-      return false;
-    }
+    ++end;
   }
-  return false;
-}
-
-/// An integer literal -?(0|[1-9][0-9]*) whose magnitude fits 64 bits; "-0" is refused.
-/// A fraction or exponent after it is left in `s`, for the caller to refuse.
-bool read_integer(std::string_view& s, bool* negative, uint64_t* magnitude) {
-  *negative = consume(s, '-');
-  uint64_t v = 0;
-  size_t i = 0;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-    auto d = static_cast<uint64_t>(s[i] - '0');
-    if (v > (std::numeric_limits<uint64_t>::max() - d) / 10)
-      return false;
-    v = v * 10 + d;
-  }
-  if (i == 0 || (s[0] == '0' && (i > 1 || *negative)))
-    return false;
-  s.remove_prefix(i);
-  *negative = *negative && v != 0;
-  *magnitude = v;
+  *out = std::string_view(begin, static_cast<size_t>(end - begin));
   return true;
 }
 
@@ -137,33 +70,40 @@ bool set_integer(Message* msg, const Reflection* r, const FieldDescriptor* f, bo
   }
 }
 
-/// Reads the value of field `f` from `s` into `*msg`.
-bool read_value(std::string_view& s, Message* msg, const Reflection* r,
+/// Reads `v`, the value of field `f`, into `*msg`.
+bool read_value(simdjson::ondemand::value v, Message* msg, const Reflection* r,
                 const FieldDescriptor* f) {
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
     case FieldDescriptor::CPPTYPE_INT64:
     case FieldDescriptor::CPPTYPE_UINT32:
     case FieldDescriptor::CPPTYPE_UINT64: {
-      bool negative = false;
-      uint64_t magnitude = 0;
-      return read_integer(s, &negative, &magnitude) && set_integer(msg, r, f, negative, magnitude);
+      auto token = v.raw_json_token();
+      if (token.substr(0, 2) == "-0")
+        return false; // protobuf refuses -0 for integers; simdjson would give 0
+      if (token[0] == '-') {
+        int64_t i = 0;
+        if (v.get_int64().get(i))
+          return false;
+        return set_integer(msg, r, f, true, 0 - static_cast<uint64_t>(i));
+      }
+      uint64_t u = 0;
+      return !v.get_uint64().get(u) && set_integer(msg, r, f, false, u);
     }
-    case FieldDescriptor::CPPTYPE_BOOL:
-      if (consume(s, "true")) {
-        r->SetBool(msg, f, true);
-        return true;
-      }
-      if (consume(s, "false")) {
-        r->SetBool(msg, f, false);
-        return true;
-      }
-      return false;
+    case FieldDescriptor::CPPTYPE_BOOL: {
+      bool b = false;
+      if (v.get_bool().get(b))
+        return false;
+      r->SetBool(msg, f, b);
+      return true;
+    }
     case FieldDescriptor::CPPTYPE_STRING: {
-      std::string_view v;
-      if (f->type() != FieldDescriptor::TYPE_STRING || !read_plain_string(s, &v))
+      simdjson::ondemand::raw_json_string raw;
+      std::string_view text;
+      if (f->type() != FieldDescriptor::TYPE_STRING || v.get_raw_json_string().get(raw)
+          || !plain_string(raw, &text))
         return false; // bytes are base64 in JSON
-      r->SetString(msg, f, std::string(v));
+      r->SetString(msg, f, std::string(text));
       return true;
     }
     default:
@@ -185,53 +125,59 @@ const FieldDescriptor* find_field(const Descriptor* d, std::string_view name) {
   return found;
 }
 
-bool parse_object(std::string_view s, Message* msg) {
+bool parse_object(simdjson::ondemand::parser& parser, simdjson::padded_string_view text,
+                  Message* msg) {
   const auto* d = msg->GetDescriptor();
   // Well-known types have their own JSON forms (a Duration is a string, a Struct any object).
   if (d->file()->syntax() != FileDescriptor::SYNTAX_PROTO3
       || d->file()->package() == "google.protobuf" || d->field_count() > max_fields)
     return false;
   const auto* r = msg->GetReflection();
-  skip_ws(s);
-  if (!consume(s, '{'))
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object object;
+  if (parser.iterate(text).get(doc) || doc.get_object().get(object))
     return false;
-  skip_ws(s);
-  if (!consume(s, '}')) {
-    uint64_t seen = 0;
-    for (;;) {
-      std::string_view name;
-      if (!read_plain_string(s, &name))
-        return false;
-      const auto* f = find_field(d, name);
-      if (f == nullptr || f->is_repeated() || f->real_containing_oneof() != nullptr)
-        return false;
-      auto bit = uint64_t{1} << f->index();
-      if ((seen & bit) != 0)
-        return false;
-      seen |= bit;
-      skip_ws(s);
-      if (!consume(s, ':'))
-        return false;
-      skip_ws(s);
-      if (!read_value(s, msg, r, f))
-        return false;
-      skip_ws(s);
-      if (consume(s, '}'))
-        break;
-      if (!consume(s, ','))
-        return false;
-      skip_ws(s);
-    }
+  uint64_t seen = 0;
+  for (auto member : object) {
+    simdjson::ondemand::field field;
+    std::string_view name;
+    if (std::move(member).get(field) || !plain_string(field.key(), &name))
+      return false;
+    const auto* f = find_field(d, name);
+    if (f == nullptr || f->is_repeated() || f->real_containing_oneof() != nullptr)
+      return false;
+    auto bit = uint64_t{1} << f->index();
+    if ((seen & bit) != 0)
+      return false;
+    seen |= bit;
+    if (!read_value(field.value(), msg, r, f))
+      return false;
   }
-  skip_ws(s);
-  return s.empty();
+  // Nothing may follow the object ("{}{}"): the iterator must be past the last token.
+  return doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
 }
 
 } // namespace
 
 bool parse_flat_json(std::string_view text, Message* msg) {
   msg->Clear();
-  if (parse_object(text, msg))
+  // simdjson reads up to SIMDJSON_PADDING bytes past the text, so it parses a padded copy.
+  // A parser and a copy keep their buffers for the next text: one of each per thread for
+  // the common small texts; a large text gets its own, not to hold that memory for good.
+  bool ok = false;
+  if (text.size() <= kept_parser_bytes) {
+    thread_local simdjson::ondemand::parser parser;
+    thread_local std::string copy;
+    copy.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+    copy.assign(text);
+    simdjson::padded_string_view padded(copy.data(), copy.size(), copy.capacity());
+    ok = parse_object(parser, padded, msg);
+  } else {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string copy(text);
+    ok = parse_object(parser, copy, msg);
+  }
+  if (ok)
     return true;
   msg->Clear();
   return false;

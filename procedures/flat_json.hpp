@@ -1,6 +1,11 @@
 // A fast path for the args JSON of a submit. Nearly every args object is flat and tiny
 // ({"steps":5}, {"key":"evt-17"}), yet protobuf's JsonStringToMessage sets up a type resolver
 // and a stream converter for each call: ~6 % of the engine's CPU in the throughput benchmark.
+// simdjson (On Demand) reads the text; this file only maps its members onto the fields.
+// The hand-written parser it replaced was a little faster on these tiny texts (per call:
+// {"steps":5} 56 ns vs 81 ns, a three-field LedgerData 183 ns vs 207 ns, against protobuf's
+// 2-5 us; a micro benchmark of both, 10^6 calls, 2026-11-25): 25 ns a submit is not worth a
+// JSON parser of our own. (Without -march flags On Demand runs simdjson's portable kernel.)
 #pragma once
 
 #include <string_view>

@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev
   libcli11-dev libcpp-httplib-dev
   libjemalloc-dev
+  prometheus-cpp-dev nlohmann-json3-dev libsimdjson-dev
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -91,10 +91,37 @@ TEST(status_json, strings_are_escaped) {
   EXPECT_EQ(json_quote("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
             "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
   // Not UTF-8: a lone continuation byte, an overlong '/', a surrogate, a truncated sequence.
-  EXPECT_EQ(json_quote("a\x80z"), R"("a\ufffdz")");
-  EXPECT_EQ(json_quote("\xc0\xaf"), R"("\ufffd\ufffd")");
-  EXPECT_EQ(json_quote("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");
-  EXPECT_EQ(json_quote("\xe2\x82"), R"("\ufffd\ufffd")");
+  // Each maximal ill-formed subsequence becomes one U+FFFD (Unicode's recommended practice,
+  // which nlohmann follows): the truncated sequence is one, the surrogate three.
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(json_quote("a\x80z"), "\"a" + fffd + "z\"");
+  EXPECT_EQ(json_quote("\xc0\xaf"), "\"" + fffd + fffd + "\"");
+  EXPECT_EQ(json_quote("\xed\xa0\x80"), "\"" + fffd + fffd + fffd + "\"");
+  EXPECT_EQ(json_quote("\xe2\x82"), "\"" + fffd + "\"");
+  EXPECT_EQ(json_quote("\xe2\x82z\xf0\x9f\x98"), "\"" + fffd + "z" + fffd + "\"");
+}
+
+// A result is embedded verbatim in place of a stand-in (apps/json_writer.hpp): neither a
+// result nor a string that looks like the stand-in is taken for one.
+TEST(status_json, results_that_look_like_the_stand_in_stay_as_they_are) {
+  google::protobuf::RepeatedPtrField<pb::ProcStatus> xs;
+  const std::string look_alike = R"({"bytes":[],"subtype":1})";
+  for (int i = 0; i < 3; ++i) {
+    auto s = sample();
+    s.set_id(static_cast<uint64_t>(i));
+    s.set_result_json(look_alike);
+    s.set_error(look_alike);
+    *xs.Add() = s;
+  }
+  auto out = list_to_json(xs);
+  EXPECT_TRUE(is_valid_json(out)) << out;
+  for (int i = 0; i < 3; ++i) {
+    auto one = R"({"id":)" + std::to_string(i) + R"(,"type":"demo.ledger","state":"SUCCESS",)"
+               + R"("root_id":5,"parent_id":0,"children":[6,7],)"
+               + R"("error":"{\"bytes\":[],\"subtype\":1}","result":)" + look_alike
+               + R"(,"waiting_for":""})";
+    EXPECT_NE(out.find(one), std::string::npos) << out;
+  }
 }
 
 TEST(status_json, output_is_valid_json_for_hostile_fields) {
@@ -118,6 +145,17 @@ TEST(status_json, checker_is_strict) {
                           "NaN", "Infinity"})
     EXPECT_FALSE(is_valid_json(bad)) << bad;
   EXPECT_FALSE(is_valid_json(std::string(1000, '[') + std::string(1000, ']')));
+  EXPECT_TRUE(is_valid_json(std::string(200, '[') + std::string(200, ']')));
+  // Within nlohmann's limits too: a byte order mark, a lone surrogate escape and a number
+  // past a double's range are refused (a result like that is shown as a string).
+  for (std::string bad :
+       {"\xef\xbb\xbf{}", R"("\ud800")", R"("\udc00\ud800")", "1e400", "-1e400"})
+    EXPECT_FALSE(is_valid_json(bad)) << bad;
+  // nlohmann stops at a NUL byte; is_valid_json does not let it.
+  for (std::string bad :
+       {std::string("3\0x", 3), std::string("{}\0", 3), std::string("\"a\0\"", 4)})
+    EXPECT_FALSE(is_valid_json(bad)) << bad;
+  EXPECT_TRUE(is_valid_json(R"("\ud83d\ude00")"));
 }
 
 TEST(status_json, list_is_an_array) {

@@ -15,13 +15,16 @@
 //      must be exactly the bytes it consumed, however the stream was cut, and a refused
 //      length must be one check_frame_length refuses.
 // Every JSON text the CLI prints is checked with this file's own RFC 8259 recognizer
-// (json_scan), written apart from apps/status_json.cpp so the two check each other.
+// (json_scan), written apart from apps/status_json.cpp so the two check each other; it
+// holds to the limits is_valid_json documents (numbers within a double's range, surrogate
+// escapes in pairs).
 // PROCTOR_FUZZ_STRICT=1 also requires registry errors to be one line, as registry.hpp says.
 //
 // Built with -DPROCTOR_FUZZ_SEEDS_MAIN instead, this file is a tool that writes the seed
 // corpus into a directory.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -214,7 +217,25 @@ private:
     return true;
   }
 
+  /// The code unit of the \uXXXX escape at `s_[at]`, or -1 if there is none.
+  long escaped_unit(size_t at) const {
+    if (at + 6 > s_.size() || s_[at] != '\\' || s_[at + 1] != 'u')
+      return -1;
+    for (size_t k = 2; k < 6; ++k)
+      if (!hex_digit(s_[at + k]))
+        return -1;
+    return std::stol(std::string(s_.substr(at + 2, 4)), nullptr, 16);
+  }
+
   bool number() {
+    auto start = i_;
+    if (!number_syntax())
+      return false;
+    // Within a double's range (is_valid_json's limit, apps/status_json.hpp).
+    return std::isfinite(std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr));
+  }
+
+  bool number_syntax() {
     if (s_[i_] == '-')
       ++i_;
     if (i_ < s_.size() && s_[i_] == '0')
@@ -251,12 +272,19 @@ private:
           return false;
         char e = s_[i_ + 1];
         if (e == 'u') {
-          if (i_ + 6 > s_.size())
+          auto unit = escaped_unit(i_);
+          if (unit < 0)
             return false;
-          for (size_t k = 2; k < 6; ++k)
-            if (!hex_digit(s_[i_ + k]))
-              return false;
           i_ += 6;
+          // Surrogates in pairs, high then low (is_valid_json's limit, apps/status_json.hpp).
+          if (unit >= 0xDC00 && unit <= 0xDFFF)
+            return false;
+          if (unit >= 0xD800 && unit <= 0xDBFF) {
+            auto low = escaped_unit(i_);
+            if (low < 0xDC00 || low > 0xDFFF)
+              return false;
+            i_ += 6;
+          }
           continue;
         }
         if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos)
@@ -328,14 +356,45 @@ std::string unquote(std::string_view q) {
   return out;
 }
 
-/// `s` with every byte that does not start a well-formed UTF-8 character replaced by U+FFFD.
+/// Length of the maximal subpart at `s[i]`, where no well-formed character starts: the
+/// longest prefix of one (at least a byte), by the table of well-formed sequences (Unicode
+/// 15.0, table 3-7).
+size_t maximal_subpart(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    lo = c == 0xE0 ? 0xA0 : 0x80;
+    hi = c == 0xED ? 0x9F : 0xBF;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    lo = c == 0xF0 ? 0x90 : 0x80;
+    hi = c == 0xF4 ? 0x8F : 0xBF;
+  } else {
+    return 1;
+  }
+  size_t k = 1;
+  for (; k < n && i + k < s.size(); ++k) {
+    auto b = static_cast<unsigned char>(s[i + k]);
+    if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF))
+      break;
+  }
+  return k;
+}
+
+/// `s` with each maximal ill-formed subsequence replaced by one U+FFFD ("U+FFFD
+/// substitution of maximal subparts", Unicode 15.0 section 3.9), as json_quote does.
 std::string utf8_repaired(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
     auto n = utf8_char(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";
-      ++i;
+      i += maximal_subpart(s, i);
     } else {
       out.append(s.substr(i, n));
       i += n;
