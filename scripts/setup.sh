@@ -13,6 +13,9 @@ packages=(
   libgtest-dev libgmock-dev
   libcli11-dev libcpp-httplib-dev
   libjemalloc-dev
+  nlohmann-json3-dev
+  # the web console's browser test (tests/console_browser_test.py; skipped without them)
+  chromium chromium-driver python3-selenium
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
