@@ -83,6 +83,13 @@ console_http::~console_http() {
 uint16_t console_http::start(const std::string& host, uint16_t port, std::string* error) {
   server_ = std::make_unique<httplib::Server>();
   server_->set_payload_max_length(max_body_bytes);
+  // httplib's default also sets SO_REUSEPORT, which lets a second process bind the same
+  // port and take part of the console's connections: only SO_REUSEADDR here (a restart
+  // need not wait for TIME_WAIT).
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   auto handle = [this](const httplib::Request& req, httplib::Response& res) {
     secure(res);
     if (!is_api(req.path))

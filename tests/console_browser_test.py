@@ -10,7 +10,7 @@ console fails the test, except the refused abort's own 401 that Chromium logs.
 
 Exit codes: 0 passed, 1 failed, 77 skipped (no chromium, chromedriver or selenium).
 
-    python3 tests/console_browser_test.py --bin build/bin [--show]
+    python3 tests/console_browser_test.py --bin build/bin [--show] [--screenshot F.png]
 """
 import argparse
 import json
@@ -261,6 +261,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", required=True, help="directory of proctord and proctor")
     ap.add_argument("--show", action="store_true", help="a visible browser, not headless")
+    ap.add_argument("--screenshot", help="save the page as this PNG at the end (pass or fail)")
     a = ap.parse_args()
 
     try:
@@ -293,6 +294,8 @@ def main():
         return 1
     finally:
         if driver:
+            if a.screenshot:
+                driver.save_screenshot(a.screenshot)
             driver.quit()
         node.stop()
         shutil.rmtree(work, ignore_errors=True)
