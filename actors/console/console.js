@@ -92,10 +92,10 @@ async function refreshDetail() {
   if (hist.ok) {
     const s = hist.body.status;
     page.state = s.state;
-    $('status').replaceChildren(el('b', {}, s.type), stateBadge(s.state),
+    $('status').replaceChildren(...[el('b', {}, s.type), stateBadge(s.state),
       s.waiting_for ? el('span', { class: 'note' }, `waiting for ${s.waiting_for}`) : null,
       s.error ? el('span', { class: 'note' }, `error: ${s.error.split('\n')[0]}`) : null,
-      el('span', { class: 'note' }, `root ${s.root_id}`));
+      el('span', { class: 'note' }, `root ${s.root_id}`)].filter((x) => x));
     renderHistory($('timeline'), $('history-table').tBodies[0], $('history-note'), hist.body);
   } else {
     page.state = null;

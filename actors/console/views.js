@@ -106,7 +106,8 @@ function timeline(entries) {
       g.append(svg('circle', { class: `mark ${e.kind}`, cx: end, cy: axis - 8, r: 4 }));
     }
     const y = i % 2 === 0 ? axis - 20 : axis + 14;
-    g.append(svg('text', { x: end, y, 'text-anchor': 'middle' }, e.kind === 'step' ? (e.state_name || e.state) : e.kind));
+    const anchor = end < left + 40 ? 'start' : end > w - right - 40 ? 'end' : 'middle';
+    g.append(svg('text', { x: end, y, 'text-anchor': anchor }, e.kind === 'step' ? (e.state_name || e.state) : e.kind));
     s.append(g);
   });
   s.append(svg('text', { x: left, y: h - 2 }, timed[0].at || ''));
@@ -138,6 +139,7 @@ export function renderHistory(timelineBox, tbody, note, history) {
 
 export function renderLocks(tbody, none, locks, pick) {
   none.hidden = locks.length > 0;
+  tbody.parentElement.hidden = locks.length === 0;
   tbody.replaceChildren(...locks.map((l) => el('tr', { 'data-held': l.held },
     el('td', {}, l.held ? 'held' : 'awaited'), el('td', {}, l.resource), el('td', {}, l.mode),
     el('td', {}, el('a', { href: `#proc=${l.proc_id}`, onclick: () => pick(l.proc_id) }, l.proc_id)),
