@@ -150,6 +150,11 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
     return 0;
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (!loopback)
+    spdlog::warn("web console on {}, not a loopback address: it is plain HTTP, so its pages, "
+                 "its API and the token of every change cross the network unencrypted",
+                 host);
   spdlog::info("web console on http://{}:{}/{}", host, bound,
                opts_.token.empty() ? " (read-only: no --http-token)" : "");
   return static_cast<uint16_t>(bound);
