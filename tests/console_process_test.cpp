@@ -61,6 +61,13 @@ TEST(console_process, an_abort_through_the_api_is_what_the_cli_sees) {
   auto r = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":"proc-k"})"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   auto id = std::to_string(parse_id(r.out).value_or(0));
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto v = parse_json(n.ctl({"status", id}, 10s).out);
+      return v && field(*v, "waiting_for").string_value() == "event proc-k";
+    },
+    30s))
+    << n.log_tail();
 
   httplib::Client c("127.0.0.1", http_port);  // a bare port: 127.0.0.1
   c.set_connection_timeout(5s);
