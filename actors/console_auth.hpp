@@ -3,6 +3,7 @@
 // Without a configured token the console is read-only.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
