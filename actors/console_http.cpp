@@ -150,6 +150,18 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
     return 0;
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // httplib's stop() does nothing before the listening loop has begun, and the loop would
+  // then run for ever: start() returns once it runs (the loop marks that first thing).
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!server_->is_running() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  if (!server_->is_running()) {
+    *error = "the HTTP server did not start listening within 10 s";
+    server_->stop();
+    thread_.detach();  // cannot be stopped: left to end with the process
+    server_.release();  // owned by that thread now
+    return 0;
+  }
   bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
   if (!loopback)
     spdlog::warn("web console on {}, not a loopback address: it is plain HTTP, so its pages, "

@@ -192,6 +192,32 @@ TEST_F(console_http_test, an_abort_needs_the_token_and_rolls_the_tree_back) {
   EXPECT_EQ(gone->status, 404) << gone->body;
 }
 
+TEST_F(console_http_test, a_bypass_of_a_procedure_not_stuck_needs_force) {
+  auto c = serve("t0ken");
+  auto id = submit("demo.wait_event", R"({"key":"bypass-k"})");
+  ASSERT_TRUE(eventually([&] { return status(id).state() == pb::WAITING; }));
+  auto path = "/api/procs/" + std::to_string(id) + "/bypass";
+  httplib::Headers auth{{"Authorization", "Bearer t0ken"}};
+
+  auto refused = c.Post(path, auth, "", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 409) << refused->body;
+  EXPECT_EQ(json::parse(refused->body)["code"], "REFUSED");
+  EXPECT_EQ(status(id).state(), pb::WAITING);
+
+  auto forced = c.Post(path, auth, R"({"force":true})", "application/json");
+  ASSERT_TRUE(forced);
+  EXPECT_EQ(forced->status, 200) << forced->body;
+  EXPECT_EQ(json::parse(forced->body)["state"], "SUCCESS");
+  // The executor's view of the procedure catches up with the durable bypass a moment later.
+  ASSERT_TRUE(eventually([&] { return status(id).state() == pb::SUCCESS; }));
+  auto tree = json::parse(c.Get("/api/trees/" + std::to_string(id))->body);
+  EXPECT_EQ(tree["state"], "SUCCESS");
+  EXPECT_EQ(tree["bypassed"], true);
+  auto again = c.Post(path, auth, R"({"force":true})", "application/json");
+  EXPECT_EQ(again->status, 409) << again->body;
+}
+
 TEST_F(console_http_test, without_a_token_the_console_is_read_only) {
   auto c = serve("");
   auto id = submit("demo.wait_event", R"({"key":"ro-k"})");
