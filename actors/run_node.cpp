@@ -22,8 +22,10 @@
 #include "actors/endpoint.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
+#include "actors/console_http.hpp"
 #include "actors/metrics_http.hpp"
 #endif
+#include "actors/console_auth.hpp"
 
 namespace proctor {
 namespace {
@@ -35,6 +37,16 @@ public:
     tune_actor_system(*this);
   }
 };
+
+/// --http's "HOST:PORT", where a bare "PORT" or ":PORT" means 127.0.0.1:PORT: the console
+/// is reachable from elsewhere only when an address says so.
+std::string console_address(const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+    return "127.0.0.1:" + text;
+  if (!text.empty() && text.front() == ':')
+    return "127.0.0.1" + text;
+  return text;
+}
 
 } // namespace
 
@@ -63,6 +75,15 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
     ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_option("--metrics", metrics_addr, "HOST:PORT to serve Prometheus metrics on");
+  std::string http_addr, http_token, http_token_file;  // README "Web console"
+  app.add_option("--http", http_addr,
+                 "HOST:PORT to serve the web console and its JSON API on (PORT alone: "
+                 "127.0.0.1:PORT)");
+  app.add_option("--http-token", http_token,
+                 "The token the console's changes (abort, bypass) must carry; without one "
+                 "the console is read-only");
+  app.add_option("--http-token-file", http_token_file,
+                 "A file holding --http-token (so it is not on the command line)");
   app.add_option("--result-ttl-s", result_ttl_s, "Seconds a finished tree's result is kept")
     ->check(CLI::Range(1, 365 * 24 * 3600));
   app.add_option("--max-args-bytes", max_args, "Largest args JSON a submit may carry")
@@ -108,6 +129,22 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   auto metrics_ep = parse_endpoint(metrics_addr, true);
   if (!metrics_addr.empty() && !metrics_ep) {
     std::cerr << program << ": --metrics wants HOST:PORT, got '" << metrics_addr << "'\n";
+    return 64;
+  }
+
+  auto http_ep = parse_endpoint(console_address(http_addr), true);
+  if (!http_addr.empty() && !http_ep) {
+    std::cerr << program << ": --http wants HOST:PORT, got '" << http_addr << "'\n";
+    return 64;
+  }
+  std::string token_error;
+  auto console_token = load_console_token(http_token, http_token_file, &token_error);
+  if (!console_token) {
+    std::cerr << program << ": " << token_error << "\n";
+    return 64;
+  }
+  if (http_addr.empty() && !console_token->empty()) {
+    std::cerr << program << ": --http-token and --http-token-file need --http\n";
     return 64;
   }
 
@@ -237,13 +274,31 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         std::_Exit(1);
       }
     }
+    std::unique_ptr<console_http> console;
+    if (!http_addr.empty()) {
+      console_http_options co;
+      co.token = *console_token;
+      console = std::make_unique<console_http>(sys, n.executor(), co);
+      std::string err;
+      if (console->start(http_ep->host, http_ep->port, &err) == 0) {
+        std::cerr << program << ": cannot serve the web console on " << http_addr << ": "
+                  << err << "\n";
+        if (http)
+          http->stop();
+        n.stop();
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+    }
 #else
-    if (!metrics_addr.empty())
-      spdlog::warn("--metrics ignored: built without cpp-httplib");
+    if (!metrics_addr.empty() || !http_addr.empty())
+      spdlog::warn("--metrics and --http ignored: built without cpp-httplib");
 #endif
     int sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
     spdlog::info("signal {}: shutting down", sig);
 #ifdef PROCTOR_HAVE_HTTPLIB
+    if (console)
+      console->stop();
     if (http)
       http->stop();
 #endif

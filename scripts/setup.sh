@@ -14,6 +14,8 @@ packages=(
   libcli11-dev libcpp-httplib-dev
   libjemalloc-dev
   prometheus-cpp-dev nlohmann-json3-dev libsimdjson-dev
+  # the web console's browser test (tests/console_browser_test.py; skipped without them)
+  chromium chromium-driver python3-selenium
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

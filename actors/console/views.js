@@ -1,0 +1,147 @@
+// Rendering of the API's JSON into the page: the procedure list, a tree, a history as a
+// timeline and a table, the locks. Text goes in as text (textContent), never as markup.
+
+export function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('data-')) e.setAttribute(k, String(v));
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e[k] = v;
+  }
+  for (const c of children) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function svg(tag, attrs = {}, text) {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+export function stateBadge(state) {
+  return el('span', { class: `state ${state}`, 'data-state': state }, state);
+}
+
+export function ended(state) {
+  return state === 'SUCCESS' || state === 'FAILED' || state === 'ROLLEDBACK';
+}
+
+export function humanMs(ms) {
+  if (ms === null || ms === undefined) return '-';
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)}s`;
+  if (ms < 3600000) return `${Math.floor(ms / 60000)}m${String(Math.floor(ms / 1000) % 60).padStart(2, '0')}s`;
+  return `${Math.floor(ms / 3600000)}h${String(Math.floor(ms / 60000) % 60).padStart(2, '0')}m`;
+}
+
+function firstLine(text) {
+  return (text || '').split('\n')[0];
+}
+
+export function renderProcs(tbody, list, selected, pick) {
+  tbody.replaceChildren(...list.map((p) => el('tr', {
+    'data-id': p.id, 'data-state': p.state, class: p.id === selected ? 'selected' : '',
+    onclick: () => pick(p.id),
+  },
+  el('td', {}, p.id),
+  el('td', {}, p.type),
+  el('td', {}, stateBadge(p.state)),
+  el('td', {}, p.waiting_for),
+  el('td', {}, p.children.length || ''),
+  el('td', { class: 'note' }, firstLine(p.error)))));
+}
+
+function treeNode(n, selected, pick) {
+  const pct = n.total > 0 ? Math.round((100 * n.done) / n.total) : 100;
+  const fill = el('span');
+  fill.style.width = `${pct}%`;  // CSSOM, allowed by the page's style-src 'self'
+  const label = el('span', {
+    class: `node${n.id === selected ? ' selected' : ''}`, 'data-id': n.id, 'data-state': n.state,
+    title: n.error || '', onclick: (e) => { e.stopPropagation(); pick(n.id); },
+  },
+  el('b', {}, n.id), n.type, stateBadge(n.state),
+  n.bypassed ? el('span', { class: 'meta' }, 'bypassed') : null,
+  n.waiting_for ? el('span', { class: 'meta' }, n.waiting_for) : null,
+  n.total > 0 ? el('span', { class: 'progress', 'data-done': n.done, 'data-total': n.total },
+    el('span', { class: 'bar' }, fill), ` ${n.done}/${n.total}`) : null,
+  el('span', { class: 'meta' }, humanMs(n.duration_ms)),
+  n.node ? el('span', { class: 'meta' }, `@${n.node}`) : null,
+  n.error ? el('span', { class: 'meta error' }, firstLine(n.error)) : null);
+  const kids = (n.children || []).map((c) => treeNode(c, selected, pick));
+  return el('li', {}, label, kids.length ? el('ul', {}, ...kids) : null);
+}
+
+export function renderTree(container, tree, selected, pick) {
+  container.replaceChildren(el('ul', {}, treeNode(tree, selected, pick)));
+}
+
+// The history's entries on a time axis: a bar per step as long as its handler ran (at
+// least a few pixels), a dot for the other kinds, labelled with their state.
+function timeline(entries) {
+  const timed = entries.filter((e) => e.at_ms);
+  if (timed.length === 0) return el('p', { class: 'note' }, 'no commit times recorded');
+  const w = 720, h = 70, left = 10, right = 10, axis = 48;
+  const t0 = Math.min(...timed.map((e) => e.at_ms - (e.took_us || 0) / 1000));
+  const t1 = Math.max(...timed.map((e) => e.at_ms));
+  const span = Math.max(1, t1 - t0);
+  const x = (t) => left + ((t - t0) / span) * (w - left - right);
+  const s = svg('svg', { viewBox: `0 0 ${w} ${h}`, role: 'img', 'aria-label': 'history timeline' });
+  s.append(svg('line', { class: 'axis', x1: left, x2: w - right, y1: axis, y2: axis }));
+  timed.forEach((e, i) => {
+    const end = x(e.at_ms);
+    const g = svg('g', { class: 'entry', 'data-kind': e.kind, 'data-lsn': e.lsn });
+    const tip = `${e.kind} ${e.state_name || ''} at ${e.at}` +
+      (e.took_us ? `, took ${humanMs(e.took_us / 1000)}` : '');
+    g.append(svg('title', {}, tip));
+    if (e.kind === 'step') {
+      const start = x(e.at_ms - (e.took_us || 0) / 1000);
+      g.append(svg('rect', { class: 'step', x: Math.min(start, end - 3), y: axis - 14, width: Math.max(3, end - start), height: 12 }));
+    } else {
+      g.append(svg('circle', { class: `mark ${e.kind}`, cx: end, cy: axis - 8, r: 4 }));
+    }
+    const y = i % 2 === 0 ? axis - 20 : axis + 14;
+    const anchor = end < left + 40 ? 'start' : end > w - right - 40 ? 'end' : 'middle';
+    g.append(svg('text', { x: end, y, 'text-anchor': anchor }, e.kind === 'step' ? (e.state_name || e.state) : e.kind));
+    s.append(g);
+  });
+  s.append(svg('text', { x: left, y: h - 2 }, timed[0].at || ''));
+  s.append(svg('text', { x: w - right, y: h - 2, 'text-anchor': 'end' }, `+${humanMs(span)}`));
+  return s;
+}
+
+function clock(e) {
+  if (!e.at_ms) return '-';
+  const d = new Date(e.at_ms);
+  return d.toISOString().slice(11, 23);
+}
+
+export function renderHistory(timelineBox, tbody, note, history) {
+  note.hidden = !history.note;
+  note.textContent = history.note || '';
+  timelineBox.replaceChildren(timeline(history.entries));
+  tbody.replaceChildren(...history.entries.map((e) => {
+    let what = e.state_name || (e.kind === 'step' ? String(e.state) : '');
+    if (e.kind === 'step' && e.next_state_name) what += ` → ${e.next_state_name}`;
+    const took = e.took_us ? (e.took_us < 1000 ? `${e.took_us}us` : humanMs(e.took_us / 1000)) : '-';
+    return el('tr', { 'data-kind': e.kind, 'data-lsn': e.lsn },
+      el('td', {}, e.lsn), el('td', {}, clock(e)), el('td', {}, e.kind), el('td', {}, what),
+      el('td', {}, e.attempt > 0 ? e.attempt : '-'), el('td', {}, took),
+      el('td', {}, e.since_previous_ms === null ? '-' : humanMs(e.since_previous_ms)),
+      el('td', { class: 'note' }, firstLine(e.detail)));
+  }));
+}
+
+export function renderLocks(tbody, none, locks, pick) {
+  none.hidden = locks.length > 0;
+  tbody.parentElement.hidden = locks.length === 0;
+  tbody.replaceChildren(...locks.map((l) => el('tr', { 'data-held': l.held },
+    el('td', {}, l.held ? 'held' : 'awaited'), el('td', {}, l.resource), el('td', {}, l.mode),
+    el('td', {}, el('a', { href: `#proc=${l.proc_id}`, onclick: () => pick(l.proc_id) }, l.proc_id)),
+    el('td', {}, l.root_id), el('td', {}, l.blocked_by))));
+}
