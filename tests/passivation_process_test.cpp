@@ -69,9 +69,10 @@ TEST(passivation_process, passivated_timers_fire_once_in_order_after_a_sigkill) 
   node n{dir.path() / "data", 0, {"--hibernate-after-ms", "0"}};
   ASSERT_TRUE(n.start()) << n.log_tail();
 
-  // Deadlines from 25 s to 45 s from now: time to submit, passivate, kill, and keep the node
-  // down past the first of them.
-  auto first_at = wall_ms() + 25'000;
+  // Deadlines from 45 s to 65 s from now: time to submit and passivate (some 15 s alone on
+  // a 2-core machine, over 25 s beside the rest of the suite), kill, and keep the node down
+  // past the first of them.
+  auto first_at = wall_ms() + 45'000;
   const int64_t spread = 20'000;
   std::vector<uint64_t> roots;
   for (size_t t = 0; t < trees; ++t) {
@@ -83,11 +84,11 @@ TEST(passivation_process, passivated_timers_fire_once_in_order_after_a_sigkill) 
     roots.push_back(parse_id(r.out).value_or(0));
   }
   // Every tree passivated: no actor is left for any of its procedures.
+  auto before_first = std::chrono::milliseconds{std::max<int64_t>(0, first_at - 1'000 - wall_ms())};
   ASSERT_TRUE(eventually([&] { return metric(n, "proctor_hibernated_procedures") == trees; },
-                         120s, 200ms))
-    << "the trees never all passivated (" << metric(n, "proctor_hibernated_procedures") << " of "
-    << trees << ")\n" << n.log_tail();
-  ASSERT_LT(wall_ms(), first_at - 1'000) << "too slow to passivate before the first deadline";
+                         before_first, 200ms))
+    << "the trees did not all passivate before their first deadline ("
+    << metric(n, "proctor_hibernated_procedures") << " of " << trees << ")\n" << n.log_tail();
   EXPECT_FALSE(fs::exists(ledger / "fired.log")) << "a timer fired before its deadline";
   n.kill();
 
