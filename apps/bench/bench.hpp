@@ -115,6 +115,10 @@ phase_result run_phase(const std::string& name, double timeout_s, bool kill_afte
 
 size_t rss_bytes();
 
+/// Returns the allocator's free pages to the OS (phases_wait.cpp): what stays resident is
+/// what the node still holds.
+void release_free_memory();
+
 class bench_config : public caf::actor_system_config {
 public:
   bench_config() {

@@ -23,8 +23,6 @@ namespace proctor::bench {
 
 // -- the phases (each runs in its own child process) ---------------------------------------
 
-namespace {
-
 /// Returns the allocator's free pages to the OS.
 void release_free_memory() {
 #if PROCTOR_HAVE_JEMALLOC
@@ -38,6 +36,7 @@ void release_free_memory() {
 #endif
 }
 
+namespace {
 
 /// Polls the executor's gauge `name` until it reaches `m`.
 void wait_for_gauge(caf::scoped_actor& self, const caf::actor& exec, const char* name, size_t m,
