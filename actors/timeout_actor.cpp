@@ -9,6 +9,7 @@
 
 #include "actors/deadline_queue.hpp"
 #include "actors/incremental_map.hpp"
+#include "actors/wall_clock.hpp"
 
 namespace proctor {
 
@@ -19,12 +20,6 @@ using tick_atom = caf::atom_constant<caf::atom("tmotick")>;
 /// Deadlines sent per message handled: a million due at once go out in batches, the actor's
 /// mailbox (arms, cancels) served between them.
 constexpr size_t fire_batch = 4096;
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 /// One armed deadline: where it goes and what.
 struct armed {

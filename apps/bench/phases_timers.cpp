@@ -12,17 +12,12 @@
 #include <caf/all.hpp>
 
 #include "actors/timeout_actor.hpp"
+#include "actors/wall_clock.hpp"
 #include "bench.hpp"
 
 namespace proctor::bench {
 
 namespace {
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 double gauge(caf::scoped_actor& self, const caf::actor& exec, const char* name) {
   return metric(call(self, exec, metrics_req()).text(), name);
