@@ -50,6 +50,15 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
   switch (rec.body_case()) {
     case pb::JournalRecord::kSubmitted: {
       const auto& s = rec.submitted();
+      if (t.procs.count(s.proc_id()) != 0) {
+        // Every procedure is submitted once: a second Submitted would replace a procedure
+        // whose steps are already folded (and, placing it on another node, hide them from
+        // the rollback plan's count of what a fragment there undoes).
+        if (t.corrupt.empty())
+          t.corrupt = "second Submitted for procedure " + std::to_string(s.proc_id())
+                      + " at lsn " + std::to_string(lsn);
+        return;
+      }
       auto& p = t.procs[s.proc_id()];
       p.id = s.proc_id();
       p.parent_id = s.parent_id();

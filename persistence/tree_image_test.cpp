@@ -593,6 +593,29 @@ TEST(tree_image_test, step_of_a_child_on_another_node_marks_the_tree_corrupt) {
     EXPECT_FALSE(u.proc_id == 2 && !u.remote) << "undo of a remote child's step planned here";
 }
 
+// Found by the journal_record fuzzer: a second Submitted for a procedure that had committed
+// steps replaced it with a placeholder on another node, and the rollback plan then held both
+// the fragment's undo and the step's, for a procedure the check counted once.
+TEST(tree_image_test, second_submitted_for_a_procedure_marks_the_tree_corrupt) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r0");
+  j.submitted(2, 1, "a0");
+  j.step(2, 1, 2, "a1");
+  pb::JournalRecord r;
+  r.set_format(1);
+  auto* s = r.mutable_submitted();
+  s->set_proc_id(2);
+  s->set_parent_id(1);
+  s->set_type("t.demo");
+  s->set_node("b");
+  j.add(r);
+  auto t = j.fold();
+  EXPECT_EQ(t.corrupt, "second Submitted for procedure 2 at lsn 4");
+  ASSERT_NE(t.find(2), nullptr);
+  EXPECT_FALSE(t.find(2)->remote()) << "the first Submitted stays";
+  EXPECT_EQ(t.find(2)->steps.size(), 1u);
+}
+
 TEST(tree_image_test, empty_record_marks_the_tree_corrupt) {
   journal_builder j(1);
   j.submitted(1, 0, "r0");

@@ -53,6 +53,8 @@ constexpr size_t max_records = 256;
 constexpr uint64_t ids_per_tree = 8;
 
 bool strict = false;
+// PROCTOR_FUZZ_TRACE=1 prints each record and the plan: for reading a finding, not for fuzzing.
+bool trace = false;
 
 [[noreturn]] void fail(const char* what, const std::string& detail = {}) {
   std::fprintf(stderr, "journal_record_fuzzer: invariant violated: %s%s%s\n", what,
@@ -295,8 +297,15 @@ void feed(tree_folder& f, const fed_record& r) {
 
 tree_image fold(uint64_t root, const std::vector<fed_record>& records) {
   tree_folder f(root);
-  for (const auto& r : records)
+  for (const auto& r : records) {
+    if (trace) {
+      pb::JournalRecord shown;
+      bool parsed = r.as_message ? (shown = r.message, true) : shown.ParseFromString(r.value);
+      std::fprintf(stderr, "trace: lsn %llu %s%s\n", static_cast<unsigned long long>(r.lsn),
+                   parsed ? "" : "(does not parse) ", shown.ShortDebugString().c_str());
+    }
     feed(f, r);
+  }
   return f.finish();
 }
 
@@ -476,6 +485,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   google::protobuf::SetLogHandler(nullptr);
   const char* s = std::getenv("PROCTOR_FUZZ_STRICT");
   strict = s != nullptr && std::strcmp(s, "1") == 0;
+  const char* t = std::getenv("PROCTOR_FUZZ_TRACE");
+  trace = t != nullptr && std::strcmp(t, "1") == 0;
   return 0;
 }
 
@@ -517,6 +528,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Not equal: an unparsable record does not advance last_lsn (nothing at run time reads it).
   REQUIRE(records.empty() || t.last_lsn <= records.back().lsn, "last_lsn past the last LSN");
   auto plan = rollback_plan(t);
+  if (trace)
+    for (const auto& u : plan)
+      std::fprintf(stderr, "trace: plan %s\n", describe(u).c_str());
   check_plan(t, plan);
   check_resume(root, records, t, plan, undo % (plan.size() + 1));
   bool all_stored = std::none_of(records.begin(), records.end(),
