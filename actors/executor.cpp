@@ -51,11 +51,36 @@ void fill_status(const proc_update& u, pb::ProcStatus* s) {
   s->set_bypassed(u.bypassed);
 }
 
+void fill_status(const proc_record& u, pb::ProcStatus* s) {
+  s->set_id(u.id);
+  s->set_type(u.type());
+  s->set_state(to_pb(u.state));
+  s->set_root_id(u.root_id);
+  s->set_parent_id(u.parent_id);
+  for (auto c : u.children())
+    s->add_children(c);
+  s->set_error(u.error());
+  s->set_result_json(u.result_json());
+  s->set_waiting_for(u.waiting_for);
+  s->set_node(u.node());
+  s->set_started_at_ms(u.started_at_ms);
+  s->set_since_ms(u.since_ms);
+  s->set_ended_at_ms(u.ended_at_ms);
+  s->set_bypassed(u.bypassed);
+}
+
 void reply(promise_t& rp, std::string bytes) {
   rp.deliver(std::move(bytes));
 }
 
 std::string status_reply(const proc_update& u, pb::Response::Code code) {
+  pb::Response r;
+  r.set_code(code);
+  fill_status(u, r.mutable_status());
+  return encode(r);
+}
+
+std::string status_reply(const proc_record& u, pb::Response::Code code) {
   pb::Response r;
   r.set_code(code);
   fill_status(u, r.mutable_status());
@@ -98,55 +123,58 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
 void record_update(executor_actor* self, proc_update u) {
   auto& st = self->state;
   auto [it, fresh] = st.procs.try_emplace(u.id);
+  auto& rec = it->second;
   if (fresh) {
     st.metrics.submitted(u.type);
-    if (!u.ended)
-      st.started.emplace(u.id, std::chrono::steady_clock::now());
+    if (!u.ended) {
+      rec.live_since_ns = steady_ns();
+      ++st.live;
+    }
   }
-  auto final_now = u.ended && !it->second.ended;
+  auto final_now = u.ended && !rec.ended;
   if (u.state != proc_state::waiting)
     forget_event_wait(self, u.id);
-  auto waits = [](const proc_update& x) {
-    return x.state == proc_state::waiting || x.state == proc_state::waiting_timeout;
+  auto waits = [](proc_state s) {
+    return s == proc_state::waiting || s == proc_state::waiting_timeout;
   };
-  if (!fresh && waits(it->second))
+  if (!fresh && waits(rec.state))
     --st.waiting;
-  if (waits(u))
+  if (waits(u.state))
     ++st.waiting;
   auto now = now_ms();
   if (fresh) {
     u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : now;
     u.since_ms = now;
   } else {
-    const auto& old = it->second;
-    u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : old.started_at_ms;
-    bool same = u.state == old.state && u.waiting_for == old.waiting_for;
-    u.since_ms = same ? old.since_ms : now;
-    u.ended_at_ms = u.ended_at_ms != 0 ? u.ended_at_ms : old.ended_at_ms;
+    u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : rec.started_at_ms;
+    bool same = u.state == rec.state && u.waiting_for == rec.waiting_for;
+    u.since_ms = same ? rec.since_ms : now;
+    u.ended_at_ms = u.ended_at_ms != 0 ? u.ended_at_ms : rec.ended_at_ms;
   }
   if (final_now && u.ended_at_ms == 0)
     u.ended_at_ms = now;
-  it->second = std::move(u);
+  rec.assign(std::move(u), st.type_names);
   if (final_now) {
     auto runtime = std::chrono::milliseconds{-1};
-    if (auto s = st.started.find(it->first); s != st.started.end()) {
+    if (rec.live_since_ns != 0) {
       runtime = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - s->second);
-      st.started.erase(s);
+        std::chrono::nanoseconds{steady_ns() - rec.live_since_ns});
+      rec.live_since_ns = 0;
+      --st.live;
     }
-    st.metrics.ended(it->second.type, it->second.state, runtime);
+    st.metrics.ended(rec.type(), rec.state, runtime);
     if (!st.held_events.empty())
       st.held_events.erase(it->first);
     auto w = st.waiters.find(it->first);
     if (w != st.waiters.end()) {
-      auto reply = status_reply(it->second);
+      auto reply = status_reply(rec);
       for (auto& x : w->second)
         x.rp.deliver(reply);
       st.waiters.erase(w);
     }
   }
   if (final_now || fresh)
-    st.env->cluster->local_live.store(st.started.size(), std::memory_order_relaxed);
+    st.env->cluster->local_live.store(st.live, std::memory_order_relaxed);
 }
 
 /// Appends `b` to the journal; `then` runs once it is durable. There is no error path: a
@@ -336,26 +364,29 @@ void recover(executor_actor* self, recovered_state& rec) {
   size_t running = 0, rolling = 0, done = 0, quarantined = 0, dormant = 0;
   // Sized once: rehashing tables of a million entries is most of a large recovery.
   size_t procs = 0, waiting_roots = 0;
-  for (const auto& t : rec.trees) {
+  // Whether each tree only waits, found once (a walk of all of its procedures).
+  std::vector<char> sleeps_at(rec.trees.size());
+  for (size_t i = 0; i < rec.trees.size(); ++i) {
+    const auto& t = rec.trees[i];
     procs += t.procs.size();
-    waiting_roots += only_waits(t) ? 1 : 0;
+    sleeps_at[i] = st.cfg.hibernate_after.count() >= 0 && t.corrupt.empty() && only_waits(t);
+    waiting_roots += sleeps_at[i] ? 1 : 0;
   }
   st.procs.reserve(procs);
-  st.started.reserve(procs);
   st.roots.reserve(rec.trees.size());
   st.event_waiters.reserve(waiting_roots);
   st.waiting_key.reserve(waiting_roots);
   // Events first: a tree that waits for one that arrived while the node was down wakes.
   for (auto& ev : rec.events)
     keep_event(self, ev.key, pending_event{ev.lsn, ev.payload_json, ev.arrived_at_ms});
-  for (auto& t : rec.trees) {
-    auto image = std::make_shared<const tree_image>(std::move(t));
+  for (size_t i = 0; i < rec.trees.size(); ++i) {
+    auto image = std::make_shared<const tree_image>(std::move(rec.trees[i]));
     if (!image->corrupt.empty()) {
       ++quarantined;
       quarantine(self, *image, image->corrupt);
       continue;
     }
-    bool sleeps = st.cfg.hibernate_after.count() >= 0 && only_waits(*image);
+    bool sleeps = sleeps_at[i] != 0;
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
       if (image->failed && !is_final(u.state))

@@ -10,7 +10,7 @@ namespace proctor::exec_detail {
 namespace {
 
 /// Why `p` is not stuck ("" when it is).
-std::string not_stuck(executor_actor* self, const proc_update& p) {
+std::string not_stuck(executor_actor* self, const proc_record& p) {
   auto& st = self->state;
   auto me = "procedure " + std::to_string(p.id) + " is not stuck: it is "
             + std::string(to_string(p.state));
@@ -31,7 +31,7 @@ std::string not_stuck(executor_actor* self, const proc_update& p) {
 }
 
 /// The ids from the root of `p`'s tree (fragment) down to `p`; empty if a link is missing.
-std::vector<uint64_t> path_to(executor_actor* self, const proc_update& p) {
+std::vector<uint64_t> path_to(executor_actor* self, const proc_record& p) {
   std::vector<uint64_t> path{p.id};
   auto id = p.id;
   while (id != p.root_id) {
@@ -63,8 +63,8 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
                          && !r->second.finished;
   if (p.ended && !failed_for_good)
     return refuse(me + " already ended " + std::string(to_string(p.state)));
-  if (!p.node.empty())
-    return refuse(me + " runs on node " + p.node + ": bypass it there");
+  if (!p.node().empty())
+    return refuse(me + " runs on node " + p.node() + ": bypass it there");
   auto root = st.procs.find(p.root_id);
   if (root != st.procs.end() && root->second.state == proc_state::failed && !root->second.ended)
     return refuse(me + ": its tree is rolling back; bypass does not skip a rollback");
@@ -101,7 +101,7 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
         auto i = self->state.procs.find(id);
         if (i == self->state.procs.end())
           return reply(rp, encode(pb::Response{}));
-        auto u = i->second;
+        auto u = i->second.to_update();
         u.state = proc_state::success;  // its own update may still be on its way
         u.ended = true;
         u.waiting_for.clear();

@@ -25,7 +25,7 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   auto* info = r.mutable_pong();
   info->set_name(st.env->node_name);
   info->set_number(st.env->node_number);
-  info->set_live(st.started.size());
+  info->set_live(st.live);
   info->set_started_at_ms(st.env->started_at_ms);
   if (req.want_types())
     for (const auto& t : st.env->types->names())
@@ -50,7 +50,7 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
   size_t told = 0;
   for (const auto& [id, h] : st.remote_routes) {
     auto p = st.procs.find(id);
-    if (p != st.procs.end() && p->second.node == s.name && h) {
+    if (p != st.procs.end() && p->second.node() == s.name && h) {
       self->send(h, peer_status_atom::value, s);
       ++told;
     }
@@ -93,7 +93,7 @@ void handle_nodes(executor_actor* self, promise_t rp) {
   me->set_self(true);
   me->set_up(true);
   me->set_since_ms(st.env->started_at_ms);
-  me->set_live(st.started.size());
+  me->set_live(st.live);
   me->set_started_at_ms(st.env->started_at_ms);
   auto* proc = me->mutable_process();
   proc->set_pid(::getpid());

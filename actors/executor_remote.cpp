@@ -157,7 +157,7 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
       auto bytes = m.SerializeAsString();
       st.remote_ends[id] = bytes;
       if (auto p = st.procs.find(id); p != st.procs.end()) {
-        auto u = p->second;
+        auto u = p->second.to_update();
         u.state = from_pb(m.state());
         u.result_json = m.result_json();
         u.error = m.error();
@@ -210,7 +210,7 @@ void on_rollback(executor_actor* self, const std::string& from, const pb::Remote
   if (!re.finished)
     return done(false, "fragment " + std::to_string(id) + " is restarting");
   if (p->second.state != proc_state::success)
-    return send_end(self, from, id, pb::ROLLEDBACK, p->second.error, done);
+    return send_end(self, from, id, pb::ROLLEDBACK, p->second.error(), done);
   // It succeeded and was kept for this: it fails now and rolls back from its records.
   spdlog::info("[proc {} root {}] rolled back by order of node {}", id, id, from);
   pb::JournalRecord rec;
@@ -244,12 +244,12 @@ void on_release(executor_actor* self, const pb::RemoteRelease& m, done_fn done) 
     todo.pop_back();
     if (q == st.procs.end())
       continue;
-    if (!q->second.node.empty()) {
+    if (!q->second.node().empty()) {
       pb::PeerMessage rm;
       rm.mutable_release()->set_proc_id(q->first);
-      staged->add(b, q->second.node, rm);
+      staged->add(b, q->second.node(), rm);
     }
-    todo.insert(todo.end(), q->second.children.begin(), q->second.children.end());
+    todo.insert(todo.end(), q->second.children().begin(), q->second.children().end());
   }
   auto forget = [self, id, done] {
     release_trees(self, {id}, [done] { done(true, {}); });
@@ -350,11 +350,11 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
   if (held != st.procs.end()) {
     // Held here. A child placed on another node is only a placeholder here: its status is
     // asked where it runs, and answered from the placeholder if that node does not answer.
-    if (!req.has_status() || held->second.node.empty() || !st.env->transport)
+    if (!req.has_status() || held->second.node().empty() || !st.env->transport)
       return false;
     auto local = status_reply(held->second);
     self->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
-                  held->second.node, bytes, static_cast<uint32_t>(timeout.count()))
+                  held->second.node(), bytes, static_cast<uint32_t>(timeout.count()))
       .then(
         [rp, local](std::string& answer) mutable {
           pb::Response r;

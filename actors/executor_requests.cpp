@@ -16,7 +16,7 @@ namespace proctor::exec_detail {
 namespace {
 
 /// The procedure `id`, or nullptr after answering NOT_FOUND.
-proc_update* find_or_reply(executor_actor* self, uint64_t id, promise_t& rp) {
+proc_record* find_or_reply(executor_actor* self, uint64_t id, promise_t& rp) {
   auto i = self->state.procs.find(id);
   if (i != self->state.procs.end())
     return &i->second;
@@ -227,7 +227,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     }
     case pb::Request::kList: {
       pb::Response r;
-      std::vector<const proc_update*> out;
+      std::vector<const proc_record*> out;
       for (const auto& [id, u] : st.procs) {
         if (!req.list().all() && u.parent_id != 0)
           continue;

@@ -69,8 +69,10 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
     auto j = st.procs.find(id);
     if (j == st.procs.end())
       continue;
-    for (auto c : j->second.children)
+    for (auto c : j->second.children())
       todo.push_back(c);
+    if (j->second.live_since_ns != 0)
+      --st.live;
     st.procs.erase(j);
   }
   auto r = st.roots.find(root_id);

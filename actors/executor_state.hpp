@@ -18,6 +18,7 @@
 #include "actors/messages.hpp"
 #include "actors/metrics.hpp"
 #include "actors/peer_link.hpp"
+#include "actors/proc_record.hpp"
 #include "actors/incremental_map.hpp"
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
@@ -72,7 +73,8 @@ struct executor_state {
   executor_config cfg;
   // The tables that grow with the number of procedures (live, waiting, or finished and kept
   // until their result expires) must not stop the executor to rehash: incremental_map.hpp.
-  incremental_map<uint64_t, proc_update> procs;
+  incremental_map<uint64_t, proc_record> procs;
+  name_table type_names;  ///< the records' type names
   incremental_map<uint64_t, root_entry> roots;
   incremental_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
   std::unordered_map<uint64_t, std::vector<waiter>> waiters;
@@ -85,8 +87,7 @@ struct executor_state {
   incremental_map<uint64_t, std::string> waiting_key;  ///< procedure -> its event key
   incremental_map<std::string, std::vector<pending_event>> events;
   type_metrics metrics;
-  /// When each live procedure was first seen, for the runtime histogram.
-  incremental_map<uint64_t, std::chrono::steady_clock::time_point> started;
+  size_t live = 0;     ///< procedures live here (proc_record::live_since_ns set)
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
   size_t dormant = 0;  ///< hibernated roots
   /// Events for procedures of passivated trees, kept until their actors wait again.
@@ -126,7 +127,9 @@ using promise_t = caf::typed_response_promise<std::string>;
 std::string encode(const pb::Response& r);
 std::string error_reply(pb::Response::Code code, std::string msg);
 void fill_status(const proc_update& u, pb::ProcStatus* s);
+void fill_status(const proc_record& r, pb::ProcStatus* s);
 std::string status_reply(const proc_update& u, pb::Response::Code code = pb::Response::OK);
+std::string status_reply(const proc_record& r, pb::Response::Code code = pb::Response::OK);
 void reply(promise_t& rp, std::string bytes);
 
 // -- bookkeeping (executor.cpp) ---------------------------------------------------------------

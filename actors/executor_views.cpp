@@ -21,7 +21,7 @@ void walk(executor_actor* self, uint64_t id, pb::Response& r) {
   if (i == self->state.procs.end())
     return;
   fill_status(i->second, r.add_list());
-  for (auto c : i->second.children)
+  for (auto c : i->second.children())
     walk(self, c, r);
 }
 

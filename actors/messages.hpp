@@ -2,6 +2,7 @@
 // they are plain C++ types made sendable with CAF_ALLOW_UNSAFE_MESSAGE_TYPE.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,7 @@ using locks_atom = caf::atom_constant<caf::atom("locks")>;           // executor
 using bypass_atom = caf::atom_constant<caf::atom("bypass")>;         // executor -> procs
 // Passivation of a tree that only waits (proc_passivation.cpp).
 using passivate_query_atom = caf::atom_constant<caf::atom("psvquery")>;  // parent -> child
+using passivate_answer_atom = caf::atom_constant<caf::atom("psvanswer")>; // child -> parent
 using passivate_thaw_atom = caf::atom_constant<caf::atom("psvthaw")>;    // parent -> child
 using passivate_hint_atom = caf::atom_constant<caf::atom("psvhint")>;    // proc -> root
 using passivate_begin_atom = caf::atom_constant<caf::atom("psvbegin")>;  // root -> executor
@@ -131,7 +133,8 @@ struct tree_done {
   std::string summary;  ///< the tree's summary record (a serialized pb::JournalRecord)
 };
 
-/// A subtree's answer to passivate_query_atom: whether every procedure in it only waits (for
+/// A subtree's answer to passivate_query_atom (passivate_answer_atom, the query's tag, the
+/// child's id, this): whether every procedure in it only waits (for
 /// an event, a timer, or children that only wait), and what the executor must keep to wake
 /// it once its actors are gone.
 struct passivation_answer {
@@ -139,9 +142,13 @@ struct passivation_answer {
   int64_t deadline_ms = 0;  ///< the earliest deadline in the subtree (0: none)
   std::vector<uint64_t> event_waiters;    ///< procedures waiting for an event
   std::vector<std::string> remote_nodes;  ///< nodes its children on other nodes run on
+  /// Declined because deadlines are due too soon to be worth it: the latest of them (the
+  /// root tries again after it rather than asking the whole tree again and again).
+  int64_t retry_at_ms = 0;
 
   void merge(const passivation_answer& o) {
     idle = idle && o.idle;
+    retry_at_ms = std::max(retry_at_ms, o.retry_at_ms);
     if (o.deadline_ms > 0 && (deadline_ms == 0 || o.deadline_ms < deadline_ms))
       deadline_ms = o.deadline_ms;
     event_waiters.insert(event_waiters.end(), o.event_waiters.begin(), o.event_waiters.end());

@@ -71,38 +71,45 @@ passivation_answer own_answer(proc_actor* self) {
     a.event_waiters.push_back(st.id);
   }
   // Due soon: not worth passivating, and not frozen (its timer is not held up).
-  if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms)
+  if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms) {
     a.idle = false;
+    a.retry_at_ms = a.deadline_ms;
+  }
   return a;
 }
 
+/// The query of this procedure's children is answered (all of them, or one went down).
+void finish_query(proc_actor* self) {
+  auto& st = self->state;
+  auto q = std::move(st.query);
+  // Something may have changed while the children answered (a stop, an abort).
+  if (!st.frozen || !only_waits(self))
+    q->acc.idle = false;
+  q->done(std::move(q->acc));
+}
+
 /// Asks this procedure and its live children whether they only wait; freezes it if it does.
-/// `done` gets the subtree's answer.
+/// `done` gets the subtree's answer. Children that go down meanwhile count as not waiting
+/// (on_passivate_child_down); a child that neither answers nor goes down leaves the root's
+/// attempt to its bound, whose thaw drops the query.
 void query_subtree(proc_actor* self, std::function<void(passivation_answer)> done) {
   auto& st = self->state;
-  auto acc = std::make_shared<passivation_answer>(own_answer(self));
-  if (!acc->idle)
-    return done(*acc);
+  auto own = own_answer(self);
+  if (!own.idle)
+    return done(std::move(own));
   st.frozen = true;
-  std::vector<caf::actor> live;
+  auto q = std::make_unique<proc_actor_state::passivation_query>();
+  q->tag = ++st.query_tag;
+  q->acc = std::move(own);
+  q->done = std::move(done);
   for (const auto& c : st.children)
-    if (!c.ended)
-      live.push_back(c.handle);
-  if (live.empty())
-    return done(*acc);
-  auto left = std::make_shared<size_t>(live.size());
-  auto finish = [self, acc, left, done] {
-    if (--*left > 0)
-      return;
-    // Something may have changed while the children answered (a stop, an abort).
-    if (!self->state.frozen || !only_waits(self))
-      acc->idle = false;
-    done(*acc);
-  };
-  for (auto& h : live)
-    self->request(h, caf::infinite, passivate_query_atom::value)
-      .then([acc, finish](passivation_answer& a) { acc->merge(a); finish(); },
-            [acc, finish](caf::error&) { acc->idle = false; finish(); });
+    if (!c.ended) {
+      q->asked.insert(c.id);
+      self->send(c.handle, passivate_query_atom::value, q->tag);
+    }
+  st.query = std::move(q);
+  if (st.query->asked.empty())
+    finish_query(self);
 }
 
 /// The root's attempt ended without passivation: the tree runs on; `retry`: try again after
@@ -111,6 +118,11 @@ void end_attempt(proc_actor* self, bool retry) {
   auto& st = self->state;
   st.hibernating = false;
   ++st.passivate_failures;
+  // An attempt costs its tree (messages to every procedure, wake-ups held while frozen):
+  // the next one waits at least four times as long as this one took, so that a loaded
+  // node spends at most a fifth of its time on attempts that fail.
+  st.passivate_not_before = std::max(st.passivate_not_before,
+                                     now_ms() + 4 * (now_ms() - st.passivate_started_ms));
   for (auto& f : std::exchange(st.on_hibernate_answer, {}))
     f(false);
   thaw(self);
@@ -124,6 +136,7 @@ void end_attempt(proc_actor* self, bool retry) {
 
 void thaw(proc_actor* self) {
   auto& st = self->state;
+  st.query.reset();  // the attempt it belonged to is over
   if (!std::exchange(st.frozen, false))
     return;
   for (const auto& c : st.children)
@@ -145,6 +158,8 @@ void offer_passivation(proc_actor* self) {
     self->send(st.root, passivate_hint_atom::value);
     return;
   }
+  // Called when something in the tree began to wait or ended: the tree was active now.
+  st.tree_active_ms = now_ms();
   if (st.hibernating)
     st.passivate_hinted = true;
   if (st.passivate_armed || st.hibernating)
@@ -157,8 +172,12 @@ void offer_passivation(proc_actor* self) {
   if (st.passivate_failures > 0)
     after = std::max<int64_t>(after, int64_t{10} << std::min(st.passivate_failures, 10));
   after = std::min<int64_t>(after, std::max<int64_t>(10'000, st.env->hibernate_after.count()));
-  arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, now_ms() + after,
-              hibernate_atom::value, ++st.passivate_token);
+  // A wide tree woken for deadlines due within the next second is asked again only after
+  // the last of them (each attempt costs a message to every procedure, and freezes those
+  // that only wait: asked over and over, a woken tree of 10,000 timers crawled).
+  auto at = std::max(now_ms() + after, st.passivate_not_before + 1);
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, at, hibernate_atom::value,
+              ++st.passivate_token);
 }
 
 void try_hibernate(proc_actor* self, uint64_t token) {
@@ -168,6 +187,17 @@ void try_hibernate(proc_actor* self, uint64_t token) {
   st.passivate_armed = false;
   if (st.hibernating || !only_waits(self))
     return;  // when it waits again, it offers again
+  // Active since the deadline was armed (children ending, procedures beginning to wait):
+  // asking now would likely find something running. Wait until it was quiet for
+  // hibernate_after, as a procedure that began to wait does.
+  if (auto quiet_at = st.tree_active_ms + st.env->hibernate_after.count();
+      quiet_at > now_ms()) {
+    st.passivate_armed = true;
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, quiet_at,
+                hibernate_atom::value, ++st.passivate_token);
+    return;
+  }
+  st.passivate_started_ms = now_ms();
   st.hibernating = true;
   st.frozen = true;
   auto root_id = st.id;
@@ -186,12 +216,15 @@ void try_hibernate(proc_actor* self, uint64_t token) {
         query_subtree(self, [self, root_id, epoch, current](passivation_answer a) {
           if (!current())
             return;
-          if (!a.idle)
-            return end_attempt(self, false);
+          auto& st = self->state;
+          if (!a.idle) {
+            st.passivate_not_before = std::max(st.passivate_not_before, a.retry_at_ms);
+            return end_attempt(self, a.retry_at_ms > 0);
+          }
           if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms) {
             // Try again after its next deadline (when the earliest one has fired).
-            self->state.passivate_hinted = true;
-            return end_attempt(self, false);
+            st.passivate_not_before = std::max(st.passivate_not_before, a.deadline_ms);
+            return end_attempt(self, true);
           }
           self->request(self->state.env->executor, caf::infinite, hibernate_atom::value, root_id,
                         epoch, a)
@@ -234,10 +267,30 @@ void on_passivate_late(proc_actor* self, uint64_t attempt) {
   end_attempt(self, false);
 }
 
-caf::result<passivation_answer> on_passivate_query(proc_actor* self) {
-  auto rp = self->make_response_promise<passivation_answer>();
-  query_subtree(self, [rp](passivation_answer a) mutable { rp.deliver(std::move(a)); });
-  return rp;
+void on_passivate_query(proc_actor* self, const caf::actor& parent, uint64_t tag) {
+  auto id = self->state.id;
+  query_subtree(self, [self, parent, tag, id](passivation_answer a) {
+    self->send(parent, passivate_answer_atom::value, tag, id, std::move(a));
+  });
+}
+
+void on_passivate_answer(proc_actor* self, uint64_t tag, uint64_t child_id,
+                         const passivation_answer& a) {
+  auto& q = self->state.query;
+  if (!q || q->tag != tag || q->asked.erase(child_id) == 0)
+    return;
+  q->acc.merge(a);
+  if (q->asked.empty())
+    finish_query(self);
+}
+
+void on_passivate_child_down(proc_actor* self, uint64_t child_id) {
+  auto& q = self->state.query;
+  if (!q || q->asked.erase(child_id) == 0)
+    return;
+  q->acc.idle = false;
+  if (q->asked.empty())
+    finish_query(self);
 }
 
 void release_timers(proc_actor* self) {

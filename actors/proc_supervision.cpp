@@ -136,6 +136,7 @@ void on_down(proc_actor* self, caf::down_msg& m) {
     return;
   st.child_addrs.erase(m.source);
   c->handle = nullptr;
+  on_passivate_child_down(self, c->id);
   if (c->stop_pending) {
     // Asked to stop, it is gone: stopped, whatever it did meanwhile (it may have ended,
     // or crashed) and whether or not it could report.

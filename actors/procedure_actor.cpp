@@ -364,7 +364,12 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       on_wake(self, payload, timed_out);
     },
     [self](hibernate_atom, uint64_t token) { try_hibernate(self, token); },
-    [self](passivate_query_atom) { return on_passivate_query(self); },
+    [self](passivate_query_atom, uint64_t tag) {
+      on_passivate_query(self, caf::actor_cast<caf::actor>(self->current_sender()), tag);
+    },
+    [self](passivate_answer_atom, uint64_t tag, uint64_t child_id, passivation_answer& a) {
+      on_passivate_answer(self, tag, child_id, a);
+    },
     [self](passivate_thaw_atom) { thaw(self); },
     [self](passivate_late_atom, uint64_t attempt) { on_passivate_late(self, attempt); },
     [self](passivate_hint_atom) {

@@ -106,11 +106,29 @@ struct proc_actor_state {
   int passivate_failures = 0;     ///< root: attempts that found its tree not only waiting
   bool passivate_hinted = false;  ///< root: a procedure began to wait during an attempt
   uint64_t passivate_attempt = 0; ///< root: the attempt under way (or the last)
+  /// Root: no attempt before this (wall ms): the last one found deadlines due before it,
+  /// or took long.
+  int64_t passivate_not_before = 0;
+  int64_t passivate_started_ms = 0;  ///< root: when the attempt under way began
+  /// Root: when its tree was last seen active (a procedure began to wait, a child ended).
+  int64_t tree_active_ms = 0;
   /// Its tree is asked to passivate and it said it only waits: what would wake it is held
   /// (run on thaw; lost with the actor if the executor agrees, which it does only when
   /// nothing it routes reached the tree, while the earliest deadline wakes the tree).
   bool frozen = false;
   std::vector<std::function<void()>> held;
+  /// Its subtree's answer being gathered (proc_passivation.cpp). Children are asked with a
+  /// tagged message and answer with one, not a request each: CAF 0.17 keeps an actor's
+  /// pending requests in a vector searched and erased linearly, so a parent of 10,000
+  /// children spent O(n^2) per attempt (most of proctor-bench (j)'s time, perf).
+  struct passivation_query {
+    uint64_t tag = 0;
+    std::unordered_set<uint64_t> asked;  ///< children that have not answered
+    passivation_answer acc;
+    std::function<void(passivation_answer)> done;
+  };
+  std::unique_ptr<passivation_query> query;
+  uint64_t query_tag = 0;  ///< of the last query this procedure sent its children
   /// Run with the executor's answer (agreed or not) to the hibernation asked for: an
   /// operator's bypass that arrived meanwhile waits for it.
   std::vector<std::function<void(bool agreed)>> on_hibernate_answer;
@@ -335,8 +353,17 @@ void try_hibernate(proc_actor* self, uint64_t token);
 /// Root: attempt `attempt` got no answer in time: given up, the tree thaws.
 void on_passivate_late(proc_actor* self, uint64_t attempt);
 
-/// A parent asks whether this subtree only waits (and freezes it if so).
-caf::result<passivation_answer> on_passivate_query(proc_actor* self);
+/// Parent `parent` asks (query `tag`) whether this subtree only waits (and freezes it if
+/// so); the answer goes back as (passivate_answer_atom, tag, this procedure's id, answer).
+void on_passivate_query(proc_actor* self, const caf::actor& parent, uint64_t tag);
+
+/// Child `child_id` answered query `tag` (stale answers are ignored).
+void on_passivate_answer(proc_actor* self, uint64_t tag, uint64_t child_id,
+                         const passivation_answer& a);
+
+/// Child `child_id` went down: if it was asked and had not answered, its subtree does not
+/// only wait.
+void on_passivate_child_down(proc_actor* self, uint64_t child_id);
 
 /// The passivation was refused: run what was held, and thaw the children.
 void thaw(proc_actor* self);

@@ -148,14 +148,15 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
     [self](node_loss_atom, uint64_t token) { on_node_loss(self, token); },
     // Its tree is asked to passivate (proc_passivation.cpp): it only waits while its node
     // is up (a node that is down has a node-loss deadline this actor keeps).
-    [self](passivate_query_atom) {
+    [self](passivate_query_atom, uint64_t tag) {
       auto& st = self->state;
       auto s = st.env->cluster->get(st.node);
       passivation_answer a;
       a.idle = !st.ended && !st.failing && s && s->up;
       if (a.idle)
         a.remote_nodes.push_back(st.node);
-      return a;
+      self->send(caf::actor_cast<caf::actor>(self->current_sender()),
+                 passivate_answer_atom::value, tag, st.id, std::move(a));
     },
     [](passivate_thaw_atom) {},
     [self](remote_end_atom, const std::string& bytes) {

@@ -258,9 +258,19 @@ int main(int argc, char** argv) {
     progress("(i) takeover by a standby", takeover);
   }
   phase_result timers = skipped();
+  phase_result timers_pop = skipped();
   if (want("j")) {
-    timers = run_phase("(j) timers", 900, false,
-                       [&](reporter& r) { phase_timers(r, o, sub("timers")); });
+    timers_pop = run_phase("(j) populate", 900, true,
+                           [&](reporter& r) { phase_timers_populate(r, o, sub("timers")); });
+    progress("(j) " + std::to_string(o.timers) + " timers passivated, then SIGKILL", timers_pop);
+    if (timers_pop.ok) {
+      auto first_at = static_cast<int64_t>(*timers_pop.num("first_at_ms"));
+      timers = run_phase("(j) recovery and firing", 900, false, [&](reporter& r) {
+        phase_timers_recover(r, o, sub("timers"), first_at);
+      });
+    } else {
+      timers.error = "skipped: populating failed: " + timers_pop.error;
+    }
     progress("(j) " + std::to_string(o.timers) + " timers due within one second", timers);
   }
   if (want("h")) {
@@ -430,14 +440,22 @@ int main(int argc, char** argv) {
   auto timers_ps = get(timers, "resumed_per_s");
   if (!want("j")) {
   } else if (timers_ps) {
-    row("(j) " + fmt_num(*timers.num("timers")) + " timers due within one second",
+    row("(j) " + fmt_num(*timers_pop.num("timers")) + " timers due within one second",
         fmt_num(*timers_ps) + " resumed/s",
         "late p50/p99/max " + fmt_num(*timers.num("late_p50_ms")) + "/"
           + fmt_num(*timers.num("late_p99_ms")) + "/" + fmt_num(*timers.num("late_max_ms"))
           + " ms");
+    row("    recovery of the passivated waiters after SIGKILL",
+        fmt_num(*timers.num("recovered_per_s")) + " procs/s",
+        fmt_num(*timers.num("recovery_s"), 2) + " s; journal open "
+          + fmt_num(*timers.num("open_s"), 2) + " s, scan and fold "
+          + fmt_num(*timers.num("scan_s"), 2) + " s");
     row("    resident memory per passivated waiter",
-        fmt_num(*timers.num("bytes_per_waiter")) + " B",
-        "populated and passivated in " + fmt_num(*timers.num("populate_s"), 1) + " s");
+        fmt_num(*timers.num("recovered_bytes_per_waiter")) + " B recovered, "
+          + fmt_num(*timers_pop.num("bytes_per_waiter")) + " B where submitted",
+        "heap " + fmt_num(*timers.num("recovered_heap_per_waiter")) + " / "
+          + fmt_num(*timers_pop.num("heap_per_waiter")) + " B; populated in "
+          + fmt_num(*timers_pop.num("populate_s"), 1) + " s");
   } else {
     row("(j) timers due within one second", failed(timers), "");
   }
@@ -457,7 +475,10 @@ int main(int argc, char** argv) {
               << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
               << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
               << ", \"takeover_s\": " << json_num(takeover_s, 3)
-              << ", \"timers_resumed_per_s\": " << json_num(timers_ps) << "}" << std::endl;
+              << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
+              << ", \"timers_recovered_per_s\": " << json_num(get(timers, "recovered_per_s"))
+              << ", \"bytes_per_passivated_waiter\": "
+              << json_num(get(timers, "recovered_bytes_per_waiter")) << "}" << std::endl;
   }
   bool all_ok = (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
                 && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"))

@@ -119,6 +119,11 @@ size_t rss_bytes();
 /// what the node still holds.
 void release_free_memory();
 
+/// The bytes the program holds in live allocations (jemalloc's stats.allocated; 0 when not
+/// built with jemalloc): beside the resident size, it tells what is held from what is
+/// fragmentation or the allocator's own.
+size_t heap_allocated_bytes();
+
 class bench_config : public caf::actor_system_config {
 public:
   bench_config() {
@@ -236,8 +241,11 @@ void phase_fanout(reporter& r, const bench_options& o, const std::string& dir);
 
 // -- timers (phases_timers.cpp) -----------------------------------------------------------
 
-/// (j) o.timers timer procedures due within one second, their trees passivated before.
-void phase_timers(reporter& r, const bench_options& o, const std::string& dir);
+/// (j) o.timers timer procedures due within one second: submitted and passivated (then the
+/// parent SIGKILLs the node), recovered on a new node, fired there.
+void phase_timers_populate(reporter& r, const bench_options& o, const std::string& dir);
+void phase_timers_recover(reporter& r, const bench_options& o, const std::string& dir,
+                          int64_t first_at);
 
 // phases_nodes.cpp
 // -- proctord processes (processes.cpp) -----------------------------------------------------

@@ -1,8 +1,11 @@
-// proctor-bench (j): many timers due within the same second. T timer procedures (demo.timer,
-// in trees of demo.timers of 10,000) wait for deadlines spread over one second some way ahead;
-// their trees passivate; the phase reports the resident memory per passivated waiter, then
-// how fast the timeout actor resumes them once due (procedures resumed per second, from the
-// first deadline to the last procedure ended) and how late it sent them (p50/p99/max).
+// proctor-bench (j): many timers due within the same second, across a SIGKILL. T timer
+// procedures (demo.timer, in trees of demo.timers of 10,000) wait for deadlines spread over
+// one second some way ahead. First half: they are submitted and their trees passivate; the
+// phase reports the resident memory per passivated waiter, and the parent SIGKILLs the node.
+// Second half: a new node recovers them from the journal (passivated from the start, no
+// actor spawned) and reports the recovery rate and the memory per waiter there; then, once
+// due, how fast the timeout actor resumes them (procedures resumed per second, from the first
+// deadline to the last procedure ended) and how late it sent them (p50/p99/max).
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -19,23 +22,37 @@ namespace proctor::bench {
 
 namespace {
 
+constexpr size_t per_tree = 10'000;
+
 double gauge(caf::scoped_actor& self, const caf::actor& exec, const char* name) {
   return metric(call(self, exec, metrics_req()).text(), name);
 }
 
+size_t tree_count(const bench_options& o) {
+  return std::max<size_t>(1, (o.timers + per_tree - 1) / per_tree);
+}
+
+double per_waiter(size_t after, size_t before, size_t waiters) {
+  return (static_cast<double>(after) - static_cast<double>(before))
+         / static_cast<double>(waiters);
+}
+
 } // namespace
 
-void phase_timers(reporter& r, const bench_options& o, const std::string& dir) {
-  constexpr size_t per_tree = 10'000;
-  auto trees = std::max<size_t>(1, (o.timers + per_tree - 1) / per_tree);
+void phase_timers_populate(reporter& r, const bench_options& o, const std::string& dir) {
+  auto trees = tree_count(o);
   auto total = trees * per_tree;
   node_in_child nc;
   auto rss0 = rss_bytes();
+  auto heap0 = heap_allocated_bytes();
   nc.start(dir, o.workers);
   caf::scoped_actor self{*nc.sys};
-  // Far enough ahead to submit and passivate them all (100k took some 15 s on the shared
-  // 2-core machine: 150 us each; 200 us allowed), then a second.
-  auto first_at = wall_ms() + 5'000 + static_cast<int64_t>(total) / 5;
+  // Far enough ahead to submit and passivate them all (1M took 71 s on the shared 2-core
+  // machine: 71 us each; 150 us allowed), to restart the node and recover them (5 us each
+  // allowed, and 8 s), and then a second.
+  auto first_at = wall_ms() + 8'000 + static_cast<int64_t>(total) * 3 / 20
+                  + static_cast<int64_t>(total) / 200;
+  auto actors_before = nc.sys->registry().running();
   auto res = run_burst(
     *nc.sys, nc.exec(), trees, 64,
     [&](size_t) {
@@ -54,11 +71,54 @@ void phase_timers(reporter& r, const bench_options& o, const std::string& dir) {
       throw std::runtime_error("the trees did not passivate before their first deadline");
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
   }
+  // The roots are dormant; their children's actors are still going down, each after its
+  // parent: memory is measured once they are all gone.
+  while (nc.sys->registry().running() > actors_before) {
+    if (wall_ms() >= first_at)
+      throw std::runtime_error("the passivated trees' actors were not gone before the first "
+                               "deadline");
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
   auto passivated_s = secs(clk::now() - t0);
   release_free_memory();
   auto rss1 = rss_bytes();
+  auto heap1 = heap_allocated_bytes();
+  r.put("timers", static_cast<double>(total));
+  r.put("trees", static_cast<double>(trees));
+  r.put("first_at_ms", static_cast<double>(first_at));
+  r.put("populate_s", passivated_s);
+  r.put("bytes_per_waiter", per_waiter(rss1, rss0, total));
+  r.put("heap_per_waiter", per_waiter(heap1, heap0, total));
+  r.finish();  // waits for the SIGKILL: no clean shutdown
+}
+
+void phase_timers_recover(reporter& r, const bench_options& o, const std::string& dir,
+                          int64_t first_at) {
+  auto trees = tree_count(o);
+  auto total = trees * per_tree;
+  node_in_child nc;
+  auto rss0 = rss_bytes();
+  auto heap0 = heap_allocated_bytes();
+  auto t0 = clk::now();
+  nc.start(dir, o.workers);
+  caf::scoped_actor self{*nc.sys};
+  // Recovered: every tree passivated again and every timer procedure counted as waiting.
+  for (;;) {
+    if (gauge(self, nc.exec(), "proctor_hibernated_procedures") >= static_cast<double>(trees)
+        && gauge(self, nc.exec(), "proctor_waiting_procedures") >= static_cast<double>(total))
+      break;
+    if (wall_ms() >= first_at)
+      throw std::runtime_error("the node had not recovered its passivated trees by their first "
+                               "deadline");
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
+  }
+  auto recovered_s = secs(clk::now() - t0);
+  release_free_memory();
+  auto rss1 = rss_bytes();
+  auto heap1 = heap_allocated_bytes();
   if (wall_ms() >= first_at)
-    throw std::runtime_error("the trees did not passivate before their first deadline");
+    throw std::runtime_error("the node had not recovered its passivated trees by their first "
+                             "deadline");
   // From the first deadline until the last timer procedure ended.
   while (gauge(self, nc.exec(), "proctor_waiting_procedures") > 0) {
     if (wall_ms() > first_at + 600'000)
@@ -70,10 +130,13 @@ void phase_timers(reporter& r, const bench_options& o, const std::string& dir) {
   self->request(nc.n->timeout(), std::chrono::seconds{30}, timeout_stats_atom::value)
     .receive([&](timeout_stats s) { stats = s; }, [](caf::error&) {});
   auto fire_s = std::max<double>(0.001, static_cast<double>(done_at - first_at) / 1000.0);
-  r.put("timers", static_cast<double>(total));
-  r.put("populate_s", passivated_s);
-  r.put("bytes_per_waiter", (static_cast<double>(rss1) - static_cast<double>(rss0))
-                              / static_cast<double>(total));
+  r.put("recovery_s", recovered_s);
+  r.put("recovered_per_s", static_cast<double>(total) / std::max(0.001, recovered_s));
+  r.put("open_s", nc.report.open_seconds);
+  r.put("scan_s", nc.report.scan_seconds);
+  r.put("records", static_cast<double>(nc.report.records));
+  r.put("recovered_bytes_per_waiter", per_waiter(rss1, rss0, total));
+  r.put("recovered_heap_per_waiter", per_waiter(heap1, heap0, total));
   r.put("resumed_per_s", static_cast<double>(total) / fire_s);
   r.put("late_p50_ms", static_cast<double>(stats.late_p50_ms));
   r.put("late_p99_ms", static_cast<double>(stats.late_p99_ms));

@@ -36,6 +36,21 @@ void release_free_memory() {
 #endif
 }
 
+size_t heap_allocated_bytes() {
+#if PROCTOR_HAVE_JEMALLOC
+  uint64_t epoch = 1;
+  size_t len = sizeof(epoch);
+  ::mallctl("epoch", &epoch, &len, &epoch, len);
+  size_t allocated = 0;
+  len = sizeof(allocated);
+  if (::mallctl("stats.allocated", &allocated, &len, nullptr, 0) != 0)
+    return 0;
+  return allocated;
+#else
+  return 0;
+#endif
+}
+
 namespace {
 
 /// Polls the executor's gauge `name` until it reaches `m`.
