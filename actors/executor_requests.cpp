@@ -283,7 +283,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                                                      st.rolling_back.size(), st.undos,
                                                      st.undo_failures, st.env->epoch,
                                                      st.env->started_at_ms,
-                                                     st.env->takeover_ms.load()}));
+                                                     st.env->takeover_ms.load(),
+                                                     st.env->passivation_attempts.load()}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

@@ -149,6 +149,10 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         static_cast<double>(g.rolling_back));
   counter("proctor_undos_total", "Undos of rollbacks done.", g.undos);
   counter("proctor_undo_failures_total", "Undos that threw; each is retried.", g.undo_failures);
+  counter("proctor_passivation_attempts_total",
+          "Trees asked whether every procedure only waits (each attempt messages the whole "
+          "tree).",
+          g.passivation_attempts);
   gauge("proctor_active_epoch",
         "The data directory's epoch this process holds (one more at every takeover).",
         static_cast<double>(g.epoch));

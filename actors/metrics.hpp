@@ -26,6 +26,7 @@ struct executor_gauges {
   uint64_t epoch = 0;           ///< the data directory's epoch this process holds
   int64_t active_since_ms = 0;  ///< wall clock: since when this process is the active one
   int64_t takeover_ms = 0;      ///< how long its takeover took (0: started without one)
+  uint64_t passivation_attempts = 0;  ///< counter: trees asked whether they only wait
 };
 
 class type_metrics {

@@ -73,6 +73,8 @@ struct node_env {
   /// how long its takeover took when it was a standby (set once it serves; 0 otherwise).
   uint64_t epoch = 0;
   std::atomic<int64_t> takeover_ms{0};
+  /// Passivation attempts of this node's trees (proc_passivation.cpp; a metric).
+  mutable std::atomic<uint64_t> passivation_attempts{0};
 
   /// True when `name` is another node this node knows.
   bool is_peer(const std::string& name) const {

@@ -198,6 +198,7 @@ void try_hibernate(proc_actor* self, uint64_t token) {
     return;
   }
   st.passivate_started_ms = now_ms();
+  st.env->passivation_attempts.fetch_add(1, std::memory_order_relaxed);
   st.hibernating = true;
   st.frozen = true;
   auto root_id = st.id;
