@@ -120,14 +120,14 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
   st.waiting_key[id] = key;
 }
 
-void record_update(executor_actor* self, proc_update u) {
+void record_update(executor_actor* self, proc_update u, update_clock at) {
   auto& st = self->state;
   auto [it, fresh] = st.procs.try_emplace(u.id);
   auto& rec = it->second;
   if (fresh) {
     st.metrics.submitted(u.type);
     if (!u.ended) {
-      rec.live_since_ns = steady_ns();
+      rec.live_since_ns = at.steady_ns != 0 ? at.steady_ns : steady_ns();
       ++st.live;
     }
   }
@@ -141,7 +141,7 @@ void record_update(executor_actor* self, proc_update u) {
     --st.waiting;
   if (waits(u.state))
     ++st.waiting;
-  auto now = now_ms();
+  auto now = at.wall_ms != 0 ? at.wall_ms : now_ms();
   if (fresh) {
     u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : now;
     u.since_ms = now;
@@ -387,13 +387,15 @@ void recover(executor_actor* self, recovered_state& rec) {
       continue;
     }
     bool sleeps = sleeps_at[i] != 0;
+    // One reading of the clocks for the tree's procedures (they were read back together).
+    update_clock clock{now_ms(), steady_ns()};
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
       if (image->failed && !is_final(u.state))
         u.state = id == image->root_id ? proc_state::failed : u.state;
       if (sleeps && !is_final(u.state))
         u.waiting_for = waiting_reason(p);
-      record_update(self, std::move(u));
+      record_update(self, std::move(u), clock);
     }
     const auto* root = image->root();
     if (!root->nonce.empty())

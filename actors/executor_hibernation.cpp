@@ -195,21 +195,23 @@ void recover_dormant(executor_actor* self, const tree_image& t) {
     if (d > 0 && (deadline == 0 || d < deadline))
       deadline = d;
   };
+  std::vector<const proc_image*> event_waiters;
   for (const auto& [id, p] : t.procs) {
     if (is_final(p.status))
       continue;
-    if (p.remote())
+    if (p.remote()) {
       nodes.push_back(p.node);
-    else if (p.status == proc_state::waiting_timeout)
+    } else if (p.status == proc_state::waiting_timeout) {
       earliest(p.wake_at_ms);
-    else if (!p.event_key.empty())
+    } else if (!p.event_key.empty()) {
       earliest(p.deadline_ms);
+      if (p.status == proc_state::waiting)
+        event_waiters.push_back(&p);
+    }
   }
   sleep_root(self, enter_root(self, t), t.root_id, deadline, std::move(nodes));
-  for (const auto& [id, p] : t.procs)
-    if (!is_final(p.status) && !p.remote() && p.status == proc_state::waiting
-        && !p.event_key.empty())
-      await_event(self, p.event_key, id, caf::actor{});
+  for (const auto* p : event_waiters)
+    await_event(self, p->event_key, p->id, caf::actor{});
 }
 
 } // namespace proctor::exec_detail

@@ -133,8 +133,14 @@ std::string status_reply(const proc_record& r, pb::Response::Code code = pb::Res
 void reply(promise_t& rp, std::string bytes);
 
 // -- bookkeeping (executor.cpp) ---------------------------------------------------------------
+/// The clocks record_update reads, read once for many updates (recovery).
+struct update_clock {
+  int64_t wall_ms = 0;    ///< 0: read the clock
+  int64_t steady_ns = 0;  ///< 0: read the clock
+};
+
 /// Records a procedure's new status; answers its waiters when it ended.
-void record_update(executor_actor* self, proc_update u);
+void record_update(executor_actor* self, proc_update u, update_clock at = {});
 /// A procedure that no longer waits for an event is no longer woken by it.
 void forget_event_wait(executor_actor* self, uint64_t id);
 /// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
