@@ -9,6 +9,7 @@
 
 #include "actors/console_api.hpp"
 #include "actors/embedded_files.hpp"
+#include "actors/http_serve.hpp"
 #include "actors/wall_clock.hpp"
 
 namespace proctor {
@@ -83,13 +84,7 @@ console_http::~console_http() {
 uint16_t console_http::start(const std::string& host, uint16_t port, std::string* error) {
   server_ = std::make_unique<httplib::Server>();
   server_->set_payload_max_length(max_body_bytes);
-  // httplib's default also sets SO_REUSEPORT, which lets a second process bind the same
-  // port and take part of the console's connections: only SO_REUSEADDR here (a restart
-  // need not wait for TIME_WAIT).
-  server_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
+  bind_exclusively(*server_);
   auto handle = [this](const httplib::Request& req, httplib::Response& res) {
     secure(res);
     if (!is_api(req.path))
@@ -149,19 +144,8 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
     server_.reset();
     return 0;
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  // httplib's stop() does nothing before the listening loop has begun, and the loop would
-  // then run for ever: start() returns once it runs (the loop marks that first thing).
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-  while (!server_->is_running() && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  if (!server_->is_running()) {
-    *error = "the HTTP server did not start listening within 10 s";
-    server_->stop();
-    thread_.detach();  // cannot be stopped: left to end with the process
-    server_.release();  // owned by that thread now
+  if (!start_listening(server_, thread_, error))
     return 0;
-  }
   bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
   if (!loopback)
     spdlog::warn("web console on {}, not a loopback address: it is plain HTTP, so its pages, "

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include "actors/http_serve.hpp"
 #include "actors/rpc.hpp"
 #include "wire.pb.h"
 
@@ -17,6 +18,7 @@ metrics_http::~metrics_http() {
 
 bool metrics_http::start(const std::string& host, uint16_t port, std::string* error) {
   server_ = std::make_unique<httplib::Server>();
+  bind_exclusively(*server_);
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     pb::Request req;
     req.mutable_metrics();
@@ -36,10 +38,10 @@ bool metrics_http::start(const std::string& host, uint16_t port, std::string* er
   });
   if (!server_->bind_to_port(host.c_str(), port)) {
     *error = "bind failed (address in use or not local)";
+    server_.reset();
     return false;
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  return true;
+  return start_listening(server_, thread_, error);
 }
 
 void metrics_http::stop() {
