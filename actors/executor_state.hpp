@@ -1,6 +1,7 @@
 // Internal: the executor's state and the helpers its files share (executor.cpp: status
-// bookkeeping, root supervision, recovery; executor_requests.cpp: the wire requests;
-// executor_hibernation.cpp: roots that wait for an event without an actor).
+// bookkeeping, root supervision; executor_recovery.cpp: the trees read back at start-up;
+// executor_requests.cpp: the wire requests; executor_hibernation.cpp: passivated trees;
+// proc_record.hpp: the entry kept per procedure).
 #pragma once
 
 #include <chrono>
@@ -180,6 +181,13 @@ void forget_remote(executor_actor* self, const std::vector<proc_update>& procs);
 bool is_fragment(executor_actor* self, uint64_t root_id);
 /// Reads the tree of `root_id` back from the journal and starts its root.
 void reload_root(executor_actor* self, uint64_t root_id);
+
+// -- recovery (executor_recovery.cpp) ---------------------------------------------------------
+/// A tree whose records cannot be read is neither run nor deleted: it is listed for an
+/// operator, and what could be read of it stays visible in status.
+void quarantine(executor_actor* self, const tree_image& t, const std::string& reason);
+/// Takes over the trees and events read back from the journal at start-up.
+void recover(executor_actor* self, recovered_state& rec);
 
 // -- passivation (executor_hibernation.cpp) ---------------------------------------------------
 /// The tree of `root_id` asks to give up its actors until woken (proc_passivation.cpp);
