@@ -41,6 +41,21 @@ TEST_F(call_test, a_call_to_an_unknown_service_fails_the_procedure) {
   EXPECT_NE(s.error().find("no service 'nobody'"), std::string::npos) << s.error();
 }
 
+// A service address is parsed as HOST:PORT is everywhere: a port past 65535 or with
+// trailing text fails the call (it was wrapped or cut, and another port was called).
+TEST_F(call_test, a_call_to_a_malformed_address_fails_the_procedure) {
+  start();
+  for (const char* where : {"127.0.0.1:70000/demo.echo", "127.0.0.1:80x/demo.echo",
+                            "127.0.0.1:/demo.echo", ":80/demo.echo", "127.0.0.1:80/"}) {
+    auto id = submit("demo.call",
+                     std::string(R"({"service":")") + where + R"(","request":"x"})");
+    auto s = wait(id);
+    EXPECT_EQ(s.state(), pb::ROLLEDBACK) << where;
+    EXPECT_NE(s.error().find("is not host:port/service"), std::string::npos)
+      << where << ": " << s.error();
+  }
+}
+
 TEST_F(call_test, an_unanswered_call_times_out) {
   start([this](node_options& o) { o.services["hole"] = sys_->spawn(black_hole); });
   auto id = submit("demo.call", R"({"service":"hole","request":"x","timeout_ms":50})");

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <memory>
 
+#include "actors/endpoint.hpp"
 #include "actors/wire_client.hpp"
 
 #include "actors/procedure_actor_state.hpp"
@@ -116,19 +117,16 @@ void issue_call(proc_actor* self) {
   // host:port/service: the other node's client protocol (proto/WIRE.md). The round trip
   // blocks, so a one-shot detached actor makes it and replies (transport_ok, text); this
   // actor keeps running. It stops waiting within 100 ms once this actor exits.
-  auto where = st.call_service.substr(0, slash);
+  // Parsed as the command lines' HOST:PORT are: a port past 65535 or with trailing text is
+  // refused, not wrapped or cut to another port (as a hand-written parse here did).
   auto name = st.call_service.substr(slash + 1);
-  auto colon = where.rfind(':');
-  uint16_t port = 0;
-  try {
-    port = colon == std::string::npos ? 0 : static_cast<uint16_t>(std::stoul(where.substr(colon + 1)));
-  } catch (...) {
-  }
-  auto host = colon == std::string::npos ? std::string{} : where.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  if (port == 0 || host.empty())
-    return on_error("'" + st.call_service + "' is not host:port/service", false);
+  auto where = parse_endpoint(st.call_service.substr(0, slash));
+  if (!where || name.empty())
+    return on_error("'" + st.call_service
+                      + "' is not host:port/service (a port from 1 to 65535, a service name)",
+                    false);
+  auto host = where->host;
+  auto port = where->port;
   pb::Request req;
   auto* c = req.mutable_call();
   c->set_service(name);
