@@ -571,19 +571,24 @@ TEST(tree_image_test, first_corruption_is_kept) {
 
 // Found by the journal_record fuzzer: a Step for a child placed on another node was folded in
 // as a committed step here, so the rollback plan ordered an undo nobody would run.
+/// A Submitted record of procedure `id` (child of `parent`) placed on node `node`.
+pb::JournalRecord placed_on(uint64_t id, uint64_t parent, const std::string& node) {
+  pb::JournalRecord r;
+  r.set_format(1);
+  auto* s = r.mutable_submitted();
+  s->set_proc_id(id);
+  s->set_parent_id(parent);
+  s->set_type("t.demo");
+  s->set_state(1);
+  s->set_node(node);
+  return r;
+}
+
 TEST(tree_image_test, step_of_a_child_on_another_node_marks_the_tree_corrupt) {
   journal_builder j(1);
   j.submitted(1, 0, "r0");
   j.step(1, 1, 2, "r1", {2});
-  pb::JournalRecord r;
-  r.set_format(1);
-  auto* s = r.mutable_submitted();
-  s->set_proc_id(2);
-  s->set_parent_id(1);
-  s->set_type("t.demo");
-  s->set_state(1);
-  s->set_node("b");
-  j.add(r);
+  j.add(placed_on(2, 1, "b"));
   j.step(2, 1, 2, "a1");
   auto t = j.fold();
   EXPECT_EQ(t.corrupt, "Step at lsn 4 for procedure 2, which runs on node b");
@@ -601,14 +606,7 @@ TEST(tree_image_test, second_submitted_for_a_procedure_marks_the_tree_corrupt) {
   j.submitted(1, 0, "r0");
   j.submitted(2, 1, "a0");
   j.step(2, 1, 2, "a1");
-  pb::JournalRecord r;
-  r.set_format(1);
-  auto* s = r.mutable_submitted();
-  s->set_proc_id(2);
-  s->set_parent_id(1);
-  s->set_type("t.demo");
-  s->set_node("b");
-  j.add(r);
+  j.add(placed_on(2, 1, "b"));
   auto t = j.fold();
   EXPECT_EQ(t.corrupt, "second Submitted for procedure 2 at lsn 4");
   ASSERT_NE(t.find(2), nullptr);

@@ -32,6 +32,18 @@ size_t tree_count(const bench_options& o) {
   return std::max<size_t>(1, (o.timers + per_tree - 1) / per_tree);
 }
 
+/// Resident and allocated bytes (after the allocator returned its free pages, if `settled`).
+struct memory {
+  size_t rss = 0;
+  size_t heap = 0;
+
+  static memory now(bool settled) {
+    if (settled)
+      release_free_memory();
+    return {rss_bytes(), heap_allocated_bytes()};
+  }
+};
+
 double per_waiter(size_t after, size_t before, size_t waiters) {
   return (static_cast<double>(after) - static_cast<double>(before))
          / static_cast<double>(waiters);
@@ -43,8 +55,7 @@ void phase_timers_populate(reporter& r, const bench_options& o, const std::strin
   auto trees = tree_count(o);
   auto total = trees * per_tree;
   node_in_child nc;
-  auto rss0 = rss_bytes();
-  auto heap0 = heap_allocated_bytes();
+  auto m0 = memory::now(false);
   nc.start(dir, o.workers);
   caf::scoped_actor self{*nc.sys};
   // Far enough ahead to submit and passivate them all (1M took 71 s on the shared 2-core
@@ -80,15 +91,13 @@ void phase_timers_populate(reporter& r, const bench_options& o, const std::strin
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
   }
   auto passivated_s = secs(clk::now() - t0);
-  release_free_memory();
-  auto rss1 = rss_bytes();
-  auto heap1 = heap_allocated_bytes();
+  auto m1 = memory::now(true);
   r.put("timers", static_cast<double>(total));
   r.put("trees", static_cast<double>(trees));
   r.put("first_at_ms", static_cast<double>(first_at));
   r.put("populate_s", passivated_s);
-  r.put("bytes_per_waiter", per_waiter(rss1, rss0, total));
-  r.put("heap_per_waiter", per_waiter(heap1, heap0, total));
+  r.put("bytes_per_waiter", per_waiter(m1.rss, m0.rss, total));
+  r.put("heap_per_waiter", per_waiter(m1.heap, m0.heap, total));
   r.finish();  // waits for the SIGKILL: no clean shutdown
 }
 
@@ -97,28 +106,26 @@ void phase_timers_recover(reporter& r, const bench_options& o, const std::string
   auto trees = tree_count(o);
   auto total = trees * per_tree;
   node_in_child nc;
-  auto rss0 = rss_bytes();
-  auto heap0 = heap_allocated_bytes();
+  auto m0 = memory::now(false);
   auto t0 = clk::now();
   nc.start(dir, o.workers);
   caf::scoped_actor self{*nc.sys};
+  auto too_late = [first_at] {
+    if (wall_ms() >= first_at)
+      throw std::runtime_error("the node had not recovered its passivated trees by their "
+                               "first deadline");
+  };
   // Recovered: every tree passivated again and every timer procedure counted as waiting.
   for (;;) {
     if (gauge(self, nc.exec(), "proctor_hibernated_procedures") >= static_cast<double>(trees)
         && gauge(self, nc.exec(), "proctor_waiting_procedures") >= static_cast<double>(total))
       break;
-    if (wall_ms() >= first_at)
-      throw std::runtime_error("the node had not recovered its passivated trees by their first "
-                               "deadline");
+    too_late();
     std::this_thread::sleep_for(std::chrono::milliseconds{2});
   }
   auto recovered_s = secs(clk::now() - t0);
-  release_free_memory();
-  auto rss1 = rss_bytes();
-  auto heap1 = heap_allocated_bytes();
-  if (wall_ms() >= first_at)
-    throw std::runtime_error("the node had not recovered its passivated trees by their first "
-                             "deadline");
+  auto m1 = memory::now(true);
+  too_late();
   // From the first deadline until the last timer procedure ended.
   while (gauge(self, nc.exec(), "proctor_waiting_procedures") > 0) {
     if (wall_ms() > first_at + 600'000)
@@ -135,8 +142,8 @@ void phase_timers_recover(reporter& r, const bench_options& o, const std::string
   r.put("open_s", nc.report.open_seconds);
   r.put("scan_s", nc.report.scan_seconds);
   r.put("records", static_cast<double>(nc.report.records));
-  r.put("recovered_bytes_per_waiter", per_waiter(rss1, rss0, total));
-  r.put("recovered_heap_per_waiter", per_waiter(heap1, heap0, total));
+  r.put("recovered_bytes_per_waiter", per_waiter(m1.rss, m0.rss, total));
+  r.put("recovered_heap_per_waiter", per_waiter(m1.heap, m0.heap, total));
   r.put("resumed_per_s", static_cast<double>(total) / fire_s);
   r.put("late_p50_ms", static_cast<double>(stats.late_p50_ms));
   r.put("late_p99_ms", static_cast<double>(stats.late_p99_ms));
