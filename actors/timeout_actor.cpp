@@ -62,7 +62,6 @@ struct timeout_state {
   int64_t timer_at = INT64_MAX;
   uint64_t timer_token = 0;
   bool draining = false;  ///< a tick to send more due deadlines is queued
-  uint32_t arms_unchecked = 0;  ///< arms handled since the last look for due deadlines
   uint64_t fired = 0;
   lateness late;
   std::vector<fired_deadline> due;
@@ -85,9 +84,10 @@ void rearm(timeout_actor* self) {
   self->delayed_send(self, std::chrono::milliseconds{delay}, tick_atom::value, ++st.timer_token);
 }
 
-/// Sends a batch of what is due at `now`.
-void send_due(timeout_actor* self, int64_t now) {
+/// Sends what is due (a batch); queues itself again while more is due.
+void fire(timeout_actor* self) {
   auto& st = self->state;
+  auto now = wall_ms();
   st.due.clear();
   st.queue.pop_due(now, fire_batch, &st.due);
   for (auto& d : st.due) {
@@ -102,13 +102,6 @@ void send_due(timeout_actor* self, int64_t now) {
     if (a.target)
       a.target->enqueue(self->ctrl(), caf::make_message_id(), std::move(a.msg), self->context());
   }
-}
-
-/// Sends what is due (a batch); queues itself again while more is due.
-void fire(timeout_actor* self) {
-  auto& st = self->state;
-  auto now = wall_ms();
-  send_due(self, now);
   auto next = st.queue.next_deadline();
   if (next && *next <= now) {
     st.draining = true;
@@ -130,15 +123,6 @@ caf::behavior timeout_fn(timeout_actor* self) {
       i->second.handle = st.queue.arm(deadline_ms, deadline_entry{owner, 0, kind});
       i->second.target = self->current_sender();
       i->second.msg = std::move(msg);
-      // Behind a flood of arms (a million procedures woken at once each arm a deadline),
-      // the timer's own message waits its turn in the mailbox: deadlines already due go out
-      // from here too, a batch every 256 arms (proctor-bench (j): the sends were 6.6 s late).
-      if (++st.arms_unchecked >= 256) {
-        st.arms_unchecked = 0;
-        auto now = wall_ms();
-        if (auto next = st.queue.next_deadline(); next && *next <= now)
-          send_due(self, now);
-      }
       rearm(self);
     },
     [self](timeout_cancel_atom, uint64_t owner, uint8_t kind) {
