@@ -33,24 +33,6 @@ std::string error_reply(pb::Response::Code code, std::string msg) {
   return encode(r);
 }
 
-void fill_status(const proc_update& u, pb::ProcStatus* s) {
-  s->set_id(u.id);
-  s->set_type(u.type);
-  s->set_state(to_pb(u.state));
-  s->set_root_id(u.root_id);
-  s->set_parent_id(u.parent_id);
-  for (auto c : u.children)
-    s->add_children(c);
-  s->set_error(u.error);
-  s->set_result_json(u.result_json);
-  s->set_waiting_for(u.waiting_for);
-  s->set_node(u.node);
-  s->set_started_at_ms(u.started_at_ms);
-  s->set_since_ms(u.since_ms);
-  s->set_ended_at_ms(u.ended_at_ms);
-  s->set_bypassed(u.bypassed);
-}
-
 void fill_status(const proc_record& u, pb::ProcStatus* s) {
   s->set_id(u.id);
   s->set_type(u.type());
@@ -71,13 +53,6 @@ void fill_status(const proc_record& u, pb::ProcStatus* s) {
 
 void reply(promise_t& rp, std::string bytes) {
   rp.deliver(std::move(bytes));
-}
-
-std::string status_reply(const proc_update& u, pb::Response::Code code) {
-  pb::Response r;
-  r.set_code(code);
-  fill_status(u, r.mutable_status());
-  return encode(r);
 }
 
 std::string status_reply(const proc_record& u, pb::Response::Code code) {

@@ -110,7 +110,9 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
         // A FAILED one counted as ended already: its waiters must not see FAILED again.
         if (failed_for_good)
           record_update(self, u);
-        reply(rp, status_reply(u));
+        proc_record shown;  // the status as answered, whether recorded or not
+        shown.assign(std::move(u), self->state.type_names);
+        reply(rp, status_reply(shown));
       },
       [self, rp, done](caf::error& e) mutable {
         done();

@@ -127,9 +127,7 @@ using promise_t = caf::typed_response_promise<std::string>;
 // -- replies ----------------------------------------------------------------------------------
 std::string encode(const pb::Response& r);
 std::string error_reply(pb::Response::Code code, std::string msg);
-void fill_status(const proc_update& u, pb::ProcStatus* s);
 void fill_status(const proc_record& r, pb::ProcStatus* s);
-std::string status_reply(const proc_update& u, pb::Response::Code code = pb::Response::OK);
 std::string status_reply(const proc_record& r, pb::Response::Code code = pb::Response::OK);
 void reply(promise_t& rp, std::string bytes);
 
