@@ -102,6 +102,7 @@ public:
     o.data_dir = dir;
     o.workers = workers;
     o.store = store_;
+    o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
     o.on_journal_fatal = [](const std::string&) {};  // a frozen store is the simulated crash
     auto started = node_.start(o);
     if (!started)

@@ -108,6 +108,7 @@ protected:
     node_options o;
     o.data_dir = dir_ + "/data";
     o.workers = 4;
+    o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
     o.on_procedure_start = [this](uint64_t id) {
       std::lock_guard<std::mutex> g(starts_mtx_);
       ++starts_[id];

@@ -83,6 +83,7 @@ protected:
     node_options o;
     o.data_dir = dir_ + "/" + name;
     o.workers = 2;
+    o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
     o.name = name;
     o.number = static_cast<uint16_t>(name[0] - 'a' + 1);
     for (std::string p : {"a", "b", "c"})

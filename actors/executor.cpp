@@ -285,8 +285,14 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
               now_ms() + backoff.count(), restart_root_atom::value, root_id);
 }
 
+/// The executor's behavior once its take-over of the journal's trees ended.
+caf::behavior serving(executor_actor* self);
+
+/// `rec`: the trees read back, taken over at once; null: they come in parts while the
+/// journal is scanned (spawn_recovering_executor), and nothing else is handled until the
+/// last (other messages wait in the mailbox).
 caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> env,
-                                executor_config cfg, recovered_state rec) {
+                                executor_config cfg, std::shared_ptr<recovered_state> rec) {
   auto& st = self->state;
   st.env = env;
   st.cfg = cfg;
@@ -300,9 +306,38 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
         self->send_exit(r.handle, m.reason);
     self->quit(m.reason);
   });
-  recover(self, rec);
-  if (st.env->transport)
-    self->send(st.env->transport, peer_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  auto subscribe = [self] {
+    if (self->state.env->transport)
+      self->send(self->state.env->transport, peer_subscribe_atom::value,
+                 caf::actor_cast<caf::actor>(self));
+  };
+  if (rec) {
+    recover(self, *rec);
+    subscribe();
+    return serving(self);
+  }
+  st.recovering = true;
+  self->set_default_handler(caf::skip);
+  return {
+    [self](recover_part_atom, std::shared_ptr<recovered_state>& part) {
+      if (self->state.tally.since == std::chrono::steady_clock::time_point{})
+        recover_begin(self, part->events);
+      recover_trees(self, part->trees);
+    },
+    [self, subscribe](recover_done_atom) {
+      if (self->state.tally.since == std::chrono::steady_clock::time_point{}) {
+        std::vector<recovered_event> none;
+        recover_begin(self, none);
+      }
+      recover_end(self);
+      subscribe();
+      self->set_default_handler(caf::print_and_drop);
+      self->become(serving(self));
+    },
+  };
+}
+
+caf::behavior serving(executor_actor* self) {
   return {
     [self](rpc_atom, const std::string& bytes) {
       auto rp = self->make_response_promise<std::string>();
@@ -427,7 +462,13 @@ using exec_detail::executor_actor_fn;
 
 caf::actor spawn_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
                           executor_config cfg, recovered_state recovered) {
-  return sys.spawn(executor_actor_fn, std::move(env), cfg, std::move(recovered));
+  return sys.spawn(executor_actor_fn, std::move(env), cfg,
+                   std::make_shared<recovered_state>(std::move(recovered)));
+}
+
+caf::actor spawn_recovering_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
+                                     executor_config cfg) {
+  return sys.spawn(executor_actor_fn, std::move(env), cfg, std::shared_ptr<recovered_state>{});
 }
 
 } // namespace proctor

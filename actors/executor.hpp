@@ -59,4 +59,20 @@ struct recovered_state {
 caf::actor spawn_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
                           executor_config cfg, recovered_state recovered);
 
+using recover_part_atom = caf::atom_constant<caf::atom("recpart")>;
+using recover_done_atom = caf::atom_constant<caf::atom("recdone")>;
+
+/// Spawns the executor before the journal is scanned (node::start), to take the trees over
+/// while the scan folds the next ones (on two cores, the take-over of a million passivated
+/// waiters then no longer follows the scan: proctor-bench (j)). Its protocol until serving:
+///   (recover_part_atom, std::shared_ptr<recovered_state>): trees read back (and, in the
+///       first part, every event: they precede the trees in the journal);
+///   (recover_done_atom): the scan is complete, and env->journal, env->outbox and the id
+///       floor are set: it starts, arms and wakes what the trees need, then serves.
+/// It handles nothing else meanwhile: other messages wait in its mailbox.
+caf::actor spawn_recovering_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
+                                     executor_config cfg);
+
 } // namespace proctor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<proctor::recovered_state>)

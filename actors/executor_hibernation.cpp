@@ -56,7 +56,11 @@ void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t 
   for (const auto& n : remote_nodes)
     st.dormant_by_node[n].insert(root_id);
   re.remote_nodes = std::move(remote_nodes);
-  if (deadline_ms > 0)
+  if (deadline_ms <= 0)
+    return;
+  if (st.recovering)  // armed at the end of the take-over: it would wake the tree
+    st.to_arm.push_back({root_id, deadline_ms, ++re.sleep_token});
+  else
     arm_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake, deadline_ms,
                 wake_root_atom::value, root_id, ++re.sleep_token);
 }
@@ -127,6 +131,10 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
     re.when_live.push_back(std::move(then));
   if (re.waking)
     return;
+  if (st.recovering) {  // woken at the end of the take-over, once the journal is there
+    st.to_wake.push_back(root_id);
+    return;
+  }
   re.waking = true;
   spdlog::debug("[proc {} root {}] waking from passivation", root_id, root_id);
   reload_root(self, root_id);

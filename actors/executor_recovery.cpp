@@ -8,6 +8,7 @@
 #include "actors/executor_state.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/timeout_actor.hpp"
 #include "actors/tree_types.hpp"
 #include "persistence/keys.hpp"
 
@@ -59,31 +60,44 @@ void restore_locks(executor_actor* self, const tree_image& t) {
   }
 }
 
-void recover(executor_actor* self, recovered_state& rec) {
+void recover_begin(executor_actor* self, std::vector<recovered_event>& events) {
   auto& st = self->state;
-  auto t0 = std::chrono::steady_clock::now();
-  size_t running = 0, rolling = 0, done = 0, quarantined = 0, dormant = 0;
-  // Sized once: rehashing tables of a million entries is most of a large recovery.
+  st.recovering = true;
+  st.tally = {};
+  st.tally.since = std::chrono::steady_clock::now();
+  st.tally.events = events.size();
+  // Events first: a tree that waits for one that arrived while the node was down wakes.
+  // Their expiry is armed at the end, with everything else the take-over arms.
+  for (auto& ev : events)
+    st.events[ev.key].push_back(pending_event{ev.lsn, std::move(ev.payload_json),
+                                              ev.arrived_at_ms});
+}
+
+void recover_trees(executor_actor* self, std::vector<tree_image>& trees) {
+  auto& st = self->state;
+  auto& n = st.tally;
+  // Sized by the first part (all of it, from recover()): rehashing tables of a million
+  // entries at once is most of a large recovery. A scan's later parts let the tables grow
+  // as they do (incremental_map.hpp); a reserve per part would rehash them every time.
   size_t procs = 0, waiting_roots = 0;
   // Whether each tree only waits, found once (a walk of all of its procedures).
-  std::vector<char> sleeps_at(rec.trees.size());
-  for (size_t i = 0; i < rec.trees.size(); ++i) {
-    const auto& t = rec.trees[i];
+  std::vector<char> sleeps_at(trees.size());
+  for (size_t i = 0; i < trees.size(); ++i) {
+    const auto& t = trees[i];
     procs += t.procs.size();
     sleeps_at[i] = st.cfg.hibernate_after.count() >= 0 && t.corrupt.empty() && only_waits(t);
     waiting_roots += sleeps_at[i] ? 1 : 0;
   }
-  st.procs.reserve(procs);
-  st.roots.reserve(rec.trees.size());
-  st.event_waiters.reserve(waiting_roots);
-  st.waiting_key.reserve(waiting_roots);
-  // Events first: a tree that waits for one that arrived while the node was down wakes.
-  for (auto& ev : rec.events)
-    keep_event(self, ev.key, pending_event{ev.lsn, ev.payload_json, ev.arrived_at_ms});
-  for (size_t i = 0; i < rec.trees.size(); ++i) {
-    auto image = std::make_shared<const tree_image>(std::move(rec.trees[i]));
+  if (st.procs.empty()) {
+    st.procs.reserve(procs);
+    st.roots.reserve(trees.size());
+    st.event_waiters.reserve(waiting_roots);
+    st.waiting_key.reserve(waiting_roots);
+  }
+  for (size_t i = 0; i < trees.size(); ++i) {
+    auto image = std::make_shared<const tree_image>(std::move(trees[i]));
     if (!image->corrupt.empty()) {
-      ++quarantined;
+      ++n.quarantined;
       quarantine(self, *image, image->corrupt);
       continue;
     }
@@ -106,12 +120,12 @@ void recover(executor_actor* self, recovered_state& rec) {
                                && !image->rolled_back;
     if (image->finished && !root->parent_node.empty() && !fragment_rolls_back) {
       // A fragment of a tree on another node, ended: kept as it is until released.
-      ++done;
+      ++n.done;
       st.roots[image->root_id].finished = true;
       continue;
     }
     if (image->finished && !fragment_rolls_back) {
-      ++done;
+      ++n.done;
       auto& re = st.roots[image->root_id];
       re.finished = true;
       re.nonce = root->nonce;
@@ -131,26 +145,59 @@ void recover(executor_actor* self, recovered_state& rec) {
     }
     // A tree another version of the program wrote runs only if its data can be upgraded.
     if (auto why = tree_type_problem(*st.env->types, *image); !why.empty()) {
-      ++quarantined;
+      ++n.quarantined;
       quarantine(self, *image, why);
       continue;
     }
     bool rb = image->failed && !image->rolled_back;
+    // Before anything of any tree runs (at the end).
     restore_locks(self, *image);
     if (sleeps) {
-      ++dormant;
+      ++n.dormant;
       recover_dormant(self, *image);
       continue;
     }
-    (rb ? rolling : running)++;
-    start_root(self, image, rb);
+    (rb ? n.rolling : n.running)++;
+    st.to_start.emplace_back(std::move(image), rb);
   }
+}
+
+void recover_end(executor_actor* self) {
+  auto& st = self->state;
+  st.recovering = false;
+  for (auto& [key, evs] : st.events)
+    for (const auto& ev : evs)
+      arm_event_ttl(self, key, ev);
+  for (const auto& a : std::exchange(st.to_arm, {}))
+    arm_timeout(self, st.env->timeout, a.root_id, timeout_kind::tree_wake, a.deadline_ms,
+                wake_root_atom::value, a.root_id, a.token);
+  for (auto& [image, rb] : std::exchange(st.to_start, {}))
+    start_root(self, std::move(image), rb);
+  for (auto id : std::exchange(st.to_wake, {}))
+    wake_root(self, id);
+  // Results that expired while the node was down go now; the rest when due.
+  on_expiry_timer(self, st.expiry_token);
+  if (!st.collectable.empty() && !st.collect_armed) {
+    if (st.collectable.size() >= collect_max) {
+      collect_finished(self);
+    } else {
+      st.collect_armed = true;
+      self->delayed_send(self, st.cfg.collect_after, collect_atom::value);
+    }
+  }
+  const auto& n = st.tally;
   spdlog::info("recovery: {} tree(s) resumed, {} passivated (they only wait), {} rolling "
                "back, {} finished (retained), {} quarantined, {} pending event(s), in {} ms",
-               running, dormant, rolling, done, quarantined, rec.events.size(),
+               n.running, n.dormant, n.rolling, n.done, n.quarantined, n.events,
                std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::steady_clock::now() - t0)
+                 std::chrono::steady_clock::now() - n.since)
                  .count());
+}
+
+void recover(executor_actor* self, recovered_state& rec) {
+  recover_begin(self, rec.events);
+  recover_trees(self, rec.trees);
+  recover_end(self);
 }
 
 } // namespace proctor::exec_detail

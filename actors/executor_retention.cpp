@@ -88,7 +88,7 @@ void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseco
   after = std::max(after, std::chrono::milliseconds{0});
   auto at = std::chrono::steady_clock::now() + after;
   st.expiries.push(expiry{at, root_id});
-  if (at >= st.expiry_armed_for)
+  if (st.recovering || at >= st.expiry_armed_for)
     return;  // the armed timer comes first
   st.expiry_armed_for = at;
   self->delayed_send(self, after + expiry_slack(st.cfg), expire_atom::value,
@@ -156,6 +156,8 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids, std::functio
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary) {
   auto& st = self->state;
   st.collectable[root_id] = std::move(summary);
+  if (st.recovering)
+    return;  // collected once the take-over ends: the journal is not there yet
   if (st.collectable.size() >= collect_max) {
     collect_finished(self);
     return;

@@ -118,6 +118,25 @@ struct executor_state {
   std::unordered_map<uint64_t, std::string> remote_ends;
   uint64_t undos = 0;          ///< undos done
   uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
+
+  // -- recovery (executor_recovery.cpp) ------------------------------------------------------
+  /// Taking over the trees read back from the journal, possibly while the scan still runs
+  /// (DESIGN.md, "recovery"): the journal does not exist yet, nor are the procedure ids
+  /// known that the node has handed out. Nothing may run, write or wake until the take-over
+  /// ends; what would is kept here and done then (recover_end).
+  bool recovering = false;
+  struct recovery_tally {
+    size_t running = 0, rolling = 0, done = 0, quarantined = 0, dormant = 0, events = 0;
+    std::chrono::steady_clock::time_point since;
+  } tally;
+  std::vector<std::pair<std::shared_ptr<const tree_image>, bool>> to_start;  ///< (image, rollback)
+  struct tree_wake_arm {
+    uint64_t root_id = 0;
+    int64_t deadline_ms = 0;
+    uint64_t token = 0;
+  };
+  std::vector<tree_wake_arm> to_arm;  ///< passivated trees' earliest deadlines
+  std::vector<uint64_t> to_wake;      ///< passivated trees woken (an event kept while down)
 };
 
 using executor_actor = caf::stateful_actor<executor_state>;
@@ -184,8 +203,14 @@ void reload_root(executor_actor* self, uint64_t root_id);
 /// A tree whose records cannot be read is neither run nor deleted: it is listed for an
 /// operator, and what could be read of it stays visible in status.
 void quarantine(executor_actor* self, const tree_image& t, const std::string& reason);
-/// Takes over the trees and events read back from the journal at start-up.
+/// Takes over the trees and events read back from the journal at start-up, at once.
 void recover(executor_actor* self, recovered_state& rec);
+/// The same in parts, as the scan folds them: begin (events come first: they precede every
+/// tree in the journal), then the trees in any number of calls, then end (once the journal
+/// and the id floor are there), which starts, arms and wakes what the trees need.
+void recover_begin(executor_actor* self, std::vector<recovered_event>& events);
+void recover_trees(executor_actor* self, std::vector<tree_image>& trees);
+void recover_end(executor_actor* self);
 
 // -- passivation (executor_hibernation.cpp) ---------------------------------------------------
 /// The tree of `root_id` asks to give up its actors until woken (proc_passivation.cpp);
@@ -253,5 +278,8 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
 
 /// Keeps an event for procedures that suspend on its key later, until its TTL.
 void keep_event(executor_actor* self, const std::string& key, pending_event ev);
+/// Arms the expiry of kept event `ev` (keep_event does; recovery does it for the events it
+/// read back once its take-over ends).
+void arm_event_ttl(executor_actor* self, const std::string& key, const pending_event& ev);
 
 } // namespace proctor::exec_detail

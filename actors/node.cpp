@@ -116,12 +116,58 @@ caf::expected<recovery_report> node::start(node_options opts) {
     if (opts.number == 0 && !opts.name.empty())
       opts.number = id->number != 0 ? id->number : node_number_of(opts.name);
   }
+  // The node's environment and the actors that need nothing of the journal first, among
+  // them the executor, which takes the trees over while the scan folds the next ones.
+  auto env = std::make_shared<node_env>();
+  env->types = &types_;
+  env->next_id = std::make_shared<std::atomic<uint64_t>>(0);  // set once the scan is done
+  env->stuck_after = opts.stuck_after;
+  env->hibernate_after = opts.executor.hibernate_after;
+  env->on_procedure_start = opts.on_procedure_start;
+  env->services = opts.services;
+  env->started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  env->epoch = epoch;
+  env->node_name = opts.name;
+  env->node_number = opts.number;
+  env->transport = opts.transport;
+  for (const auto& peer : opts.peer_names) {
+    auto num = node_number_of(peer);
+    if (num == opts.number || env->peer_numbers.count(num) > 0)
+      return caf::make_error(caf::sec::runtime_error,
+                             "nodes '" + peer + "' and '"
+                               + (num == opts.number ? opts.name : env->peer_numbers[num])
+                               + "' get the same node number " + std::to_string(num)
+                               + " (ids would collide); rename one of them");
+    env->peer_numbers[num] = peer;
+  }
+  if (!opts.name.empty()) {
+    env->node_names = opts.peer_names;
+    env->node_names.push_back(opts.name);
+    std::sort(env->node_names.begin(), env->node_names.end());
+  }
+  env->scheduler = spawn_scheduler(sys_, opts.workers, opts.stuck_after);
+  env->timeout = spawn_timeout(sys_);
+  auto executor = spawn_recovering_executor(sys_, env, opts.executor);
+  auto give_up = [&] {
+    for (const auto& a : {executor, env->scheduler, env->timeout})
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  };
+
   // One scan: fold records per tree (a tree's records are contiguous), collect the node's
-  // own records (id floor, events), find the highest LSN and id.
+  // own records (id floor, events), find the highest LSN and id. The trees go to the
+  // executor in parts as they are folded; the node's own records come first (root 0).
   recovery_report rep;
   rep.open_seconds = since(t0);
   auto t_scan = clock::now();
-  recovered_state rec;
+  auto part = std::make_shared<recovered_state>();
+  size_t part_procs = 0;
+  auto send_part = [&] {
+    caf::anon_send(executor, recover_part_atom::value, std::move(part));
+    part = std::make_shared<recovered_state>();
+    part_procs = 0;
+  };
   uint64_t max_lsn = journal_keys::id_floor_lsn;
   uint64_t next_id = (uint64_t{opts.number} << id_node_shift) + 1;
   std::vector<outbox_item> outbox;
@@ -131,13 +177,19 @@ caf::expected<recovery_report> node::start(node_options opts) {
       return;
     auto t = folder->finish();
     rep.procedures += t.procs.size();
+    ++rep.trees;
     for (const auto& [id, p] : t.procs)
       if (owner_of(id) == opts.number)  // a fragment's root has its parent node's id
         next_id = std::max(next_id, id + 1);
     if (!t.corrupt.empty())
       ++rep.quarantined;
-    rec.trees.push_back(std::move(t));
+    part_procs += t.procs.size();
+    part->trees.push_back(std::move(t));
     folder.reset();
+    // Parts of some thousands of procedures: the executor's share of the work keeps pace
+    // with the scan, and a message per tree would cost more than the parts save.
+    if (part_procs >= std::max<size_t>(1, opts.recovery_part_procs))
+      send_part();
   };
   uint64_t current_root = 0;
   auto st = store->scan([&](const stored_record& r) {
@@ -154,9 +206,9 @@ caf::expected<recovery_report> node::start(node_options opts) {
       else if (m.has_outbox())
         outbox.push_back(outbox_item{r.lsn, m.outbox().peer(), m.outbox().msg().SerializeAsString()});
       else if (m.has_event())
-        rec.events.push_back(recovered_event{r.lsn, m.event().event_key(),
-                                             m.event().payload_json(),
-                                             m.event().arrived_at_ms()});
+        part->events.push_back(recovered_event{r.lsn, m.event().event_key(),
+                                               m.event().payload_json(),
+                                               m.event().arrived_at_ms()});
       return true;
     }
     if (!folder || r.root_id != current_root) {
@@ -174,60 +226,37 @@ caf::expected<recovery_report> node::start(node_options opts) {
     } else {
       // A block that fails its checksum ends the scan: starting on what was read would
       // forget every tree after it. Refuse, and keep everything for an operator.
+      give_up();
       return caf::make_error(caf::sec::runtime_error,
                              "the journal in " + opts.data_dir + " cannot be read ("
                                + st.ToString() + "); not starting on a partial journal");
     }
   }
-  rep.trees = rec.trees.size();
+  send_part();
   rep.scan_seconds = since(t_scan);
 
+  // The journal last: it continues the LSNs and ids the scan found. Then the executor,
+  // which has not started, woken or written anything yet, carries on from its take-over.
+  env->next_id->store(next_id);
   max_args_bytes_ = opts.executor.max_args_bytes;
-  env_ = std::make_shared<node_env>();
-  env_->types = &types_;
-  env_->next_id = std::make_shared<std::atomic<uint64_t>>(next_id);
-  env_->stuck_after = opts.stuck_after;
-  env_->hibernate_after = opts.executor.hibernate_after;
-  env_->on_procedure_start = opts.on_procedure_start;
-  env_->services = opts.services;
-  env_->started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  env_->epoch = epoch;
-  env_->node_name = opts.name;
-  env_->node_number = opts.number;
-  env_->transport = opts.transport;
-  for (const auto& peer : opts.peer_names) {
-    auto num = node_number_of(peer);
-    if (num == opts.number || env_->peer_numbers.count(num) > 0)
-      return caf::make_error(caf::sec::runtime_error,
-                             "nodes '" + peer + "' and '"
-                               + (num == opts.number ? opts.name : env_->peer_numbers[num])
-                               + "' get the same node number " + std::to_string(num)
-                               + " (ids would collide); rename one of them");
-    env_->peer_numbers[num] = peer;
-  }
-  if (!opts.name.empty()) {
-    env_->node_names = opts.peer_names;
-    env_->node_names.push_back(opts.name);
-    std::sort(env_->node_names.begin(), env_->node_names.end());
-  }
   journal_config jc;
   jc.store = store;
   jc.next_lsn = max_lsn + 1;
-  jc.next_id = env_->next_id;
+  jc.next_id = env->next_id;
   jc.fatal = opts.on_journal_fatal;
-  env_->journal = spawn_journal(sys_, std::move(jc));
-  env_->scheduler = spawn_scheduler(sys_, opts.workers, opts.stuck_after);
-  env_->timeout = spawn_timeout(sys_);
+  env->journal = spawn_journal(sys_, std::move(jc));
   outbox_config oc;
   oc.node_name = opts.name;
-  oc.journal = env_->journal;
+  oc.journal = env->journal;
   oc.transport = opts.transport;
   oc.reply_timeout = opts.peer_reply_timeout;
   outbox_ = spawn_outbox(sys_, std::move(oc), std::move(outbox));
-  env_->outbox = outbox_;
-  executor_ = spawn_executor(sys_, env_, opts.executor, std::move(rec));
+  env->outbox = outbox_;
+  env_ = env;
+  executor_ = executor;
+  // After every write to `env` above: the message orders them before what the executor
+  // reads of it from here on.
+  caf::anon_send(executor_, recover_done_atom::value);
   supervisor_ = sys_.spawn(node_supervisor,
                            std::vector<caf::actor>{executor_, env_->scheduler, env_->journal,
                                                    outbox_, env_->timeout},

@@ -33,7 +33,7 @@ constexpr size_t scan_readahead = 2 * 1024 * 1024;
 /// A scan hands records from its reading thread to the caller in batches of this many;
 /// with this many batches, the reader can be a batch or two ahead.
 constexpr size_t scan_batch_records = 512;
-constexpr size_t scan_batches = 3;
+constexpr size_t scan_batches = 16;
 
 /// The first key after every key of tree `root_id`. For the last possible root there is
 /// no (root + 1, 0): a 17-byte key sorts after every 16-byte key with the same prefix.
