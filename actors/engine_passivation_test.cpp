@@ -261,6 +261,50 @@ TEST_F(passivation_test, a_woken_wide_tree_is_not_asked_again_while_its_timers_f
   EXPECT_LE(attempts, 4) << "the woken tree was asked over and over";
 }
 
+// A woken wide tree comes back a procedure at a time (proc_dormant.cpp): its children that
+// only wait for a timer stay unspawned until theirs is due. They were all rebuilt at once
+// when the tree woke, before the first of them could run (a million actors in
+// proctor-bench (j), and seconds of lateness for all of them).
+TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_come_due) {
+  start_with(std::chrono::milliseconds{20});
+  auto wall = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+  };
+  auto first_at = wall() + 2'000;
+  constexpr int count = 40;
+  constexpr int64_t spread_ms = 8'000;  // one due every 200 ms
+  auto id = submit("demo.timers", R"({"count":)" + std::to_string(count) + R"(,"first_at_ms":)"
+                                    + std::to_string(first_at) + R"(,"spread_ms":)"
+                                    + std::to_string(spread_ms) + "}");
+  ASSERT_TRUE(eventually([&] { return passivated() == 1; })) << "the tree never passivated";
+  // Back from the journal, passivated: the first deadline wakes it.
+  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  auto root = status(id);
+  std::vector<uint64_t> kids(root.children().begin(), root.children().end());
+  ASSERT_EQ(kids.size(), static_cast<size_t>(count));
+  auto started = [&] {  // since the restart (each started once before it)
+    return std::count_if(kids.begin(), kids.end(), [&](uint64_t k) { return starts(k) > 1; });
+  };
+  auto ended = [&] {
+    return std::count_if(kids.begin(), kids.end(),
+                         [&](uint64_t k) { return status(k).state() == pb::SUCCESS; });
+  };
+  ASSERT_TRUE(eventually([&] { return ended() > 0; }, std::chrono::seconds{30}));
+  auto seen_at = wall();
+  auto n = started();
+  // Half of the deadlines were still ahead: they cannot have been spawned yet.
+  if (seen_at < first_at + spread_ms / 2) {
+    EXPECT_LT(n, count / 2 + 2) << n << " of " << count << " children spawned "
+                                << seen_at - first_at << " ms after the first deadline";
+  }
+  auto s = wait(id);
+  ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
+  for (auto k : kids)
+    EXPECT_EQ(starts(k), 2) << "child " << k << " (once before the restart, once when due)";
+}
+
 TEST_F(passivation_test, events_timers_and_aborts_racing_with_passivation_are_never_lost) {
   auto seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));

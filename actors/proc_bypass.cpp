@@ -98,6 +98,8 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
     auto pos = std::find(order.path.begin(), order.path.end(), st.id);
     auto* c = pos == order.path.end() || pos + 1 == order.path.end() ? nullptr
                                                                       : st.child(*(pos + 1));
+    if (c != nullptr && c->dormant)
+      wake_dormant(self, *c);  // it comes back to be bypassed, as a passivated tree does
     if (c == nullptr || c->ended || !c->handle)
       return "procedure " + std::to_string(order.path.back())
              + " has no running actor (its subtree is restarting, or it ended); retry";

@@ -52,9 +52,17 @@ bool only_waits(proc_actor* self) {
   if (st.event_key.empty() && st.waiting_left == 0)
     return false;  // its children ended: it is about to run
   for (const auto& c : st.children)
-    if (!c.ended && (!c.handle || c.restarting || c.stop_pending))
+    if (!c.ended && !c.dormant && (!c.handle || c.restarting || c.stop_pending))
       return false;
   return true;
+}
+
+/// Due soon: not worth passivating, and not frozen (its timer is not held up).
+void not_if_due_soon(passivation_answer& a) {
+  if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms) {
+    a.idle = false;
+    a.retry_at_ms = a.deadline_ms;
+  }
 }
 
 /// This procedure's own part of the answer (`idle` false: it does not only wait).
@@ -70,11 +78,15 @@ passivation_answer own_answer(proc_actor* self) {
     a.deadline_ms = st.deadline_ms;
     a.event_waiters.push_back(st.id);
   }
-  // Due soon: not worth passivating, and not frozen (its timer is not held up).
-  if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms) {
-    a.idle = false;
-    a.retry_at_ms = a.deadline_ms;
-  }
+  not_if_due_soon(a);
+  return a;
+}
+
+/// The part of the answer of dormant child `c` (it only waits for its wake-up).
+passivation_answer dormant_answer(const child_slot& c) {
+  passivation_answer a;
+  a.deadline_ms = c.wake_at_ms;
+  not_if_due_soon(a);
   return a;
 }
 
@@ -103,7 +115,9 @@ void query_subtree(proc_actor* self, std::function<void(passivation_answer)> don
   q->acc = std::move(own);
   q->done = std::move(done);
   for (const auto& c : st.children)
-    if (!c.ended) {
+    if (c.dormant) {
+      q->acc.merge(dormant_answer(c));
+    } else if (!c.ended) {
       q->asked.insert(c.id);
       self->send(c.handle, passivate_query_atom::value, q->tag);
     }
@@ -296,6 +310,7 @@ void on_passivate_child_down(proc_actor* self, uint64_t child_id) {
 
 void release_timers(proc_actor* self) {
   auto& st = self->state;
+  release_dormant(self);
   if (std::exchange(st.wait_timer_armed, false))
     cancel_timeout(self, st.env->timeout, st.id, timeout_kind::wait);
   if (st.is_root && (std::exchange(st.passivate_armed, false) || st.passivate_attempt > 0))

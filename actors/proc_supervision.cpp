@@ -87,6 +87,7 @@ void stop_then_restart(proc_actor* self, std::vector<uint64_t> ids,
   for (auto cid : ids) {
     auto* c = st.child(cid);
     c->restarting = true;
+    stop_dormant(self, *c);
     request_stop(self, *c);
   }
   st.pending_restarts.push_back(restart_batch{std::move(ids), backoff});
@@ -208,9 +209,12 @@ void stop_subtree(proc_actor* self) {
         },
         [](caf::error&) {});
   }
-  for (auto& c : st.children)
-    if (!c.ended)
+  for (auto& c : st.children) {
+    if (c.dormant)
+      stop_dormant(self, c);
+    else if (!c.ended)
       request_stop(self, c);
+  }
   maybe_finish_stop(self);
 }
 

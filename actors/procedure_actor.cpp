@@ -243,6 +243,8 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
                  uint64_t cid, bool fresh) {
   auto& st = self->state;
   auto* c = st.child(cid);
+  if (c->dormant)
+    stop_dormant(self, *c);  // spawned otherwise than by its wake-up (a restart)
   proc_start cs;
   cs.env = st.env;
   cs.image = image;
@@ -278,10 +280,16 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     st.failure = start.image->failure;
     run_rollback(self, start.image);
   } else {
-    // Children first: a parent's own run may depend on how they end.
-    for (auto& c : st.children)
-      if (!c.ended)
+    // Children first: a parent's own run may depend on how they end. Those that only wait
+    // for a timer stay dormant until it is due (proc_dormant.cpp).
+    for (auto& c : st.children) {
+      if (c.ended)
+        continue;
+      if (may_sleep_unspawned(self, *start.image, c.id))
+        put_to_sleep(self, c, start.image, start.image->find(c.id)->wake_at_ms);
+      else
         spawn_child(self, start.image, c.id);
+    }
     for (const auto& c : st.children)
       if (c.ended)
         st.child_results.push_back(c.result);
@@ -362,6 +370,18 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (st.frozen)  // its tree is being passivated: see proc_passivation.cpp
         return hold(self, [self, payload, timed_out] { on_wake(self, payload, timed_out); });
       on_wake(self, payload, timed_out);
+    },
+    [self](wake_child_atom, uint64_t cid) {
+      auto& st = self->state;
+      auto* c = st.child(cid);
+      if (c == nullptr || !c->dormant)
+        return;  // stopped, or spawned meanwhile (its own wake-up replaced this one)
+      if (st.frozen)  // its tree is being passivated: see proc_passivation.cpp
+        return hold(self, [self, cid] {
+          if (auto* c = self->state.child(cid))
+            wake_dormant(self, *c);
+        });
+      wake_dormant(self, *c);
     },
     [self](hibernate_atom, uint64_t token) { try_hibernate(self, token); },
     [self](passivate_query_atom, uint64_t tag) {

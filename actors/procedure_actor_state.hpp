@@ -28,6 +28,8 @@ using stopped_atom = caf::atom_constant<caf::atom("stopped")>;  // child -> pare
 using wait_event_atom = caf::atom_constant<caf::atom("waitevent")>;
 using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
 using call_again_atom = caf::atom_constant<caf::atom("callagain")>;
+/// The timeout actor to a parent: its dormant child's wake-up is due (spawn it).
+using wake_child_atom = caf::atom_constant<caf::atom("wakechild")>;
 
 /// How a child ended, with the final status of every procedure in its subtree (so the root
 /// can write the tree's summary without reading the journal).
@@ -49,6 +51,13 @@ struct child_slot {
   /// (cleared when it is spawned again).
   std::vector<uint64_t> stopped_clean;
   child_result result;
+  /// Dormant: read back waiting for a timer (wait(duration)), with nothing of its own
+  /// running, and not spawned: the parent holds its wake-up with the timeout actor under
+  /// the child's own name, and spawns it from the parent's image when it is due (or when
+  /// a bypass is on its way to it). A tree woken from passivation, or restarted, so brings
+  /// back only the procedures whose time has come, in deadline order (proc_dormant.cpp).
+  bool dormant = false;
+  int64_t wake_at_ms = 0;  ///< of a dormant child
 };
 
 /// Children to restart after the back-off once every one of them stopped.
@@ -155,6 +164,9 @@ struct proc_actor_state {
   /// their slots).
   std::vector<uint64_t> stopped_clean;
   std::vector<restart_batch> pending_restarts;
+  /// The image dormant children are spawned from, while any is left (proc_dormant.cpp).
+  std::shared_ptr<const tree_image> dormant_image;
+  size_t dormant_children = 0;
   /// Appends sent to the journal and not yet durable, oldest first: (tag, what runs then).
   struct pending_append {
     uint64_t tag = 0;
@@ -340,6 +352,25 @@ void wait_for_call(proc_actor* self, int64_t deadline_ms);
 
 /// Disarms the wait timer (its token and the timeout actor's entry).
 void disarm_timer(proc_actor* self);
+
+// -- dormant children (proc_dormant.cpp) ------------------------------------------------------
+
+/// Child `cid` of `image` may stay unspawned (dormant) until its wake-up: it waits for a
+/// timer, nothing of its subtree runs, and passivation is on.
+bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid);
+
+/// Makes child `c` dormant until `wake_at_ms` (its wake-up armed under its own name).
+void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image,
+                  int64_t wake_at_ms);
+
+/// Spawns dormant child `c` now (its wake-up came, or a bypass is on its way to it).
+void wake_dormant(proc_actor* self, child_slot& c);
+
+/// Dormant child `c` is stopped with its parent's subtree: it never started its state.
+void stop_dormant(proc_actor* self, child_slot& c);
+
+/// Cancels the wake-ups of the dormant children (the parent's actor is going away).
+void release_dormant(proc_actor* self);
 
 // -- passivation (proc_passivation.cpp) -------------------------------------------------------
 
