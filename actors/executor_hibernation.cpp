@@ -44,8 +44,9 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
     f();
 }
 
-/// Root `root_id` has no actor from now on; its deadline (0: none) will wake it, and so will
-/// a change of `remote_nodes` (where its children on other nodes run).
+/// Root `root_id` has no actor from now on; its deadline (0: none) will wake it, a little
+/// ahead (passivation_wake_lead_ms), and so will a change of `remote_nodes` (where its
+/// children on other nodes run).
 void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms,
                 std::vector<std::string> remote_nodes) {
   auto& st = self->state;
@@ -58,6 +59,7 @@ void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t 
   re.remote_nodes = std::move(remote_nodes);
   if (deadline_ms <= 0)
     return;
+  deadline_ms -= passivation_wake_lead_ms;
   if (st.recovering)  // armed at the end of the take-over: it would wake the tree
     st.to_arm.push_back({root_id, deadline_ms, ++re.sleep_token});
   else

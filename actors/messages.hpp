@@ -137,6 +137,15 @@ struct tree_done {
 /// child's id, this): whether every procedure in it only waits (for
 /// an event, a timer, or children that only wait), and what the executor must keep to wake
 /// it once its actors are gone.
+/// A tree whose earliest deadline is nearer than this stays awake: bringing it back from the
+/// journal costs more than keeping it (a wide tree with timers due every few ms would be read
+/// back again and again).
+constexpr int64_t passivation_min_sleep_ms = 1'000;
+/// A passivated tree is brought back this long before its earliest deadline (at most half
+/// of the shortest sleep), so that reading it back does not make that deadline late: the
+/// timeout actor then sends its procedures' wake-ups on time, in deadline order across trees.
+constexpr int64_t passivation_wake_lead_ms = passivation_min_sleep_ms / 2;
+
 struct passivation_answer {
   bool idle = true;
   int64_t deadline_ms = 0;  ///< the earliest deadline in the subtree (0: none)

@@ -33,10 +33,7 @@ namespace {
 /// CAF timeout of their own, and a child that goes down answers with an error at once).
 constexpr int64_t attempt_limit_ms = 10'000;
 
-/// A tree whose earliest deadline is nearer than this stays awake: bringing it back from the
-/// journal costs more than keeping it (a wide tree with timers due every few ms would be read
-/// back again and again).
-constexpr int64_t min_sleep_ms = 1'000;
+constexpr int64_t min_sleep_ms = passivation_min_sleep_ms;
 
 /// True when this procedure (not counting its children's own waits) only waits.
 bool only_waits(proc_actor* self) {
