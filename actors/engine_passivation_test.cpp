@@ -82,6 +82,13 @@ protected:
 
   long passivated() { return static_cast<long>(metric("proctor_hibernated_procedures")); }
 
+  /// Milliseconds since the epoch (what deadlines are given in).
+  static int64_t wall() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+  }
+
   pb::Response abort(uint64_t id) {
     pb::Request req;
     req.mutable_abort()->set_id(id);
@@ -244,9 +251,7 @@ TEST_F(passivation_test, trees_that_only_wait_come_back_passivated_after_a_resta
 // crawled in proctor-bench (j). Now it is asked once it is quiet, after its due deadlines.
 TEST_F(passivation_test, a_woken_wide_tree_is_not_asked_again_while_its_timers_fire) {
   start_with(std::chrono::milliseconds{20});
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-               .count();
+  auto now = wall();
   constexpr int count = 200;
   auto id = submit("demo.timers", R"({"count":)" + std::to_string(count) + R"(,"first_at_ms":)"
                                     + std::to_string(now + 2'000) + R"(,"spread_ms":1000})");
@@ -268,11 +273,6 @@ TEST_F(passivation_test, a_woken_wide_tree_is_not_asked_again_while_its_timers_f
 // proctor-bench (j), and seconds of lateness for all of them).
 TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_come_due) {
   start_with(std::chrono::milliseconds{20});
-  auto wall = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-  };
   auto first_at = wall() + 2'000;
   constexpr int count = 40;
   constexpr int64_t spread_ms = 8'000;  // one due every 200 ms
@@ -312,11 +312,6 @@ TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_com
 // back one after the other once their deadlines had passed.
 TEST_F(passivation_test, a_passivated_tree_is_back_before_its_earliest_deadline) {
   start_with(std::chrono::milliseconds{20});
-  auto wall = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-  };
   auto due = wall() + 3'000;
   auto id = submit("demo.timers", R"({"count":1,"first_at_ms":)" + std::to_string(due)
                                     + R"(,"spread_ms":0})");
