@@ -150,10 +150,15 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env->scheduler = spawn_scheduler(sys_, opts.workers, opts.stuck_after);
   env->timeout = spawn_timeout(sys_);
   auto executor = spawn_recovering_executor(sys_, env, opts.executor);
-  auto give_up = [&] {
-    for (const auto& a : {executor, env->scheduler, env->timeout})
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  };
+  // However start() is left before the node runs (a refusal below, an exception from the
+  // scan), those actors go.
+  struct give_up_guard {
+    std::vector<caf::actor> actors;
+    ~give_up_guard() {
+      for (const auto& a : actors)
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    }
+  } give_up{{executor, env->scheduler, env->timeout}};
 
   // One scan: fold records per tree (a tree's records are contiguous), collect the node's
   // own records (id floor, events), find the highest LSN and id. The trees go to the
@@ -226,7 +231,6 @@ caf::expected<recovery_report> node::start(node_options opts) {
     } else {
       // A block that fails its checksum ends the scan: starting on what was read would
       // forget every tree after it. Refuse, and keep everything for an operator.
-      give_up();
       return caf::make_error(caf::sec::runtime_error,
                              "the journal in " + opts.data_dir + " cannot be read ("
                                + st.ToString() + "); not starting on a partial journal");
@@ -254,6 +258,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env->outbox = outbox_;
   env_ = env;
   executor_ = executor;
+  give_up.actors.clear();
   // After every write to `env` above: the message orders them before what the executor
   // reads of it from here on.
   caf::anon_send(executor_, recover_done_atom::value);
