@@ -283,6 +283,24 @@ TEST_F(bypass_test, a_hibernated_root_is_woken_to_be_bypassed) {
   EXPECT_EQ(world().starts().count(probe_world::key(id, 2)), 0u);
 }
 
+// A child of a passivated tree: the tree comes back with the child dormant (unspawned,
+// proc_dormant.cpp), and the order on its way down spawns it to be bypassed.
+TEST_F(bypass_test, a_dormant_child_is_spawned_to_be_bypassed) {
+  start([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+  auto root = submit_parent_of_waiter({act(ProbeAction::NEXT)});
+  auto child = waiting_child(root);
+  ASSERT_NE(child, 0u);
+  ASSERT_TRUE(eventually([&] { return metric("proctor_hibernated_procedures") == 1; }));
+  auto r = bypass(child, true);
+  ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+  EXPECT_EQ(r.status().state(), pb::SUCCESS);
+  auto s = wait(root);
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+  EXPECT_EQ(starts(child), 2);  // started, then spawned from the journal for the bypass
+  EXPECT_EQ(world().starts().count(probe_world::key(child, 2)), 0u);  // it ran no more
+  EXPECT_EQ(world().starts().count(probe_world::key(root, 2)), 1u);   // the parent carried on
+}
+
 TEST_F(bypass_test, history_shows_the_failure_and_each_undo_of_a_rollback) {
   start_with(std::chrono::minutes{10});
   auto first = act(ProbeAction::NEXT);

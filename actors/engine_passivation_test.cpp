@@ -306,6 +306,43 @@ TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_com
     EXPECT_EQ(starts(k), 2) << "child " << k << " (once before the restart, once when due)";
 }
 
+// The same for children waiting for events: a tree woken by one child's event spawns that
+// child, not its siblings, which stay dormant until theirs comes (the executor holds each
+// event for its child's actor, and the parent spawns the child).
+TEST_F(passivation_test, a_woken_tree_spawns_its_event_children_only_as_their_events_come) {
+  start_with(std::chrono::milliseconds{-1});
+  constexpr int count = 8;
+  auto root = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  for (int i = 0; i < count; ++i)
+    *root.mutable_actions(0)->add_children()
+      = probe({act(ProbeAction::SUSPEND, "ev" + std::to_string(i)), act(ProbeAction::NEXT)});
+  auto id = submit("test.probe", json(root));
+  std::vector<uint64_t> kids;
+  ASSERT_TRUE(eventually([&] {
+    auto r = status(id);
+    kids.assign(r.children().begin(), r.children().end());
+    return kids.size() == static_cast<size_t>(count)
+           && std::all_of(kids.begin(), kids.end(), [&](uint64_t k) {
+                return status(k).waiting_for().rfind("event ", 0) == 0;
+              });
+  }));
+  // Back passivated; the first event wakes the tree.
+  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  ASSERT_EQ(passivated(), 1);
+  event("ev0", "0");
+  ASSERT_TRUE(eventually([&] { return status(kids[0]).state() == pb::SUCCESS; }));
+  EXPECT_EQ(starts(kids[0]), 2);
+  for (int i = 1; i < count; ++i)
+    EXPECT_EQ(starts(kids[i]), 1) << "child " << i << " was spawned before its event";
+  for (int i = 1; i < count; ++i)
+    event("ev" + std::to_string(i), std::to_string(i));
+  auto s = wait(id);
+  ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
+  for (int i = 1; i < count; ++i)
+    EXPECT_EQ(starts(kids[i]), 2) << "child " << i;
+  expect_clean_world();
+}
+
 // A passivated tree is read back a little before its earliest deadline
 // (passivation_wake_lead_ms), so that the deadline is not late by the time that takes: a
 // million waiters in 100 trees due in the same second were late by seconds, the trees read

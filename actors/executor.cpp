@@ -77,6 +77,8 @@ void forget_event_wait(executor_actor* self, uint64_t id) {
       st.event_waiters.erase(w);
   }
   st.waiting_key.erase(k);
+  if (!st.via_parent.empty())
+    st.via_parent.erase(id);
 }
 
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h) {
@@ -93,6 +95,22 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
   forget_event_wait(self, id);
   st.event_waiters[key].emplace_back(id, std::move(h));
   st.waiting_key[id] = key;
+}
+
+void await_event_via(executor_actor* self, const std::string& key, uint64_t id,
+                     caf::actor parent) {
+  auto& st = self->state;
+  forget_event_wait(self, id);
+  // Held while its tree was passivated, or kept from earlier: it is woken at once.
+  if (auto held = st.held_events.find(id); held != st.held_events.end()) {
+    auto payload = held->second;
+    return deliver_event(self, id, parent, payload, true);
+  }
+  if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
+    return deliver_event(self, id, parent, e->second.back().payload, true);
+  st.event_waiters[key].emplace_back(id, std::move(parent));
+  st.waiting_key[id] = key;
+  st.via_parent.insert(id);
 }
 
 void record_update(executor_actor* self, proc_update u, update_clock at) {
@@ -435,6 +453,9 @@ caf::behavior serving(executor_actor* self) {
     },
     [self](wait_event_atom, const std::string& key, uint64_t id, caf::actor& h) {
       await_event(self, key, id, std::move(h));
+    },
+    [self](wait_event_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
+      await_event_via(self, key, id, std::move(parent));
     },
     [self](event_expire_atom, const std::string& key, uint64_t lsn) {
       auto& st = self->state;

@@ -97,6 +97,7 @@ bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
     for (auto& [wid, h] : st.event_waiters[k->second])
       if (wid == id)
         h = nullptr;  // its place among the waiters stays, without an actor
+    st.via_parent.erase(id);
   }
   sleep_root(self, r->second, root_id, a.deadline_ms, a.remote_nodes);
   spdlog::debug("[proc {} root {}] tree passivated ({} waiting for events, deadline {})",
@@ -105,8 +106,17 @@ bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
 }
 
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
-                   const std::string& payload) {
+                   const std::string& payload, bool via) {
+  auto& st = self->state;
   auto root_id = root_of(self, id);
+  via = h && (via || (!st.via_parent.empty() && st.via_parent.erase(id) > 0));
+  if (via) {
+    // A dormant child: its parent spawns it, and its actor gets the event when it waits.
+    st.held_events[id] = payload;
+    note_wake(self, root_id);
+    self->send(h, wake_child_atom::value, id);
+    return;
+  }
   if (h) {
     note_wake(self, root_id);
     self->send(h, wake_atom::value, payload, false, uint64_t{0});

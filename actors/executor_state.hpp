@@ -93,6 +93,9 @@ struct executor_state {
   size_t dormant = 0;  ///< hibernated roots
   /// Events for procedures of passivated trees, kept until their actors wait again.
   std::unordered_map<uint64_t, std::string> held_events;
+  /// Event waiters registered by their parent (dormant children, proc_dormant.cpp): their
+  /// event is held, and the parent told to spawn them.
+  std::unordered_set<uint64_t> via_parent;
   /// Passivated trees by the nodes their remote children run on: woken when one changes.
   std::unordered_map<std::string, std::unordered_set<uint64_t>> dormant_by_node;
   /// Finished trees by expiry, soonest first, under one timer (a delayed message per tree
@@ -164,6 +167,10 @@ void forget_event_wait(executor_actor* self, uint64_t id);
 /// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
 /// once by one kept from earlier, else when the next one arrives.
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h);
+/// The same for a dormant child `id` of `parent`: an event for it is held, and the parent
+/// told to spawn it (wake_child_atom); the child's actor gets the event when it waits.
+void await_event_via(executor_actor* self, const std::string& key, uint64_t id,
+                     caf::actor parent);
 /// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).
 void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
 /// The result of finished tree `root_id` expires after `after`: it is released then.
@@ -232,9 +239,10 @@ bool only_waits(const tree_image& t);
 std::string waiting_reason(const proc_image& p);
 /// Recovery of a tree that only waits: passivated from the start.
 void recover_dormant(executor_actor* self, const tree_image& t);
-/// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event.
+/// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event;
+/// `via`: `h` is the parent of dormant child `id` (also when it registered so).
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
-                   const std::string& payload);
+                   const std::string& payload, bool via = false);
 /// A hibernated root gets its actor back (from the journal); `then` runs once it exists
 /// (at once if it is live). Nothing happens for a tree that is not known.
 void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> then = {});

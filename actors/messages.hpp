@@ -137,6 +137,13 @@ struct tree_done {
 /// child's id, this): whether every procedure in it only waits (for
 /// an event, a timer, or children that only wait), and what the executor must keep to wake
 /// it once its actors are gone.
+/// To a parent (from the timeout actor, or the executor for an event): its dormant child's
+/// wake-up is due, spawn it (proc_dormant.cpp).
+using wake_child_atom = caf::atom_constant<caf::atom("wakechild")>;
+/// Parent to executor: (key, child id, parent) its dormant child waits for event `key`;
+/// the event wakes the child through its parent.
+using wait_event_via_atom = caf::atom_constant<caf::atom("waitevvia")>;
+
 /// A tree whose earliest deadline is nearer than this stays awake: bringing it back from the
 /// journal costs more than keeping it (a wide tree with timers due every few ms would be read
 /// back again and again).

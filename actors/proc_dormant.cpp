@@ -1,12 +1,16 @@
 // Dormant children (issue 15, "woken in parts"). A parent started from its tree's image
 // (a tree woken from passivation, recovered, or a subtree restarted) does not spawn the
-// children that only wait for a timer: it arms each one's wake-up with the timeout actor
-// under the child's own name, and spawns the child when it is due. The timeout actor sends
+// children that only wait for a timer or an event: it arms each one's wake-up (the timer, or
+// the event's deadline) with the timeout actor under the child's own name, registers it
+// with the executor as waiting for its event through its parent, and spawns the child when
+// either comes (the executor holds the event for the child's actor, as it does for a
+// passivated tree). The timeout actor sends
 // due wake-ups in deadline order, so a wide tree comes back a procedure at a time, in that
 // order, instead of all its actors at once (a million procedures due within one second
 // were a million actors rebuilt before the first of them could run: proctor-bench (j)).
 //
-// A spawned child arms its own wake-up under the same name, which replaces the parent's.
+// A spawned child arms its own wake-up under the same name, which replaces the parent's,
+// and registers for its event itself, which replaces the parent's registration.
 // A dormant child is stopped, asked, and counted as the live ones are (proc_supervision.cpp,
 // proc_passivation.cpp), and woken early for a bypass (proc_bypass.cpp).
 #include "actors/procedure_actor_state.hpp"
@@ -19,8 +23,12 @@ bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid
   if (self->state.env->hibernate_after.count() < 0)
     return false;  // passivation is off: every procedure keeps its actor
   const auto* p = image.find(cid);
-  if (p == nullptr || p->remote() || p->status != proc_state::waiting_timeout
-      || p->wake_at_ms <= 0)
+  if (p == nullptr || p->remote())
+    return false;
+  bool timer = p->status == proc_state::waiting_timeout && p->wake_at_ms > 0;
+  bool event = p->status == proc_state::waiting && !p->event_key.empty()
+               && p->call_service.empty() && !p->event_delivered;
+  if (!timer && !event)
     return false;
   for (auto gc : p->children)
     if (const auto* g = image.find(gc); g == nullptr || !is_final(g->status))
@@ -28,16 +36,23 @@ bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid
   return true;
 }
 
-void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image,
-                  int64_t wake_at_ms) {
+void put_to_sleep(proc_actor* self, child_slot& c,
+                  const std::shared_ptr<const tree_image>& image) {
   auto& st = self->state;
+  const auto& p = *image->find(c.id);
   if (!st.dormant_image)
     st.dormant_image = image;
   c.dormant = true;
-  c.wake_at_ms = wake_at_ms;
+  c.dormant_event = p.status == proc_state::waiting;
+  c.wake_at_ms = c.dormant_event ? p.deadline_ms : p.wake_at_ms;
   ++st.dormant_children;
-  arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, wake_at_ms,
-              wake_child_atom::value, c.id);
+  // Its event comes through the executor, which holds it for the child's actor.
+  if (c.dormant_event)
+    self->send(st.env->executor, wait_event_via_atom::value, p.event_key, c.id,
+               caf::actor_cast<caf::actor>(self));
+  if (c.wake_at_ms > 0)
+    arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, c.wake_at_ms,
+                wake_child_atom::value, c.id);
 }
 
 namespace {
@@ -63,7 +78,8 @@ void wake_dormant(proc_actor* self, child_slot& c) {
 void stop_dormant(proc_actor* self, child_slot& c) {
   if (!c.dormant)
     return;
-  cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
+  if (c.wake_at_ms > 0)
+    cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
   forget(self, c);
   // As a stopped waiting child reports: its current state never started.
   c.stopped_clean = {c.id};
@@ -72,7 +88,8 @@ void stop_dormant(proc_actor* self, child_slot& c) {
 void release_dormant(proc_actor* self) {
   for (auto& c : self->state.children)
     if (c.dormant) {
-      cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
+      if (c.wake_at_ms > 0)
+        cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
       forget(self, c);
     }
 }

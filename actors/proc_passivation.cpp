@@ -83,6 +83,8 @@ passivation_answer own_answer(proc_actor* self) {
 passivation_answer dormant_answer(const child_slot& c) {
   passivation_answer a;
   a.deadline_ms = c.wake_at_ms;
+  if (c.dormant_event)
+    a.event_waiters.push_back(c.id);
   not_if_due_soon(a);
   return a;
 }

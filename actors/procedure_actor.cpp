@@ -281,12 +281,12 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     run_rollback(self, start.image);
   } else {
     // Children first: a parent's own run may depend on how they end. Those that only wait
-    // for a timer stay dormant until it is due (proc_dormant.cpp).
+    // for a timer or an event stay dormant until it comes (proc_dormant.cpp).
     for (auto& c : st.children) {
       if (c.ended)
         continue;
       if (may_sleep_unspawned(self, *start.image, c.id))
-        put_to_sleep(self, c, start.image, start.image->find(c.id)->wake_at_ms);
+        put_to_sleep(self, c, start.image);
       else
         spawn_child(self, start.image, c.id);
     }

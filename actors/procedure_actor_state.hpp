@@ -28,8 +28,6 @@ using stopped_atom = caf::atom_constant<caf::atom("stopped")>;  // child -> pare
 using wait_event_atom = caf::atom_constant<caf::atom("waitevent")>;
 using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
 using call_again_atom = caf::atom_constant<caf::atom("callagain")>;
-/// The timeout actor to a parent: its dormant child's wake-up is due (spawn it).
-using wake_child_atom = caf::atom_constant<caf::atom("wakechild")>;
 
 /// How a child ended, with the final status of every procedure in its subtree (so the root
 /// can write the tree's summary without reading the journal).
@@ -57,7 +55,8 @@ struct child_slot {
   /// a bypass is on its way to it). A tree woken from passivation, or restarted, so brings
   /// back only the procedures whose time has come, in deadline order (proc_dormant.cpp).
   bool dormant = false;
-  int64_t wake_at_ms = 0;  ///< of a dormant child
+  bool dormant_event = false;  ///< a dormant child waiting for an event (else a timer)
+  int64_t wake_at_ms = 0;      ///< of a dormant child: its timer, or its event's deadline (0: none)
 };
 
 /// Children to restart after the back-off once every one of them stopped.
@@ -356,12 +355,11 @@ void disarm_timer(proc_actor* self);
 // -- dormant children (proc_dormant.cpp) ------------------------------------------------------
 
 /// Child `cid` of `image` may stay unspawned (dormant) until its wake-up: it waits for a
-/// timer, nothing of its subtree runs, and passivation is on.
+/// timer or an event (not a call), nothing of its subtree runs, and passivation is on.
 bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid);
 
-/// Makes child `c` dormant until `wake_at_ms` (its wake-up armed under its own name).
-void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image,
-                  int64_t wake_at_ms);
+/// Makes child `c` of `image` dormant until its timer, its event or the event's deadline.
+void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image);
 
 /// Spawns dormant child `c` now (its wake-up came, or a bypass is on its way to it).
 void wake_dormant(proc_actor* self, child_slot& c);
