@@ -172,19 +172,6 @@ void wake_waiters(executor_actor* self, const std::string& key, const std::strin
 
 } // namespace
 
-void arm_event_ttl(executor_actor* self, const std::string& key, const pending_event& ev) {
-  auto& st = self->state;
-  auto left = st.cfg.event_ttl - std::chrono::milliseconds{now_ms() - ev.arrived_at_ms};
-  if (left.count() < 0)
-    left = std::chrono::milliseconds{0};
-  arm_timeout(self, st.env->timeout, ev.lsn, timeout_kind::event_ttl, now_ms() + left.count(),
-              event_expire_atom::value, key, ev.lsn);
-}
-
-void keep_event(executor_actor* self, const std::string& key, pending_event ev) {
-  arm_event_ttl(self, key, ev);
-  self->state.events[key].push_back(std::move(ev));
-}
 
 namespace {
 

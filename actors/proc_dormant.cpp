@@ -75,6 +75,19 @@ void wake_dormant(proc_actor* self, child_slot& c) {
   spawn_child(self, image, c.id);
 }
 
+void on_wake_child(proc_actor* self, uint64_t cid) {
+  auto& st = self->state;
+  auto* c = st.child(cid);
+  if (c == nullptr || !c->dormant)
+    return;  // stopped, or spawned meanwhile (its own wake-up replaced this one)
+  if (st.frozen)  // its tree is being passivated: see proc_passivation.cpp
+    return hold(self, [self, cid] {
+      if (auto* c = self->state.child(cid))
+        wake_dormant(self, *c);
+    });
+  wake_dormant(self, *c);
+}
+
 void stop_dormant(proc_actor* self, child_slot& c) {
   if (!c.dormant)
     return;

@@ -259,6 +259,10 @@ void journal_append_lsn(proc_actor* self, journal_batch batch,
 /// A JournalRecord with the format set, for one procedure's tree.
 journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec);
 
+/// Sets the actor's state from its procedure's entry in `s.image` and makes its instance
+/// (proc_start.cpp); false if it cannot (not in the image, unknown type, unloadable data).
+bool init_from_image(proc_actor* self, proc_start& s);
+
 /// Spawns (monitored) the actor of child `cid` from `image`; `fresh`: its spawn was just
 /// committed, nothing of it ran yet.
 void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image, uint64_t cid,
@@ -363,6 +367,10 @@ void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const t
 
 /// Spawns dormant child `c` now (its wake-up came, or a bypass is on its way to it).
 void wake_dormant(proc_actor* self, child_slot& c);
+
+/// The wake-up of child `cid` came (wake_child_atom, from the timeout actor or the
+/// executor): spawned if it is still dormant (held while the tree is being passivated).
+void on_wake_child(proc_actor* self, uint64_t cid);
 
 /// Dormant child `c` is stopped with its parent's subtree: it never started its state.
 void stop_dormant(proc_actor* self, child_slot& c);

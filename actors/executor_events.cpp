@@ -1,0 +1,77 @@
+// The executor's event waiters: procedures waiting for an event by key (with their actor, or
+// none for a passivated tree, or their parent for a dormant child), and the events kept for
+// those that wait later, until their TTL.
+#include <algorithm>
+
+#include "actors/executor_state.hpp"
+#include "actors/procedure_actor_state.hpp"  // now_ms
+#include "actors/timeout_actor.hpp"
+
+namespace proctor::exec_detail {
+
+/// A procedure that no longer waits for an event is no longer woken by it (nor counted).
+void forget_event_wait(executor_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto k = st.waiting_key.find(id);
+  if (k == st.waiting_key.end())
+    return;
+  auto w = st.event_waiters.find(k->second);
+  if (w != st.event_waiters.end()) {
+    auto& v = w->second;
+    v.erase(std::remove_if(v.begin(), v.end(), [id](const auto& x) { return x.first == id; }),
+            v.end());
+    if (v.empty())
+      st.event_waiters.erase(w);
+  }
+  st.waiting_key.erase(k);
+  if (!st.via_parent.empty())
+    st.via_parent.erase(id);
+}
+
+void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h) {
+  auto& st = self->state;
+  if (auto held = st.held_events.find(id); held != st.held_events.end() && h) {
+    // It was woken while its tree was passivated.
+    auto payload = std::move(held->second);
+    st.held_events.erase(held);
+    forget_event_wait(self, id);
+    return deliver_event(self, id, h, payload);
+  }
+  if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
+    return deliver_event(self, id, h, e->second.back().payload);
+  forget_event_wait(self, id);
+  st.event_waiters[key].emplace_back(id, std::move(h));
+  st.waiting_key[id] = key;
+}
+
+void await_event_via(executor_actor* self, const std::string& key, uint64_t id,
+                     caf::actor parent) {
+  auto& st = self->state;
+  forget_event_wait(self, id);
+  // Held while its tree was passivated, or kept from earlier: it is woken at once.
+  if (auto held = st.held_events.find(id); held != st.held_events.end()) {
+    auto payload = held->second;
+    return deliver_event(self, id, parent, payload, true);
+  }
+  if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
+    return deliver_event(self, id, parent, e->second.back().payload, true);
+  st.event_waiters[key].emplace_back(id, std::move(parent));
+  st.waiting_key[id] = key;
+  st.via_parent.insert(id);
+}
+
+void arm_event_ttl(executor_actor* self, const std::string& key, const pending_event& ev) {
+  auto& st = self->state;
+  auto left = st.cfg.event_ttl - std::chrono::milliseconds{now_ms() - ev.arrived_at_ms};
+  if (left.count() < 0)
+    left = std::chrono::milliseconds{0};
+  arm_timeout(self, st.env->timeout, ev.lsn, timeout_kind::event_ttl, now_ms() + left.count(),
+              event_expire_atom::value, key, ev.lsn);
+}
+
+void keep_event(executor_actor* self, const std::string& key, pending_event ev) {
+  arm_event_ttl(self, key, ev);
+  self->state.events[key].push_back(std::move(ev));
+}
+
+} // namespace proctor::exec_detail
