@@ -4,10 +4,10 @@
 // the event's deadline) with the timeout actor under the child's own name, registers it
 // with the executor as waiting for its event through its parent, and spawns the child when
 // either comes (the executor holds the event for the child's actor, as it does for a
-// passivated tree). The timeout actor sends
-// due wake-ups in deadline order, so a wide tree comes back a procedure at a time, in that
-// order, instead of all its actors at once (a million procedures due within one second
-// were a million actors rebuilt before the first of them could run: proctor-bench (j)).
+// passivated tree). The timeout actor sends due wake-ups in deadline order, so a wide tree
+// comes back a procedure at a time, in that order, instead of all its actors at once (a
+// million procedures due within one second were a million actors rebuilt before the first
+// of them could run: proctor-bench (j)).
 //
 // A spawned child arms its own wake-up under the same name, which replaces the parent's,
 // and registers for its event itself, which replaces the parent's registration.
