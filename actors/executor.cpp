@@ -283,19 +283,13 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
     subscribe();
     return serving(self);
   }
-  st.recovering = true;
+  recover_begin(self);
   self->set_default_handler(caf::skip);
   return {
     [self](recover_part_atom, std::shared_ptr<recovered_state>& part) {
-      if (self->state.tally.since == std::chrono::steady_clock::time_point{})
-        recover_begin(self, part->events);
-      recover_trees(self, part->trees);
+      recover_part(self, *part);
     },
     [self, subscribe](recover_done_atom) {
-      if (self->state.tally.since == std::chrono::steady_clock::time_point{}) {
-        std::vector<recovered_event> none;
-        recover_begin(self, none);
-      }
       recover_end(self);
       subscribe();
       self->set_default_handler(caf::print_and_drop);
@@ -404,7 +398,7 @@ caf::behavior serving(executor_actor* self) {
       await_event(self, key, id, std::move(h));
     },
     [self](wait_event_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
-      await_event_via(self, key, id, std::move(parent));
+      await_event(self, key, id, std::move(parent), true);
     },
     [self](event_expire_atom, const std::string& key, uint64_t lsn) {
       auto& st = self->state;

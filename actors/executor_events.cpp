@@ -28,36 +28,22 @@ void forget_event_wait(executor_actor* self, uint64_t id) {
     st.via_parent.erase(id);
 }
 
-void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h) {
+void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
+                 bool via) {
   auto& st = self->state;
+  forget_event_wait(self, id);  // an earlier registration (another actor, or its parent)
   if (auto held = st.held_events.find(id); held != st.held_events.end() && h) {
-    // It was woken while its tree was passivated.
+    // It was woken while its tree was passivated (a dormant child's is held again).
     auto payload = std::move(held->second);
     st.held_events.erase(held);
-    forget_event_wait(self, id);
-    return deliver_event(self, id, h, payload);
+    return deliver_event(self, id, h, payload, via);
   }
   if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
-    return deliver_event(self, id, h, e->second.back().payload);
-  forget_event_wait(self, id);
+    return deliver_event(self, id, h, e->second.back().payload, via);
   st.event_waiters[key].emplace_back(id, std::move(h));
   st.waiting_key[id] = key;
-}
-
-void await_event_via(executor_actor* self, const std::string& key, uint64_t id,
-                     caf::actor parent) {
-  auto& st = self->state;
-  forget_event_wait(self, id);
-  // Held while its tree was passivated, or kept from earlier: it is woken at once.
-  if (auto held = st.held_events.find(id); held != st.held_events.end()) {
-    auto payload = held->second;
-    return deliver_event(self, id, parent, payload, true);
-  }
-  if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
-    return deliver_event(self, id, parent, e->second.back().payload, true);
-  st.event_waiters[key].emplace_back(id, std::move(parent));
-  st.waiting_key[id] = key;
-  st.via_parent.insert(id);
+  if (via)
+    st.via_parent.insert(id);
 }
 
 void arm_event_ttl(executor_actor* self, const std::string& key, const pending_event& ev) {

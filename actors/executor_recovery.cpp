@@ -60,22 +60,23 @@ void restore_locks(executor_actor* self, const tree_image& t) {
   }
 }
 
-void recover_begin(executor_actor* self, std::vector<recovered_event>& events) {
+void recover_begin(executor_actor* self) {
   auto& st = self->state;
   st.recovering = true;
   st.tally = {};
   st.tally.since = std::chrono::steady_clock::now();
-  st.tally.events = events.size();
-  // Events first: a tree that waits for one that arrived while the node was down wakes.
-  // Their expiry is armed at the end, with everything else the take-over arms.
-  for (auto& ev : events)
-    st.events[ev.key].push_back(pending_event{ev.lsn, std::move(ev.payload_json),
-                                              ev.arrived_at_ms});
 }
 
-void recover_trees(executor_actor* self, std::vector<tree_image>& trees) {
+void recover_part(executor_actor* self, recovered_state& part) {
   auto& st = self->state;
   auto& n = st.tally;
+  // Events first: a tree that waits for one that arrived while the node was down wakes.
+  // Their expiry is armed at the end, with everything else the take-over arms.
+  n.events += part.events.size();
+  for (auto& ev : part.events)
+    st.events[ev.key].push_back(pending_event{ev.lsn, std::move(ev.payload_json),
+                                              ev.arrived_at_ms});
+  auto& trees = part.trees;
   // Sized by the first part (all of it, from recover()): rehashing tables of a million
   // entries at once is most of a large recovery. A scan's later parts let the tables grow
   // as they do (incremental_map.hpp); a reserve per part would rehash them every time.
@@ -177,14 +178,8 @@ void recover_end(executor_actor* self) {
     wake_root(self, id);
   // Results that expired while the node was down go now; the rest when due.
   on_expiry_timer(self, st.expiry_token);
-  if (!st.collectable.empty() && !st.collect_armed) {
-    if (st.collectable.size() >= collect_max) {
-      collect_finished(self);
-    } else {
-      st.collect_armed = true;
-      self->delayed_send(self, st.cfg.collect_after, collect_atom::value);
-    }
-  }
+  if (!st.collectable.empty())
+    collect_soon(self);
   const auto& n = st.tally;
   spdlog::info("recovery: {} tree(s) resumed, {} passivated (they only wait), {} rolling "
                "back, {} finished (retained), {} quarantined, {} pending event(s), in {} ms",
@@ -195,8 +190,8 @@ void recover_end(executor_actor* self) {
 }
 
 void recover(executor_actor* self, recovered_state& rec) {
-  recover_begin(self, rec.events);
-  recover_trees(self, rec.trees);
+  recover_begin(self);
+  recover_part(self, rec);
   recover_end(self);
 }
 

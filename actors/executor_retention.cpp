@@ -156,8 +156,12 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids, std::functio
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary) {
   auto& st = self->state;
   st.collectable[root_id] = std::move(summary);
-  if (st.recovering)
-    return;  // collected once the take-over ends: the journal is not there yet
+  if (!st.recovering)  // else once the take-over ends: the journal is not there yet
+    collect_soon(self);
+}
+
+void collect_soon(executor_actor* self) {
+  auto& st = self->state;
   if (st.collectable.size() >= collect_max) {
     collect_finished(self);
     return;

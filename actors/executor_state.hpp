@@ -165,12 +165,11 @@ void record_update(executor_actor* self, proc_update u, update_clock at = {});
 /// A procedure that no longer waits for an event is no longer woken by it.
 void forget_event_wait(executor_actor* self, uint64_t id);
 /// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
-/// once by one kept from earlier, else when the next one arrives.
-void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h);
-/// The same for a dormant child `id` of `parent`: an event for it is held, and the parent
-/// told to spawn it (wake_child_atom); the child's actor gets the event when it waits.
-void await_event_via(executor_actor* self, const std::string& key, uint64_t id,
-                     caf::actor parent);
+/// once by one kept from earlier (or held for it), else when the next one arrives. `via`:
+/// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
+/// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
+void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
+                 bool via = false);
 /// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).
 void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
 /// The result of finished tree `root_id` expires after `after`: it is released then.
@@ -192,6 +191,9 @@ void drop_tree(executor_actor* self, uint64_t root_id);
 /// when collect_max trees wait.
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary);
 void collect_finished(executor_actor* self);
+/// Collects what is collectable at once when collect_max trees wait, else within
+/// executor_config::collect_after.
+void collect_soon(executor_actor* self);
 constexpr size_t collect_max = 4096;
 /// Starts (or restarts) a tree's root actor from its image; `submitted`: the instance of a
 /// root just submitted (see proc_start::submitted).
@@ -212,11 +214,11 @@ void reload_root(executor_actor* self, uint64_t root_id);
 void quarantine(executor_actor* self, const tree_image& t, const std::string& reason);
 /// Takes over the trees and events read back from the journal at start-up, at once.
 void recover(executor_actor* self, recovered_state& rec);
-/// The same in parts, as the scan folds them: begin (events come first: they precede every
-/// tree in the journal), then the trees in any number of calls, then end (once the journal
+/// The same in parts, as the scan folds them: begin, then any number of parts (the events
+/// come in the first: they precede every tree in the journal), then end (once the journal
 /// and the id floor are there), which starts, arms and wakes what the trees need.
-void recover_begin(executor_actor* self, std::vector<recovered_event>& events);
-void recover_trees(executor_actor* self, std::vector<tree_image>& trees);
+void recover_begin(executor_actor* self);
+void recover_part(executor_actor* self, recovered_state& part);
 void recover_end(executor_actor* self);
 
 // -- passivation (executor_hibernation.cpp) ---------------------------------------------------

@@ -33,8 +33,6 @@ namespace {
 /// CAF timeout of their own, and a child that goes down answers with an error at once).
 constexpr int64_t attempt_limit_ms = 10'000;
 
-constexpr int64_t min_sleep_ms = passivation_min_sleep_ms;
-
 /// True when this procedure (not counting its children's own waits) only waits.
 bool only_waits(proc_actor* self) {
   auto& st = self->state;
@@ -56,7 +54,7 @@ bool only_waits(proc_actor* self) {
 
 /// Due soon: not worth passivating, and not frozen (its timer is not held up).
 void not_if_due_soon(passivation_answer& a) {
-  if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms) {
+  if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + passivation_min_sleep_ms) {
     a.idle = false;
     a.retry_at_ms = a.deadline_ms;
   }
@@ -231,14 +229,13 @@ void try_hibernate(proc_actor* self, uint64_t token) {
           if (!current())
             return;
           auto& st = self->state;
+          // A tree that only waits may have its earliest deadline near by now (it came near
+          // while the tree answered): it is tried again after that deadline has fired.
+          if (a.idle)
+            not_if_due_soon(a);
           if (!a.idle) {
             st.passivate_not_before = std::max(st.passivate_not_before, a.retry_at_ms);
             return end_attempt(self, a.retry_at_ms > 0);
-          }
-          if (a.deadline_ms > 0 && a.deadline_ms < now_ms() + min_sleep_ms) {
-            // Try again after its next deadline (when the earliest one has fired).
-            st.passivate_not_before = std::max(st.passivate_not_before, a.deadline_ms);
-            return end_attempt(self, true);
           }
           self->request(self->state.env->executor, caf::infinite, hibernate_atom::value, root_id,
                         epoch, a)

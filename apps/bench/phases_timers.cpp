@@ -28,6 +28,13 @@ double gauge(caf::scoped_actor& self, const caf::actor& exec, const char* name) 
   return metric(call(self, exec, metrics_req()).text(), name);
 }
 
+timeout_stats timeout_figures(caf::scoped_actor& self, node_in_child& nc) {
+  timeout_stats s;
+  self->request(nc.n->timeout(), std::chrono::seconds{30}, timeout_stats_atom::value)
+    .receive([&](timeout_stats x) { s = x; }, [](caf::error&) {});
+  return s;
+}
+
 size_t tree_count(const bench_options& o) {
   return std::max<size_t>(1, (o.timers + per_tree - 1) / per_tree);
 }
@@ -94,13 +101,7 @@ void phase_timers_populate(reporter& r, const bench_options& o, const std::strin
   // Passivating cancelled each waiter's deadline: the timeout actor holds one per tree once
   // it has worked through those cancels (a million of them wait in its mailbox for a while,
   // each a message, which is heap that a passivated waiter no longer holds).
-  auto armed = [&] {
-    timeout_stats s;
-    self->request(nc.n->timeout(), std::chrono::seconds{30}, timeout_stats_atom::value)
-      .receive([&](timeout_stats x) { s = x; }, [](caf::error&) {});
-    return s.armed;
-  };
-  while (armed() > 2 * trees) {
+  while (timeout_figures(self, nc).armed > 2 * trees) {
     if (wall_ms() >= first_at)
       throw std::runtime_error("the timeout actor still held the passivated waiters' "
                                "deadlines at the first deadline");
@@ -148,9 +149,7 @@ void phase_timers_recover(reporter& r, const bench_options& o, const std::string
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
   auto done_at = wall_ms();
-  timeout_stats stats;
-  self->request(nc.n->timeout(), std::chrono::seconds{30}, timeout_stats_atom::value)
-    .receive([&](timeout_stats s) { stats = s; }, [](caf::error&) {});
+  auto stats = timeout_figures(self, nc);
   auto fire_s = std::max<double>(0.001, static_cast<double>(done_at - first_at) / 1000.0);
   r.put("recovery_s", recovered_s);
   r.put("recovered_per_s", static_cast<double>(total) / std::max(0.001, recovered_s));
