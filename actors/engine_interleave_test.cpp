@@ -110,6 +110,26 @@ TEST_F(interleave_test, abort_while_a_step_runs_undoes_every_state_exactly_once)
   expect_clean_world();
 }
 
+// A root aborted while its first step waits for a run slot: that state never started, so
+// nothing of it is undone (a submitted root once counted its first state as partly run).
+TEST_F(interleave_test, abort_before_the_first_step_started_undoes_nothing) {
+  restart([](node_options& o) { o.workers = 1; });
+  auto blocker = submit("test.probe", json(probe_data({act(ProbeAction::NEXT, "slot")})));
+  ASSERT_TRUE(world().wait_started(probe_world::key(blocker, 1)));
+  auto id = submit("test.probe",
+                   json(probe_data({act(ProbeAction::NEXT), act(ProbeAction::NEXT)})));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_queue_depth") >= 1; }))
+    << "its first step never queued for the run slot";
+  ASSERT_EQ(abort(id).code(), pb::Response::OK);
+  ASSERT_TRUE(eventually([&] { return metric("proctor_queue_depth") == 0; }))
+    << "the stopped root's step was never taken off the queue";
+  world().open("slot");
+  ASSERT_EQ(wait(id).state(), pb::ROLLEDBACK);
+  EXPECT_EQ(world().check_rolled_back({id}), "");
+  EXPECT_EQ(wait(blocker).state(), pb::SUCCESS);
+  expect_clean_world();
+}
+
 // An abort aimed at a root whose last step is running must not be lost when that step ends
 // the procedure: the acknowledged abort rolls the tree back.
 TEST_F(interleave_test, abort_during_the_last_step_rolls_back_instead_of_succeeding) {

@@ -39,7 +39,8 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     return false;
   }
   st.restarts = restart_tracker(st.ptype->supervision);
-  if (s.submitted) {
+  bool submitted = s.submitted != nullptr;  // taken over just below
+  if (submitted) {
     st.inst = std::move(s.submitted);
   } else {
     std::string err;
@@ -61,7 +62,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.state = p->state;
   st.status = p->status;
   // Recovered or restarted RUNNABLE, its state may have run before the crash.
-  st.ran_partly = !s.submitted && !s.fresh && st.status == proc_state::runnable;
+  st.ran_partly = !submitted && !s.fresh && st.status == proc_state::runnable;
   st.event_key = p->event_key;
   st.call_service = p->call_service;
   st.call_request = p->call_request;
