@@ -2,6 +2,8 @@
 // for an event, a timer or children — gives up all of its actors, and the event, the timer,
 // an abort or a restart brings it back from the journal, at depth 3 as at the root. The
 // random test races events, timers and aborts with passivation; its seed is printed.
+#include <algorithm>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -81,6 +83,26 @@ protected:
   }
 
   long passivated() { return static_cast<long>(metric("proctor_hibernated_procedures")); }
+
+  /// root -> [a step waiting at `gate`, timer waiters of `waits_ms` (the last one under an
+  /// intermediate parent, at depth 3)]; each waiter runs NEXT once its timer fired.
+  ProbeData sleepers_beside_a_busy_step(const std::string& gate, const std::vector<int>& waits_ms) {
+    auto busy = probe({act(ProbeAction::NEXT)});
+    busy.mutable_actions(0)->set_gate(gate);
+    auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+    *r.mutable_actions(0)->add_children() = busy;
+    for (size_t i = 0; i < waits_ms.size(); ++i) {
+      auto w = probe({act(ProbeAction::SLEEP_FOR, {}, waits_ms[i]), act(ProbeAction::NEXT)});
+      if (i + 1 < waits_ms.size() || waits_ms.size() == 1) {
+        *r.mutable_actions(0)->add_children() = w;
+        continue;
+      }
+      auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+      *mid.mutable_actions(0)->add_children() = w;
+      *r.mutable_actions(0)->add_children() = mid;
+    }
+    return r;
+  }
 
   /// Milliseconds since the epoch (what deadlines are given in).
   static int64_t wall() {
@@ -359,6 +381,108 @@ TEST_F(passivation_test, a_passivated_tree_is_back_before_its_earliest_deadline)
   EXPECT_GE(back_at, due - passivation_min_sleep_ms) << "woken long before its deadline";
   auto s = wait(id);
   EXPECT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
+}
+
+// A procedure waiting for its timer gives up its actor while a sibling's step runs (its tree
+// cannot passivate as a whole), at depth 2 and 3; each comes back once, when due, and runs
+// its next state once (proc_sleep.cpp).
+TEST_F(passivation_test, timer_waiters_give_up_their_actors_while_their_tree_runs) {
+  start_with(std::chrono::milliseconds{20});
+  auto r = sleepers_beside_a_busy_step("busy", {2'500, 3'000});
+  auto id = submit("test.probe", json(r));
+  std::vector<uint64_t> ids;  // root, busy, sleeper, mid, sleeper at depth 3
+  ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
+  const std::vector<uint64_t> sleepers{ids[2], ids[4]};
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 2; }))
+    << "the timer waiters kept their actors";
+  EXPECT_EQ(passivated(), 0) << "the tree passivated with a step running";
+  for (auto s : sleepers) {
+    EXPECT_EQ(starts(s), 1);
+    EXPECT_EQ(status(s).state(), pb::WAITING_TIMEOUT);
+  }
+  for (auto s : sleepers)
+    ASSERT_TRUE(eventually([&] { return status(s).state() == pb::SUCCESS; },
+                           std::chrono::seconds{15}));
+  for (auto s : sleepers) {
+    EXPECT_EQ(starts(s), 2) << "procedure " << s << ": started, then woken once";
+    EXPECT_EQ(world().starts()[probe_world::key(s, 2)], 1) << "its next state ran once";
+  }
+  EXPECT_EQ(metric("proctor_dormant_procedures"), 0);
+  world().open("busy");
+  ASSERT_EQ(wait(id).state(), pb::SUCCESS);
+  expect_clean_world();
+}
+
+// Procedures that gave up their actors while their tree ran are stopped and rolled back with
+// it: the state that committed their wait is undone, the one that never started is not.
+TEST_F(passivation_test, an_abort_rolls_back_timer_waiters_that_gave_up_their_actors) {
+  start_with(std::chrono::milliseconds{20});
+  auto r = sleepers_beside_a_busy_step("busy", {60'000, 60'000});
+  auto id = submit("test.probe", json(r));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 2; }));
+  ASSERT_EQ(abort(id).code(), pb::Response::OK);
+  world().open("busy");
+  ASSERT_EQ(wait(id).state(), pb::ROLLEDBACK);
+  auto ids = tree(id);
+  EXPECT_EQ(world().check_rolled_back(std::set<uint64_t>(ids.begin(), ids.end())), "");
+  EXPECT_EQ(metric("proctor_dormant_procedures"), 0);
+  expect_clean_world();
+}
+
+// Random moments: the busy step ends, or the tree is aborted, while timer
+// waiters offer, give up their actors or come due; each tree ends once, as it should.
+TEST_F(passivation_test, timer_waiters_giving_up_their_actors_race_with_aborts_and_ends) {
+  auto seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  start_with(std::chrono::milliseconds{0});
+  struct tree_case {
+    uint64_t id = 0;
+    std::string gate;
+    bool aborted = false;
+  };
+  std::vector<tree_case> cases;
+  for (int i = 0; i < 16; ++i) {
+    tree_case t;
+    t.gate = "busy" + std::to_string(i);
+    std::vector<int> waits;
+    for (size_t k = 0, n = 1 + rng() % 3; k < n; ++k)
+      waits.push_back(1'050 + static_cast<int>(rng() % 1'500));
+    t.id = submit("test.probe", json(sleepers_beside_a_busy_step(t.gate, waits)));
+    cases.push_back(t);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds{2'500};
+  std::vector<size_t> order(cases.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (auto i : order) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{rng() % 150});
+    auto& t = cases[i];
+    if (rng() % 3 == 0 && abort(t.id).code() == pb::Response::OK)
+      t.aborted = true;
+    if (rng() % 2 == 0)
+      world().open(t.gate);
+  }
+  std::this_thread::sleep_until(deadline - std::chrono::milliseconds{rng() % 2'000});
+  for (auto& t : cases)
+    world().open(t.gate);
+  for (auto& t : cases) {
+    auto s = wait(t.id, std::chrono::seconds{30});
+    auto ids = tree(t.id);
+    if (t.aborted) {
+      EXPECT_EQ(s.state(), pb::ROLLEDBACK) << "tree " << t.id << ": " << s.ShortDebugString();
+      EXPECT_EQ(world().check_rolled_back(std::set<uint64_t>(ids.begin(), ids.end())), "")
+        << "tree (depth first) " << ::testing::PrintToString(ids);
+      continue;
+    }
+    EXPECT_EQ(s.state(), pb::SUCCESS) << "tree " << t.id << ": " << s.ShortDebugString();
+    for (auto p : ids)
+      for (int state = 1; state <= 3; ++state)
+        EXPECT_LE(world().starts()[probe_world::key(p, state)], 1)
+          << "state " << state << " of procedure " << p << " ran twice";
+  }
+  EXPECT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 0; }));
+  expect_clean_world();
 }
 
 TEST_F(passivation_test, events_timers_and_aborts_racing_with_passivation_are_never_lost) {

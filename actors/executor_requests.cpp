@@ -275,7 +275,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                                                      st.undo_failures, st.env->epoch,
                                                      st.env->started_at_ms,
                                                      st.env->takeover_ms.load(),
-                                                     st.env->passivation_attempts.load()}));
+                                                     st.env->passivation_attempts.load(),
+                                                     st.env->dormant_procedures.load()}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

@@ -153,6 +153,10 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
           "Trees asked whether every procedure only waits (each attempt messages the whole "
           "tree).",
           g.passivation_attempts);
+  gauge("proctor_dormant_procedures",
+        "Procedures without an actor held by their parent's live actor until their timer or "
+        "event (the others without one are in passivated trees).",
+        static_cast<double>(g.dormant));
   gauge("proctor_active_epoch",
         "The data directory's epoch this process holds (one more at every takeover).",
         static_cast<double>(g.epoch));

@@ -75,6 +75,8 @@ struct node_env {
   std::atomic<int64_t> takeover_ms{0};
   /// Passivation attempts of this node's trees (proc_passivation.cpp; a metric).
   mutable std::atomic<uint64_t> passivation_attempts{0};
+  /// Procedures held dormant by a live parent, without an actor (proc_dormant.cpp; a gauge).
+  mutable std::atomic<int64_t> dormant_procedures{0};
 
   /// True when `name` is another node this node knows.
   bool is_peer(const std::string& name) const {

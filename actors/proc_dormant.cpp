@@ -37,11 +37,14 @@ bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid
 }
 
 void put_to_sleep(proc_actor* self, child_slot& c,
-                  const std::shared_ptr<const tree_image>& image) {
+                  const std::shared_ptr<const tree_image>& image, bool own) {
   auto& st = self->state;
   const auto& p = *image->find(c.id);
-  if (!st.dormant_image)
+  if (own)
+    st.slept_images[c.id] = image;
+  else if (!st.dormant_image)
     st.dormant_image = image;
+  st.env->dormant_procedures.fetch_add(1, std::memory_order_relaxed);
   c.dormant = true;
   c.dormant_event = p.status == proc_state::waiting;
   c.wake_at_ms = c.dormant_event ? p.deadline_ms : p.wake_at_ms;
@@ -60,19 +63,27 @@ namespace {
 void forget(proc_actor* self, child_slot& c) {
   auto& st = self->state;
   c.dormant = false;
+  st.env->dormant_procedures.fetch_sub(1, std::memory_order_relaxed);
+  if (!st.slept_images.empty())
+    st.slept_images.erase(c.id);
   if (--st.dormant_children == 0)
     st.dormant_image.reset();
 }
 
 } // namespace
 
-void wake_dormant(proc_actor* self, child_slot& c) {
+void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
   if (!c.dormant)
     return;
-  // Its own arm replaces the parent's, which may still be pending (a bypass woke it).
-  auto image = self->state.dormant_image;
+  // Woken by its own timer, in deadline order: it runs at once. Otherwise (an event, its
+  // deadline, a bypass) it waits as it did, and its own arm replaces the parent's, which may
+  // still be pending.
+  bool timer_due = by_wake_up && !c.dormant_event && c.wake_at_ms <= now_ms();
+  auto& st = self->state;
+  auto own = st.slept_images.find(c.id);
+  auto image = own != st.slept_images.end() ? own->second : st.dormant_image;
   forget(self, c);
-  spawn_child(self, image, c.id);
+  spawn_child(self, image, c.id, false, timer_due);
 }
 
 void on_wake_child(proc_actor* self, uint64_t cid) {
@@ -83,9 +94,9 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
   if (st.frozen)  // its tree is being passivated: see proc_passivation.cpp
     return hold(self, [self, cid] {
       if (auto* c = self->state.child(cid))
-        wake_dormant(self, *c);
+        wake_dormant(self, *c, true);
     });
-  wake_dormant(self, *c);
+  wake_dormant(self, *c, true);
 }
 
 void stop_dormant(proc_actor* self, child_slot& c) {

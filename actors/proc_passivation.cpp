@@ -155,6 +155,9 @@ void thaw(proc_actor* self) {
       self->send(c.handle, passivate_thaw_atom::value);
   for (auto& f : std::exchange(st.held, {}))
     f();
+  // Its tree could not passivate: a procedure that only waits for its timer may still give
+  // up its own actor (proc_sleep.cpp).
+  offer_sleep(self);
 }
 
 void hold(proc_actor* self, std::function<void()> f) {

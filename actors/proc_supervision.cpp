@@ -138,6 +138,8 @@ void on_down(proc_actor* self, caf::down_msg& m) {
   st.child_addrs.erase(m.source);
   c->handle = nullptr;
   on_passivate_child_down(self, c->id);
+  if (c->sleep_pending && on_sleeper_down(self, *c, m.reason))
+    return;  // it gave up its actor (proc_sleep.cpp)
   if (c->stop_pending) {
     // Asked to stop, it is gone: stopped, whatever it did meanwhile (it may have ended,
     // or crashed) and whether or not it could report.

@@ -212,6 +212,12 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         }
         break;
       case proc_state::waiting_timeout:
+        if (start.timer_due) {
+          // Its parent held it dormant and its timer fired: as the timer's retry_atom would.
+          publish(self);
+          schedule(self);
+          break;
+        }
         publish(self, "timer");
         arm_timer(self, start.image->find(st.id)->wake_at_ms, false);
         offer_passivation(self);
@@ -255,6 +261,11 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       on_wake(self, payload, timed_out);
     },
     [self](wake_child_atom, uint64_t cid) { on_wake_child(self, cid); },
+    [self](sleep_offer_atom, uint64_t cid, std::shared_ptr<const tree_image>& image) {
+      on_sleep_offer(self, cid, std::move(image));
+    },
+    [self](sleep_reply_atom, bool accepted) { on_sleep_reply(self, accepted); },
+    [self](sleep_undo_atom, uint64_t cid) { on_sleep_undo(self, cid); },
     [self](hibernate_atom, uint64_t token) { try_hibernate(self, token); },
     [self](passivate_query_atom, uint64_t tag) {
       on_passivate_query(self, caf::actor_cast<caf::actor>(self->current_sender()), tag);
@@ -278,7 +289,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (token != st.timer_token || st.busy || st.stopping || st.parked)
         return;
       st.wait_timer_armed = false;  // it fired
-      if (st.frozen)
+      if (st.frozen || st.offering)
         return hold(self, [self, token] {
           auto& st = self->state;
           if (token != st.timer_token || st.busy || st.stopping || st.parked)

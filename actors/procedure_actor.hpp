@@ -35,6 +35,9 @@ struct proc_start {
   /// The whole tree's root as its steps see it (ctx.root_id()), from the parent; 0 for a
   /// root, which takes it from its own journal entry (a fragment's names the tree's root).
   uint64_t tree_root_id = 0;
+  /// A dormant child woken by its parent because its timer came due (the timeout actor sent
+  /// that wake-up in deadline order): it runs at once instead of arming the timer again.
+  bool timer_due = false;
 };
 
 /// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed

@@ -57,6 +57,9 @@ struct child_slot {
   bool dormant = false;
   bool dormant_event = false;  ///< a dormant child waiting for an event (else a timer)
   int64_t wake_at_ms = 0;      ///< of a dormant child: its timer, or its event's deadline (0: none)
+  /// It offered to give up its actor and was told yes: dormant once its actor is gone
+  /// (proc_sleep.cpp), live again if it takes the offer back.
+  bool sleep_pending = false;
 };
 
 /// Children to restart after the back-off once every one of them stopped.
@@ -67,6 +70,14 @@ struct restart_batch {
 
 struct proc_actor_state {
   static inline const char* name = "proctor.procedure";
+
+  /// An actor gone without releasing its dormant children (it crashed) leaves the gauge
+  /// right: they are gone with it.
+  ~proc_actor_state() {
+    if (dormant_children > 0 && env)
+      env->dormant_procedures.fetch_sub(static_cast<int64_t>(dormant_children),
+                                        std::memory_order_relaxed);
+  }
 
   // -- identity -----------------------------------------------------------------------------
   env_ptr env;
@@ -166,6 +177,12 @@ struct proc_actor_state {
   /// The image dormant children are spawned from, while any is left (proc_dormant.cpp).
   std::shared_ptr<const tree_image> dormant_image;
   size_t dormant_children = 0;
+  /// The images of children that gave up their actors while live (offered, or dormant since),
+  /// each spawned from its own (proc_sleep.cpp).
+  std::unordered_map<uint64_t, std::shared_ptr<const tree_image>> slept_images;
+  /// This procedure offered its parent to give up its actor: what wakes it is held until
+  /// the answer (proc_sleep.cpp).
+  bool offering = false;
   /// Appends sent to the journal and not yet durable, oldest first: (tag, what runs then).
   struct pending_append {
     uint64_t tag = 0;
@@ -264,9 +281,9 @@ journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec);
 bool init_from_image(proc_actor* self, proc_start& s);
 
 /// Spawns (monitored) the actor of child `cid` from `image`; `fresh`: its spawn was just
-/// committed, nothing of it ran yet.
+/// committed, nothing of it ran yet; `timer_due`: see proc_start::timer_due.
 void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image, uint64_t cid,
-                 bool fresh = false);
+                 bool fresh = false, bool timer_due = false);
 
 /// Respawns the children `ids` from the journal's current image of the tree.
 void restart_children(proc_actor* self, std::vector<uint64_t> ids);
@@ -362,11 +379,14 @@ void disarm_timer(proc_actor* self);
 /// timer or an event (not a call), nothing of its subtree runs, and passivation is on.
 bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid);
 
-/// Makes child `c` of `image` dormant until its timer, its event or the event's deadline.
-void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image);
+/// Makes child `c` of `image` dormant until its timer, its event or the event's deadline;
+/// `own`: the image is the child's alone (it gave up its actor while live), not the tree's.
+void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image,
+                  bool own = false);
 
-/// Spawns dormant child `c` now (its wake-up came, or a bypass is on its way to it).
-void wake_dormant(proc_actor* self, child_slot& c);
+/// Spawns dormant child `c` now (its wake-up came — `by_wake_up` — or a bypass is on its way
+/// to it).
+void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up = false);
 
 /// The wake-up of child `cid` came (wake_child_atom, from the timeout actor or the
 /// executor): spawned if it is still dormant (held while the tree is being passivated).
@@ -377,6 +397,25 @@ void stop_dormant(proc_actor* self, child_slot& c);
 
 /// Cancels the wake-ups of the dormant children (the parent's actor is going away).
 void release_dormant(proc_actor* self);
+
+// -- a waiting procedure's actor given up while its tree runs (proc_sleep.cpp) ---------------
+
+/// Thawed after its tree could not passivate: a procedure that only waits for its timer
+/// offers its parent to give up its actor until then.
+void offer_sleep(proc_actor* self);
+
+/// The parent's answer to the offer.
+void on_sleep_reply(proc_actor* self, bool accepted);
+
+/// Parent: child `cid` offers to give up its actor (`image`: its own, as journaled).
+void on_sleep_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image);
+
+/// Parent: child `cid` takes its accepted offer back.
+void on_sleep_undo(proc_actor* self, uint64_t cid);
+
+/// Parent: the actor of child `c`, which had offered, went down (`reason`): true if it gave
+/// way (it is dormant now, or counted stopped), false if it crashed (supervised as usual).
+bool on_sleeper_down(proc_actor* self, child_slot& c, const caf::error& reason);
 
 // -- passivation (proc_passivation.cpp) -------------------------------------------------------
 

@@ -1,0 +1,142 @@
+// A procedure that only waits for its timer gives up its actor while its tree runs (issue 15:
+// passivation at any depth, not only of trees that wholly wait). Its parent holds it dormant,
+// as it holds the children a tree woken from its image does not spawn (proc_dormant.cpp):
+// the timer is armed under the child's name, and the child is spawned from its image when
+// the timer fires, or earlier for a stop, a bypass or a restart.
+//
+// When: a root tries to passivate its tree hibernate_after after the tree last began to wait
+// (proc_passivation.cpp). An attempt that finds something running thaws the procedures that
+// only wait; a leaf among them waiting for its timer (one second away at least) then offers
+// to go. A tree that wholly waits passivates as one and costs nothing more.
+//
+// The hand-over, child C and parent P (each step ordered by its sender):
+//   1. C offers (sleep_offer_atom, with its image) and holds what would wake it meanwhile.
+//   2. P accepts unless the slot is busy with something else (a stop, a restart, a query of
+//      a passivation attempt, P's own stop): the slot is `sleep_pending`; P answers.
+//   3. C, told yes, checks that nothing came meanwhile (its timer, a bypass, a stop), cancels
+//      its deadlines and quits with errc::passivated; otherwise it takes the offer back
+//      (sleep_undo_atom) and runs what it held.
+//   4. P, seeing C's actor down with errc::passivated while `sleep_pending`, holds it
+//      dormant: it arms the timer under C's name (after C's cancel: the cancel was sent
+//      before C went down). A timer that fired into C while it offered is armed again
+//      already past, and so fires at once. A stop P sent C after its yes finds C dormant.
+// The image C sends is what its journal holds: it waits for a timer, has no children, and
+// its current state never started (it commits nothing while it offers).
+#include "actors/errors.hpp"
+#include "actors/procedure_actor_state.hpp"
+#include "persistence/tree_image.hpp"
+
+namespace proctor {
+
+namespace {
+
+/// True when this procedure only waits for its timer, with nothing of its own in flight.
+bool may_go(proc_actor* self) {
+  auto& st = self->state;
+  return !st.is_root && st.env->hibernate_after.count() >= 0
+         && st.status == proc_state::waiting_timeout && st.wait_timer_armed
+         && st.children.empty() && st.held.empty() && !st.frozen && !st.offering && !st.busy
+         && !st.job_queued && !st.ran_partly && !st.stopping && !st.parked && !st.failing
+         && !st.bypassing && !st.finishing && st.appends.empty() && st.stops_pending == 0
+         && st.pending_restarts.empty() && st.remote_failed.empty()
+         && st.timer_at_ms >= now_ms() + passivation_min_sleep_ms;
+}
+
+/// This procedure as its journal holds it (all that init_from_image reads of a timer leaf).
+std::shared_ptr<const tree_image> own_image(proc_actor* self) {
+  auto& st = self->state;
+  auto t = std::make_shared<tree_image>();
+  t->root_id = st.root_id;
+  t->past_no_return = st.past_no_return;
+  auto& p = t->procs[st.id];
+  p.id = st.id;
+  p.parent_id = st.parent_id;
+  p.type = st.type;
+  p.type_version = st.ptype->version;
+  p.priority = st.priority;
+  p.nonce = st.nonce;
+  p.status = st.status;
+  p.state = st.state;
+  p.data = st.committed_data;
+  p.data_version = st.ptype->version;
+  p.wake_at_ms = st.timer_at_ms;
+  return t;
+}
+
+void run_held(proc_actor* self) {
+  for (auto& f : std::exchange(self->state.held, {}))
+    f();
+}
+
+} // namespace
+
+void offer_sleep(proc_actor* self) {
+  if (!may_go(self))
+    return;
+  auto& st = self->state;
+  st.offering = true;
+  self->send(st.parent, sleep_offer_atom::value, st.id, own_image(self));
+}
+
+void on_sleep_reply(proc_actor* self, bool accepted) {
+  auto& st = self->state;
+  if (!std::exchange(st.offering, false))
+    return;
+  if (accepted) {
+    if (may_go(self)) {
+      PLOG(debug, self, "gives up its actor until its timer at {} ms", st.timer_at_ms);
+      release_timers(self);
+      self->quit(caf::make_error(errc::passivated));
+      return;
+    }
+    self->send(st.parent, sleep_undo_atom::value, st.id);
+  }
+  if (!st.frozen)
+    run_held(self);
+}
+
+void on_sleep_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image) {
+  auto& st = self->state;
+  auto from = caf::actor_cast<caf::actor>(self->current_sender());
+  auto* c = st.child(cid);
+  bool yes = c != nullptr && c->handle && c->handle == from && !c->ended && !c->restarting
+             && !c->stop_pending && !c->dormant && !c->sleep_pending && !st.stopping
+             && !st.failing && !st.parked && !st.frozen && !st.query && !st.bypassing
+             && image != nullptr && image->find(cid) != nullptr;
+  if (yes) {
+    c->sleep_pending = true;
+    st.slept_images[cid] = std::move(image);
+  }
+  self->send(from, sleep_reply_atom::value, yes);
+}
+
+void on_sleep_undo(proc_actor* self, uint64_t cid) {
+  auto& st = self->state;
+  auto* c = st.child(cid);
+  if (c == nullptr || !c->sleep_pending)
+    return;
+  c->sleep_pending = false;
+  st.slept_images.erase(cid);
+}
+
+bool on_sleeper_down(proc_actor* self, child_slot& c, const caf::error& reason) {
+  auto& st = self->state;
+  c.sleep_pending = false;
+  auto i = st.slept_images.find(c.id);
+  if (i == st.slept_images.end())
+    return false;
+  auto image = std::move(i->second);
+  st.slept_images.erase(i);
+  if (!is(reason, errc::passivated))
+    return false;  // it crashed meanwhile: supervised as any crash
+  if (c.stop_pending) {
+    // Asked to stop after its yes: it stopped, and its waiting state never started.
+    std::vector<uint64_t> clean{c.id};
+    child_stopped(self, c, &clean);
+    return true;
+  }
+  put_to_sleep(self, c, image, true);
+  return true;
+}
+
+} // namespace proctor
