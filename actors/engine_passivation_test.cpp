@@ -84,16 +84,17 @@ protected:
 
   long passivated() { return static_cast<long>(metric("proctor_hibernated_procedures")); }
 
-  /// root -> [a step waiting at `gate`, timer waiters of `waits_ms` (the last one under an
-  /// intermediate parent, at depth 3)]; each waiter runs NEXT once its timer fired.
-  ProbeData sleepers_beside_a_busy_step(const std::string& gate, const std::vector<int>& waits_ms) {
+  /// root -> [a step waiting at `gate`, leaves that wait (`waits`: SLEEP_FOR or SUSPEND; the
+  /// last one under an intermediate parent, at depth 3)]; each leaf runs NEXT once woken.
+  ProbeData sleepers_beside_a_busy_step(const std::string& gate,
+                                        const std::vector<ProbeAction>& waits) {
     auto busy = probe({act(ProbeAction::NEXT)});
     busy.mutable_actions(0)->set_gate(gate);
     auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
     *r.mutable_actions(0)->add_children() = busy;
-    for (size_t i = 0; i < waits_ms.size(); ++i) {
-      auto w = probe({act(ProbeAction::SLEEP_FOR, {}, waits_ms[i]), act(ProbeAction::NEXT)});
-      if (i + 1 < waits_ms.size() || waits_ms.size() == 1) {
+    for (size_t i = 0; i < waits.size(); ++i) {
+      auto w = probe({waits[i], act(ProbeAction::NEXT)});
+      if (i + 1 < waits.size() || waits.size() == 1) {
         *r.mutable_actions(0)->add_children() = w;
         continue;
       }
@@ -388,7 +389,8 @@ TEST_F(passivation_test, a_passivated_tree_is_back_before_its_earliest_deadline)
 // its next state once (proc_sleep.cpp).
 TEST_F(passivation_test, timer_waiters_give_up_their_actors_while_their_tree_runs) {
   start_with(std::chrono::milliseconds{20});
-  auto r = sleepers_beside_a_busy_step("busy", {2'500, 3'000});
+  auto r = sleepers_beside_a_busy_step(
+    "busy", {act(ProbeAction::SLEEP_FOR, {}, 2'500), act(ProbeAction::SLEEP_FOR, {}, 3'000)});
   auto id = submit("test.probe", json(r));
   std::vector<uint64_t> ids;  // root, busy, sleeper, mid, sleeper at depth 3
   ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
@@ -413,11 +415,42 @@ TEST_F(passivation_test, timer_waiters_give_up_their_actors_while_their_tree_run
   expect_clean_world();
 }
 
-// Procedures that gave up their actors while their tree ran are stopped and rolled back with
-// it: the state that committed their wait is undone, the one that never started is not.
-TEST_F(passivation_test, an_abort_rolls_back_timer_waiters_that_gave_up_their_actors) {
+// The same for procedures waiting for an event: the event comes through the parent, which
+// spawns the child to take it; one with a deadline comes back when the deadline passes.
+TEST_F(passivation_test, event_waiters_give_up_their_actors_while_their_tree_runs) {
   start_with(std::chrono::milliseconds{20});
-  auto r = sleepers_beside_a_busy_step("busy", {60'000, 60'000});
+  auto r = sleepers_beside_a_busy_step(
+    "busy", {act(ProbeAction::SUSPEND, "go"), act(ProbeAction::SUSPEND, "late", 2'500)});
+  auto id = submit("test.probe", json(r));
+  std::vector<uint64_t> ids;  // root, busy, waiter, mid, waiter at depth 3
+  ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 2; }))
+    << "the event waiters kept their actors";
+  EXPECT_EQ(status(ids[2]).waiting_for(), "event go");
+  EXPECT_EQ(starts(ids[2]), 1);
+  auto e = event("go", "42");
+  ASSERT_EQ(e.code(), pb::Response::OK) << e.error();
+  EXPECT_NE(e.text().find("delivered to 1 "), std::string::npos) << e.text();
+  ASSERT_TRUE(eventually([&] { return status(ids[2]).state() == pb::SUCCESS; }));
+  EXPECT_EQ(starts(ids[2]), 2);
+  // No event: its deadline brings it back (a probe resumes after a timed-out wait).
+  ASSERT_TRUE(eventually([&] { return status(ids[4]).state() == pb::SUCCESS; },
+                         std::chrono::seconds{15}))
+    << "the deadline did not bring the waiter back";
+  EXPECT_EQ(starts(ids[4]), 2);
+  EXPECT_EQ(metric("proctor_dormant_procedures"), 0);
+  world().open("busy");
+  ASSERT_EQ(wait(id).state(), pb::SUCCESS);
+  expect_clean_world();
+}
+
+// Procedures that gave up their actors while their tree ran (one waiting for a timer, one for
+// an event) are stopped and rolled back with it: the state that committed their wait is
+// undone, the one that never started is not.
+TEST_F(passivation_test, an_abort_rolls_back_waiters_that_gave_up_their_actors) {
+  start_with(std::chrono::milliseconds{20});
+  auto r = sleepers_beside_a_busy_step("busy", {act(ProbeAction::SLEEP_FOR, {}, 60'000),
+                                                act(ProbeAction::SUSPEND, "never")});
   auto id = submit("test.probe", json(r));
   ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 2; }));
   ASSERT_EQ(abort(id).code(), pb::Response::OK);
@@ -429,9 +462,9 @@ TEST_F(passivation_test, an_abort_rolls_back_timer_waiters_that_gave_up_their_ac
   expect_clean_world();
 }
 
-// Random moments: the busy step ends, or the tree is aborted, while timer
-// waiters offer, give up their actors or come due; each tree ends once, as it should.
-TEST_F(passivation_test, timer_waiters_giving_up_their_actors_race_with_aborts_and_ends) {
+// Random moments: the busy step ends, the tree is aborted, or events come, while timer and
+// event waiters offer, give up their actors or come due; each tree ends once, as it should.
+TEST_F(passivation_test, waiters_giving_up_their_actors_race_with_events_aborts_and_ends) {
   auto seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
@@ -439,15 +472,22 @@ TEST_F(passivation_test, timer_waiters_giving_up_their_actors_race_with_aborts_a
   struct tree_case {
     uint64_t id = 0;
     std::string gate;
+    std::vector<std::string> keys;  ///< of its event waiters
     bool aborted = false;
   };
   std::vector<tree_case> cases;
   for (int i = 0; i < 16; ++i) {
     tree_case t;
     t.gate = "busy" + std::to_string(i);
-    std::vector<int> waits;
-    for (size_t k = 0, n = 1 + rng() % 3; k < n; ++k)
-      waits.push_back(1'050 + static_cast<int>(rng() % 1'500));
+    std::vector<ProbeAction> waits;
+    for (size_t k = 0, n = 1 + rng() % 3; k < n; ++k) {
+      if (rng() % 2 == 0) {
+        waits.push_back(act(ProbeAction::SLEEP_FOR, {}, 1'050 + static_cast<int>(rng() % 1'500)));
+        continue;
+      }
+      t.keys.push_back("ev" + std::to_string(i) + "." + std::to_string(k));
+      waits.push_back(act(ProbeAction::SUSPEND, t.keys.back()));
+    }
     t.id = submit("test.probe", json(sleepers_beside_a_busy_step(t.gate, waits)));
     cases.push_back(t);
   }
@@ -462,10 +502,16 @@ TEST_F(passivation_test, timer_waiters_giving_up_their_actors_race_with_aborts_a
       t.aborted = true;
     if (rng() % 2 == 0)
       world().open(t.gate);
+    for (const auto& k : t.keys)
+      if (rng() % 2 == 0)
+        event(k, "1");
   }
   std::this_thread::sleep_until(deadline - std::chrono::milliseconds{rng() % 2'000});
-  for (auto& t : cases)
+  for (auto& t : cases) {
     world().open(t.gate);
+    for (const auto& k : t.keys)
+      event(k, "2");  // a second one for some: events are kept, and each wakes its waiter once
+  }
   for (auto& t : cases) {
     auto s = wait(t.id, std::chrono::seconds{30});
     auto ids = tree(t.id);

@@ -400,6 +400,11 @@ caf::behavior serving(executor_actor* self) {
     [self](wait_event_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
       await_event(self, key, id, std::move(parent), true);
     },
+    [self](sleep_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
+      return wait_through_parent(self, key, id,
+                                 caf::actor_cast<caf::actor>(self->current_sender()),
+                                 std::move(parent));
+    },
     [self](event_expire_atom, const std::string& key, uint64_t lsn) {
       auto& st = self->state;
       auto e = st.events.find(key);

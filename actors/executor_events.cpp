@@ -46,6 +46,27 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
     st.via_parent.insert(id);
 }
 
+bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
+                         const caf::actor& child, caf::actor parent) {
+  auto& st = self->state;
+  auto k = st.waiting_key.find(id);
+  if (k == st.waiting_key.end() || k->second != key)
+    return false;
+  auto w = st.event_waiters.find(key);
+  if (w == st.event_waiters.end())
+    return false;
+  for (auto& [wid, h] : w->second) {
+    if (wid != id)
+      continue;
+    if (!h || h != child)
+      return false;
+    h = std::move(parent);
+    st.via_parent.insert(id);
+    return true;
+  }
+  return false;
+}
+
 void arm_event_ttl(executor_actor* self, const std::string& key, const pending_event& ev) {
   auto& st = self->state;
   auto left = st.cfg.event_ttl - std::chrono::milliseconds{now_ms() - ev.arrived_at_ms};

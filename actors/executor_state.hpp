@@ -168,6 +168,12 @@ void forget_event_wait(executor_actor* self, uint64_t id);
 /// once by one kept from earlier (or held for it), else when the next one arrives. `via`:
 /// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
 /// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
+/// Procedure `id`, registered by its actor `child` for event `key`, is to be woken through
+/// `parent` from now on (it gives up its actor: proc_sleep.cpp). False if that registration
+/// is gone (the event is on its way to the actor).
+bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
+                         const caf::actor& child, caf::actor parent);
+
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
                  bool via = false);
 /// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).

@@ -143,13 +143,16 @@ using wake_child_atom = caf::atom_constant<caf::atom("wakechild")>;
 /// Parent to executor: (key, child id, parent) its dormant child waits for event `key`;
 /// the event wakes the child through its parent.
 using wait_event_via_atom = caf::atom_constant<caf::atom("waitevvia")>;
-/// Child to parent: (child id, its image) it only waits for its timer and offers to give up
+/// Child to parent: (child id, its image) it only waits for its timer or event and offers to give up
 /// its actor while its tree runs (proc_sleep.cpp); the parent answers with sleep_reply_atom
 /// (bool: accepted), and the child that then quits with errc::passivated is held dormant.
 using sleep_offer_atom = caf::atom_constant<caf::atom("sleepoffer")>;
 using sleep_reply_atom = caf::atom_constant<caf::atom("sleepreply")>;
 /// Child to parent: (child id) accepted, it cannot go after all (something came meanwhile).
 using sleep_undo_atom = caf::atom_constant<caf::atom("sleepundo")>;
+/// Child to executor: (key, child id, parent) its event is to wake it through its parent
+/// from now on; true if it was still registered (so no event is on its way to its actor).
+using sleep_via_atom = caf::atom_constant<caf::atom("sleepvia")>;
 
 /// A tree whose earliest deadline is nearer than this stays awake: bringing it back from the
 /// journal costs more than keeping it (a wide tree with timers due every few ms would be read

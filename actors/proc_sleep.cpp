@@ -1,27 +1,33 @@
-// A procedure that only waits for its timer gives up its actor while its tree runs (issue 15:
-// passivation at any depth, not only of trees that wholly wait). Its parent holds it dormant,
-// as it holds the children a tree woken from its image does not spawn (proc_dormant.cpp):
-// the timer is armed under the child's name, and the child is spawned from its image when
-// the timer fires, or earlier for a stop, a bypass or a restart.
+// A procedure that only waits for its timer or its event gives up its actor while its tree
+// runs (issue 15: passivation at any depth, not only of trees that wholly wait). Its parent
+// holds it dormant, as it holds the children a tree woken from its image does not spawn
+// (proc_dormant.cpp): the timer or the event's deadline is armed under the child's name, its
+// event comes through the parent, and the child is spawned from its image when either comes,
+// or earlier for a stop, a bypass or a restart.
 //
 // When: a root tries to passivate its tree hibernate_after after the tree last began to wait
 // (proc_passivation.cpp). An attempt that finds something running thaws the procedures that
-// only wait; a leaf among them waiting for its timer (one second away at least) then offers
-// to go. A tree that wholly waits passivates as one and costs nothing more.
+// only wait; a leaf among them waiting for its timer or event (its deadline, if any, a second
+// away at least) then offers to go. A tree that wholly waits passivates as one and costs
+// nothing more.
 //
 // The hand-over, child C and parent P (each step ordered by its sender):
 //   1. C offers (sleep_offer_atom, with its image) and holds what would wake it meanwhile.
 //   2. P accepts unless the slot is busy with something else (a stop, a restart, a query of
 //      a passivation attempt, P's own stop): the slot is `sleep_pending`; P answers.
-//   3. C, told yes, checks that nothing came meanwhile (its timer, a bypass, a stop), cancels
-//      its deadlines and quits with errc::passivated; otherwise it takes the offer back
-//      (sleep_undo_atom) and runs what it held.
+//   3. C, told yes, checks that nothing came meanwhile (its timer, a bypass, a stop);
+//      otherwise it takes the offer back (sleep_undo_atom) and runs what it held. Waiting for
+//      an event, it first asks the executor to route the event through P (sleep_via_atom),
+//      which it does only if C's registration is still there: else the event is on its way
+//      to C, which then stays. Then C cancels its deadlines and quits with errc::passivated.
 //   4. P, seeing C's actor down with errc::passivated while `sleep_pending`, holds it
-//      dormant: it arms the timer under C's name (after C's cancel: the cancel was sent
-//      before C went down). A timer that fired into C while it offered is armed again
-//      already past, and so fires at once. A stop P sent C after its yes finds C dormant.
-// The image C sends is what its journal holds: it waits for a timer, has no children, and
-// its current state never started (it commits nothing while it offers).
+//      dormant: it arms the deadline under C's name (after C's cancel: the cancel was sent
+//      before C went down) and registers C's event through itself (an event the executor
+//      routed to P before that is held for C's next actor, and sent again). A timer that
+//      fired into C while it offered is armed again already past, and so fires at once. A
+//      stop P sent C after its yes finds C dormant.
+// The image C sends is what its journal holds: it waits, has no children, and its current
+// state never started (it commits nothing while it offers).
 #include "actors/errors.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "persistence/tree_image.hpp"
@@ -30,19 +36,27 @@ namespace proctor {
 
 namespace {
 
-/// True when this procedure only waits for its timer, with nothing of its own in flight.
-bool may_go(proc_actor* self) {
-  auto& st = self->state;
-  return !st.is_root && st.env->hibernate_after.count() >= 0
-         && st.status == proc_state::waiting_timeout && st.wait_timer_armed
-         && st.children.empty() && st.held.empty() && !st.frozen && !st.offering && !st.busy
-         && !st.job_queued && !st.ran_partly && !st.stopping && !st.parked && !st.failing
-         && !st.bypassing && !st.finishing && st.appends.empty() && st.stops_pending == 0
-         && st.pending_restarts.empty() && st.remote_failed.empty()
-         && st.timer_at_ms >= now_ms() + passivation_min_sleep_ms;
+bool waits_for_event(const proc_actor_state& st) {
+  return st.status == proc_state::waiting && !st.event_key.empty() && st.call_service.empty()
+         && st.event_payload.empty();
 }
 
-/// This procedure as its journal holds it (all that init_from_image reads of a timer leaf).
+/// True when this procedure only waits for its timer or its event (its deadline, if any, a
+/// second away at least), with nothing of its own in flight.
+bool may_go(proc_actor* self) {
+  auto& st = self->state;
+  auto due = waits_for_event(st) ? st.deadline_ms
+             : st.status == proc_state::waiting_timeout && st.wait_timer_armed ? st.timer_at_ms
+                                                                               : -1;
+  return due >= 0 && (due == 0 || due >= now_ms() + passivation_min_sleep_ms) && !st.is_root
+         && st.env->hibernate_after.count() >= 0 && st.children.empty() && st.held.empty()
+         && !st.frozen && !st.offering && !st.busy && !st.job_queued && !st.ran_partly
+         && !st.stopping && !st.parked && !st.failing && !st.bypassing && !st.finishing
+         && st.appends.empty() && st.stops_pending == 0 && st.pending_restarts.empty()
+         && st.remote_failed.empty();
+}
+
+/// This procedure as its journal holds it (all that init_from_image reads of a waiting leaf).
 std::shared_ptr<const tree_image> own_image(proc_actor* self) {
   auto& st = self->state;
   auto t = std::make_shared<tree_image>();
@@ -59,13 +73,34 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
   p.state = st.state;
   p.data = st.committed_data;
   p.data_version = st.ptype->version;
-  p.wake_at_ms = st.timer_at_ms;
+  if (st.status == proc_state::waiting_timeout) {
+    p.wake_at_ms = st.timer_at_ms;
+  } else {
+    p.event_key = st.event_key;
+    p.deadline_ms = st.deadline_ms;
+  }
   return t;
 }
 
 void run_held(proc_actor* self) {
+  if (self->state.frozen)
+    return;  // its tree is being asked: thawed, it runs them
   for (auto& f : std::exchange(self->state.held, {}))
     f();
+}
+
+void go(proc_actor* self) {
+  PLOG(debug, self, "gives up its actor until its {}",
+       self->state.event_key.empty() ? "timer" : "event " + self->state.event_key);
+  release_timers(self);
+  self->quit(caf::make_error(errc::passivated));
+}
+
+/// Told yes, but it cannot go: the parent keeps its actor.
+void take_back(proc_actor* self) {
+  auto& st = self->state;
+  self->send(st.parent, sleep_undo_atom::value, st.id);
+  run_held(self);
 }
 
 } // namespace
@@ -82,19 +117,34 @@ void on_sleep_reply(proc_actor* self, bool accepted) {
   auto& st = self->state;
   if (!std::exchange(st.offering, false))
     return;
-  if (accepted) {
-    if (may_go(self)) {
-      PLOG(debug, self, "gives up its actor until its timer at {} ms", st.timer_at_ms);
-      release_timers(self);
-      self->quit(caf::make_error(errc::passivated));
-      return;
-    }
-    self->send(st.parent, sleep_undo_atom::value, st.id);
-  }
-  if (!st.frozen)
-    run_held(self);
+  if (!accepted)
+    return run_held(self);
+  if (!may_go(self))
+    return take_back(self);
+  if (!waits_for_event(st))
+    return go(self);
+  // Its event must come through the parent from now on: the executor switches the
+  // registration unless the event is on its way here already.
+  st.offering = true;  // what wakes it is still held
+  self->request(st.env->executor, caf::infinite, sleep_via_atom::value, st.event_key, st.id,
+                st.parent)
+    .then(
+      [self](bool switched) {
+        auto& st = self->state;
+        st.offering = false;
+        if (switched && may_go(self))
+          return go(self);
+        if (switched)  // something came meanwhile: its own registration back
+          self->send(st.env->executor, wait_event_atom::value, st.event_key, st.id,
+                     caf::actor_cast<caf::actor>(self));
+        take_back(self);
+      },
+      [self](caf::error&) {
+        // The executor is going down, and the node with it: the actor stays as it was.
+        self->state.offering = false;
+        take_back(self);
+      });
 }
-
 void on_sleep_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image) {
   auto& st = self->state;
   auto from = caf::actor_cast<caf::actor>(self->current_sender());

@@ -256,7 +256,9 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         return;
       if (timed_out)
         st.wait_timer_armed = false;  // it fired
-      if (st.frozen)  // its tree is being passivated: see proc_passivation.cpp
+      // Its tree is being passivated (proc_passivation.cpp), or it offered to give up its
+      // actor (proc_sleep.cpp).
+      if (st.frozen || st.offering)
         return hold(self, [self, payload, timed_out] { on_wake(self, payload, timed_out); });
       on_wake(self, payload, timed_out);
     },

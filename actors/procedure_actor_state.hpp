@@ -400,8 +400,8 @@ void release_dormant(proc_actor* self);
 
 // -- a waiting procedure's actor given up while its tree runs (proc_sleep.cpp) ---------------
 
-/// Thawed after its tree could not passivate: a procedure that only waits for its timer
-/// offers its parent to give up its actor until then.
+/// Thawed after its tree could not passivate: a procedure that only waits for its timer or
+/// its event offers its parent to give up its actor until then.
 void offer_sleep(proc_actor* self);
 
 /// The parent's answer to the offer.
