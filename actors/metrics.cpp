@@ -156,7 +156,7 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
   gauge("proctor_dormant_procedures",
         "Procedures without an actor held by their parent's live actor until their timer or "
         "event (the others without one are in passivated trees).",
-        static_cast<double>(g.dormant));
+        static_cast<double>(g.dormant_procedures));
   gauge("proctor_active_epoch",
         "The data directory's epoch this process holds (one more at every takeover).",
         static_cast<double>(g.epoch));

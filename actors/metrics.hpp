@@ -27,7 +27,7 @@ struct executor_gauges {
   int64_t active_since_ms = 0;  ///< wall clock: since when this process is the active one
   int64_t takeover_ms = 0;      ///< how long its takeover took (0: started without one)
   uint64_t passivation_attempts = 0;  ///< counter: trees asked whether they only wait
-  int64_t dormant = 0;  ///< procedures held dormant by a live parent, without an actor
+  int64_t dormant_procedures = 0;  ///< held dormant by a live parent, without an actor
 };
 
 class type_metrics {

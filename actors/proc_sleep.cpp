@@ -145,6 +145,7 @@ void on_sleep_reply(proc_actor* self, bool accepted) {
         take_back(self);
       });
 }
+
 void on_sleep_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image) {
   auto& st = self->state;
   auto from = caf::actor_cast<caf::actor>(self->current_sender());
