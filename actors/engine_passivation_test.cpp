@@ -444,6 +444,31 @@ TEST_F(passivation_test, event_waiters_give_up_their_actors_while_their_tree_run
   expect_clean_world();
 }
 
+// A node that stops while waiters are dormant under a running tree loses nothing: their
+// waits are in the journal (giving up an actor writes nothing), and after the restart each
+// is woken once, by its timer or its event, and runs its next state once.
+TEST_F(passivation_test, waiters_that_gave_up_their_actors_are_woken_once_after_a_restart) {
+  start_with(std::chrono::milliseconds{20});
+  auto r = sleepers_beside_a_busy_step(
+    "busy", {act(ProbeAction::SLEEP_FOR, {}, 3'000), act(ProbeAction::SUSPEND, "after")});
+  auto id = submit("test.probe", json(r));
+  std::vector<uint64_t> ids;  // root, busy, timer waiter, mid, event waiter at depth 3
+  ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 2; }));
+  world().open("busy");  // the busy step ran partly: it runs again after the restart
+  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  EXPECT_EQ(status(ids[2]).state(), pb::WAITING_TIMEOUT);
+  EXPECT_EQ(status(ids[4]).state(), pb::WAITING);
+  auto e = event("after", "1");
+  ASSERT_EQ(e.code(), pb::Response::OK) << e.error();
+  auto s = wait(id, std::chrono::seconds{30});
+  ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
+  for (auto w : {ids[2], ids[4]})
+    EXPECT_EQ(world().starts()[probe_world::key(w, 2)], 1)
+      << "the next state of waiter " << w << " ran more than once, or not at all";
+  expect_clean_world();
+}
+
 // Procedures that gave up their actors while their tree ran (one waiting for a timer, one for
 // an event) are stopped and rolled back with it: the state that committed their wait is
 // undone, the one that never started is not.
