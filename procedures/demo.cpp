@@ -422,19 +422,11 @@ void register_demo_procedures(registry& r) {
     .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{5}));
   r.add<flaky>("demo.flaky");
   r.add<wait_event>("demo.wait_event");
-  {
-    procedure_type t{"demo.noop", 1, [] { return std::unique_ptr<procedure>(new noop()); }, {},
-                     {}, true};
-    r.add(std::move(t));
-  }
+  r.add<noop>("demo.noop").nonblocking();
   r.add<call_service>("demo.call");
   r.add<timers>("demo.timers");
   r.add<timer>("demo.timer");
-  {
-    procedure_type t{"demo.fanout", 1, [] { return std::unique_ptr<procedure>(new fanout()); },
-                     {}, {}, true};
-    r.add(std::move(t));
-  }
+  r.add<fanout>("demo.fanout").nonblocking();
 }
 
 } // namespace proctor

@@ -96,6 +96,15 @@ public:
     return *this;
   }
 
+  /// Declares the type's steps and undos nonblocking (procedure_type::nonblocking): no I/O,
+  /// no sleep, microseconds each. A step of such a type that needs no lock runs on its
+  /// procedure's actor without waiting for a run slot.
+  type_declaration& nonblocking(bool yes = true) {
+    if (type_ != nullptr)
+      type_->nonblocking = yes;
+    return *this;
+  }
+
   /// What procedures of this type do while a child they placed on another node cannot be
   /// reached: wait (the default), or fail their tree after a deadline.
   type_declaration& on_node_loss(node_loss_policy p) {

@@ -105,6 +105,21 @@ TEST(registry_test, add_finds_out_whether_a_type_declares_locks) {
   EXPECT_TRUE(r.find("t.manual")->declares_locks);
 }
 
+TEST(registry_test, a_type_is_declared_nonblocking_where_it_is_added) {
+  registry r;
+  ASSERT_TRUE(r.add<counting>("t.blocking"));
+  ASSERT_TRUE(r.add<counting>("t.quick").nonblocking());
+  EXPECT_FALSE(r.find("t.blocking")->nonblocking);
+  EXPECT_TRUE(r.find("t.quick")->nonblocking);
+  // The demo types that only compute are; those that touch a disk or wait are not.
+  registry demo;
+  register_demo_procedures(demo);
+  EXPECT_TRUE(demo.find("demo.noop")->nonblocking);
+  EXPECT_TRUE(demo.find("demo.fanout")->nonblocking);
+  EXPECT_FALSE(demo.find("demo.ledger")->nonblocking);
+  EXPECT_FALSE(demo.find("demo.timer")->nonblocking);
+}
+
 TEST(registry_test, default_version_is_one) {
   registry r;
   ASSERT_TRUE(r.add<counting>("t.counting"));
