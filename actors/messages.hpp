@@ -143,9 +143,10 @@ using wake_child_atom = caf::atom_constant<caf::atom("wakechild")>;
 /// Parent to executor: (key, child id, parent) its dormant child waits for event `key`;
 /// the event wakes the child through its parent.
 using wait_event_via_atom = caf::atom_constant<caf::atom("waitevvia")>;
-/// Child to parent: (child id, its image) it only waits for its timer or event and offers to give up
-/// its actor while its tree runs (proc_sleep.cpp); the parent answers with sleep_reply_atom
-/// (bool: accepted), and the child that then quits with errc::passivated is held dormant.
+/// Child to parent: (child id, its image) it only waits for its timer or event and offers
+/// to give up its actor while its tree runs (proc_sleep.cpp); the parent answers with
+/// sleep_reply_atom (bool: accepted), and the child that then quits with errc::passivated
+/// is held dormant.
 using sleep_offer_atom = caf::atom_constant<caf::atom("sleepoffer")>;
 using sleep_reply_atom = caf::atom_constant<caf::atom("sleepreply")>;
 /// Child to parent: (child id) accepted, it cannot go after all (something came meanwhile).
