@@ -46,25 +46,31 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
     st.via_parent.insert(id);
 }
 
-bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
-                         const caf::actor& child, caf::actor parent) {
+caf::actor* event_waiter(executor_actor* self, uint64_t id) {
   auto& st = self->state;
   auto k = st.waiting_key.find(id);
-  if (k == st.waiting_key.end() || k->second != key)
-    return false;
-  auto w = st.event_waiters.find(key);
+  if (k == st.waiting_key.end())
+    return nullptr;
+  auto w = st.event_waiters.find(k->second);
   if (w == st.event_waiters.end())
+    return nullptr;
+  for (auto& [wid, h] : w->second)
+    if (wid == id)
+      return &h;
+  return nullptr;
+}
+
+bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
+                         const caf::actor& child, caf::actor parent) {
+  auto k = self->state.waiting_key.find(id);
+  if (k == self->state.waiting_key.end() || k->second != key)
     return false;
-  for (auto& [wid, h] : w->second) {
-    if (wid != id)
-      continue;
-    if (!h || h != child)
-      return false;
-    h = std::move(parent);
-    st.via_parent.insert(id);
-    return true;
-  }
-  return false;
+  auto* h = event_waiter(self, id);
+  if (h == nullptr || !*h || *h != child)
+    return false;
+  *h = std::move(parent);
+  self->state.via_parent.insert(id);
+  return true;
 }
 
 void arm_event_ttl(executor_actor* self, const std::string& key, const pending_event& ev) {

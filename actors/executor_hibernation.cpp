@@ -93,10 +93,8 @@ bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
     if (st.waiting_key.find(id) == st.waiting_key.end())
       return false;
   for (auto id : a.event_waiters) {
-    auto k = st.waiting_key.find(id);
-    for (auto& [wid, h] : st.event_waiters[k->second])
-      if (wid == id)
-        h = nullptr;  // its place among the waiters stays, without an actor
+    if (auto* h = event_waiter(self, id))
+      *h = nullptr;  // its place among the waiters stays, without an actor
     st.via_parent.erase(id);
   }
   sleep_root(self, r->second, root_id, a.deadline_ms, a.remote_nodes);

@@ -168,6 +168,10 @@ void forget_event_wait(executor_actor* self, uint64_t id);
 /// once by one kept from earlier (or held for it), else when the next one arrives. `via`:
 /// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
 /// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
+/// The handle procedure `id` is registered with as an event waiter (its actor, its parent's,
+/// or none for a passivated tree); nullptr if it is not registered.
+caf::actor* event_waiter(executor_actor* self, uint64_t id);
+
 /// Procedure `id`, registered by its actor `child` for event `key`, is to be woken through
 /// `parent` from now on (it gives up its actor: proc_sleep.cpp). False if that registration
 /// is gone (the event is on its way to the actor).

@@ -70,6 +70,13 @@ void forget(proc_actor* self, child_slot& c) {
     st.dormant_image.reset();
 }
 
+/// Dormant child `c` will not be spawned by its wake-up: the parent's arm goes too.
+void disarm(proc_actor* self, child_slot& c) {
+  if (c.wake_at_ms > 0)
+    cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
+  forget(self, c);
+}
+
 } // namespace
 
 void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
@@ -102,20 +109,15 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
 void stop_dormant(proc_actor* self, child_slot& c) {
   if (!c.dormant)
     return;
-  if (c.wake_at_ms > 0)
-    cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
-  forget(self, c);
+  disarm(self, c);
   // As a stopped waiting child reports: its current state never started.
   c.stopped_clean = {c.id};
 }
 
 void release_dormant(proc_actor* self) {
   for (auto& c : self->state.children)
-    if (c.dormant) {
-      if (c.wake_at_ms > 0)
-        cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
-      forget(self, c);
-    }
+    if (c.dormant)
+      disarm(self, c);
 }
 
 } // namespace proctor

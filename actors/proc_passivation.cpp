@@ -60,23 +60,6 @@ void not_if_due_soon(passivation_answer& a) {
   }
 }
 
-/// This procedure's own part of the answer (`idle` false: it does not only wait).
-passivation_answer own_answer(proc_actor* self) {
-  auto& st = self->state;
-  passivation_answer a;
-  a.idle = only_waits(self);
-  if (!a.idle)
-    return a;
-  if (st.status == proc_state::waiting_timeout) {
-    a.deadline_ms = st.timer_at_ms;
-  } else if (!st.event_key.empty()) {
-    a.deadline_ms = st.deadline_ms;
-    a.event_waiters.push_back(st.id);
-  }
-  not_if_due_soon(a);
-  return a;
-}
-
 /// The part of the answer of dormant child `c` (it only waits for its wake-up).
 passivation_answer dormant_answer(const child_slot& c) {
   passivation_answer a;
@@ -144,6 +127,22 @@ void end_attempt(proc_actor* self, bool retry) {
 }
 
 } // namespace
+
+passivation_answer own_answer(proc_actor* self) {
+  auto& st = self->state;
+  passivation_answer a;
+  a.idle = only_waits(self);
+  if (!a.idle)
+    return a;
+  if (st.status == proc_state::waiting_timeout) {
+    a.deadline_ms = st.timer_at_ms;
+  } else if (!st.event_key.empty()) {
+    a.deadline_ms = st.deadline_ms;
+    a.event_waiters.push_back(st.id);
+  }
+  not_if_due_soon(a);
+  return a;
+}
 
 void thaw(proc_actor* self) {
   auto& st = self->state;

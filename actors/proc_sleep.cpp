@@ -37,23 +37,16 @@ namespace proctor {
 namespace {
 
 bool waits_for_event(const proc_actor_state& st) {
-  return st.status == proc_state::waiting && !st.event_key.empty() && st.call_service.empty()
-         && st.event_payload.empty();
+  return st.status == proc_state::waiting && !st.event_key.empty();
 }
 
-/// True when this procedure only waits for its timer or its event (its deadline, if any, a
-/// second away at least), with nothing of its own in flight.
+/// True when this leaf only waits for its timer or its event (its deadline, if any, a second
+/// away at least: as it would answer a passivation attempt), with nothing held or offered.
 bool may_go(proc_actor* self) {
   auto& st = self->state;
-  auto due = waits_for_event(st) ? st.deadline_ms
-             : st.status == proc_state::waiting_timeout && st.wait_timer_armed ? st.timer_at_ms
-                                                                               : -1;
-  return due >= 0 && (due == 0 || due >= now_ms() + passivation_min_sleep_ms) && !st.is_root
-         && st.env->hibernate_after.count() >= 0 && st.children.empty() && st.held.empty()
-         && !st.frozen && !st.offering && !st.busy && !st.job_queued && !st.ran_partly
-         && !st.stopping && !st.parked && !st.failing && !st.bypassing && !st.finishing
-         && st.appends.empty() && st.stops_pending == 0 && st.pending_restarts.empty()
-         && st.remote_failed.empty();
+  return !st.is_root && st.env->hibernate_after.count() >= 0 && st.children.empty()
+         && st.held.empty() && !st.frozen && !st.offering && !st.ran_partly
+         && (!waits_for_event(st) || st.event_payload.empty()) && own_answer(self).idle;
 }
 
 /// This procedure as its journal holds it (all that init_from_image reads of a waiting leaf).

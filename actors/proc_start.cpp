@@ -76,10 +76,9 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   for (auto cid : p->children) {
     bool awaited = awaited_ids.contains(cid);
     auto& c = st.add_child(cid, awaited);
-    if (const auto* cp = s.image->find(cid); cp != nullptr && cp->remote()
-                                             && is_final(cp->status)
-                                             && cp->status != proc_state::success
-                                             && !s.image->failed) {
+    const auto* cp = s.image->find(cid);
+    if (cp != nullptr && cp->remote() && is_final(cp->status)
+        && cp->status != proc_state::success && !s.image->failed) {
       // Failed on its node, and the tree had not failed yet when this node stopped: it
       // fails now (the child stays unended: nothing runs on as if it had succeeded).
       st.remote_failed.emplace_back(cid, "on node " + cp->node + ": " + cp->error);
@@ -90,7 +89,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
       st.parked = !st.is_root;
       continue;
     }
-    if (const auto* cp = s.image->find(cid); cp != nullptr && is_final(cp->status)) {
+    if (cp != nullptr && is_final(cp->status)) {
       st.child_ended(c, child_result{cid, cp->status, cp->result_json, cp->error});
       collect_subtree(*s.image, cid, &st.finished_subtree);
     }

@@ -423,6 +423,11 @@ bool on_sleeper_down(proc_actor* self, child_slot& c, const caf::error& reason);
 /// its root (which does the same).
 void offer_passivation(proc_actor* self);
 
+/// This procedure's own part of a passivation answer, its children's not counted: `idle`
+/// false when it does not only wait, or when its deadline is due within
+/// passivation_min_sleep_ms.
+passivation_answer own_answer(proc_actor* self);
+
 /// Root: its hibernate_after deadline (`token`) passed: tries to passivate its tree.
 void try_hibernate(proc_actor* self, uint64_t token);
 
