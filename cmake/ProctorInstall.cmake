@@ -38,6 +38,7 @@ foreach(dir procedures persistence supervision actors)
     # The engine's own test fixtures, not an author's API.
     PATTERN "engine_fixture.hpp" EXCLUDE
     PATTERN "engine_nodes_fixture.hpp" EXCLUDE
+    PATTERN "engine_passivation_fixture.hpp" EXCLUDE
     PATTERN "engine_probe.hpp" EXCLUDE)
 endforeach()
 install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/ DESTINATION ${PROCTOR_INCLUDE_DEST}
