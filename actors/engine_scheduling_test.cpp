@@ -61,6 +61,31 @@ private:
   void nothing(pb::NoopData&, context&) {}
 };
 
+/// A quick first state declared nonblocking (it notes that it ran), then a marker's step.
+class quick_then_marker : public state_machine<pb::TimerData, pb::TimerState> {
+public:
+  quick_then_marker() {
+    on(pb::TIMER_WAIT, &quick_then_marker::quick, &quick_then_marker::nothing);
+    on(pb::TIMER_FIRE, &quick_then_marker::slow, &quick_then_marker::nothing);
+    nonblocking(pb::TIMER_WAIT);
+  }
+
+  static inline std::atomic<int> quick_ran{0};
+
+private:
+  outcome quick(pb::TimerData&, context&) {
+    ++quick_ran;
+    return next(pb::TIMER_FIRE);
+  }
+  outcome slow(pb::TimerData&, context& ctx) {
+    pass_gate();
+    std::lock_guard<std::mutex> g(order_mtx);
+    order.push_back(ctx.id());
+    return done();
+  }
+  void nothing(pb::TimerData&, context&) {}
+};
+
 class scheduling_test : public engine {
 protected:
   void SetUp() override {
@@ -71,6 +96,8 @@ protected:
     steps_started = 0;
     types_.add<marker>("test.marker");
     types_.add<crowd>("test.crowd");
+    types_.add<quick_then_marker>("test.quick_then_marker");
+    quick_then_marker::quick_ran = 0;
   }
 
   size_t position(uint64_t id) {
@@ -120,6 +147,28 @@ TEST_F(scheduling_test, one_huge_tree_does_not_starve_another_root) {
   EXPECT_EQ(wait(big).state(), pb::SUCCESS);
   // Round-robin between roots: the small root waits for at most a few of the tree's 60 steps.
   EXPECT_LT(position(small), 10u) << "ran after " << position(small) << " steps of the big tree";
+}
+
+TEST_F(scheduling_test, a_state_declared_nonblocking_runs_while_every_run_slot_is_taken) {
+  start([](node_options& o) { o.workers = 1; });
+  gate_open = false;
+  auto blocker = submit("test.marker", R"({"steps":1})");
+  ASSERT_TRUE(eventually([&] { return steps_started.load() == 1; }))
+    << "the blocker's step never started";
+  // Its first state runs on its actor, although the one run slot is held; its second,
+  // blocking, waits for the slot.
+  auto id = submit("test.quick_then_marker", R"({"wake_at_ms":1})");
+  EXPECT_TRUE(eventually([&] { return quick_then_marker::quick_ran.load() == 1; }))
+    << "the nonblocking state waited for a run slot";
+  EXPECT_TRUE(eventually([&] { return metric("proctor_queue_depth") >= 1; }))
+    << "the blocking state did not queue for the run slot";
+  EXPECT_EQ(steps_started.load(), 1) << "the blocking state ran without a run slot";
+  gate_open = true;
+  EXPECT_EQ(wait(id).state(), pb::SUCCESS);
+  EXPECT_EQ(wait(blocker).state(), pb::SUCCESS);
+  EXPECT_EQ(position(blocker), 0u);
+  EXPECT_EQ(position(id), 1u);
+  EXPECT_EQ(quick_then_marker::quick_ran.load(), 1);
 }
 
 } // namespace

@@ -71,7 +71,8 @@ struct step_job {
   /// Locks to hold before the step runs (kept until unlock); empty: none needed.
   lock_set locks;
   std::vector<uint64_t> ancestors;  ///< whose locks this procedure may use
-  /// Run on the procedure actor's thread (procedure_type::nonblocking) instead of a worker:
+  /// Run on the procedure actor's thread (procedure_type::nonblocking, or
+  /// procedure::never_blocks for this state) instead of a worker:
   /// the scheduler sends the job back as (run_inline_atom, step_job) when its turn comes.
   bool run_inline = false;
   /// Run inline without asking the scheduler first (nonblocking, no locks): there is no

@@ -46,6 +46,7 @@ void put_to_sleep(proc_actor* self, child_slot& c,
     st.dormant_image = image;
   st.env->dormant_procedures.fetch_add(1, std::memory_order_relaxed);
   c.dormant = true;
+  c.dormant_entry = &p;
   c.dormant_event = p.status == proc_state::waiting;
   c.wake_at_ms = c.dormant_event ? p.deadline_ms : p.wake_at_ms;
   ++st.dormant_children;
@@ -63,6 +64,7 @@ namespace {
 void forget(proc_actor* self, child_slot& c) {
   auto& st = self->state;
   c.dormant = false;
+  c.dormant_entry = nullptr;
   st.env->dormant_procedures.fetch_sub(1, std::memory_order_relaxed);
   if (!st.slept_images.empty())
     st.slept_images.erase(c.id);
@@ -89,8 +91,9 @@ void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
   auto& st = self->state;
   auto own = st.slept_images.find(c.id);
   auto image = own != st.slept_images.end() ? own->second : st.dormant_image;
+  const auto* entry = c.dormant_entry;
   forget(self, c);
-  spawn_child(self, image, c.id, false, timer_due);
+  spawn_child(self, image, c.id, false, timer_due, entry);
 }
 
 void on_wake_child(proc_actor* self, uint64_t cid) {

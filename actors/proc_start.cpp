@@ -11,7 +11,7 @@ namespace proctor {
 /// Starts from the journaled image: spawn live children, then run, wait or roll back.
 bool init_from_image(proc_actor* self, proc_start& s) {
   auto& st = self->state;
-  const auto* p = s.image->find(s.id);
+  const auto* p = s.entry != nullptr ? s.entry : s.image->find(s.id);
   if (p == nullptr) {
     spdlog::error("[proc {}] not in its tree's image", s.id);
     return false;
@@ -99,7 +99,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
 
 
 void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image,
-                 uint64_t cid, bool fresh, bool timer_due) {
+                 uint64_t cid, bool fresh, bool timer_due, const proc_image* entry) {
   auto& st = self->state;
   auto* c = st.child(cid);
   if (c->dormant)
@@ -118,7 +118,8 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.ancestors.push_back(st.id);
   cs.parent_type = st.ptype;
   cs.tree_root_id = st.tree_root_id;
-  const auto* cp = image->find(cid);
+  const auto* cp = entry != nullptr ? entry : image->find(cid);
+  cs.entry = cp;
   c->handle = cp != nullptr && cp->remote()
                 ? spawn_remote_child(self, std::move(cs))
                 : self->spawn<caf::monitored>(procedure_actor, std::move(cs));

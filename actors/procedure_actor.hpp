@@ -20,6 +20,9 @@ struct proc_start {
   /// live descendants, whose actors it spawns).
   std::shared_ptr<const tree_image> image;
   uint64_t id = 0;
+  /// Its own entry in `image` when the spawner has it at hand (a parent waking a dormant
+  /// child), else null and looked up: a wide tree's image is a map of many thousands.
+  const proc_image* entry = nullptr;
   caf::actor parent;  ///< invalid for a root
   caf::actor root;    ///< invalid for a root
   bool rollback = false;  ///< root only: the tree failed; run its rollback

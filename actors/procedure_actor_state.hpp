@@ -57,6 +57,8 @@ struct child_slot {
   bool dormant = false;
   bool dormant_event = false;  ///< a dormant child waiting for an event (else a timer)
   int64_t wake_at_ms = 0;      ///< of a dormant child: its timer, or its event's deadline (0: none)
+  /// Of a dormant child: its entry in the image it sleeps in (spawned from it when woken).
+  const proc_image* dormant_entry = nullptr;
   /// It offered to give up its actor and was told yes: dormant once its actor is gone
   /// (proc_sleep.cpp), live again if it takes the offer back.
   bool sleep_pending = false;
@@ -281,9 +283,11 @@ journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec);
 bool init_from_image(proc_actor* self, proc_start& s);
 
 /// Spawns (monitored) the actor of child `cid` from `image`; `fresh`: its spawn was just
-/// committed, nothing of it ran yet; `timer_due`: see proc_start::timer_due.
+/// committed, nothing of it ran yet; `timer_due`: see proc_start::timer_due; `entry`: its
+/// entry in `image`, if at hand (else looked up).
 void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image, uint64_t cid,
-                 bool fresh = false, bool timer_due = false);
+                 bool fresh = false, bool timer_due = false,
+                 const proc_image* entry = nullptr);
 
 /// Respawns the children `ids` from the journal's current image of the tree.
 void restart_children(proc_actor* self, std::vector<uint64_t> ids);

@@ -17,7 +17,8 @@
 //   (i) takeover: M procedures waiting on events journaled, proctord active and standby on
 //       that directory, SIGKILL of the active to the first step the standby commits;
 //   (j) timers: T timer procedures due within one second, their trees passivated first:
-//       resident memory per passivated waiter, procedures resumed per second, lateness.
+//       resident memory per passivated waiter, procedures resumed per second, lateness,
+//       and the floor: actors/s that only spawn, take a message, answer and exit.
 //
 // Every phase runs in a forked child process (fresh heap, fresh actor system, its own
 // subdirectory of --data-dir) and sends its figures back through a pipe, one "key value"
@@ -456,6 +457,9 @@ int main(int argc, char** argv) {
         "heap " + fmt_num(*timers.num("recovered_heap_per_waiter")) + " / "
           + fmt_num(*timers_pop.num("heap_per_waiter")) + " B; populated in "
           + fmt_num(*timers_pop.num("populate_s"), 1) + " s");
+    row("    floor: actors that only spawn, take one message, answer, exit",
+        fmt_num(*timers.num("actor_floor_per_s")) + " actors/s",
+        "same actor system, after the firing; bounds resumed/s");
   } else {
     row("(j) timers due within one second", failed(timers), "");
   }
@@ -478,7 +482,9 @@ int main(int argc, char** argv) {
               << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
               << ", \"timers_recovered_per_s\": " << json_num(get(timers, "recovered_per_s"))
               << ", \"bytes_per_passivated_waiter\": "
-              << json_num(get(timers, "recovered_bytes_per_waiter")) << "}" << std::endl;
+              << json_num(get(timers, "recovered_bytes_per_waiter"))
+              << ", \"timers_actor_floor_per_s\": " << json_num(get(timers, "actor_floor_per_s"))
+              << "}" << std::endl;
   }
   bool all_ok = (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
                 && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"))

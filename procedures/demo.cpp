@@ -335,6 +335,13 @@ public:
   timer() {
     on(pb::TIMER_WAIT, &timer::wait_step, &timer::nothing);
     on(pb::TIMER_FIRE, &timer::fire, &timer::nothing);
+    nonblocking(pb::TIMER_WAIT);  // computes how long to wait
+  }
+
+  /// The fire step blocks only to append to its ledger: without one it runs on the actor.
+  bool never_blocks(int32_t state, bool undo) const override {
+    return state_machine::never_blocks(state, undo) || undo
+           || typed_data().ledger_dir().empty();
   }
 
   std::string validate() const override {

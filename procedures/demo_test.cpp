@@ -497,6 +497,23 @@ TEST_F(demo_test, noop_finishes_after_steps_steps) {
   }
 }
 
+TEST_F(demo_test, timer_steps_block_only_to_append_to_a_ledger) {
+  auto plain = make("demo.timer", R"({"wake_at_ms": 1})");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_TRUE(plain->never_blocks(pb::TIMER_WAIT, false));
+  EXPECT_TRUE(plain->never_blocks(pb::TIMER_FIRE, false));
+  EXPECT_TRUE(plain->never_blocks(pb::TIMER_FIRE, true));
+  auto ledger = make("demo.timer", R"({"wake_at_ms": 1, "ledger_dir": ")" + dir.path + R"("})");
+  ASSERT_NE(ledger, nullptr);
+  EXPECT_TRUE(ledger->never_blocks(pb::TIMER_WAIT, false)) << "it only computes the wait";
+  EXPECT_FALSE(ledger->never_blocks(pb::TIMER_FIRE, false)) << "it appends to a file";
+  EXPECT_TRUE(ledger->never_blocks(pb::TIMER_FIRE, true)) << "its undo does nothing";
+  // A type with no declaration blocks everywhere (the safe default).
+  auto other = make("demo.ledger", ledger_json());
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(other->never_blocks(other->initial_state(), false));
+}
+
 TEST_F(demo_test, fanout_spawns_noop_children_and_joins) {
   auto p = make("demo.fanout", R"({"children": 3, "child_steps": 0})");
   ASSERT_NE(p, nullptr);

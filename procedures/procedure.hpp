@@ -54,6 +54,14 @@ public:
   /// `ctx.event_timed_out()` set.
   virtual bool resume_on_timeout() const { return false; }
 
+  /// True when the step of `state` (its undo, if `undo`) never blocks and finishes in
+  /// microseconds (no I/O, no sleep) with the data it has now: it then runs on the
+  /// procedure's actor when its turn comes, without the hand-off to a worker thread, and
+  /// without a run slot if the procedure holds no lock. A type declared nonblocking
+  /// (procedure_type::nonblocking) is so in every state; this says it state by state, or
+  /// from the data (state_machine::nonblocking declares states). False is always safe.
+  virtual bool never_blocks(int32_t /*state*/, bool /*undo*/) const { return false; }
+
   /// A readable name of a state for logs.
   virtual std::string state_name(int32_t state) const { return std::to_string(state); }
 };

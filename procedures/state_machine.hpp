@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <type_traits>
 
 #include "procedures/procedure.hpp"
@@ -54,6 +55,10 @@ public:
     return i == handlers_.end() || static_cast<bool>(i->second.undo);
   }
 
+  bool never_blocks(int32_t state, bool /*undo*/) const override {
+    return nonblocking_.contains(state);
+  }
+
   std::string state_name(int32_t state) const override {
     const auto* d = google::protobuf::GetEnumDescriptor<Enum>();
     if (const auto* v = d->FindValueByNumber(state))
@@ -72,6 +77,11 @@ protected:
   void on_no_rollback(Enum s, step_fn step) {
     handlers_[static_cast<int32_t>(s)] = {std::move(step), nullptr};
   }
+
+  /// Declares that the step and the undo of `s` never block and finish in microseconds (no
+  /// I/O, no sleep: a state that only computes, spawns, waits or joins), so they run on the
+  /// procedure's actor instead of a worker thread (procedure::never_blocks).
+  void nonblocking(Enum s) { nonblocking_.insert(static_cast<int32_t>(s)); }
 
   /// Member-function forms of `on` / `on_no_rollback`.
   template <class Self>
@@ -116,6 +126,7 @@ private:
 
   Data data_;
   std::map<int32_t, handlers> handlers_;
+  std::set<int32_t> nonblocking_;
 };
 
 } // namespace proctor

@@ -244,6 +244,10 @@ void phase_fanout(reporter& r, const bench_options& o, const std::string& dir);
 /// (j) o.timers timer procedures due within one second: submitted and passivated (then the
 /// parent SIGKILLs the node), recovered on a new node, fired there.
 void phase_timers_populate(reporter& r, const bench_options& o, const std::string& dir);
+/// Actors per second that only spawn, take one message, answer and exit, under `trees`
+/// parents (actor_floor.cpp): the runtime's floor for (j)'s resumed procedures.
+double actor_floor_per_s(caf::actor_system& sys, size_t n, size_t trees);
+
 void phase_timers_recover(reporter& r, const bench_options& o, const std::string& dir,
                           int64_t first_at);
 

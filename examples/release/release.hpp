@@ -48,6 +48,7 @@ public:
     on(RELEASE_STAGE, &release_procedure::stage, &release_procedure::unstage);
     // The children undo their own files; the spawn step itself has nothing to undo.
     on(RELEASE_WRITE, &release_procedure::write, &release_procedure::nothing);
+    nonblocking(RELEASE_WRITE);  // it only lists the children: runs on the actor, not a worker
     on(RELEASE_VERIFY, &release_procedure::verify, &release_procedure::nothing);
     on_no_rollback(RELEASE_PUBLISH, &release_procedure::publish);  // point of no return
   }
