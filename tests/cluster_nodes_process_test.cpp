@@ -43,16 +43,16 @@ TEST_F(cluster, nodes_reports_each_peer_up_and_a_dead_or_hung_one_down_until_it_
   ASSERT_TRUE(sees(0, "b", false)) << nodes_[0]->log_tail();
   EXPECT_NE(nodes_seen_by(0)["b"].fields().at("reason").string_value(), "");
   ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
-  EXPECT_TRUE(sees(0, "b", true)) << nodes_[0]->log_tail();
+  EXPECT_TRUE(sees(0, "b", true)) << nodes_[0]->log_tail() << "\nb:\n" << nodes_[1]->log_tail();
 
   // Stopped: its socket stays open (the kernel accepts and buffers), only the missed
   // heartbeats tell; SIGCONT brings it back.
   ASSERT_EQ(::kill(nodes_[2]->pid(), SIGSTOP), 0);
-  EXPECT_TRUE(sees(0, "c", false)) << nodes_[0]->log_tail();
+  EXPECT_TRUE(sees(0, "c", false)) << nodes_[0]->log_tail() << "\nc:\n" << nodes_[2]->log_tail();
   EXPECT_NE(nodes_seen_by(0)["c"].fields().at("reason").string_value().find("heartbeat"),
             std::string::npos);
   ASSERT_EQ(::kill(nodes_[2]->pid(), SIGCONT), 0);
-  EXPECT_TRUE(sees(0, "c", true)) << nodes_[0]->log_tail();
+  EXPECT_TRUE(sees(0, "c", true)) << nodes_[0]->log_tail() << "\nc:\n" << nodes_[2]->log_tail();
 }
 
 TEST_F(cluster, list_at_any_node_lists_every_node_and_says_which_did_not_answer) {

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <mutex>
+#include <random>
 #include <stdexcept>
 #include <system_error>
 
@@ -148,7 +150,43 @@ std::filesystem::path bin_path(const std::string& name) {
   return std::filesystem::path{PROCTOR_BIN_DIR} / name;
 }
 
+namespace {
+
+/// The first port of the kernel's ephemeral range (32768 if it cannot be read).
+uint16_t ephemeral_start() {
+  std::ifstream in{"/proc/sys/net/ipv4/ip_local_port_range"};
+  unsigned lo = 0;
+  if (in >> lo && lo > 1024 && lo <= 65535)
+    return static_cast<uint16_t>(lo);
+  return 32768;
+}
+
+/// True if `port` on 127.0.0.1 could be bound just now.
+bool bindable(uint16_t port) {
+  fd_guard s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (s.get() < 0)
+    return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  return ::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+}
+
+} // namespace
+
 uint16_t free_port() {
+  static const uint16_t top = ephemeral_start();
+  if (top > 10000 + 1000) {
+    static std::mt19937 rng{std::random_device{}()};
+    static std::mutex m;
+    std::lock_guard<std::mutex> g(m);
+    std::uniform_int_distribution<unsigned> pick(10000, top - 1u);
+    for (int i = 0; i < 200; ++i)
+      if (auto p = static_cast<uint16_t>(pick(rng)); bindable(p))
+        return p;
+  }
+  // No room below the ephemeral range (or all taken): whatever the kernel gives.
   fd_guard s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (s.get() < 0)
     throw_errno("socket");

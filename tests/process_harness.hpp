@@ -33,7 +33,10 @@ namespace proctor::test {
 /// The path of binary `name` (e.g. "proctord") in the build's bin directory.
 std::filesystem::path bin_path(const std::string& name);
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound, then released), picked at
+/// random below the kernel's ephemeral range: a node restarted on its port must not find it
+/// taken by the source port of some outgoing connection meanwhile (a peer's reconnect, a
+/// CLI call of a test running beside it), which ports from bind(0) could be.
 uint16_t free_port();
 
 /// A fresh directory under the system's temp directory, removed with its contents on
