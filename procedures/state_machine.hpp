@@ -13,8 +13,9 @@
 #pragma once
 
 #include <functional>
+#include <algorithm>
 #include <map>
-#include <set>
+#include <vector>
 #include <type_traits>
 
 #include "procedures/procedure.hpp"
@@ -56,7 +57,7 @@ public:
   }
 
   bool never_blocks(int32_t state, bool /*undo*/) const override {
-    return nonblocking_.contains(state);
+    return std::find(nonblocking_.begin(), nonblocking_.end(), state) != nonblocking_.end();
   }
 
   std::string state_name(int32_t state) const override {
@@ -81,7 +82,11 @@ protected:
   /// Declares that the step and the undo of `s` never block and finish in microseconds (no
   /// I/O, no sleep: a state that only computes, spawns, waits or joins), so they run on the
   /// procedure's actor instead of a worker thread (procedure::never_blocks).
-  void nonblocking(Enum s) { nonblocking_.insert(static_cast<int32_t>(s)); }
+  void nonblocking(Enum s) {
+    auto state = static_cast<int32_t>(s);
+    if (std::find(nonblocking_.begin(), nonblocking_.end(), state) == nonblocking_.end())
+      nonblocking_.push_back(state);
+  }
 
   /// Member-function forms of `on` / `on_no_rollback`.
   template <class Self>
@@ -126,7 +131,7 @@ private:
 
   Data data_;
   std::map<int32_t, handlers> handlers_;
-  std::set<int32_t> nonblocking_;
+  std::vector<int32_t> nonblocking_;  ///< a few states: a search costs less than a set
 };
 
 } // namespace proctor

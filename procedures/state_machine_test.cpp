@@ -190,6 +190,26 @@ TEST(state_machine_test, rollback_supported_is_false_only_for_no_return_states) 
   EXPECT_TRUE(t.rollback_supported(pb::LEDGER_JOIN));
 }
 
+/// two_state whose join step is declared nonblocking (twice: once counts).
+class quick_join : public two_state {
+public:
+  quick_join() {
+    nonblocking(pb::LEDGER_JOIN);
+    nonblocking(pb::LEDGER_JOIN);
+  }
+};
+
+TEST(state_machine_test, only_states_declared_nonblocking_never_block) {
+  quick_join q;
+  EXPECT_TRUE(q.never_blocks(pb::LEDGER_JOIN, false));
+  EXPECT_TRUE(q.never_blocks(pb::LEDGER_JOIN, true)) << "its undo is declared with it";
+  EXPECT_FALSE(q.never_blocks(pb::LEDGER_STEP, false));
+  EXPECT_FALSE(q.never_blocks(pb::LEDGER_STEP, true));
+  EXPECT_FALSE(q.never_blocks(12345, false)) << "an undeclared state";
+  two_state plain;
+  EXPECT_FALSE(plain.never_blocks(pb::LEDGER_JOIN, false)) << "blocking is the default";
+}
+
 TEST(state_machine_test, no_return_state_executes) {
   with_no_return m;
   context ctx;

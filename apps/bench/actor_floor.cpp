@@ -3,8 +3,8 @@
 // after the timers fired. Like the timers' trees, `trees` parents each spawn their share of
 // n monitored actors (at most 64 live at once each) and send each one message; each answers
 // its parent and exits, and the parent sees it go down: a spawn and three messages per
-// actor, no journal, no step, no scheduler. A resumed procedure does all of that and more (proctor-bench reports both),
-// so this rate bounds the resumed rate from above on this machine.
+// actor, no journal, no step, no scheduler. A resumed procedure does all of that and more
+// (proctor-bench reports both), so this rate bounds the resumed rate from above here.
 #include <atomic>
 #include <future>
 
