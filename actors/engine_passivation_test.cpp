@@ -270,6 +270,61 @@ TEST_F(passivation_test, a_passivated_tree_is_back_before_its_earliest_deadline)
   EXPECT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
 }
 
+// Trees due around the same time are read back the earlier the more procedures they hold
+// together: the journal reads them one after the other (1M waiters in 100 trees due in the
+// same second were read back from half a second ahead, and were late by 0.75-2.6 s).
+TEST_F(passivation_test, trees_due_together_are_read_back_the_earlier_the_more_they_hold) {
+  start([](node_options& o) {
+    o.executor.hibernate_after = std::chrono::milliseconds{20};
+    o.executor.wake_read_per_proc = std::chrono::milliseconds{200};  // a tree of 5: 1 s
+  });
+  auto due = wall() + 6'000;
+  auto tree = [&] {
+    return submit("demo.timers", R"({"count":4,"first_at_ms":)" + std::to_string(due)
+                                   + R"(,"spread_ms":0})");
+  };
+  auto a = tree();
+  ASSERT_TRUE(eventually([&] { return passivated() == 1; })) << "the first tree never passivated";
+  auto b = tree();
+  ASSERT_TRUE(eventually([&] { return passivated() == 2; }, std::chrono::seconds{3}))
+    << "the second tree never passivated";
+  // a: half a second and its own 5 procedures (1 s) ahead; b: half a second and both
+  // trees' 10 (2 s) ahead. With a fixed lead both came back half a second ahead.
+  ASSERT_TRUE(eventually([&] { return passivated() < 2; }, std::chrono::seconds{10}));
+  auto first = wall();
+  ASSERT_TRUE(eventually([&] { return passivated() == 0; }, std::chrono::seconds{10}));
+  auto second = wall();
+  EXPECT_LT(first, due - 1'800) << "the first tree back only " << due - first << " ms ahead";
+  EXPECT_GE(first, due - 3'500) << "the first tree back " << due - first << " ms ahead";
+  EXPECT_LT(second, due - 1'000) << "the second tree back only " << due - second << " ms ahead";
+  // Read back ahead of its deadline, a tree does not passivate again before it.
+  auto back = wall();
+  while (wall() < due - 200) {
+    ASSERT_EQ(passivated(), 0) << "a tree passivated again " << wall() - back << " ms after";
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  EXPECT_EQ(wait(a).state(), pb::SUCCESS);
+  EXPECT_EQ(wait(b).state(), pb::SUCCESS);
+}
+
+// A tree that would be read back at once (its deadline within its lead) stays live.
+TEST_F(passivation_test, a_tree_due_within_its_read_back_lead_does_not_passivate) {
+  start([](node_options& o) {
+    o.executor.hibernate_after = std::chrono::milliseconds{20};
+    o.executor.wake_read_per_proc = std::chrono::milliseconds{400};  // a tree of 5: 2 s
+  });
+  // 2.5 s ahead of its deadline, it would be read back at once (a fixed half-second lead
+  // passivated it for 1.5 s).
+  auto due = wall() + 3'000;
+  auto id = submit("demo.timers", R"({"count":4,"first_at_ms":)" + std::to_string(due)
+                                    + R"(,"spread_ms":0})");
+  while (wall() < due) {
+    ASSERT_EQ(passivated(), 0) << "passivated " << due - wall() << " ms before its deadline";
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  EXPECT_EQ(wait(id).state(), pb::SUCCESS);
+}
+
 TEST_F(passivation_test, events_timers_and_aborts_racing_with_passivation_are_never_lost) {
   auto seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));

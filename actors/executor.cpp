@@ -374,8 +374,11 @@ caf::behavior serving(executor_actor* self) {
     [self](wake_root_atom, uint64_t root_id, uint64_t token) {
       // The deadline of a hibernated root: its actor comes back and times out itself.
       auto r = self->state.roots.find(root_id);
-      if (r != self->state.roots.end() && r->second.dormant && r->second.sleep_token == token)
+      if (r != self->state.roots.end() && r->second.dormant && r->second.sleep_token == token) {
+        // Read back ahead of that deadline: it stays until the deadline has passed.
+        r->second.woken_for_ms = r->second.wake_deadline_ms;
         wake_root(self, root_id);
+      }
     },
     [self](wait_timeout_atom, uint64_t id, uint64_t token) {
       auto& st = self->state;

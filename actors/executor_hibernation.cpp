@@ -21,7 +21,33 @@ uint64_t root_of(executor_actor* self, uint64_t id) {
   return p == self->state.procs.end() ? 0 : p->second.root_id;
 }
 
+/// How long before `deadline_ms` a passivated tree of `procs` procedures is read back:
+/// passivation_wake_lead_ms, plus the reading of every passivated tree due in the two
+/// seconds up to that deadline (this one included), which the journal does one after the
+/// other. At most a minute.
+int64_t wake_lead_ms(const executor_state& st, int64_t deadline_ms, uint64_t procs) {
+  auto second = deadline_ms / 1000;
+  auto ahead = procs;
+  for (auto i = st.wake_volume.lower_bound(second - 2);
+       i != st.wake_volume.end() && i->first <= second; ++i)
+    ahead += i->second;
+  auto us = static_cast<double>(ahead) * static_cast<double>(st.cfg.wake_read_per_proc.count());
+  return passivation_wake_lead_ms + std::min<int64_t>(60'000, static_cast<int64_t>(us / 1000));
+}
+
 } // namespace
+
+void forget_wake_volume(executor_state& st, root_entry& re) {
+  if (re.wake_procs == 0)
+    return;
+  auto i = st.wake_volume.find(re.wake_second);
+  if (i != st.wake_volume.end()) {
+    i->second -= std::min(i->second, re.wake_procs);
+    if (i->second == 0)
+      st.wake_volume.erase(i);
+  }
+  re.wake_procs = 0;
+}
 
 /// The root stops being dormant (it runs again, or it cannot be read); what waited for
 /// its actor runs now.
@@ -33,6 +59,7 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
   auto& re = r->second;
   re.dormant = re.waking = false;
   --st.dormant;
+  forget_wake_volume(st, re);
   cancel_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake);
   for (const auto& n : re.remote_nodes)
     if (auto d = st.dormant_by_node.find(n); d != st.dormant_by_node.end())
@@ -44,11 +71,11 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
     f();
 }
 
-/// Root `root_id` has no actor from now on; its deadline (0: none) will wake it, a little
-/// ahead (passivation_wake_lead_ms), and so will a change of `remote_nodes` (where its
+/// Root `root_id`, of `procs` procedures, has no actor from now on; its deadline (0: none)
+/// will wake it, ahead by wake_lead_ms, and so will a change of `remote_nodes` (where its
 /// children on other nodes run).
 void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms,
-                std::vector<std::string> remote_nodes) {
+                std::vector<std::string> remote_nodes, uint64_t procs) {
   auto& st = self->state;
   re.dormant = true;
   ++st.dormant;
@@ -59,7 +86,13 @@ void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t 
   re.remote_nodes = std::move(remote_nodes);
   if (deadline_ms <= 0)
     return;
-  deadline_ms -= passivation_wake_lead_ms;
+  forget_wake_volume(st, re);
+  auto lead = wake_lead_ms(st, deadline_ms, procs);
+  re.wake_deadline_ms = deadline_ms;
+  re.wake_second = deadline_ms / 1000;
+  re.wake_procs = std::max<uint64_t>(1, procs);
+  st.wake_volume[re.wake_second] += re.wake_procs;
+  deadline_ms -= lead;
   if (st.recovering)  // armed at the end of the take-over: it would wake the tree
     st.to_arm.push_back({root_id, deadline_ms, ++re.sleep_token});
   else
@@ -92,12 +125,20 @@ bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
   for (auto id : a.event_waiters)
     if (st.waiting_key.find(id) == st.waiting_key.end())
       return false;
+  // Read back ahead of this very deadline, or due to be read back at once with the trees
+  // due around the same time: not worth passivating (it would come back, try again, and so
+  // on until its deadline). It tries again later.
+  if (a.deadline_ms > 0
+      && (a.deadline_ms == r->second.woken_for_ms
+          || a.deadline_ms - wake_lead_ms(st, a.deadline_ms, a.procs)
+               < now_ms() + passivation_wake_lead_ms))
+    return false;
   for (auto id : a.event_waiters) {
     if (auto* h = event_waiter(self, id))
       *h = nullptr;  // its place among the waiters stays, without an actor
     st.via_parent.erase(id);
   }
-  sleep_root(self, r->second, root_id, a.deadline_ms, a.remote_nodes);
+  sleep_root(self, r->second, root_id, a.deadline_ms, a.remote_nodes, a.procs);
   spdlog::debug("[proc {} root {}] tree passivated ({} waiting for events, deadline {})",
                 root_id, root_id, a.event_waiters.size(), a.deadline_ms);
   return true;
@@ -227,7 +268,7 @@ void recover_dormant(executor_actor* self, const tree_image& t) {
         event_waiters.push_back(&p);
     }
   }
-  sleep_root(self, enter_root(self, t), t.root_id, deadline, std::move(nodes));
+  sleep_root(self, enter_root(self, t), t.root_id, deadline, std::move(nodes), t.procs.size());
   for (const auto* p : event_waiters)
     await_event(self, p->event_key, p->id, caf::actor{});
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <queue>
 #include <string>
@@ -52,6 +53,14 @@ struct root_entry {
   uint64_t wake_epoch = 0;
   std::vector<std::string> remote_nodes;  ///< dormant: where its remote children run
   std::vector<std::function<void()>> when_live;  ///< run once the woken actor exists
+  /// Dormant with a deadline: its procedures, counted in executor_state::wake_volume under
+  /// the second of that deadline (0: not counted).
+  uint64_t wake_procs = 0;
+  int64_t wake_second = 0;
+  int64_t wake_deadline_ms = 0;  ///< dormant: the earliest deadline it is read back ahead of
+  /// Read back ahead of this deadline: it does not passivate again while that deadline is its
+  /// earliest (it would be read back at once, and again, until the deadline).
+  int64_t woken_for_ms = 0;
   std::string nonce;
 };
 
@@ -98,6 +107,9 @@ struct executor_state {
   std::unordered_set<uint64_t> via_parent;
   /// Passivated trees by the nodes their remote children run on: woken when one changes.
   std::unordered_map<std::string, std::unordered_set<uint64_t>> dormant_by_node;
+  /// Procedures of the passivated trees by the second of their earliest deadline (how early
+  /// a tree is read back: wake_lead_ms).
+  std::map<int64_t, uint64_t> wake_volume;
   /// Finished trees by expiry, soonest first, under one timer (a delayed message per tree
   /// would cost the actor clock's lock, a wake-up of its thread and an entry each).
   std::priority_queue<expiry, std::vector<expiry>, std::greater<>> expiries;
@@ -236,6 +248,8 @@ void recover_end(executor_actor* self);
 /// false if anything was routed into it since `epoch` or is on its way to it.
 bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
                     const passivation_answer& a);
+/// The root's entry leaves the passivated trees' wake volume (it woke, or went).
+void forget_wake_volume(executor_state& st, root_entry& re);
 /// The tree's current wake epoch (what a passivation must still see when it is agreed).
 uint64_t passivation_epoch(executor_actor* self, uint64_t root_id);
 /// A wake-up was routed into the live tree of `root_id`.

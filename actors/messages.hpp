@@ -173,9 +173,11 @@ struct passivation_answer {
   /// Declined because deadlines are due too soon to be worth it: the latest of them (the
   /// root tries again after it rather than asking the whole tree again and again).
   int64_t retry_at_ms = 0;
+  uint64_t procs = 0;  ///< procedures that answered (each counts itself)
 
   void merge(const passivation_answer& o) {
     idle = idle && o.idle;
+    procs += o.procs;
     retry_at_ms = std::max(retry_at_ms, o.retry_at_ms);
     if (o.deadline_ms > 0 && (deadline_ms == 0 || o.deadline_ms < deadline_ms))
       deadline_ms = o.deadline_ms;

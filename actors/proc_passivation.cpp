@@ -63,6 +63,7 @@ void not_if_due_soon(passivation_answer& a) {
 /// The part of the answer of dormant child `c` (it only waits for its wake-up).
 passivation_answer dormant_answer(const child_slot& c) {
   passivation_answer a;
+  a.procs = 1;
   a.deadline_ms = c.wake_at_ms;
   if (c.dormant_event)
     a.event_waiters.push_back(c.id);
@@ -131,6 +132,7 @@ void end_attempt(proc_actor* self, bool retry) {
 passivation_answer own_answer(proc_actor* self) {
   auto& st = self->state;
   passivation_answer a;
+  a.procs = 1;
   a.idle = only_waits(self);
   if (!a.idle)
     return a;
