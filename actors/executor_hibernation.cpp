@@ -40,7 +40,7 @@ int64_t wake_lead_ms(const executor_state& st, int64_t deadline_ms, uint64_t pro
 void forget_wake_volume(executor_state& st, root_entry& re) {
   if (re.wake_procs == 0)
     return;
-  auto i = st.wake_volume.find(re.wake_second);
+  auto i = st.wake_volume.find(re.wake_deadline_ms / 1000);
   if (i != st.wake_volume.end()) {
     i->second -= std::min(i->second, re.wake_procs);
     if (i->second == 0)
@@ -89,9 +89,8 @@ void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t 
   forget_wake_volume(st, re);
   auto lead = wake_lead_ms(st, deadline_ms, procs);
   re.wake_deadline_ms = deadline_ms;
-  re.wake_second = deadline_ms / 1000;
   re.wake_procs = std::max<uint64_t>(1, procs);
-  st.wake_volume[re.wake_second] += re.wake_procs;
+  st.wake_volume[deadline_ms / 1000] += re.wake_procs;
   deadline_ms -= lead;
   if (st.recovering)  // armed at the end of the take-over: it would wake the tree
     st.to_arm.push_back({root_id, deadline_ms, ++re.sleep_token});

@@ -54,9 +54,8 @@ struct root_entry {
   std::vector<std::string> remote_nodes;  ///< dormant: where its remote children run
   std::vector<std::function<void()>> when_live;  ///< run once the woken actor exists
   /// Dormant with a deadline: its procedures, counted in executor_state::wake_volume under
-  /// the second of that deadline (0: not counted).
+  /// the second of wake_deadline_ms (0: not counted).
   uint64_t wake_procs = 0;
-  int64_t wake_second = 0;
   int64_t wake_deadline_ms = 0;  ///< dormant: the earliest deadline it is read back ahead of
   /// Read back ahead of this deadline: it does not passivate again while that deadline is its
   /// earliest (it would be read back at once, and again, until the deadline).

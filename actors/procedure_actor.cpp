@@ -108,7 +108,7 @@ void schedule(proc_actor* self, bool now) {
   job.ctx.event_timed_out_ = st.event_timed_out;
   job.state = st.state;
   job.priority = st.priority;
-  job.run_inline = st.ptype->nonblocking || st.inst->never_blocks(st.state, false);
+  job.run_inline = runs_on_actor(st.ptype, *st.inst, st.state, false);
   st.busy = true;
   st.job_queued = true;
   st.status = proc_state::runnable;

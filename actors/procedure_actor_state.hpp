@@ -474,6 +474,14 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
 /// Milliseconds since the epoch.
 int64_t now_ms();
 
+/// Whether the step of `state` (its undo, if `undo`) of `inst` runs on its actor instead of
+/// a worker thread: its type (`type`, null if unknown) is declared nonblocking, or the
+/// procedure says so for that state (procedure::never_blocks).
+inline bool runs_on_actor(const procedure_type* type, const procedure& inst, int32_t state,
+                          bool undo) {
+  return (type != nullptr && type->nonblocking) || inst.never_blocks(state, undo);
+}
+
 #define PLOG(level, self, fmt_, ...)                                                          \
   spdlog::level("[proc {} root {}] " fmt_, (self)->state.id, (self)->state.root_id,              \
                 ##__VA_ARGS__)

@@ -299,8 +299,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   job.tag = st.plan_pos;
   job.priority = st.priority;
   job.type = p->type;
-  const auto* t = st.env->types->find(p->type);
-  job.run_inline = (t != nullptr && t->nonblocking) || job.inst->never_blocks(item.state, true);
+  job.run_inline = runs_on_actor(st.env->types->find(p->type), *job.inst, item.state, true);
   st.busy = true;
   self->send(st.env->scheduler, ready_atom::value, std::move(job));
 }
