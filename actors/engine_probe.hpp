@@ -87,6 +87,17 @@ public:
     return cv_.wait_for(g, limit, [&] { return started_.count(k) > 0; });
   }
 
+  /// The reply (or "" after a passed deadline) the step after a CALL of procedure `id` got.
+  void replied(uint64_t id, std::string reply) {
+    std::lock_guard<std::mutex> g(m_);
+    replies_[id].push_back(std::move(reply));
+  }
+  std::vector<std::string> replies(uint64_t id) const {
+    std::lock_guard<std::mutex> g(m_);
+    auto r = replies_.find(id);
+    return r == replies_.end() ? std::vector<std::string>{} : r->second;
+  }
+
   std::map<std::string, int> starts() const {
     std::lock_guard<std::mutex> g(m_);
     return started_;
@@ -139,10 +150,11 @@ private:
   std::map<std::string, int> started_, undos_, attempts_;
   std::set<std::string> crashed_, open_;
   std::vector<std::string> undo_order_, errors_;
+  std::map<uint64_t, std::vector<std::string>> replies_;
 };
 
-/// The probe: state k (1-based) runs actions[k - 1]; state n + 1, after a last SPAWN or
-/// SUSPEND, ends it.
+/// The probe: state k (1-based) runs actions[k - 1]; state n + 1, after a last SPAWN,
+/// SUSPEND or CALL, ends it.
 class probe : public procedure {
 public:
   google::protobuf::Message& data() override { return data_; }
@@ -155,6 +167,8 @@ public:
       throw std::logic_error("probe has no state " + std::to_string(state));
     w.started(k);
     data_.set_obtained(probe_world::token(ctx.id(), state));
+    if (state > 1 && data_.actions(state - 2).kind() == testpb::ProbeAction::CALL)
+      w.replied(ctx.id(), ctx.event_payload());
     if (state == data_.actions_size() + 1)  // after a last SPAWN or SUSPEND: the end
       return outcome::done();
     const auto& a = data_.actions(state - 1);
@@ -189,6 +203,9 @@ public:
         return outcome::suspend(a.event_key(), state + 1);
       case testpb::ProbeAction::SLEEP_FOR:
         return outcome::wait(std::chrono::milliseconds{a.wait_ms()}, state + 1);
+      case testpb::ProbeAction::CALL:
+        return outcome::call(a.event_key(), std::to_string(ctx.id()), state + 1,
+                             std::chrono::milliseconds{a.wait_ms()});
       case testpb::ProbeAction::FAIL_TWICE:
         data_.set_sum(data_.sum() + 5);
         if (w.attempt(k) <= 2)

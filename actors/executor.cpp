@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/caller.hpp"
 #include "actors/errors.hpp"
 #include "actors/executor_state.hpp"
 #include "actors/metrics.hpp"
@@ -74,8 +75,10 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
     }
   }
   auto final_now = u.ended && !rec.ended;
-  if (u.state != proc_state::waiting)
+  if (u.state != proc_state::waiting) {
+    stop_call(self, u.id);
     forget_event_wait(self, u.id);
+  }
   auto waits = [](proc_state s) {
     return s == proc_state::waiting || s == proc_state::waiting_timeout;
   };
@@ -271,6 +274,7 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
     for (auto& [id, r] : self->state.roots)
       if (r.handle)
         self->send_exit(r.handle, m.reason);
+    stop_calls(self);
     self->quit(m.reason);
   });
   auto subscribe = [self] {
@@ -402,6 +406,13 @@ caf::behavior serving(executor_actor* self) {
     },
     [self](wait_event_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
       await_event(self, key, id, std::move(parent), true);
+    },
+    [self](wait_call_atom, const std::string& key, uint64_t id, caf::actor& h, bool via,
+           std::string& service, std::string& request) {
+      await_call(self, key, id, std::move(h), via, std::move(service), std::move(request));
+    },
+    [self](call_done_atom, const std::string& key, bool ok, std::string& text) {
+      on_call_done(self, key, ok, std::move(text));
     },
     [self](sleep_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
       return wait_through_parent(self, key, id,

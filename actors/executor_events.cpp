@@ -34,16 +34,31 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
   forget_event_wait(self, id);  // an earlier registration (another actor, or its parent)
   if (auto held = st.held_events.find(id); held != st.held_events.end() && h) {
     // It was woken while its tree was passivated (a dormant child's is held again).
-    auto payload = std::move(held->second);
+    auto d = std::move(held->second);
     st.held_events.erase(held);
-    return deliver_event(self, id, h, payload, via);
+    return deliver_event(self, id, h, key, std::move(d), via);
   }
   if (auto e = st.events.find(key); e != st.events.end() && !e->second.empty())
-    return deliver_event(self, id, h, e->second.back().payload, via);
+    return deliver_event(self, id, h, key, event_delivery{e->second.back().payload, {}}, via);
   st.event_waiters[key].emplace_back(id, std::move(h));
   st.waiting_key[id] = key;
   if (via)
     st.via_parent.insert(id);
+}
+
+void wake_waiters(executor_actor* self, const std::string& key, const event_delivery& d,
+                  size_t* woke) {
+  auto& st = self->state;
+  auto i = st.event_waiters.find(key);
+  if (i == st.event_waiters.end())
+    return;
+  auto waiting = std::move(i->second);
+  st.event_waiters.erase(i);
+  for (auto& [id, h] : waiting) {
+    st.waiting_key.erase(id);
+    deliver_event(self, id, h, key, d);
+    ++*woke;
+  }
 }
 
 caf::actor* event_waiter(executor_actor* self, uint64_t id) {

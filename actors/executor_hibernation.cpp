@@ -13,13 +13,12 @@
 
 namespace proctor::exec_detail {
 
-namespace {
-
-/// The root of procedure `id` (0 when it is not known).
 uint64_t root_of(executor_actor* self, uint64_t id) {
   auto p = self->state.procs.find(id);
   return p == self->state.procs.end() ? 0 : p->second.root_id;
 }
+
+namespace {
 
 /// How long before `deadline_ms` a passivated tree of `procs` procedures is read back:
 /// passivation_wake_lead_ms, plus the reading of every passivated tree due in the two
@@ -144,25 +143,25 @@ bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
 }
 
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
-                   const std::string& payload, bool via) {
+                   const std::string& key, event_delivery d, bool via) {
   auto& st = self->state;
   auto root_id = root_of(self, id);
   via = h && (via || (!st.via_parent.empty() && st.via_parent.erase(id) > 0));
   if (via) {
     // A dormant child: its parent spawns it, and its actor gets the event when it waits.
-    st.held_events[id] = payload;
+    st.held_events[id] = std::move(d);
     note_wake(self, root_id);
     self->send(h, wake_child_atom::value, id);
     return;
   }
   if (h) {
     note_wake(self, root_id);
-    self->send(h, wake_atom::value, payload, false, uint64_t{0});
+    self->send(h, delivered_atom::value, key, std::move(d.payload), std::move(d.failure));
     return;
   }
   // A passivated tree: the payload waits here for the procedure's actor, which asks for it
   // when it waits again (await_event); the event itself may expire before that.
-  self->state.held_events[id] = payload;
+  self->state.held_events[id] = std::move(d);
   wake_root(self, root_id);
 }
 
@@ -204,11 +203,11 @@ void wake_dormant_on(executor_actor* self, const std::string& node) {
 
 namespace {
 
-/// True if procedure `p` only waits (for an event without a call, a timer, or children).
+/// True if procedure `p` only waits (for an event, a call's reply, a timer, or children).
 bool proc_only_waits(const proc_image& p) {
   if (p.status == proc_state::waiting_timeout)
     return true;
-  if (p.status != proc_state::waiting || !p.call_service.empty())
+  if (p.status != proc_state::waiting)
     return false;
   return !p.event_key.empty() || !p.last_spawned.empty();
 }
@@ -238,6 +237,8 @@ std::string waiting_reason(const proc_image& p) {
     return "node " + p.node;
   if (p.status == proc_state::waiting_timeout)
     return "timer";
+  if (!p.call_service.empty())
+    return "reply from " + p.call_service;
   if (!p.event_key.empty())
     return event_wait_reason(p.event_key);
   return "children";
@@ -268,8 +269,13 @@ void recover_dormant(executor_actor* self, const tree_image& t) {
     }
   }
   sleep_root(self, enter_root(self, t), t.root_id, deadline, std::move(nodes), t.procs.size());
-  for (const auto* p : event_waiters)
-    await_event(self, p->event_key, p->id, caf::actor{});
+  for (const auto* p : event_waiters) {
+    if (p->call_service.empty())
+      await_event(self, p->event_key, p->id, caf::actor{});
+    else  // its call is made again: the callee deduplicates by call id
+      await_call(self, p->event_key, p->id, caf::actor{}, false, p->call_service,
+                 p->call_request);
+  }
 }
 
 } // namespace proctor::exec_detail

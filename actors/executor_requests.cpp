@@ -155,21 +155,6 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
       });
 }
 
-void wake_waiters(executor_actor* self, const std::string& key, const std::string& payload,
-                  size_t* woke) {
-  auto& st = self->state;
-  auto i = st.event_waiters.find(key);
-  if (i == st.event_waiters.end())
-    return;
-  auto waiting = std::move(i->second);
-  st.event_waiters.erase(i);
-  for (auto& [id, h] : waiting) {
-    st.waiting_key.erase(id);
-    deliver_event(self, id, h, payload);
-    ++*woke;
-  }
-}
-
 } // namespace
 
 
@@ -189,7 +174,7 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
   append(self, std::move(b),
       [self, rp, key = req.key(), payload, at = e->arrived_at_ms()](uint64_t lsn) mutable {
         size_t woke = 0;
-        wake_waiters(self, key, payload, &woke);
+        wake_waiters(self, key, event_delivery{payload, {}}, &woke);
         keep_event(self, key, pending_event{lsn, payload, at});
         pb::Response r;
         r.set_text("event '" + key + "' delivered to " + std::to_string(woke)
@@ -276,7 +261,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                                                      st.env->started_at_ms,
                                                      st.env->takeover_ms.load(),
                                                      st.env->passivation_attempts.load(),
-                                                     st.env->dormant_procedures.load()}));
+                                                     st.env->dormant_procedures.load(),
+                                                     st.calls.size()}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

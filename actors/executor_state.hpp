@@ -69,6 +69,19 @@ struct pending_event {
   int64_t arrived_at_ms = 0;
 };
 
+/// What wakes a procedure waiting under a key: an event's payload, or a call's reply, or why
+/// the call failed.
+struct event_delivery {
+  std::string payload;
+  std::string failure;  ///< a failed call: why (it resumes as from a passed deadline)
+};
+
+/// A call under way (executor_calls.cpp): its caller, and the procedure that waits for it.
+struct call_entry {
+  caf::actor caller;
+  uint64_t proc_id = 0;
+};
+
 /// A finished tree whose result expires at `at`.
 struct expiry {
   std::chrono::steady_clock::time_point at;
@@ -100,7 +113,9 @@ struct executor_state {
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
   size_t dormant = 0;  ///< hibernated roots
   /// Events for procedures of passivated trees, kept until their actors wait again.
-  std::unordered_map<uint64_t, std::string> held_events;
+  std::unordered_map<uint64_t, event_delivery> held_events;
+  /// Calls under way, by call id (the key their procedure waits under).
+  std::unordered_map<std::string, call_entry> calls;
   /// Event waiters registered by their parent (dormant children, proc_dormant.cpp): their
   /// event is held, and the parent told to spawn them.
   std::unordered_set<uint64_t> via_parent;
@@ -171,14 +186,12 @@ struct update_clock {
   int64_t steady_ns = 0;  ///< 0: read the clock
 };
 
+/// The root of procedure `id` (0 when it is not known).
+uint64_t root_of(executor_actor* self, uint64_t id);
 /// Records a procedure's new status; answers its waiters when it ended.
 void record_update(executor_actor* self, proc_update u, update_clock at = {});
 /// A procedure that no longer waits for an event is no longer woken by it.
 void forget_event_wait(executor_actor* self, uint64_t id);
-/// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
-/// once by one kept from earlier (or held for it), else when the next one arrives. `via`:
-/// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
-/// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
 /// The handle procedure `id` is registered with as an event waiter (its actor, its parent's,
 /// or none for a passivated tree); nullptr if it is not registered.
 caf::actor* event_waiter(executor_actor* self, uint64_t id);
@@ -189,8 +202,28 @@ caf::actor* event_waiter(executor_actor* self, uint64_t id);
 bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
                          const caf::actor& child, caf::actor parent);
 
+/// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
+/// once by one kept from earlier (or held for it), else when the next one arrives. `via`:
+/// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
+/// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
                  bool via = false);
+/// Wakes every procedure waiting under `key` with `d`; adds their number to `*woke`.
+void wake_waiters(executor_actor* self, const std::string& key, const event_delivery& d,
+                  size_t* woke);
+
+// -- calls (executor_calls.cpp) ------------------------------------------------------------------
+/// Procedure `id` waits for the reply of call `key` (registered as await_event does); the
+/// call is made unless it is under way already or its answer is held for the procedure.
+void await_call(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
+                bool via, std::string service, std::string request);
+/// A call's caller is done: its reply or failure wakes the procedure waiting for it (none:
+/// it stopped waiting, and the answer is dropped).
+void on_call_done(executor_actor* self, const std::string& key, bool ok, std::string text);
+/// Procedure `id` no longer waits (for anything, or not for its call): its call is stopped.
+void stop_call(executor_actor* self, uint64_t id);
+/// The node goes down: every call under way is stopped.
+void stop_calls(executor_actor* self);
 /// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).
 void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
 /// The result of finished tree `root_id` expires after `after`: it is released then.
@@ -267,7 +300,7 @@ void recover_dormant(executor_actor* self, const tree_image& t);
 /// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event;
 /// `via`: `h` is the parent of dormant child `id` (also when it registered so).
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h,
-                   const std::string& payload, bool via = false);
+                   const std::string& key, event_delivery d, bool via = false);
 /// A hibernated root gets its actor back (from the journal); `then` runs once it exists
 /// (at once if it is live). Nothing happens for a tree that is not known.
 void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> then = {});

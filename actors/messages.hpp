@@ -32,6 +32,14 @@ using restart_atom = caf::atom_constant<caf::atom("restart")>;
 using tree_done_atom = caf::atom_constant<caf::atom("treedone")>; // root -> executor
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using wake_atom = caf::atom_constant<caf::atom("wake")>;          // timer/event -> proc
+/// Executor -> proc: (key, payload, failure) what it waits for under `key` came: an event's
+/// payload, or a call's reply (failure empty) or why the call failed. A delivery for another
+/// key than the one it waits for now is late (it stopped waiting) and dropped.
+using delivered_atom = caf::atom_constant<caf::atom("delivered")>;
+/// Proc (or the parent of a dormant child) -> executor: (call id, proc id, handle, via,
+/// service, request) it waits for the reply of this call, as for an event under the call id;
+/// the executor has it made unless it is under way already (executor_calls.cpp).
+using wait_call_atom = caf::atom_constant<caf::atom("waitcall")>;
 using arm_atom = caf::atom_constant<caf::atom("arm")>;            // -> timer
 using disarm_atom = caf::atom_constant<caf::atom("disarm")>;      // -> timer
 using expire_atom = caf::atom_constant<caf::atom("expire")>;

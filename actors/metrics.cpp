@@ -157,6 +157,10 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         "Procedures without an actor held by their parent's live actor until their timer or "
         "event (the others without one are in passivated trees).",
         static_cast<double>(g.dormant_procedures));
+  gauge("proctor_calls_in_flight",
+        "Calls to services made for waiting procedures and not answered yet (each by a "
+        "caller actor, whether the procedure has its actor or not).",
+        static_cast<double>(g.calls_in_flight));
   gauge("proctor_active_epoch",
         "The data directory's epoch this process holds (one more at every takeover).",
         static_cast<double>(g.epoch));

@@ -28,6 +28,7 @@ struct executor_gauges {
   int64_t takeover_ms = 0;      ///< how long its takeover took (0: started without one)
   uint64_t passivation_attempts = 0;  ///< counter: trees asked whether they only wait
   int64_t dormant_procedures = 0;  ///< held dormant by a live parent, without an actor
+  size_t calls_in_flight = 0;  ///< calls made for waiting procedures, not answered yet
 };
 
 class type_metrics {

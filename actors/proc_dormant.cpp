@@ -27,7 +27,7 @@ bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid
     return false;
   bool timer = p->status == proc_state::waiting_timeout && p->wake_at_ms > 0;
   bool event = p->status == proc_state::waiting && !p->event_key.empty()
-               && p->call_service.empty() && !p->event_delivered;
+               && !p->event_delivered;  // an event, or a call's reply
   if (!timer && !event)
     return false;
   for (auto gc : p->children)
@@ -50,10 +50,14 @@ void put_to_sleep(proc_actor* self, child_slot& c,
   c.dormant_event = p.status == proc_state::waiting;
   c.wake_at_ms = c.dormant_event ? p.deadline_ms : p.wake_at_ms;
   ++st.dormant_children;
-  // Its event comes through the executor, which holds it for the child's actor.
-  if (c.dormant_event)
-    self->send(st.env->executor, wait_event_via_atom::value, p.event_key, c.id,
-               caf::actor_cast<caf::actor>(self));
+  // Its event (or its call's reply) comes through the executor, which holds it for the
+  // child's actor. A call is made again only if it is not under way (after a restart).
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (c.dormant_event && p.call_service.empty())
+    self->send(st.env->executor, wait_event_via_atom::value, p.event_key, c.id, std::move(me));
+  else if (c.dormant_event)
+    self->send(st.env->executor, wait_call_atom::value, p.event_key, c.id, std::move(me), true,
+               p.call_service, p.call_request);
   if (c.wake_at_ms > 0)
     arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, c.wake_at_ms,
                 wake_child_atom::value, c.id);

@@ -42,7 +42,7 @@ bool only_waits(proc_actor* self) {
     return false;
   if (st.status == proc_state::waiting_timeout)
     return st.wait_timer_armed;
-  if (st.status != proc_state::waiting || !st.call_service.empty())
+  if (st.status != proc_state::waiting)
     return false;
   if (st.event_key.empty() && st.waiting_left == 0)
     return false;  // its children ended: it is about to run

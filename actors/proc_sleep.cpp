@@ -71,6 +71,8 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
   } else {
     p.event_key = st.event_key;
     p.deadline_ms = st.deadline_ms;
+    p.call_service = st.call_service;
+    p.call_request = st.call_request;
   }
   return t;
 }
@@ -84,7 +86,9 @@ void run_held(proc_actor* self) {
 
 void go(proc_actor* self) {
   PLOG(debug, self, "gives up its actor until its {}",
-       self->state.event_key.empty() ? "timer" : "event " + self->state.event_key);
+       self->state.event_key.empty()            ? "timer"
+       : self->state.call_service.empty() ? "event " + self->state.event_key
+                                          : "reply from " + self->state.call_service);
   release_timers(self);
   self->quit(caf::make_error(errc::passivated));
 }
@@ -128,8 +132,7 @@ void on_sleep_reply(proc_actor* self, bool accepted) {
         if (switched && may_go(self))
           return go(self);
         if (switched)  // something came meanwhile: its own registration back
-          self->send(st.env->executor, wait_event_atom::value, st.event_key, st.id,
-                     caf::actor_cast<caf::actor>(self));
+          register_wait(self);
         take_back(self);
       },
       [self](caf::error&) {

@@ -250,6 +250,18 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.frozen)
         offer_passivation(self);
     },
+    [self](delivered_atom, std::string& key, std::string& payload, std::string& failure) {
+      auto& st = self->state;
+      if (st.bypassing || key != st.event_key)
+        return;  // it no longer waits for this (it timed out, or was bypassed)
+      bool failed = !failure.empty();
+      if (st.frozen || st.offering)
+        return hold(self, [self, key, payload, failed, failure] {
+          if (key == self->state.event_key)
+            on_wake(self, payload, failed, failure);
+        });
+      on_wake(self, payload, failed, std::move(failure));
+    },
     [self](wake_atom, std::string& payload, bool timed_out, uint64_t token) {
       auto& st = self->state;
       if ((timed_out && token != st.timer_token) || st.bypassing)
@@ -281,10 +293,6 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto& st = self->state;
       if (st.status == proc_state::waiting || st.status == proc_state::waiting_timeout)
         offer_passivation(self);
-    },
-    [self](call_again_atom, uint64_t token) {
-      if (token == self->state.timer_token)
-        issue_call(self);
     },
     [self](retry_atom, uint64_t token) {
       auto& st = self->state;

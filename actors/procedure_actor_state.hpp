@@ -27,7 +27,6 @@ using subtree_done_atom = caf::atom_constant<caf::atom("subdone")>;
 using stopped_atom = caf::atom_constant<caf::atom("stopped")>;  // child -> parent
 using wait_event_atom = caf::atom_constant<caf::atom("waitevent")>;
 using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
-using call_again_atom = caf::atom_constant<caf::atom("callagain")>;
 
 /// How a child ended, with the final status of every procedure in its subtree (so the root
 /// can write the tree's summary without reading the journal).
@@ -113,7 +112,6 @@ struct proc_actor_state {
   std::string event_key;
   std::string call_service;  ///< WAITING for the reply of a call to this service
   std::string call_request;
-  int call_attempts = 0;
   std::string event_payload;
   bool event_timed_out = false;
   uint64_t timer_token = 0;  ///< stale timer/retry messages carry an older token
@@ -371,8 +369,13 @@ void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline);
 /// WAITING for the event in `state.event_key` (and its deadline, 0 = none).
 void wait_for_event(proc_actor* self, int64_t deadline_ms);
 
-/// WAITING for the reply of the pending call (and its deadline); sends the call.
+/// WAITING for the reply of the pending call (and its deadline); the executor has the call
+/// made unless it is under way.
 void wait_for_call(proc_actor* self, int64_t deadline_ms);
+
+/// Registers with the executor what this waiting procedure waits for under
+/// `state.event_key`: an event, or the reply of its call (the call itself then).
+void register_wait(proc_actor* self);
 
 /// Disarms the wait timer (its token and the timeout actor's entry).
 void disarm_timer(proc_actor* self);
@@ -463,9 +466,6 @@ void release_timers(proc_actor* self);
 inline std::string event_wait_reason(const std::string& key) {
   return "event " + key;
 }
-
-/// Sends the pending call (again, after a restart).
-void issue_call(proc_actor* self);
 
 /// Woken by an event, a reply or a deadline: journal it, then run the resume state (or fail
 /// with `why`, or a default reason, when it timed out).
