@@ -62,6 +62,22 @@ TEST_F(call_test, an_unanswered_call_times_out) {
   EXPECT_EQ(wait(id).state(), pb::ROLLEDBACK);
 }
 
+// A call waits for its reply under a key of its own: no event can pass for that reply, and
+// no step can wait under such a key.
+TEST_F(call_test, keys_of_calls_are_reserved_for_their_replies) {
+  start([this](node_options& o) { o.services["hole"] = sys_->spawn(black_hole); });
+  auto id = submit("demo.call", R"({"service":"hole","request":"x"})");
+  ASSERT_TRUE(eventually([&] { return status(id).waiting_for() == "reply from hole"; }));
+  auto r = event("call:" + std::to_string(id) + ":1:1", "{}");
+  EXPECT_EQ(r.code(), pb::Response::BAD_REQUEST);
+  EXPECT_NE(r.error().find("is reserved"), std::string::npos) << r.error();
+  EXPECT_EQ(status(id).state(), pb::WAITING);
+  auto w = submit("demo.wait_event", R"({"key":"call:1:1:1"})");
+  auto s = wait(w);
+  EXPECT_EQ(s.state(), pb::ROLLEDBACK);
+  EXPECT_NE(s.error().find("is reserved"), std::string::npos) << s.error();
+}
+
 TEST_F(call_test, a_call_pending_at_a_restart_is_sent_again) {
   start([this](node_options& o) { o.services["demo.echo"] = sys_->spawn(black_hole); });
   auto id = submit("demo.call", R"({"service":"demo.echo","request":"again"})");

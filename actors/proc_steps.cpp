@@ -314,8 +314,13 @@ void commit_outcome(proc_actor* self, step_result& r) {
       // Suspended until event `key`; a call waits for the reply to its request, which
       // comes as an event of a key of its own.
       bool call = out.what() == outcome::kind::call;
+      if (!call && is_call_key(out.event_key()))
+        return on_business_failure(self, executed,
+                                   "event key '" + out.event_key() + "' is reserved: keys "
+                                   "beginning with '" + call_key_prefix + "' name the replies "
+                                   "of calls");
       int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
-      auto key = call ? "call:" + std::to_string(st.id) + ":" + std::to_string(now_ms()) + ":"
+      auto key = call ? call_key_prefix + std::to_string(st.id) + ":" + std::to_string(now_ms()) + ":"
                           + std::to_string(st.attempt)
                       : out.event_key();
       batch.entries.push_back(make_entry(st.root_id, rec));

@@ -9,6 +9,8 @@
 // PROCTOR_PASSIVATION_WAITERS overrides the number (e.g. 1000000 by hand).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -160,6 +162,40 @@ TEST(passivation_process, passivated_timers_fire_once_in_order_after_a_sigkill) 
                               << " timers due after every tree was back, some fired out of order"
                               << " (lateness p50 " << pct(0.5) << " ms, p99 " << pct(0.99)
                               << " ms, max " << pct(1.0) << " ms)";
+}
+
+// A procedure waiting for the reply of a call to another node gives up its actor with its
+// tree (the call stays under way, made by the executor's caller); its node is SIGKILLed and
+// restarted: the tree comes back passivated, the call is made again, and the reply, once the
+// called node (SIGSTOPped until then) answers, ends the procedure with it.
+TEST(passivation_process, a_passivated_call_survives_a_sigkill_and_its_reply_ends_it) {
+  temp_dir dir;
+  node a{dir.path() / "a", 0, {"--hibernate-after-ms", "0"}};
+  node b{dir.path() / "b"};
+  ASSERT_TRUE(a.start()) << a.log_tail();
+  ASSERT_TRUE(b.start()) << b.log_tail();
+  ASSERT_EQ(::kill(b.pid(), SIGSTOP), 0);
+  auto args = R"({"service":")" + b.address() + R"(/demo.echo","request":"hello"})";
+  auto r = a.ctl({"submit", "demo.call", "--args-json", args}, 60s);
+  ASSERT_EQ(r.exit_code, 0) << describe(r) << a.log_tail();
+  auto id = parse_id(r.out).value_or(0);
+  auto waits_passivated = [&] {
+    return metric(a, "proctor_hibernated_procedures") == 1
+           && metric(a, "proctor_calls_in_flight") == 1;
+  };
+  EXPECT_TRUE(eventually(waits_passivated, 30s, 100ms))
+    << "the call waiter did not passivate with its call under way\n" << a.log_tail();
+  a.kill();
+  ASSERT_TRUE(a.start()) << a.log_tail();
+  EXPECT_TRUE(eventually(waits_passivated, 30s, 100ms))
+    << "after the restart, the tree did not come back passivated with its call made again\n"
+    << a.log_tail();
+  ASSERT_EQ(::kill(b.pid(), SIGCONT), 0);
+  auto w = a.ctl({"wait", std::to_string(id), "--timeout-s", "60", "--json"}, 90s);
+  ASSERT_EQ(w.exit_code, 0) << describe(w) << a.log_tail();
+  EXPECT_NE(w.out.find("SUCCESS"), std::string::npos) << w.out;
+  EXPECT_NE(w.out.find("hello"), std::string::npos) << w.out;
+  EXPECT_EQ(metric(a, "proctor_calls_in_flight"), 0);
 }
 
 } // namespace
