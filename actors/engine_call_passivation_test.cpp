@@ -208,6 +208,23 @@ TEST_F(call_passivation_test, a_passed_deadline_stops_the_call_of_a_passivated_w
   expect_clean_world();
 }
 
+// Calls one after the other, each answered at once, many in the same millisecond: each has a
+// call id of its own (a shared one would make the service take the second for the first sent
+// twice, and answer it with the first reply).
+TEST_F(call_passivation_test, calls_in_the_same_millisecond_have_call_ids_of_their_own) {
+  start_held();
+  open_service();
+  std::vector<ProbeAction> calls(20, act(ProbeAction::CALL, "held"));
+  auto id = submit("test.probe", json(probe(calls)));
+  EXPECT_EQ(wait(id).state(), pb::SUCCESS);
+  auto ids = log_->calls();
+  EXPECT_EQ(ids.size(), 20u);
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size())
+    << "calls shared a call id";
+  EXPECT_EQ(world().replies(id).size(), 20u);
+  expect_clean_world();
+}
+
 // Replies, aborts and passivation (of whole trees, and of call waiters beside a running step)
 // at random moments: every tree ends as it must, each reply wakes its procedure once, no
 // call is made twice, and none outlives its procedure. The seed is printed.

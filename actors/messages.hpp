@@ -40,7 +40,7 @@ using delivered_atom = caf::atom_constant<caf::atom("delivered")>;
 /// service, request) it waits for the reply of this call, as for an event under the call id;
 /// the executor has it made unless it is under way already (executor_calls.cpp).
 using wait_call_atom = caf::atom_constant<caf::atom("waitcall")>;
-/// A call waits under the key call_key_prefix + "<procedure id>:<ms>:<attempt>". Such keys
+/// A call waits under the key call_key_prefix + "<procedure id>:<ms>:<n>". Such keys
 /// are reserved: no event may be posted under one (it would pass for the call's reply), and
 /// no step may suspend on one.
 inline const std::string call_key_prefix = "call:";

@@ -1,12 +1,28 @@
 // The step side of a procedure actor: once a step ran, its outcome is journaled and acted
 // on (next state, done, children, suspend, call), or its failure is retried, rolled back, or
 // retried forward past a point of no return.
+#include <atomic>
+
 #include "actors/errors.hpp"
 #include "actors/outbox.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "actors/remote.hpp"
 
 namespace proctor {
+
+namespace {
+
+/// The key a new call of procedure `id` waits under: unique on this node across restarts
+/// (the time, then a count within the process), so that two calls of one procedure in the
+/// same millisecond do not share a call id, which the service would take for one call sent
+/// twice and answer with the first reply.
+std::string new_call_key(uint64_t id) {
+  static std::atomic<uint64_t> calls{0};
+  return call_key_prefix + std::to_string(id) + ":" + std::to_string(now_ms()) + ":"
+         + std::to_string(calls.fetch_add(1, std::memory_order_relaxed));
+}
+
+} // namespace
 
 namespace {
 
@@ -320,9 +336,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
                                    "beginning with '" + call_key_prefix + "' name the replies "
                                    "of calls");
       int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
-      auto key = call ? call_key_prefix + std::to_string(st.id) + ":" + std::to_string(now_ms()) + ":"
-                          + std::to_string(st.attempt)
-                      : out.event_key();
+      auto key = call ? new_call_key(st.id) : out.event_key();
       batch.entries.push_back(make_entry(st.root_id, rec));
       pb::JournalRecord sus;
       auto* s = sus.mutable_suspended();
