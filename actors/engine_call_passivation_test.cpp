@@ -208,6 +208,30 @@ TEST_F(call_passivation_test, a_passed_deadline_stops_the_call_of_a_passivated_w
   expect_clean_world();
 }
 
+// A passivated tree whose journal turns out damaged when an event wakes it is quarantined:
+// its call stops with it instead of waiting on the service until the node stops.
+TEST_F(call_passivation_test, a_quarantined_tree_stops_its_calls) {
+  start_held();
+  auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *r.mutable_actions(0)->add_children() = probe({act(ProbeAction::CALL, "held")});
+  *r.mutable_actions(0)->add_children() = probe({act(ProbeAction::SUSPEND, "q")});
+  auto id = submit("test.probe", json(r));
+  ASSERT_TRUE(eventually([&] { return passivated() == 1 && calls_in_flight() == 1; }));
+  {
+    caf::scoped_actor self{*sys_};
+    journal_batch b;
+    b.entries.push_back({id, std::string("\x0a\xff\xff\xff\xff damaged", 14)});
+    self->request(node_->journal(), std::chrono::seconds{10}, append_atom::value, std::move(b))
+      .receive([](uint64_t) {}, [](caf::error& e) { FAIL() << to_string(e); });
+  }
+  event("q", "{}");
+  pb::Request req;
+  req.mutable_quarantine();
+  ASSERT_TRUE(eventually([&] { return call(req).quarantined_size() == 1; }));
+  EXPECT_TRUE(eventually([&] { return calls_in_flight() == 0; }))
+    << "the quarantined tree's call is still under way";
+}
+
 // Calls one after the other, each answered at once, many in the same millisecond: each has a
 // call id of its own (a shared one would make the service take the second for the first sent
 // twice, and answer it with the first reply).

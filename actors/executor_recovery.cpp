@@ -26,6 +26,10 @@ void quarantine(executor_actor* self, const tree_image& t, const std::string& re
   q.set_records(t.records);
   st.quarantined.push_back(std::move(q));
   for (const auto& [id, p] : t.procs) {
+    // Out of service until an operator acts: nothing wakes it, and its calls stop (a
+    // caller waiting on a service that never answers would stay until the node stops).
+    stop_call(self, id);
+    forget_event_wait(self, id);
     auto u = update_from_image(t, p);
     u.waiting_for = "operator (tree quarantined: " + reason + ")";
     u.ended = false;
