@@ -14,6 +14,8 @@ void await_call(executor_actor* self, const std::string& key, uint64_t id, caf::
                 bool via, std::string service, std::string request) {
   auto& st = self->state;
   await_event(self, key, id, std::move(h), via);
+  if (service.empty())
+    return;  // an event, not a call
   auto k = st.waiting_key.find(id);
   if (k == st.waiting_key.end() || k->second != key)
     return;  // its answer was held for it, and is on its way

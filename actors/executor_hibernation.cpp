@@ -269,13 +269,9 @@ void recover_dormant(executor_actor* self, const tree_image& t) {
     }
   }
   sleep_root(self, enter_root(self, t), t.root_id, deadline, std::move(nodes), t.procs.size());
-  for (const auto* p : event_waiters) {
-    if (p->call_service.empty())
-      await_event(self, p->event_key, p->id, caf::actor{});
-    else  // its call is made again: the callee deduplicates by call id
-      await_call(self, p->event_key, p->id, caf::actor{}, false, p->call_service,
-                 p->call_request);
-  }
+  for (const auto* p : event_waiters)  // a call is made again (callees deduplicate)
+    await_call(self, p->event_key, p->id, caf::actor{}, false, p->call_service,
+               p->call_request);
 }
 
 } // namespace proctor::exec_detail

@@ -164,10 +164,7 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
   if (req.key().empty())
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, "event key is empty"));
   if (is_call_key(req.key()))
-    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
-                                 "event key '" + req.key() + "' is reserved: keys beginning "
-                                 "with '" + call_key_prefix + "' name the replies of calls, "
-                                 "which only their services give"));
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, call_key_refusal(req.key())));
   std::string payload = req.payload_json().empty() ? "null" : req.payload_json();
   pb::JournalRecord rec;
   auto* e = rec.mutable_event();

@@ -215,6 +215,7 @@ void wake_waiters(executor_actor* self, const std::string& key, const event_deli
 // -- calls (executor_calls.cpp) ------------------------------------------------------------------
 /// Procedure `id` waits for the reply of call `key` (registered as await_event does); the
 /// call is made unless it is under way already or its answer is held for the procedure.
+/// With `service` empty, it waits for an event: await_event alone.
 void await_call(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
                 bool via, std::string service, std::string request);
 /// A call's caller is done: its reply or failure wakes the procedure waiting for it (none:

@@ -31,7 +31,7 @@ using update_atom = caf::atom_constant<caf::atom("update")>;      // proc -> exe
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
 using tree_done_atom = caf::atom_constant<caf::atom("treedone")>; // root -> executor
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
-using wake_atom = caf::atom_constant<caf::atom("wake")>;          // timer/event -> proc
+using wake_atom = caf::atom_constant<caf::atom("wake")>;  // its event's deadline -> proc
 /// Executor -> proc: (key, payload, failure) what it waits for under `key` came: an event's
 /// payload, or a call's reply (failure empty) or why the call failed. A delivery for another
 /// key than the one it waits for now is late (it stopped waiting) and dropped.
@@ -46,6 +46,11 @@ using wait_call_atom = caf::atom_constant<caf::atom("waitcall")>;
 inline const std::string call_key_prefix = "call:";
 inline bool is_call_key(const std::string& key) {
   return key.compare(0, call_key_prefix.size(), call_key_prefix) == 0;
+}
+/// Why event key `key` (is_call_key) cannot be posted or waited for.
+inline std::string call_key_refusal(const std::string& key) {
+  return "event key '" + key + "' is reserved: keys beginning with '" + call_key_prefix
+         + "' name the replies of calls, which only their services give";
 }
 using arm_atom = caf::atom_constant<caf::atom("arm")>;            // -> timer
 using disarm_atom = caf::atom_constant<caf::atom("disarm")>;      // -> timer

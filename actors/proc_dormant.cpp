@@ -52,12 +52,8 @@ void put_to_sleep(proc_actor* self, child_slot& c,
   ++st.dormant_children;
   // Its event (or its call's reply) comes through the executor, which holds it for the
   // child's actor. A call is made again only if it is not under way (after a restart).
-  auto me = caf::actor_cast<caf::actor>(self);
-  if (c.dormant_event && p.call_service.empty())
-    self->send(st.env->executor, wait_event_via_atom::value, p.event_key, c.id, std::move(me));
-  else if (c.dormant_event)
-    self->send(st.env->executor, wait_call_atom::value, p.event_key, c.id, std::move(me), true,
-               p.call_service, p.call_request);
+  if (c.dormant_event)
+    register_wait(self, c.id, true, p.event_key, p.call_service, p.call_request);
   if (c.wake_at_ms > 0)
     arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, c.wake_at_ms,
                 wake_child_atom::value, c.id);

@@ -22,10 +22,6 @@ std::string new_call_key(uint64_t id) {
          + std::to_string(calls.fetch_add(1, std::memory_order_relaxed));
 }
 
-} // namespace
-
-namespace {
-
 proc_update final_update(proc_actor* self, const std::string& result) {
   auto u = current_update(self);
   u.state = proc_state::success;
@@ -331,10 +327,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
       // comes as an event of a key of its own.
       bool call = out.what() == outcome::kind::call;
       if (!call && is_call_key(out.event_key()))
-        return on_business_failure(self, executed,
-                                   "event key '" + out.event_key() + "' is reserved: keys "
-                                   "beginning with '" + call_key_prefix + "' name the replies "
-                                   "of calls");
+        return on_business_failure(self, executed, call_key_refusal(out.event_key()));
       int64_t deadline = out.duration().count() > 0 ? now_ms() + out.duration().count() : 0;
       auto key = call ? new_call_key(st.id) : out.event_key();
       batch.entries.push_back(make_entry(st.root_id, rec));

@@ -11,7 +11,7 @@ void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline) {
   st.timer_at_ms = at_ms;
   if (event_deadline)
     arm_timeout(self, st.env->timeout, st.id, timeout_kind::wait, at_ms, wake_atom::value,
-                std::string{}, true, token);
+                token);
   else
     arm_timeout(self, st.env->timeout, st.id, timeout_kind::wait, at_ms, retry_atom::value,
                 token);
@@ -83,14 +83,22 @@ void wait_for_call(proc_actor* self, int64_t deadline_ms) {
   offer_passivation(self);
 }
 
+void register_wait(proc_actor* self, uint64_t id, bool via, const std::string& key,
+                   const std::string& call_service, const std::string& call_request) {
+  const auto& executor = self->state.env->executor;
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (!call_service.empty())
+    self->send(executor, wait_call_atom::value, key, id, std::move(me), via, call_service,
+               call_request);
+  else if (via)
+    self->send(executor, wait_event_via_atom::value, key, id, std::move(me));
+  else
+    self->send(executor, wait_event_atom::value, key, id, std::move(me));
+}
+
 void register_wait(proc_actor* self) {
   auto& st = self->state;
-  auto me = caf::actor_cast<caf::actor>(self);
-  if (st.call_service.empty())
-    self->send(st.env->executor, wait_event_atom::value, st.event_key, st.id, std::move(me));
-  else
-    self->send(st.env->executor, wait_call_atom::value, st.event_key, st.id, std::move(me),
-               false, st.call_service, st.call_request);
+  register_wait(self, st.id, false, st.event_key, st.call_service, st.call_request);
 }
 
 } // namespace proctor

@@ -262,17 +262,16 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         });
       on_wake(self, payload, failed, std::move(failure));
     },
-    [self](wake_atom, std::string& payload, bool timed_out, uint64_t token) {
+    [self](wake_atom, uint64_t token) {  // its event's or call's deadline passed
       auto& st = self->state;
-      if ((timed_out && token != st.timer_token) || st.bypassing)
+      if (token != st.timer_token || st.bypassing)
         return;
-      if (timed_out)
-        st.wait_timer_armed = false;  // it fired
+      st.wait_timer_armed = false;  // it fired
       // Its tree is being passivated (proc_passivation.cpp), or it offered to give up its
       // actor (proc_sleep.cpp).
       if (st.frozen || st.offering)
-        return hold(self, [self, payload, timed_out] { on_wake(self, payload, timed_out); });
-      on_wake(self, payload, timed_out);
+        return hold(self, [self] { on_wake(self, "", true); });
+      on_wake(self, "", true);
     },
     [self](wake_child_atom, uint64_t cid) { on_wake_child(self, cid); },
     [self](sleep_offer_atom, uint64_t cid, std::shared_ptr<const tree_image>& image) {

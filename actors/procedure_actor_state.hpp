@@ -373,8 +373,13 @@ void wait_for_event(proc_actor* self, int64_t deadline_ms);
 /// made unless it is under way.
 void wait_for_call(proc_actor* self, int64_t deadline_ms);
 
-/// Registers with the executor what this waiting procedure waits for under
-/// `state.event_key`: an event, or the reply of its call (the call itself then).
+/// Registers with the executor that procedure `id` waits under `key`: for an event, or for
+/// the reply of its call to `call_service` (which the executor then makes, unless it is
+/// under way). `via`: `id` is a dormant child of this actor, which the answer reaches
+/// through it (proc_dormant.cpp); otherwise `id` is this actor's own procedure.
+void register_wait(proc_actor* self, uint64_t id, bool via, const std::string& key,
+                   const std::string& call_service, const std::string& call_request);
+/// register_wait for this actor's own procedure, waiting under `state.event_key`.
 void register_wait(proc_actor* self);
 
 /// Disarms the wait timer (its token and the timeout actor's entry).
