@@ -13,59 +13,88 @@
 // and registers for its event itself, which replaces the parent's registration.
 // A dormant child is stopped, asked, and counted as the live ones are (proc_supervision.cpp,
 // proc_passivation.cpp), and woken early for a bypass (proc_bypass.cpp).
+//
+// A dormant child may be a whole subtree: a parent waiting for children that all only wait
+// (read back so, or gone to sleep after them: proc_sleep.cpp). Its parent then arms the
+// subtree's earliest wake-up under the subtree's top, registers each waiter in it through
+// itself, and maps them to the top (dormant_routes); any of their wake-ups spawns the top,
+// which puts its children to sleep again from the same image, and the wake-up reaches it in
+// turn (a past deadline fires at once; the executor sends a held event again when the
+// waiter is registered anew). So only the parents on the way to what is due come back.
+#include <algorithm>
+
 #include "actors/procedure_actor_state.hpp"
 #include "actors/timeout_actor.hpp"
 #include "persistence/tree_image.hpp"
 
 namespace proctor {
 
-bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid) {
-  if (self->state.env->hibernate_after.count() < 0)
-    return false;  // passivation is off: every procedure keeps its actor
-  const auto* p = image.find(cid);
-  if (p == nullptr || p->remote())
-    return false;
-  bool timer = p->status == proc_state::waiting_timeout && p->wake_at_ms > 0;
-  bool event = p->status == proc_state::waiting && !p->event_key.empty()
-               && !p->event_delivered;  // an event, or a call's reply
-  if (!timer && !event)
-    return false;
-  for (auto gc : p->children)
-    if (const auto* g = image.find(gc); g == nullptr || !is_final(g->status))
-      return false;  // something of its subtree may run
-  return true;
-}
-
-void put_to_sleep(proc_actor* self, child_slot& c,
-                  const std::shared_ptr<const tree_image>& image, bool own) {
-  auto& st = self->state;
-  const auto& p = *image->find(c.id);
-  if (own)
-    st.slept_images[c.id] = image;
-  else if (!st.dormant_image)
-    st.dormant_image = image;
-  st.env->dormant_procedures.fetch_add(1, std::memory_order_relaxed);
-  c.dormant = true;
-  c.dormant_entry = &p;
-  c.dormant_event = p.status == proc_state::waiting;
-  c.wake_at_ms = c.dormant_event ? p.deadline_ms : p.wake_at_ms;
-  ++st.dormant_children;
-  // Its event (or its call's reply) comes through the executor, which holds it for the
-  // child's actor. A call is made again only if it is not under way (after a restart).
-  if (c.dormant_event)
-    register_wait(self, c.id, true, p.event_key, p.call_service, p.call_request);
-  if (c.wake_at_ms > 0)
-    arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, c.wake_at_ms,
-                wake_child_atom::value, c.id);
-}
-
 namespace {
+
+/// Whether `p` and what of its subtree has not ended only wait: a leaf for its timer, its
+/// event or a call's reply, a parent for children of its last spawn that so wait in turn.
+/// Children on other nodes keep their parent's actor (their ends come to it).
+bool waits_in_image(const tree_image& image, const proc_image& p) {
+  if (p.remote())
+    return false;
+  bool timer = p.status == proc_state::waiting_timeout && p.wake_at_ms > 0;
+  bool event = p.status == proc_state::waiting && !p.event_key.empty()
+               && !p.event_delivered;  // an event, or a call's reply
+  bool parent = p.status == proc_state::waiting && p.event_key.empty()
+                && p.call_service.empty() && !p.event_delivered && !p.failed;
+  if (!timer && !event && !parent)
+    return false;
+  bool awaits = false;  // a parent whose awaited children all ended is about to run
+  for (auto gc : p.children) {
+    const auto* g = image.find(gc);
+    if (g == nullptr || g->remote())
+      return false;
+    if (is_final(g->status))
+      continue;
+    if (!parent || !waits_in_image(image, *g))
+      return false;  // something of its subtree may run
+    awaits = awaits
+             || std::find(p.last_spawned.begin(), p.last_spawned.end(), gc)
+                  != p.last_spawned.end();
+  }
+  return !parent || awaits;
+}
+
+/// Counts dormant child `c`'s subtree from `q` down, registers its waiters through this
+/// parent and finds its earliest wake-up.
+void take_in(proc_actor* self, child_slot& c, const tree_image& image, const proc_image& q) {
+  auto& st = self->state;
+  ++c.dormant_procs;
+  int64_t at = 0;
+  if (q.status == proc_state::waiting_timeout) {
+    at = q.wake_at_ms;
+  } else if (!q.event_key.empty()) {
+    at = q.deadline_ms;
+    if (q.id != c.id) {
+      c.dormant_waiters.push_back(q.id);
+      st.dormant_routes[q.id] = c.id;
+    }
+    // Its event (or its call's reply) comes through the executor, which holds it for the
+    // procedure's actor. A call is made again only if it is not under way (after a restart).
+    register_wait(self, q.id, true, q.event_key, q.call_service, q.call_request);
+  }
+  if (at > 0 && (c.wake_at_ms == 0 || at < c.wake_at_ms))
+    c.wake_at_ms = at;
+  for (auto gc : q.children)
+    if (const auto* g = image.find(gc); g != nullptr && !is_final(g->status))
+      take_in(self, c, image, *g);
+}
 
 void forget(proc_actor* self, child_slot& c) {
   auto& st = self->state;
   c.dormant = false;
   c.dormant_entry = nullptr;
-  st.env->dormant_procedures.fetch_sub(1, std::memory_order_relaxed);
+  st.env->dormant_procedures.fetch_sub(static_cast<int64_t>(c.dormant_procs),
+                                       std::memory_order_relaxed);
+  c.dormant_procs = 0;
+  for (auto w : c.dormant_waiters)
+    st.dormant_routes.erase(w);
+  std::vector<uint64_t>{}.swap(c.dormant_waiters);
   if (!st.slept_images.empty())
     st.slept_images.erase(c.id);
   if (--st.dormant_children == 0)
@@ -79,16 +108,81 @@ void disarm(proc_actor* self, child_slot& c) {
   forget(self, c);
 }
 
+/// The dormant child that wake-up `id` is for: the child `id` itself, or the top of the
+/// dormant subtree that holds waiter `id` (`own`: false then).
+child_slot* dormant_for(proc_actor* self, uint64_t id, bool* own) {
+  auto& st = self->state;
+  *own = true;
+  auto* c = st.child(id);
+  if (c == nullptr) {
+    auto r = st.dormant_routes.find(id);
+    if (r == st.dormant_routes.end())
+      return nullptr;
+    *own = false;
+    c = st.child(r->second);
+  }
+  return c != nullptr && c->dormant ? c : nullptr;
+}
+
 } // namespace
+
+void unended_subtree(const tree_image& image, const proc_image& q, std::vector<uint64_t>* out) {
+  out->push_back(q.id);
+  for (auto gc : q.children)
+    if (const auto* g = image.find(gc); g != nullptr && !is_final(g->status))
+      unended_subtree(image, *g, out);
+}
+
+const tree_image& dormant_image_of(const proc_actor_state& st, const child_slot& c) {
+  auto own = st.slept_images.find(c.id);
+  return own != st.slept_images.end() ? *own->second : *st.dormant_image;
+}
+
+bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid) {
+  if (self->state.env->hibernate_after.count() < 0)
+    return false;  // passivation is off: every procedure keeps its actor
+  const auto* p = image.find(cid);
+  return p != nullptr && waits_in_image(image, *p);
+}
+
+void put_to_sleep(proc_actor* self, child_slot& c,
+                  const std::shared_ptr<const tree_image>& image, bool own) {
+  auto& st = self->state;
+  const auto& p = *image->find(c.id);
+  if (own)
+    st.slept_images[c.id] = image;
+  else if (!st.dormant_image)
+    st.dormant_image = image;
+  c.dormant = true;
+  c.dormant_entry = &p;
+  c.dormant_event = p.status == proc_state::waiting && !p.event_key.empty();
+  c.wake_at_ms = 0;
+  c.dormant_procs = 0;
+  c.dormant_waiters.clear();
+  take_in(self, c, *image, p);
+  st.env->dormant_procedures.fetch_add(static_cast<int64_t>(c.dormant_procs),
+                                       std::memory_order_relaxed);
+  ++st.dormant_children;
+  // Under the child's own name: a leaf's own arm replaces it once the leaf is spawned. A
+  // dormant subtree's earliest wake-up spawns its top, whose own arms then take over.
+  if (c.wake_at_ms > 0)
+    arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, c.wake_at_ms,
+                wake_child_atom::value, c.id);
+}
 
 void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
   if (!c.dormant)
     return;
   // Woken by its own timer, in deadline order: it runs at once. Otherwise (an event, its
   // deadline, a bypass) it waits as it did, and its own arm replaces the parent's, which may
-  // still be pending.
-  bool timer_due = by_wake_up && !c.dormant_event && c.wake_at_ms <= now_ms();
+  // still be pending. A dormant subtree's top waits for its children: it puts them to sleep
+  // again, and the wake-up that came is sent again to it (a past deadline fires at once; the
+  // executor sends a held event again), so the parent's arm is not needed any more.
+  bool subtree = c.dormant_procs > 1;
+  bool timer_due = by_wake_up && !c.dormant_event && !subtree && c.wake_at_ms <= now_ms();
   auto& st = self->state;
+  if (subtree && !by_wake_up && c.wake_at_ms > 0)
+    cancel_timeout(self, st.env->timeout, c.id, timeout_kind::wait);
   auto own = st.slept_images.find(c.id);
   auto image = own != st.slept_images.end() ? own->second : st.dormant_image;
   const auto* entry = c.dormant_entry;
@@ -97,24 +191,30 @@ void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
 }
 
 void on_wake_child(proc_actor* self, uint64_t cid) {
-  auto& st = self->state;
-  auto* c = st.child(cid);
-  if (c == nullptr || !c->dormant)
+  bool own = true;
+  auto* c = dormant_for(self, cid, &own);
+  if (c == nullptr)
     return;  // stopped, or spawned meanwhile (its own wake-up replaced this one)
-  if (st.frozen)  // its tree is being passivated: see proc_passivation.cpp
+  // Its tree is being passivated (proc_passivation.cpp), or this parent offered to give up
+  // its actor (proc_sleep.cpp): which it takes back, having a wake-up held.
+  if (self->state.frozen || self->state.offering)
     return hold(self, [self, cid] {
-      if (auto* c = self->state.child(cid))
-        wake_dormant(self, *c, true);
+      bool own = true;
+      if (auto* c = dormant_for(self, cid, &own))
+        wake_dormant(self, *c, own);
     });
-  wake_dormant(self, *c, true);
+  wake_dormant(self, *c, own);
 }
 
 void stop_dormant(proc_actor* self, child_slot& c) {
   if (!c.dormant)
     return;
+  // As a stopped waiting subtree reports: the current state of none of its procedures
+  // started (each waits, for its wake-up or for its children).
+  std::vector<uint64_t> clean;
+  unended_subtree(dormant_image_of(self->state, c), *c.dormant_entry, &clean);
   disarm(self, c);
-  // As a stopped waiting child reports: its current state never started.
-  c.stopped_clean = {c.id};
+  c.stopped_clean = std::move(clean);
 }
 
 void release_dormant(proc_actor* self) {

@@ -60,13 +60,16 @@ void not_if_due_soon(passivation_answer& a) {
   }
 }
 
-/// The part of the answer of dormant child `c` (it only waits for its wake-up).
+/// The part of the answer of dormant child `c` (it only waits for its wake-up; a dormant
+/// subtree answers for all its procedures).
 passivation_answer dormant_answer(const child_slot& c) {
   passivation_answer a;
-  a.procs = 1;
+  a.procs = c.dormant_procs;
   a.deadline_ms = c.wake_at_ms;
   if (c.dormant_event)
     a.event_waiters.push_back(c.id);
+  a.event_waiters.insert(a.event_waiters.end(), c.dormant_waiters.begin(),
+                         c.dormant_waiters.end());
   not_if_due_soon(a);
   return a;
 }

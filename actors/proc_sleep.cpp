@@ -28,6 +28,15 @@
 //      stop P sent C after its yes finds C dormant.
 // The image C sends is what its journal holds: it waits, has no children, and its current
 // state never started (it commits nothing while it offers).
+//
+// A parent waiting for its children goes the same way once each of them has ended or gone
+// (a parent thawed while they were going offers when the last one did). Its image holds its
+// own entry, the images its dormant children sleep in, and its ended children's subtrees as
+// their ends reported them; so its parent holds the whole subtree dormant (proc_dormant.cpp).
+// Its dormant children's registrations with the executor are taken over by its parent's
+// (a wake-up routed to it as it went is held by the executor and sent again), and their
+// deadlines go with it, its parent arming the earliest. A wake-up for one of them that
+// comes while it offers is held, and it takes the offer back.
 #include "actors/errors.hpp"
 #include "actors/procedure_actor_state.hpp"
 #include "persistence/tree_image.hpp"
@@ -40,16 +49,82 @@ bool waits_for_event(const proc_actor_state& st) {
   return st.status == proc_state::waiting && !st.event_key.empty();
 }
 
-/// True when this leaf only waits for its timer or its event (its deadline, if any, a second
-/// away at least: as it would answer a passivation attempt), with nothing held or offered.
+/// True for a parent waiting for its children, each of which has ended (successfully) or
+/// gave up its actor, none of them due within passivation_min_sleep_ms. A parent that
+/// restarted a crashed child keeps its actor: its restart intensity would go with it.
+bool children_all_gone(proc_actor* self) {
+  auto& st = self->state;
+  if (st.status != proc_state::waiting || !st.event_key.empty() || st.waiting_left == 0
+      || st.restarts.recent() > 0)
+    return false;
+  auto soon = now_ms() + passivation_min_sleep_ms;
+  for (const auto& c : st.children) {
+    if (c.ended ? c.result.state != proc_state::success
+                : !c.dormant || c.sleep_pending || c.stop_pending || c.restarting
+                    || (c.wake_at_ms > 0 && c.wake_at_ms < soon))
+      return false;
+  }
+  return true;
+}
+
+/// True when this procedure only waits — a leaf for its timer or its event (its deadline,
+/// if any, a second away at least: as it would answer a passivation attempt), a parent for
+/// children that all gave up their actors — with nothing held or offered.
 bool may_go(proc_actor* self) {
   auto& st = self->state;
-  return !st.is_root && st.env->hibernate_after.count() >= 0 && st.children.empty()
-         && st.held.empty() && !st.frozen && !st.offering && !st.ran_partly
+  return !st.is_root && st.env->hibernate_after.count() >= 0
+         && (st.children.empty() || children_all_gone(self)) && st.held.empty()
+         && !st.frozen && !st.offering && !st.ran_partly
          && (!waits_for_event(st) || st.event_payload.empty()) && own_answer(self).idle;
 }
 
-/// This procedure as its journal holds it (all that init_from_image reads of a waiting leaf).
+/// Copies `q` and what of its subtree has not ended from `from` into `to`.
+void copy_unended(const tree_image& from, const proc_image& q, tree_image& to) {
+  to.procs[q.id] = q;
+  for (auto gc : q.children)
+    if (const auto* g = from.find(gc); g != nullptr && !is_final(g->status))
+      copy_unended(from, *g, to);
+}
+
+/// Adds this parent's children to its image `t`: those that gave up their actors as their
+/// images hold them, the ended ones (and their subtrees) as they reported their ends.
+void add_children(proc_actor* self, tree_image& t, proc_image& p) {
+  auto& st = self->state;
+  p.last_spawned = st.waiting_on;
+  for (const auto& c : st.children) {
+    p.children.push_back(c.id);
+    if (c.dormant)
+      copy_unended(dormant_image_of(st, c), *c.dormant_entry, t);
+  }
+  for (const auto& u : st.finished_subtree) {
+    auto& e = t.procs[u.id];
+    e.id = u.id;
+    e.parent_id = u.parent_id;
+    e.type = u.type;
+    e.status = u.state;
+    e.children = u.children;
+    e.error = u.error;
+    e.result_json = u.result_json;
+    e.nonce = u.nonce;
+    e.node = u.node;
+    e.submitted_at_ms = u.started_at_ms;
+    e.bypassed = u.bypassed;
+  }
+  for (const auto& c : st.children) {  // an end reported without its subtree's statuses
+    if (!c.ended || t.find(c.id) != nullptr)
+      continue;
+    auto& e = t.procs[c.id];
+    e.id = c.id;
+    e.parent_id = st.id;
+    e.status = c.result.state;
+    e.result_json = c.result.result_json;
+    e.error = c.result.error;
+  }
+}
+
+/// This procedure as its journal holds it: all that init_from_image reads of a waiting leaf,
+/// or of a parent waiting for children that gave up their actors, with their images (the
+/// ended children as their ends were reported: the journal holds the same).
 std::shared_ptr<const tree_image> own_image(proc_actor* self) {
   auto& st = self->state;
   auto t = std::make_shared<tree_image>();
@@ -74,6 +149,8 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
     p.call_service = st.call_service;
     p.call_request = st.call_request;
   }
+  if (!st.children.empty())
+    add_children(self, *t, p);
   return t;
 }
 
@@ -85,10 +162,15 @@ void run_held(proc_actor* self) {
 }
 
 void go(proc_actor* self) {
-  PLOG(debug, self, "gives up its actor until its {}",
-       self->state.event_key.empty()            ? "timer"
-       : self->state.call_service.empty() ? "event " + self->state.event_key
-                                          : "reply from " + self->state.call_service);
+  auto& st = self->state;
+  if (!st.children.empty())
+    PLOG(debug, self, "gives up its actor with its {} dormant children, until one is due",
+         st.dormant_children);
+  else
+    PLOG(debug, self, "gives up its actor until its {}",
+         st.event_key.empty()            ? "timer"
+         : st.call_service.empty() ? "event " + st.event_key
+                                   : "reply from " + st.call_service);
   release_timers(self);
   self->quit(caf::make_error(errc::passivated));
 }
@@ -103,9 +185,16 @@ void take_back(proc_actor* self) {
 } // namespace
 
 void offer_sleep(proc_actor* self) {
-  if (!may_go(self))
-    return;
   auto& st = self->state;
+  if (!may_go(self)) {
+    // A parent whose children are giving up their actors after the same thaw offers once
+    // they all did (on_sleeper_down): so parents follow their children only as often as
+    // their root's passivation attempts fail, not at every end of a child.
+    st.sleep_wanted = !st.is_root && st.status == proc_state::waiting
+                      && st.event_key.empty() && st.waiting_left > 0;
+    return;
+  }
+  st.sleep_wanted = false;
   st.offering = true;
   self->send(st.parent, sleep_offer_atom::value, st.id, own_image(self));
 }
@@ -177,12 +266,16 @@ bool on_sleeper_down(proc_actor* self, child_slot& c, const caf::error& reason) 
   if (!is(reason, errc::passivated))
     return false;  // it crashed meanwhile: supervised as any crash
   if (c.stop_pending) {
-    // Asked to stop after its yes: it stopped, and its waiting state never started.
-    std::vector<uint64_t> clean{c.id};
+    // Asked to stop after its yes: it stopped, and the waiting state of none of what it
+    // stood for started.
+    std::vector<uint64_t> clean;
+    unended_subtree(*image, *image->find(c.id), &clean);
     child_stopped(self, c, &clean);
     return true;
   }
   put_to_sleep(self, c, image, true);
+  if (st.sleep_wanted)
+    offer_sleep(self);  // maybe the last of its children to go
   return true;
 }
 

@@ -58,6 +58,11 @@ struct child_slot {
   int64_t wake_at_ms = 0;      ///< of a dormant child: its timer, or its event's deadline (0: none)
   /// Of a dormant child: its entry in the image it sleeps in (spawned from it when woken).
   const proc_image* dormant_entry = nullptr;
+  /// Of a dormant child: the procedures it stands for, itself included (more than one when
+  /// it is a parent waiting for its children, dormant with its subtree), and those of them
+  /// below it waiting for an event or a reply, registered through this parent.
+  uint32_t dormant_procs = 0;
+  std::vector<uint64_t> dormant_waiters;
   /// It offered to give up its actor and was told yes: dormant once its actor is gone
   /// (proc_sleep.cpp), live again if it takes the offer back.
   bool sleep_pending = false;
@@ -75,9 +80,13 @@ struct proc_actor_state {
   /// An actor gone without releasing its dormant children (it crashed) leaves the gauge
   /// right: they are gone with it.
   ~proc_actor_state() {
-    if (dormant_children > 0 && env)
-      env->dormant_procedures.fetch_sub(static_cast<int64_t>(dormant_children),
-                                        std::memory_order_relaxed);
+    if (dormant_children == 0 || !env)
+      return;
+    int64_t n = 0;
+    for (const auto& c : children)
+      if (c.dormant)
+        n += static_cast<int64_t>(c.dormant_procs);
+    env->dormant_procedures.fetch_sub(n, std::memory_order_relaxed);
   }
 
   // -- identity -----------------------------------------------------------------------------
@@ -177,12 +186,19 @@ struct proc_actor_state {
   /// The image dormant children are spawned from, while any is left (proc_dormant.cpp).
   std::shared_ptr<const tree_image> dormant_image;
   size_t dormant_children = 0;
+  /// Waiters inside the subtree of a dormant child, mapped to that child: the executor's
+  /// wake-up for one of them (wake_child_atom) spawns the child, which puts its own
+  /// children to sleep again and so gets the wake-up sent again (proc_dormant.cpp).
+  std::unordered_map<uint64_t, uint64_t> dormant_routes;
   /// The images of children that gave up their actors while live (offered, or dormant since),
   /// each spawned from its own (proc_sleep.cpp).
   std::unordered_map<uint64_t, std::shared_ptr<const tree_image>> slept_images;
   /// This procedure offered its parent to give up its actor: what wakes it is held until
   /// the answer (proc_sleep.cpp).
   bool offering = false;
+  /// A parent thawed while its children were still giving up their actors: it offers to
+  /// give up its own once the last of them did (proc_sleep.cpp).
+  bool sleep_wanted = false;
   /// Appends sent to the journal and not yet durable, oldest first: (tag, what runs then).
   struct pending_append {
     uint64_t tag = 0;
@@ -387,12 +403,15 @@ void disarm_timer(proc_actor* self);
 
 // -- dormant children (proc_dormant.cpp) ------------------------------------------------------
 
-/// Child `cid` of `image` may stay unspawned (dormant) until its wake-up: it waits for a
-/// timer or an event (not a call), nothing of its subtree runs, and passivation is on.
+/// Child `cid` of `image` may stay unspawned (dormant) until its wake-up: passivation is on,
+/// and it waits for a timer, an event or a call's reply with nothing of its subtree running,
+/// or it waits for its children and each of them that has not ended may so stay (a dormant
+/// subtree, woken by the earliest wake-up in it).
 bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid);
 
-/// Makes child `c` of `image` dormant until its timer, its event or the event's deadline;
-/// `own`: the image is the child's alone (it gave up its actor while live), not the tree's.
+/// Makes child `c` of `image` dormant until its timer, its event or the event's deadline
+/// (of a dormant subtree: until the earliest of those in it); `own`: the image is the
+/// child's alone (it gave up its actor while live), not the tree's.
 void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image,
                   bool own = false);
 
@@ -409,6 +428,12 @@ void stop_dormant(proc_actor* self, child_slot& c);
 
 /// Cancels the wake-ups of the dormant children (the parent's actor is going away).
 void release_dormant(proc_actor* self);
+
+/// The ids of `q` and of what of its subtree in `image` has not ended.
+void unended_subtree(const tree_image& image, const proc_image& q, std::vector<uint64_t>* out);
+
+/// The image dormant child `c` sleeps in (its own, or the tree's).
+const tree_image& dormant_image_of(const proc_actor_state& st, const child_slot& c);
 
 // -- a waiting procedure's actor given up while its tree runs (proc_sleep.cpp) ---------------
 
