@@ -44,20 +44,20 @@ bool waits_in_image(const tree_image& image, const proc_image& p) {
                 && p.call_service.empty() && !p.event_delivered && !p.failed;
   if (!timer && !event && !parent)
     return false;
-  bool awaits = false;  // a parent whose awaited children all ended is about to run
   for (auto gc : p.children) {
     const auto* g = image.find(gc);
     if (g == nullptr || g->remote())
       return false;
-    if (is_final(g->status))
-      continue;
-    if (!parent || !waits_in_image(image, *g))
+    if (!is_final(g->status) && (!parent || !waits_in_image(image, *g)))
       return false;  // something of its subtree may run
-    awaits = awaits
-             || std::find(p.last_spawned.begin(), p.last_spawned.end(), gc)
-                  != p.last_spawned.end();
   }
-  return !parent || awaits;
+  if (!parent)
+    return true;
+  // A parent whose awaited children all ended is about to run.
+  return std::any_of(p.last_spawned.begin(), p.last_spawned.end(), [&](uint64_t gc) {
+    const auto* g = image.find(gc);
+    return g != nullptr && !is_final(g->status);
+  });
 }
 
 /// Counts dormant child `c`'s subtree from `q` down, registers its waiters through this

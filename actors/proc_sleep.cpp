@@ -55,8 +55,9 @@ bool waits_for_event(const proc_actor_state& st) {
 bool children_all_gone(proc_actor* self) {
   auto& st = self->state;
   if (st.status != proc_state::waiting || !st.event_key.empty() || st.waiting_left == 0
-      || st.restarts.recent() > 0)
-    return false;
+      || st.restarts.recent() > 0
+      || st.ended_children + st.dormant_children != st.children.size())
+    return false;  // (counted first: the loop below runs once per offer, not per child gone)
   auto soon = now_ms() + passivation_min_sleep_ms;
   for (const auto& c : st.children) {
     if (c.ended ? c.result.state != proc_state::success

@@ -83,6 +83,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
       // fails now (the child stays unended: nothing runs on as if it had succeeded).
       st.remote_failed.emplace_back(cid, "on node " + cp->node + ": " + cp->error);
       c.ended = true;  // no placeholder to spawn
+      ++st.ended_children;
       c.awaited = false;
       if (awaited && st.waiting_left > 0)
         --st.waiting_left;

@@ -168,6 +168,7 @@ struct proc_actor_state {
   std::unordered_map<caf::actor_addr, uint64_t> child_addrs;   ///< live actor -> id
   std::vector<uint64_t> waiting_on;     ///< children of the last spawn step
   size_t waiting_left = 0;              ///< of those, how many have not ended
+  size_t ended_children = 0;            ///< children with `ended`
   std::vector<proc_update> finished_subtree;  ///< final statuses reported by ended children
   /// Children on other nodes found failed there at start, their tree not failed yet.
   std::vector<std::pair<uint64_t, std::string>> remote_failed;
@@ -259,6 +260,7 @@ struct proc_actor_state {
     if (c.ended)
       return;
     c.ended = true;
+    ++ended_children;
     c.result = std::move(r);
     if (c.awaited && waiting_left > 0)
       --waiting_left;
