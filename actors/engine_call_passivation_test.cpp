@@ -158,6 +158,40 @@ TEST_F(call_passivation_test, a_call_waiter_gives_up_its_actor_while_its_tree_ru
   expect_clean_world();
 }
 
+// The same at depth 3: the waiter's parent, whose other child waits for a timer, goes with
+// its subtree; the reply, routed through the grandparent, brings back the parent and then
+// the waiter (not the timer's child), and the call was made once.
+TEST_F(call_passivation_test, a_reply_brings_back_a_call_waiter_from_a_dormant_subtree) {
+  start_held();
+  auto busy = probe({act(ProbeAction::NEXT)});
+  busy.mutable_actions(0)->set_gate("busy");
+  auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *mid.mutable_actions(0)->add_children()
+    = probe({act(ProbeAction::CALL, "held"), act(ProbeAction::NEXT)});
+  *mid.mutable_actions(0)->add_children()
+    = probe({act(ProbeAction::SLEEP_FOR, {}, 3'000), act(ProbeAction::NEXT)});
+  auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *r.mutable_actions(0)->add_children() = busy;
+  *r.mutable_actions(0)->add_children() = mid;
+  auto id = submit("test.probe", json(r));
+  std::vector<uint64_t> ids;  // root, busy, mid, the call's waiter, the timer's
+  ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 3; }))
+    << "the parent of the call waiter kept its actor";
+  EXPECT_EQ(starts(ids[2]), 1);
+  open_service();
+  ASSERT_TRUE(eventually([&] { return status(ids[3]).state() == pb::SUCCESS; }));
+  EXPECT_EQ(starts(ids[2]), 2) << "the reply brought the parent back once";
+  EXPECT_EQ(starts(ids[3]), 2);
+  EXPECT_EQ(starts(ids[4]), 1) << "the timer's child came back before its time";
+  world().open("busy");
+  auto s = wait(id, std::chrono::seconds{20});
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+  EXPECT_EQ(world().replies(ids[3]), std::vector<std::string>{reply_to(ids[3])});
+  EXPECT_EQ(log_->calls().size(), 1u) << "the call was made again";
+  expect_clean_world();
+}
+
 // The node goes down while a passivated tree waits for a reply: recovered passivated, its
 // call is made again (with the same call id, for the service to deduplicate), and the reply
 // wakes it.

@@ -193,6 +193,45 @@ TEST_F(sleep_subtree_test, dormant_subtrees_are_woken_once_after_a_restart) {
   expect_clean_world();
 }
 
+// A supervisor restarting all its children (one_for_all, after a sibling crashed) stops a
+// dormant subtree with them and restarts it from the journal: its waiters still wait, and
+// each is woken once.
+TEST_F(sleep_subtree_test, a_restart_of_all_children_restarts_a_dormant_subtree) {
+  supervision_policy all;
+  all.strategy = restart_strategy::one_for_all;
+  all.backoff_min = std::chrono::milliseconds{5};
+  all.backoff_max = std::chrono::milliseconds{20};
+  types_.add<testing::probe>("test.probe_all", 1, all);
+  start_with(std::chrono::milliseconds{20});
+  auto crasher = probe({act(ProbeAction::NEXT), act(ProbeAction::CRASH_ONCE)});
+  crasher.mutable_actions(0)->set_gate("crash");
+  auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *mid.mutable_actions(0)->add_children()
+    = probe({act(ProbeAction::SLEEP_FOR, {}, 3'000), act(ProbeAction::NEXT)});
+  *mid.mutable_actions(0)->add_children()
+    = probe({act(ProbeAction::SUSPEND, "all.ev"), act(ProbeAction::NEXT)});
+  auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *r.mutable_actions(0)->add_children() = crasher;
+  *r.mutable_actions(0)->add_children() = mid;
+  auto id = submit("test.probe_all", json(r));
+  std::vector<uint64_t> ids;  // root, crasher, mid, the timer's waiter, the event's
+  ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 3; }));
+  EXPECT_EQ(starts(ids[2]), 1);
+  world().open("crash");  // it crashes once: both children restart
+  ASSERT_TRUE(eventually([&] { return status(ids[1]).state() == pb::SUCCESS; }));
+  EXPECT_EQ(starts(ids[1]), 2) << "the crashed child was restarted once";
+  EXPECT_EQ(starts(ids[2]), 2) << "the dormant subtree was restarted with it";
+  ASSERT_EQ(event("all.ev", "1").code(), pb::Response::OK);
+  auto s = wait(id, std::chrono::seconds{20});
+  ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
+  for (auto w : {ids[3], ids[4]})
+    EXPECT_EQ(world().starts()[probe_world::key(w, 2)], 1)
+      << "the next state of waiter " << w << " ran more than once, or not at all";
+  EXPECT_EQ(metric("proctor_dormant_procedures"), 0);
+  expect_clean_world();
+}
+
 // Random moments: events for waiters deep in subtrees, aborts, bypasses and the busy step's
 // end come while parents offer, give up their actors, or are brought back by a wake-up; each
 // tree ends once, as it should, each state ran at most once, and nothing stays dormant.
