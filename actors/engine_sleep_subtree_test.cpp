@@ -50,6 +50,17 @@ protected:
     return {ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]};
   }
 
+  /// Submits deep_waiters_beside_a_busy_step(...) and waits until mid, its three children
+  /// and sub's child (five procedures) gave up their actors; false if they did not.
+  bool submit_deep(int timer_ms, const std::string& key, int deep_timer_ms, deep_ids* t) {
+    auto id = submit("test.probe", json(deep_waiters_beside_a_busy_step(timer_ms, key,
+                                                                         deep_timer_ms)));
+    *t = ids_of(id);
+    t->root = id;
+    return t->deep != 0
+           && eventually([&] { return metric("proctor_dormant_procedures") == 5; });
+  }
+
   /// Every state of every procedure of the tree ran at most once.
   void expect_each_state_once(uint64_t root) {
     for (auto p : tree(root))
@@ -65,12 +76,9 @@ protected:
 // once.
 TEST_F(sleep_subtree_test, a_parent_whose_children_all_gave_up_their_actors_gives_up_its_own) {
   start_with(std::chrono::milliseconds{20});
-  auto id = submit("test.probe", json(deep_waiters_beside_a_busy_step(3'000, "mid.ev", 4'000)));
-  auto t = ids_of(id);
-  ASSERT_NE(t.deep, 0u);
-  // mid, its three children and sub's child: five procedures without actors.
-  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 5; }))
-    << "the parents kept their actors";
+  deep_ids t;
+  ASSERT_TRUE(submit_deep(3'000, "mid.ev", 4'000, &t)) << "the parents kept their actors";
+  auto id = t.root;
   EXPECT_EQ(passivated(), 0) << "the tree passivated with a step running";
   for (auto p : {t.mid, t.sub, t.timer, t.event, t.deep})
     EXPECT_EQ(starts(p), 1) << "procedure " << p;
@@ -132,10 +140,9 @@ TEST_F(sleep_subtree_test, a_woken_tree_keeps_its_waiting_subtrees_dormant) {
 // state never started, so the rollback undoes exactly the states that committed.
 TEST_F(sleep_subtree_test, an_abort_rolls_back_dormant_subtrees) {
   start_with(std::chrono::milliseconds{20});
-  auto id = submit("test.probe", json(deep_waiters_beside_a_busy_step(60'000, "never", 60'000)));
-  auto t = ids_of(id);
-  ASSERT_NE(t.deep, 0u);
-  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 5; }));
+  deep_ids t;
+  ASSERT_TRUE(submit_deep(60'000, "never", 60'000, &t)) << "the parents kept their actors";
+  auto id = t.root;
   ASSERT_EQ(abort(id).code(), pb::Response::OK);
   world().open("busy");
   ASSERT_EQ(wait(id).state(), pb::ROLLEDBACK);
@@ -150,10 +157,9 @@ TEST_F(sleep_subtree_test, an_abort_rolls_back_dormant_subtrees) {
 // its parents carry on.
 TEST_F(sleep_subtree_test, a_procedure_in_a_dormant_subtree_is_spawned_to_be_bypassed) {
   start_with(std::chrono::milliseconds{20});
-  auto id = submit("test.probe", json(deep_waiters_beside_a_busy_step(1'500, "b.ev", 60'000)));
-  auto t = ids_of(id);
-  ASSERT_NE(t.deep, 0u);
-  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 5; }));
+  deep_ids t;
+  ASSERT_TRUE(submit_deep(1'500, "b.ev", 60'000, &t)) << "the parents kept their actors";
+  auto id = t.root;
   pb::Request req;
   req.mutable_bypass()->set_id(t.deep);
   req.mutable_bypass()->set_force(true);
@@ -176,10 +182,9 @@ TEST_F(sleep_subtree_test, a_procedure_in_a_dormant_subtree_is_spawned_to_be_byp
 // woken once, by its timer or its event.
 TEST_F(sleep_subtree_test, dormant_subtrees_are_woken_once_after_a_restart) {
   start_with(std::chrono::milliseconds{20});
-  auto id = submit("test.probe", json(deep_waiters_beside_a_busy_step(2'000, "after", 3'000)));
-  auto t = ids_of(id);
-  ASSERT_NE(t.deep, 0u);
-  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 5; }));
+  deep_ids t;
+  ASSERT_TRUE(submit_deep(2'000, "after", 3'000, &t)) << "the parents kept their actors";
+  auto id = t.root;
   world().open("busy");  // the busy step ran partly: it runs again after the restart
   restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
   ASSERT_EQ(event("after", "1").code(), pb::Response::OK);
