@@ -154,8 +154,9 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
           "tree).",
           g.passivation_attempts);
   gauge("proctor_dormant_procedures",
-        "Procedures without an actor held by their parent's live actor until their timer or "
-        "event (the others without one are in passivated trees).",
+        "Procedures without an actor held by a live ancestor's actor until their timer, event "
+        "or reply, or until one in their subtree comes (the others without one are in "
+        "passivated trees).",
         static_cast<double>(g.dormant_procedures));
   gauge("proctor_calls_in_flight",
         "Calls to services made for waiting procedures and not answered yet (each by a "
