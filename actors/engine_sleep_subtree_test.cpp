@@ -198,6 +198,56 @@ TEST_F(sleep_subtree_test, dormant_subtrees_are_woken_once_after_a_restart) {
   expect_clean_world();
 }
 
+// A parent that goes after some of its children ended takes their ends along in the image
+// it composes (not read from the journal): back from it, it joins with their results, and
+// the tree's summary, read back after a node restart, holds every ended procedure of its
+// subtree as it ended, its children and results included.
+TEST_F(sleep_subtree_test, a_parent_gone_after_children_ended_keeps_their_ends) {
+  start_with(std::chrono::milliseconds{20});
+  auto busy = probe({act(ProbeAction::NEXT)});
+  busy.mutable_actions(0)->set_gate("busy");
+  auto c2 = probe({act(ProbeAction::SPAWN), act(ProbeAction::FAIL_TWICE)});
+  *c2.mutable_actions(0)->add_children() = probe({act(ProbeAction::FAIL_TWICE)});
+  auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *mid.mutable_actions(0)->add_children() = probe({act(ProbeAction::FAIL_TWICE)});
+  *mid.mutable_actions(0)->add_children() = c2;
+  *mid.mutable_actions(0)->add_children()
+    = probe({act(ProbeAction::SLEEP_FOR, {}, 2'500), act(ProbeAction::NEXT)});
+  auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *r.mutable_actions(0)->add_children() = busy;
+  *r.mutable_actions(0)->add_children() = mid;
+  auto id = submit("test.probe", json(r));
+  std::vector<uint64_t> ids;  // root, busy, mid, c1, c2, c2's child, the timer's waiter
+  ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 7; }));
+  const auto mid_id = ids[2], c1 = ids[3], c2_id = ids[4], g = ids[5], w = ids[6];
+  ASSERT_TRUE(eventually([&] { return status(c2_id).state() == pb::SUCCESS; }));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 2; }))
+    << "mid did not go with its waiting child after the others ended";
+  EXPECT_EQ(starts(mid_id), 1);
+  ASSERT_TRUE(eventually([&] { return status(mid_id).state() == pb::SUCCESS; },
+                         std::chrono::seconds{15}));
+  EXPECT_EQ(starts(mid_id), 2) << "the timer brought mid back once";
+  EXPECT_EQ(world().starts()[probe_world::key(mid_id, 2)], 1) << "mid joined once";
+  world().open("busy");
+  ASSERT_EQ(wait(id).state(), pb::SUCCESS);
+  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  auto m = status(mid_id);
+  EXPECT_EQ(std::vector<uint64_t>(m.children().begin(), m.children().end()),
+            (std::vector<uint64_t>{c1, c2_id, w}));
+  auto c2s = status(c2_id);
+  EXPECT_EQ(std::vector<uint64_t>(c2s.children().begin(), c2s.children().end()),
+            std::vector<uint64_t>{g});
+  for (auto p : {c1, c2_id, g, w}) {
+    auto st = status(p);
+    EXPECT_EQ(st.state(), pb::SUCCESS) << "procedure " << p;
+    EXPECT_EQ(st.parent_id(), p == g ? c2_id : mid_id) << "procedure " << p;
+  }
+  // FAIL_TWICE adds 5 to the sum it ends with.
+  for (auto p : {c1, c2_id, g})
+    EXPECT_EQ(status(p).result_json(), R"({"sum":5})") << "procedure " << p;
+  expect_clean_world();
+}
+
 // A supervisor restarting all its children (one_for_all, after a sibling crashed) stops a
 // dormant subtree with them and restarts it from the journal: its waiters still wait, and
 // each is woken once.
