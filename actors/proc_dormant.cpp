@@ -133,9 +133,10 @@ void unended_subtree(const tree_image& image, const proc_image& q, std::vector<u
       unended_subtree(image, *g, out);
 }
 
-const tree_image& dormant_image_of(const proc_actor_state& st, const child_slot& c) {
+const std::shared_ptr<const tree_image>& dormant_image_of(const proc_actor_state& st,
+                                                          const child_slot& c) {
   auto own = st.slept_images.find(c.id);
-  return own != st.slept_images.end() ? *own->second : *st.dormant_image;
+  return own != st.slept_images.end() ? own->second : st.dormant_image;
 }
 
 bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid) {
@@ -183,8 +184,7 @@ void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
   auto& st = self->state;
   if (subtree && !by_wake_up && c.wake_at_ms > 0)
     cancel_timeout(self, st.env->timeout, c.id, timeout_kind::wait);
-  auto own = st.slept_images.find(c.id);
-  auto image = own != st.slept_images.end() ? own->second : st.dormant_image;
+  auto image = dormant_image_of(st, c);  // a copy: forget() drops the parent's
   const auto* entry = c.dormant_entry;
   forget(self, c);
   spawn_child(self, image, c.id, false, timer_due, entry);
@@ -212,7 +212,7 @@ void stop_dormant(proc_actor* self, child_slot& c) {
   // As a stopped waiting subtree reports: the current state of none of its procedures
   // started (each waits, for its wake-up or for its children).
   std::vector<uint64_t> clean;
-  unended_subtree(dormant_image_of(self->state, c), *c.dormant_entry, &clean);
+  unended_subtree(*dormant_image_of(self->state, c), *c.dormant_entry, &clean);
   disarm(self, c);
   c.stopped_clean = std::move(clean);
 }

@@ -49,13 +49,17 @@ bool waits_for_event(const proc_actor_state& st) {
   return st.status == proc_state::waiting && !st.event_key.empty();
 }
 
+/// A parent waiting for children of its last spawn that have not all ended.
+bool waits_for_children(const proc_actor_state& st) {
+  return st.status == proc_state::waiting && st.event_key.empty() && st.waiting_left > 0;
+}
+
 /// True for a parent waiting for its children, each of which has ended (successfully) or
 /// gave up its actor, none of them due within passivation_min_sleep_ms. A parent that
 /// restarted a crashed child keeps its actor: its restart intensity would go with it.
 bool children_all_gone(proc_actor* self) {
   auto& st = self->state;
-  if (st.status != proc_state::waiting || !st.event_key.empty() || st.waiting_left == 0
-      || st.restarts.recent() > 0
+  if (!waits_for_children(st) || st.restarts.recent() > 0
       || st.ended_children + st.dormant_children != st.children.size())
     return false;  // (counted first: the loop below runs once per offer, not per child gone)
   auto soon = now_ms() + passivation_min_sleep_ms;
@@ -95,22 +99,10 @@ void add_children(proc_actor* self, tree_image& t, proc_image& p) {
   for (const auto& c : st.children) {
     p.children.push_back(c.id);
     if (c.dormant)
-      copy_unended(dormant_image_of(st, c), *c.dormant_entry, t);
+      copy_unended(*dormant_image_of(st, c), *c.dormant_entry, t);
   }
-  for (const auto& u : st.finished_subtree) {
-    auto& e = t.procs[u.id];
-    e.id = u.id;
-    e.parent_id = u.parent_id;
-    e.type = u.type;
-    e.status = u.state;
-    e.children = u.children;
-    e.error = u.error;
-    e.result_json = u.result_json;
-    e.nonce = u.nonce;
-    e.node = u.node;
-    e.submitted_at_ms = u.started_at_ms;
-    e.bypassed = u.bypassed;
-  }
+  for (const auto& u : st.finished_subtree)
+    t.procs[u.id] = image_from_update(u);
   for (const auto& c : st.children) {  // an end reported without its subtree's statuses
     if (!c.ended || t.find(c.id) != nullptr)
       continue;
@@ -191,8 +183,7 @@ void offer_sleep(proc_actor* self) {
     // A parent whose children are giving up their actors after the same thaw offers once
     // they all did (on_sleeper_down): so parents follow their children only as often as
     // their root's passivation attempts fail, not at every end of a child.
-    st.sleep_wanted = !st.is_root && st.status == proc_state::waiting
-                      && st.event_key.empty() && st.waiting_left > 0;
+    st.sleep_wanted = !st.is_root && waits_for_children(st);
     return;
   }
   st.sleep_wanted = false;

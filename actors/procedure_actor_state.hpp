@@ -357,6 +357,11 @@ void rollback_after_stop(proc_actor* self);
 /// Builds the final status of a procedure from its image.
 proc_update update_from_image(const tree_image& t, const proc_image& p);
 
+/// The inverse for an ended procedure: the image entry its reported status stands for, from
+/// which update_from_image gives that status back (a parent's image of the ends its children
+/// reported, proc_sleep.cpp).
+proc_image image_from_update(const proc_update& u);
+
 /// The final statuses of `id` and its descendants, as an ended child would have reported.
 void collect_subtree(const tree_image& t, uint64_t id, std::vector<proc_update>* out);
 
@@ -435,7 +440,8 @@ void release_dormant(proc_actor* self);
 void unended_subtree(const tree_image& image, const proc_image& q, std::vector<uint64_t>* out);
 
 /// The image dormant child `c` sleeps in (its own, or the tree's).
-const tree_image& dormant_image_of(const proc_actor_state& st, const child_slot& c);
+const std::shared_ptr<const tree_image>& dormant_image_of(const proc_actor_state& st,
+                                                          const child_slot& c);
 
 // -- a waiting procedure's actor given up while its tree runs (proc_sleep.cpp) ---------------
 

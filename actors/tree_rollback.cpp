@@ -29,6 +29,22 @@ proc_update update_from_image(const tree_image& t, const proc_image& p) {
   return u;
 }
 
+proc_image image_from_update(const proc_update& u) {
+  proc_image p;
+  p.id = u.id;
+  p.parent_id = u.parent_id;
+  p.type = u.type;
+  p.status = u.state;
+  p.children = u.children;
+  p.error = u.error;
+  p.result_json = u.result_json;
+  p.nonce = u.nonce;
+  p.node = u.node;
+  p.submitted_at_ms = u.started_at_ms;
+  p.bypassed = u.bypassed;
+  return p;
+}
+
 void collect_subtree(const tree_image& t, uint64_t id, std::vector<proc_update>* out) {
   const auto* p = t.find(id);
   if (p == nullptr)
