@@ -84,7 +84,7 @@ TEST_F(passivation_test, an_abort_rolls_back_a_wholly_passivated_tree) {
   ASSERT_EQ(resp.code(), pb::Response::OK) << resp.error();
   auto s = wait(id);
   ASSERT_EQ(s.state(), pb::ROLLEDBACK) << s.ShortDebugString();
-  EXPECT_EQ(world().check_rolled_back(std::set<uint64_t>(ids.begin(), ids.end())), "");
+  EXPECT_EQ(world().check_rolled_back(ids), "");
   // Reverse journal order: the newest committed steps first.
   auto order = world().undo_order();
   ASSERT_FALSE(order.empty());
@@ -369,7 +369,7 @@ TEST_F(passivation_test, events_timers_and_aborts_racing_with_passivation_are_ne
     if (t.aborted) {
       EXPECT_EQ(s.state(), pb::ROLLEDBACK) << "tree " << t.id << ": " << s.ShortDebugString();
       auto ids = tree(t.id);
-      EXPECT_EQ(world().check_rolled_back(std::set<uint64_t>(ids.begin(), ids.end())), "");
+      EXPECT_EQ(world().check_rolled_back(ids), "");
     } else {
       EXPECT_EQ(s.state(), pb::SUCCESS) << "tree " << t.id << ": " << s.ShortDebugString();
     }

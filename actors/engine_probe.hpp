@@ -115,6 +115,13 @@ public:
     return errors_;
   }
 
+  /// check_rolled_back (below) for ids in any container (a tree's list, as `tree()` gives
+  /// it).
+  template <class Ids>
+  std::string check_rolled_back(const Ids& ids, int max_undos = 1) const {
+    return check_rolled_back(std::set<uint64_t>(ids.begin(), ids.end()), max_undos);
+  }
+
   /// "" if every state that started in the procedures `ids` was undone exactly once (at most
   /// `max_undos` times: a node restart may undo a state again) and no state that never
   /// started was undone; otherwise what is wrong.

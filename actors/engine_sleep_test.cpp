@@ -136,7 +136,7 @@ TEST_F(sleep_test, an_abort_rolls_back_waiters_that_gave_up_their_actors) {
   world().open("busy");
   ASSERT_EQ(wait(id).state(), pb::ROLLEDBACK);
   auto ids = tree(id);
-  EXPECT_EQ(world().check_rolled_back(std::set<uint64_t>(ids.begin(), ids.end())), "");
+  EXPECT_EQ(world().check_rolled_back(ids), "");
   EXPECT_EQ(metric("proctor_dormant_procedures"), 0);
   expect_clean_world();
 }
@@ -196,7 +196,7 @@ TEST_F(sleep_test, waiters_giving_up_their_actors_race_with_events_aborts_and_en
     auto ids = tree(t.id);
     if (t.aborted) {
       EXPECT_EQ(s.state(), pb::ROLLEDBACK) << "tree " << t.id << ": " << s.ShortDebugString();
-      EXPECT_EQ(world().check_rolled_back(std::set<uint64_t>(ids.begin(), ids.end())), "")
+      EXPECT_EQ(world().check_rolled_back(ids), "")
         << "tree (depth first) " << ::testing::PrintToString(ids);
       continue;
     }
