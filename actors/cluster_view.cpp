@@ -26,6 +26,12 @@ std::optional<peer_status> cluster_view::get(const std::string& name) const {
   return i->second;
 }
 
+bool cluster_view::is_up(const std::string& name) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto i = peers_.find(name);
+  return i != peers_.end() && i->second.up;
+}
+
 std::vector<peer_status> cluster_view::all() const {
   std::lock_guard<std::mutex> g(mtx_);
   std::vector<peer_status> out;

@@ -24,6 +24,9 @@ public:
   /// The peer's status, if it is a peer.
   std::optional<peer_status> get(const std::string& name) const;
 
+  /// True if `name` is a peer seen up (without copying its status, as get() does).
+  bool is_up(const std::string& name) const;
+
   std::vector<peer_status> all() const;
 
   /// What a procedure waiting for `node` shows: "node b", or why it is unreachable.

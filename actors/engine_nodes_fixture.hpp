@@ -8,15 +8,18 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/engine_probe.hpp"
 #include "actors/node.hpp"
 #include "actors/outbox.hpp"
 #include "actors/peer_link.hpp"
+#include "actors/wall_clock.hpp"
 #include "actors/rpc.hpp"
 #include "procedures/demo.hpp"
 #include "wire.pb.h"
@@ -69,6 +72,7 @@ protected:
     dir_ = ::mkdtemp(tmpl);
     fs::create_directories(dir_ + "/ledger");
     register_demo_procedures(types_);
+    register_probe(types_);
     tune_actor_system(cfg_);
     sys_ = std::make_unique<caf::actor_system>(cfg_);
     sb_ = std::make_shared<switchboard>();
@@ -82,7 +86,7 @@ protected:
     auto n = std::make_unique<node>(*sys_, types_);
     node_options o;
     o.data_dir = dir_ + "/" + name;
-    o.workers = 2;
+    o.workers = workers_;
     o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
     o.name = name;
     o.number = static_cast<uint16_t>(name[0] - 'a' + 1);
@@ -93,6 +97,8 @@ protected:
     // A request in flight to a node stopped here is never answered (its executor's promise
     // goes with it; over TCP the closed connection says so at once).
     o.peer_reply_timeout = std::chrono::milliseconds{1'000};
+    if (hibernate_after_)
+      o.executor.hibernate_after = *hibernate_after_;
     // A node stopped just before lets go of the directory's lock when its journal's thread
     // ends.
     caf::expected<recovery_report> r = caf::make_error(caf::sec::runtime_error);
@@ -110,6 +116,21 @@ protected:
     cut(name);
     nodes_.at(name)->stop();
     nodes_.erase(name);
+  }
+
+  /// Tells the other nodes that node `name` is up (or down), as its link would: the
+  /// in-process nodes have none, so they know nothing of each other's state otherwise.
+  void report(const std::string& name, bool up) {
+    peer_status s;
+    s.name = name;
+    s.up = up;
+    s.since_ms = wall_ms();
+    s.number = static_cast<uint16_t>(name[0] - 'a' + 1);
+    if (!up)
+      s.reason = "reported down by the test";
+    for (auto& [n, x] : nodes_)
+      if (n != name)
+        caf::anon_send(x->executor(), peer_status_atom::value, s);
   }
 
   void cut(const std::string& name) {
@@ -212,6 +233,9 @@ protected:
   }
 
   std::string dir_;
+  /// The nodes' hibernate_after (set before SetUp: in a derived fixture's constructor).
+  std::optional<std::chrono::milliseconds> hibernate_after_;
+  size_t workers_ = 2;  ///< the nodes' run slots (likewise)
   registry types_;
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> sys_;

@@ -199,8 +199,10 @@ public:
         return then();
       case testpb::ProbeAction::SPAWN: {
         std::vector<child_spec> kids;
-        for (const auto& c : a.children())
-          kids.push_back(child("test.probe", c));
+        for (const auto& c : a.children()) {
+          auto k = child("test.probe", c);
+          kids.push_back(c.node().empty() ? std::move(k) : std::move(k).on_node(c.node()));
+        }
         return outcome::spawn(std::move(kids), state + 1);
       }
       case testpb::ProbeAction::SUSPEND:

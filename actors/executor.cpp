@@ -155,6 +155,8 @@ void forget_remote(executor_actor* self, const std::vector<proc_update>& procs) 
     if (!u.node.empty()) {
       st.remote_routes.erase(u.id);
       st.remote_ends.erase(u.id);
+      if (!st.remote_via.empty())
+        st.remote_via.erase(u.id);
     }
 }
 
@@ -363,10 +365,14 @@ caf::behavior serving(executor_actor* self) {
     },
     [self](peer_status_atom, peer_status& s) { on_peer_status(self, s); },
     [self](remote_route_atom, uint64_t id, caf::actor& h) {
-      auto& st = self->state;
-      if (auto e = st.remote_ends.find(id); e != st.remote_ends.end())
-        self->send(h, remote_end_atom::value, e->second);
-      st.remote_routes[id] = std::move(h);
+      route_remote(self, id, std::move(h), false);
+    },
+    [self](remote_route_via_atom, uint64_t id, caf::actor& parent) {
+      route_remote(self, id, std::move(parent), true);
+    },
+    [self](remote_sleep_via_atom, uint64_t id, caf::actor& parent) {
+      return remote_sleep_via(self, id, caf::actor_cast<caf::actor>(self->current_sender()),
+                              std::move(parent));
     },
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
     [self](collect_atom) { collect_finished(self); },

@@ -50,10 +50,18 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
   size_t told = 0;
   for (const auto& [id, h] : st.remote_routes) {
     auto p = st.procs.find(id);
-    if (p != st.procs.end() && p->second.node() == s.name && h) {
+    if (p == st.procs.end() || p->second.node() != s.name || !h)
+      continue;
+    // A passivation of its tree under way would lose what it does now (a deadline armed,
+    // a placeholder spawned): refused.
+    note_wake(self, p->second.root_id);
+    if (st.remote_via.count(id) == 0)
       self->send(h, peer_status_atom::value, s);
-      ++told;
-    }
+    else if (!s.up)
+      self->send(h, wake_child_atom::value, id);  // its placeholder keeps the node-loss deadline
+    else
+      continue;
+    ++told;
   }
   if (told > 0)
     spdlog::info("node {} is {}: told {} procedure(s) waiting for it", s.name,

@@ -172,7 +172,11 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
         continue;
       }
       note_wake(self, root_id);
-      if (auto r = st.remote_routes.find(id); r != st.remote_routes.end())
+      if (auto r = st.remote_routes.find(id); r == st.remote_routes.end())
+        continue;  // told when its placeholder registers
+      else if (st.remote_via.count(id) > 0)
+        self->send(r->second, wake_child_atom::value, id);  // then told as above
+      else
         self->send(r->second, remote_end_atom::value, bytes);
     }
     done(true, {});
@@ -325,70 +329,38 @@ void take_next(executor_actor* self, std::shared_ptr<delivery> d) {
 
 } // namespace
 
-bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
-                      promise_t& rp) {
+void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via) {
   auto& st = self->state;
-  uint64_t id = 0;
-  auto timeout = std::chrono::milliseconds{30'000};
-  switch (req.body_case()) {
-    case pb::Request::kStatus: id = req.status().id(); break;
-    case pb::Request::kAbort: id = req.abort().id(); break;
-    case pb::Request::kRelease: id = req.release().id(); break;
-    case pb::Request::kTree: id = req.tree().id(); break;
-    case pb::Request::kHistory: id = req.history().id(); break;
-    case pb::Request::kBypass: id = req.bypass().id(); break;
-    case pb::Request::kWait:
-      id = req.wait().id();
-      // The client's bound on a wait is its timeout plus a grace (client_server.hpp).
-      timeout = std::chrono::milliseconds{std::min<uint64_t>(req.wait().timeout_ms(), 600'000)}
-                + std::chrono::seconds{4};
-      break;
-    default:
-      return false;
+  auto end = st.remote_ends.find(id);
+  if (!via) {
+    if (end != st.remote_ends.end())
+      self->send(h, remote_end_atom::value, end->second);
+    if (!st.remote_via.empty())
+      st.remote_via.erase(id);
+    st.remote_routes[id] = std::move(h);
+    return;
   }
-  auto held = st.procs.find(id);
-  if (held != st.procs.end()) {
-    // Held here. A child placed on another node is only a placeholder here: its status is
-    // asked where it runs, and answered from the placeholder if that node does not answer.
-    if (!req.has_status() || held->second.node().empty() || !st.env->transport)
-      return false;
-    auto local = status_reply(held->second);
-    self->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
-                  held->second.node(), bytes, static_cast<uint32_t>(timeout.count()))
-      .then(
-        [rp, local](std::string& answer) mutable {
-          pb::Response r;
-          if (!r.ParseFromString(answer) || r.code() != pb::Response::OK)
-            return reply(rp, std::move(local));
-          reply(rp, std::move(answer));
-        },
-        [rp, local](caf::error&) mutable { reply(rp, std::move(local)); });
-    return true;
+  // Its end, or the loss of its node (whose deadline the placeholder keeps), may have come
+  // while it went to sleep: the parent spawns it at once.
+  auto p = st.procs.find(id);
+  bool lost = p != st.procs.end() && !st.env->cluster->is_up(p->second.node());
+  if (end != st.remote_ends.end() || lost) {
+    if (p != st.procs.end())
+      note_wake(self, p->second.root_id);  // a passivation under way holds it: refused
+    self->send(h, wake_child_atom::value, id);
   }
-  auto owner = owner_of(id);
-  // Ids this node handed out are answered here.
-  if (owner == 0 || owner == st.env->node_number)
+  st.remote_via.insert(id);
+  st.remote_routes[id] = std::move(h);
+}
+
+bool remote_sleep_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
+                      caf::actor parent) {
+  auto& st = self->state;
+  auto r = st.remote_routes.find(id);
+  if (r == st.remote_routes.end() || r->second != placeholder || st.remote_ends.count(id) > 0)
     return false;
-  auto peer = st.env->peer_numbers.find(owner);
-  if (peer == st.env->peer_numbers.end() || !st.env->transport) {
-    reply(rp, error_reply(pb::Response::NOT_FOUND,
-                          "no procedure " + std::to_string(id) + " (its node number "
-                            + std::to_string(owner) + " is not among this node's peers)"));
-    return true;
-  }
-  auto name = peer->second;
-  self->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
-                name, bytes, static_cast<uint32_t>(timeout.count()))
-    .then([rp](std::string& answer) mutable { reply(rp, std::move(answer)); },
-          [self, rp, name](caf::error& e) mutable {
-            // "node a unreachable since T (why)" reads as "... is unreachable since T (why)".
-            auto why = error_text(self->system(), e);
-            auto prefix = "node " + name + " unreachable ";
-            why = why.rfind(prefix, 0) == 0 ? " " + why.substr(prefix.size()) : ": " + why;
-            reply(rp, error_reply(pb::Response::UNREACHABLE,
-                                  "node " + name + ", which holds the procedure, is unreachable"
-                                    + why));
-          });
+  r->second = std::move(parent);
+  st.remote_via.insert(id);
   return true;
 }
 

@@ -142,6 +142,9 @@ struct executor_state {
   /// Children placed on other nodes: who takes the messages about them (their placeholder,
   /// or the root rolling their tree back).
   std::unordered_map<uint64_t, caf::actor> remote_routes;
+  /// Of those, the children held dormant by their parent (the route is the parent): told
+  /// to spawn the placeholder (wake_child_atom) rather than the messages themselves.
+  std::unordered_set<uint64_t> remote_via;
   /// Ends of such children journaled here (a serialized pb::RemoteEnd), told again to
   /// whoever registers for the child later; forgotten when the tree ends.
   std::unordered_map<uint64_t, std::string> remote_ends;
@@ -311,7 +314,7 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
 void handle_request(executor_actor* self, const std::string& bytes, promise_t rp);
 /// A status, wait, abort or release of an id another node handed out (and not held here)
 /// goes to that node, its answer back unchanged; UNREACHABLE when it does not answer. False:
-/// answer it here.
+/// answer it here (executor_forward.cpp).
 bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
                       promise_t& rp);
 /// Why a request that says it comes from node `from` is refused ("" when `from` is a peer
@@ -319,6 +322,15 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
 std::string not_a_peer(executor_actor* self, const std::string& from);
 /// Takes another node's messages about trees spanning both (executor_remote.cpp).
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp);
+/// Messages about child `id` on another node go to `h`: its placeholder, the root rolling
+/// its tree back, or (`via`) the parent holding it dormant. An end journaled here already is
+/// told at once (to a parent: wake the child; so is the loss of the child's node).
+void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via);
+/// Placeholder `placeholder` of child `id` gives up its actor: its messages go to `parent`
+/// from now on, unless its end is here already (then on its way to the placeholder, which
+/// stays). True if switched.
+bool remote_sleep_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
+                      caf::actor parent);
 // -- the cluster (executor_cluster.cpp) --------------------------------------------------------
 /// Answers a peer's heartbeat with this node's NodeInfo.
 void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp);

@@ -21,9 +21,17 @@
 // which puts its children to sleep again from the same image, and the wake-up reaches it in
 // turn (a past deadline fires at once; the executor sends a held event again when the
 // waiter is registered anew). So only the parents on the way to what is due come back.
+//
+// A dormant child (or one in a dormant subtree) may be the placeholder of a child on another
+// node whose node is up (remote_child.cpp): its parent registers itself with the executor as
+// the child's route (remote_route_via_atom), and is told to spawn the placeholder when the
+// child's end is journaled here or its node goes down; the placeholder then registers itself
+// and is told the end. It has no deadline of its own while its node is up.
 #include <algorithm>
 
+#include "actors/cluster_view.hpp"
 #include "actors/procedure_actor_state.hpp"
+#include "actors/remote.hpp"
 #include "actors/timeout_actor.hpp"
 #include "persistence/tree_image.hpp"
 
@@ -32,11 +40,12 @@ namespace proctor {
 namespace {
 
 /// Whether `p` and what of its subtree has not ended only wait: a leaf for its timer, its
-/// event or a call's reply, a parent for children of its last spawn that so wait in turn.
-/// Children on other nodes keep their parent's actor (their ends come to it).
-bool waits_in_image(const tree_image& image, const proc_image& p) {
+/// event or a call's reply, a child on another node for its end (while that node is up: a
+/// node that is down has a node-loss deadline its placeholder keeps), a parent for children
+/// of its last spawn that so wait in turn.
+bool waits_in_image(const cluster_view& cluster, const tree_image& image, const proc_image& p) {
   if (p.remote())
-    return false;
+    return !is_final(p.status) && cluster.is_up(p.node);
   bool timer = p.status == proc_state::waiting_timeout && p.wake_at_ms > 0;
   bool event = p.status == proc_state::waiting && !p.event_key.empty()
                && !p.event_delivered;  // an event, or a call's reply
@@ -46,9 +55,9 @@ bool waits_in_image(const tree_image& image, const proc_image& p) {
     return false;
   for (auto gc : p.children) {
     const auto* g = image.find(gc);
-    if (g == nullptr || g->remote())
-      return false;
-    if (!is_final(g->status) && (!parent || !waits_in_image(image, *g)))
+    if (g == nullptr || (g->remote() && is_final(g->status) && g->status != proc_state::success))
+      return false;  // (failed on its node: the parent fails as it starts)
+    if (!is_final(g->status) && (!parent || !waits_in_image(cluster, image, *g)))
       return false;  // something of its subtree may run
   }
   if (!parent)
@@ -66,6 +75,17 @@ void take_in(proc_actor* self, child_slot& c, const tree_image& image, const pro
   auto& st = self->state;
   ++c.dormant_procs;
   int64_t at = 0;
+  if (q.remote()) {
+    // Its end (or the loss of its node) comes through the executor, which tells this parent
+    // to spawn the placeholder, and the placeholder the end.
+    if (q.id != c.id) {
+      c.dormant_waiters.push_back(q.id);
+      st.dormant_routes[q.id] = c.id;
+    }
+    self->send(st.env->executor, remote_route_via_atom::value, q.id,
+               caf::actor_cast<caf::actor>(self));
+    return;
+  }
   if (q.status == proc_state::waiting_timeout) {
     at = q.wake_at_ms;
   } else if (!q.event_key.empty()) {
@@ -127,6 +147,8 @@ child_slot* dormant_for(proc_actor* self, uint64_t id, bool* own) {
 } // namespace
 
 void unended_subtree(const tree_image& image, const proc_image& q, std::vector<uint64_t>* out) {
+  if (q.remote())
+    return;  // not to be counted clean: a rollback orders it undone on its node
   out->push_back(q.id);
   for (auto gc : q.children)
     if (const auto* g = image.find(gc); g != nullptr && !is_final(g->status))
@@ -143,7 +165,7 @@ bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid
   if (self->state.env->hibernate_after.count() < 0)
     return false;  // passivation is off: every procedure keeps its actor
   const auto* p = image.find(cid);
-  return p != nullptr && waits_in_image(image, *p);
+  return p != nullptr && waits_in_image(*self->state.env->cluster, image, *p);
 }
 
 void put_to_sleep(proc_actor* self, child_slot& c,
@@ -180,7 +202,8 @@ void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
   // again, and the wake-up that came is sent again to it (a past deadline fires at once; the
   // executor sends a held event again), so the parent's arm is not needed any more.
   bool subtree = c.dormant_procs > 1;
-  bool timer_due = by_wake_up && !c.dormant_event && !subtree && c.wake_at_ms <= now_ms();
+  bool timer_due = by_wake_up && !c.dormant_event && !subtree && !c.dormant_entry->remote()
+                   && c.wake_at_ms <= now_ms();
   auto& st = self->state;
   if (subtree && !by_wake_up && c.wake_at_ms > 0)
     cancel_timeout(self, st.env->timeout, c.id, timeout_kind::wait);

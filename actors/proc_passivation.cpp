@@ -62,14 +62,22 @@ void not_if_due_soon(passivation_answer& a) {
 
 /// The part of the answer of dormant child `c` (it only waits for its wake-up; a dormant
 /// subtree answers for all its procedures).
-passivation_answer dormant_answer(const child_slot& c) {
+passivation_answer dormant_answer(const proc_actor_state& st, const child_slot& c) {
   passivation_answer a;
   a.procs = c.dormant_procs;
   a.deadline_ms = c.wake_at_ms;
   if (c.dormant_event)
     a.event_waiters.push_back(c.id);
-  a.event_waiters.insert(a.event_waiters.end(), c.dormant_waiters.begin(),
-                         c.dormant_waiters.end());
+  else if (c.dormant_entry->remote())
+    a.remote_nodes.push_back(c.dormant_entry->node);
+  // Those of a dormant subtree: an event's or a reply's waiters, or children on other nodes.
+  for (auto w : c.dormant_waiters) {
+    const auto* p = dormant_image_of(st, c)->find(w);
+    if (p != nullptr && p->remote())
+      a.remote_nodes.push_back(p->node);
+    else
+      a.event_waiters.push_back(w);
+  }
   not_if_due_soon(a);
   return a;
 }
@@ -100,7 +108,7 @@ void query_subtree(proc_actor* self, std::function<void(passivation_answer)> don
   q->done = std::move(done);
   for (const auto& c : st.children)
     if (c.dormant) {
-      q->acc.merge(dormant_answer(c));
+      q->acc.merge(dormant_answer(st, c));
     } else if (!c.ended) {
       q->asked.insert(c.id);
       self->send(c.handle, passivate_query_atom::value, q->tag);

@@ -61,7 +61,8 @@ struct child_slot {
   const proc_image* dormant_entry = nullptr;
   /// Of a dormant child: the procedures it stands for, itself included (more than one when
   /// it is a parent waiting for its children, dormant with its subtree), and those of them
-  /// below it waiting for an event or a reply, registered through this parent.
+  /// below it waiting for an event or a reply, or placed on another node, registered
+  /// through this parent.
   uint32_t dormant_procs = 0;
   std::vector<uint64_t> dormant_waiters;
   /// It offered to give up its actor and was told yes: dormant once its actor is gone

@@ -3,8 +3,18 @@
 // reports the child's end with subtree_done, answers a stop, fails the tree when the child
 // failed there); underneath it waits for the executor to tell it the child's end, which the
 // executor journaled in this tree before (executor_remote.cpp).
+//
+// While its node is up it only waits, so it gives up its actor as a waiting leaf does
+// (proc_sleep.cpp): thawed after its tree could not passivate, it offers its parent to go;
+// told yes, it asks the executor to route the child's messages to the parent
+// (remote_sleep_via_atom), which it does unless the child's end is here already (then on
+// its way to this actor, which stays), and quits with errc::passivated. The parent holds it
+// dormant (proc_dormant.cpp) and spawns it again when the executor says the end came or
+// the node went down; the new placeholder registers itself and is told the end. An end that
+// comes while it offers is held, and it takes the offer back.
 #include <spdlog/spdlog.h>
 
+#include "actors/errors.hpp"
 #include "actors/outbox.hpp"
 #include "actors/peer_link.hpp"
 #include "actors/procedure_actor_state.hpp"
@@ -31,6 +41,10 @@ struct remote_child_state {
   node_loss_policy node_loss;
   uint64_t loss_token = 0;
   bool failing = false;  ///< the node-loss deadline failed the tree
+  /// Its entry as the journal holds it: the image it sleeps in when it gives up its actor.
+  proc_image entry;
+  bool offering = false;  ///< it offered its parent to give up its actor
+  std::vector<std::string> held_ends;  ///< ends that came while it offered
 };
 
 using remote_child = caf::stateful_actor<remote_child_state>;
@@ -54,7 +68,9 @@ proc_update status_of(remote_child* self, proc_state s) {
 using node_loss_atom = caf::atom_constant<caf::atom("nodeloss")>;
 
 /// Shows what the child waits for (its node, or since when that node is unreachable) and
-/// arms the node-loss deadline while the node is down.
+/// arms the node-loss deadline while the node is down. While it is up the placeholder only
+/// waits: its root is told, to try to passivate the tree (or thawed, to let the placeholder
+/// give up its actor) after hibernate_after.
 void watch_node(remote_child* self) {
   auto& st = self->state;
   auto u = status_of(self, proc_state::waiting);
@@ -62,6 +78,8 @@ void watch_node(remote_child* self) {
   self->send(st.env->executor, update_atom::value, std::move(u));
   auto token = ++st.loss_token;
   auto s = st.env->cluster->get(st.node);
+  if (s && s->up && !st.ended && !st.failing && st.env->hibernate_after.count() >= 0)
+    self->send(st.root, passivate_hint_atom::value);
   if (st.node_loss.waits() || !s || s->up || st.failing)
     return;
   auto left = s->since_ms + st.node_loss.deadline.count() - now_ms();
@@ -122,6 +140,72 @@ void on_end(remote_child* self, const pb::RemoteEnd& end) {
       [self](caf::error& e) { self->quit(e); });
 }
 
+void take_end(remote_child* self, const std::string& bytes) {
+  pb::RemoteEnd end;
+  if (self->state.ended || !end.ParseFromString(bytes))
+    return;
+  if (self->state.offering) {
+    self->state.held_ends.push_back(bytes);
+    return;
+  }
+  on_end(self, end);
+}
+
+/// True while it only waits for the child's end: not ended, not failing its tree, the node
+/// up (a node that is down has a node-loss deadline this actor keeps), nothing held.
+bool may_go(remote_child* self) {
+  auto& st = self->state;
+  return st.env->hibernate_after.count() >= 0 && !st.ended && !st.failing
+         && st.held_ends.empty() && st.env->cluster->is_up(st.node);
+}
+
+void offer_sleep(remote_child* self) {
+  auto& st = self->state;
+  if (st.offering || !may_go(self))
+    return;
+  st.offering = true;
+  auto image = std::make_shared<tree_image>();
+  image->root_id = st.root_id;
+  image->procs[st.id] = st.entry;
+  self->send(st.parent, sleep_offer_atom::value, st.id,
+             std::shared_ptr<const tree_image>(std::move(image)));
+}
+
+/// Told yes, but it cannot go (or was told no): it keeps its actor, and takes what it held.
+void take_back(remote_child* self, bool accepted) {
+  auto& st = self->state;
+  st.offering = false;
+  if (accepted)
+    self->send(st.parent, sleep_undo_atom::value, st.id);
+  for (auto& bytes : std::exchange(st.held_ends, {}))
+    take_end(self, bytes);
+}
+
+void on_sleep_reply(remote_child* self, bool accepted) {
+  auto& st = self->state;
+  if (!st.offering)
+    return;
+  if (!accepted || !may_go(self))
+    return take_back(self, accepted);
+  self->request(st.env->executor, caf::infinite, remote_sleep_via_atom::value, st.id, st.parent)
+    .then(
+      [self](bool switched) {
+        auto& st = self->state;
+        if (switched && may_go(self)) {
+          RLOG(debug, self, "gives up its actor until its end on node {}", st.node);
+          ++st.loss_token;  // (none is armed: the node is up)
+          self->quit(caf::make_error(errc::passivated));
+          return;
+        }
+        if (switched)  // something came meanwhile: its own route back
+          self->send(st.env->executor, remote_route_atom::value, st.id,
+                     caf::actor_cast<caf::actor>(self));
+        take_back(self, true);
+      },
+      // The executor is going down, and the node with it: the actor stays as it was.
+      [self](caf::error&) { take_back(self, true); });
+}
+
 caf::behavior remote_child_fn(remote_child* self, proc_start s) {
   auto& st = self->state;
   const auto* p = s.image->find(s.id);
@@ -131,6 +215,7 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
   st.parent_id = p->parent_id;
   st.type = p->type;
   st.node = p->node;
+  st.entry = *p;
   st.parent = s.parent;
   st.root = s.root;
   self->monitor(st.parent);
@@ -158,13 +243,10 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
       self->send(caf::actor_cast<caf::actor>(self->current_sender()),
                  passivate_answer_atom::value, tag, st.id, std::move(a));
     },
-    [](passivate_thaw_atom) {},
-    [self](remote_end_atom, const std::string& bytes) {
-      pb::RemoteEnd end;
-      if (self->state.ended || !end.ParseFromString(bytes))
-        return;
-      on_end(self, end);
-    },
+    // Its tree could not passivate: it may still give up its own actor.
+    [self](passivate_thaw_atom) { offer_sleep(self); },
+    [self](sleep_reply_atom, bool accepted) { on_sleep_reply(self, accepted); },
+    [self](remote_end_atom, const std::string& bytes) { take_end(self, bytes); },
     // The parent stops its subtree (the tree fails, or a restart): the child on the other
     // node is left as it is; a rollback orders it undone from the root.
     [self](stop_atom) {

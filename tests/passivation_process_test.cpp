@@ -41,17 +41,6 @@ int64_t wall_ms() {
     .count();
 }
 
-/// The value of metric `name` (no labels) in `proctor metrics`' text; -1 if absent.
-double metric(const node& n, const std::string& name) {
-  auto r = n.ctl({"metrics"}, 30s);
-  std::istringstream in(r.out);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(name + " ", 0) == 0)
-      return std::stod(line.substr(name.size() + 1));
-  return -1;
-}
-
 struct fired {
   uint64_t id = 0;
   uint64_t parent = 0;

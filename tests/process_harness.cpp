@@ -441,6 +441,16 @@ std::string describe(const run_result& r) {
          + "\nstdout: " + r.out + "\nstderr: " + r.err;
 }
 
+double metric(const node& n, const std::string& name) {
+  auto r = n.ctl({"metrics"}, std::chrono::seconds{30});
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + " ", 0) == 0)
+      return std::stod(line.substr(name.size() + 1));
+  return -1;
+}
+
 std::set<std::string> file_names(const std::filesystem::path& dir) {
   std::set<std::string> names;
   std::error_code ec;
