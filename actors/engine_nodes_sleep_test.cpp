@@ -176,8 +176,8 @@ TEST_F(nodes_sleep, an_abort_rolls_back_a_child_on_another_node_whose_placeholde
   ab.mutable_abort()->set_id(id);
   ASSERT_EQ(call("a", ab).code(), pb::Response::OK);
   world().open("busy");
-  ASSERT_EQ(wait("a", id).state(), pb::ROLLEDBACK);
-  EXPECT_EQ(world().check_rolled_back(ids), "");
+  ASSERT_EQ(wait("a", id).state(), pb::ROLLEDBACK) << describe("a", id);
+  EXPECT_EQ(world().check_rolled_back(ids), "") << describe("a", id);
   EXPECT_EQ(dormant("a"), 0);
   EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0; }))
     << "the fragment on b was not rolled back and released";

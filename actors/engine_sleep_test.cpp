@@ -37,6 +37,37 @@ protected:
 
 };
 
+// A parent thawed while one of its children ran goes as soon as that child ends, its other
+// children having gone: at the child's end, not at its root's next passivation attempt.
+TEST_F(sleep_test, a_parent_goes_when_its_last_running_child_ends) {
+  start_with(std::chrono::seconds{1});  // attempts a second apart at least
+  auto quick = probe({act(ProbeAction::NEXT)});
+  quick.mutable_actions(0)->set_gate("quick");
+  auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *mid.mutable_actions(0)->add_children()
+    = probe({act(ProbeAction::SUSPEND, "never"), act(ProbeAction::NEXT)});
+  *mid.mutable_actions(0)->add_children() = quick;
+  auto busy = probe({act(ProbeAction::NEXT)});
+  busy.mutable_actions(0)->set_gate("busy");
+  auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *r.mutable_actions(0)->add_children() = busy;
+  *r.mutable_actions(0)->add_children() = mid;
+  auto id = submit("test.probe", json(r));
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 1; }))
+    << "the event waiter kept its actor";
+  auto attempts = metric("proctor_passivation_attempts_total");
+  world().open("quick");
+  ASSERT_TRUE(eventually([&] { return metric("proctor_dormant_procedures") == 2; }))
+    << "the parent kept its actor";
+  EXPECT_EQ(metric("proctor_passivation_attempts_total"), attempts)
+    << "the parent went only at the next attempt";
+  ASSERT_EQ(abort(id).code(), pb::Response::OK);
+  world().open("busy");
+  ASSERT_EQ(wait(id).state(), pb::ROLLEDBACK);
+  EXPECT_EQ(world().check_rolled_back(tree(id)), "");
+  expect_clean_world();
+}
+
 // A procedure waiting for its timer gives up its actor while a sibling's step runs (its tree
 // cannot passivate as a whole), at depth 2 and 3; each comes back once, when due, and runs
 // its next state once (proc_sleep.cpp).

@@ -249,6 +249,9 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       // kept the tree awake.
       if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.frozen)
         offer_passivation(self);
+      // Thawed while that child ran: with it ended, its other children may all have gone.
+      if (st.sleep_wanted)
+        offer_sleep(self);
     },
     [self](delivered_atom, std::string& key, std::string& payload, std::string& failure) {
       auto& st = self->state;
