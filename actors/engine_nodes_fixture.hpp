@@ -173,9 +173,10 @@ protected:
     return resp;
   }
 
-  uint64_t submit(const std::string& at, const std::string& args) {
+  uint64_t submit(const std::string& at, const std::string& args,
+                  const std::string& type = "demo.ledger") {
     pb::Request req;
-    req.mutable_submit()->set_type("demo.ledger");
+    req.mutable_submit()->set_type(type);
     req.mutable_submit()->set_args_json(args);
     auto r = call(at, req);
     EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
