@@ -71,12 +71,15 @@ passivation_answer dormant_answer(const proc_actor_state& st, const child_slot& 
   else if (c.dormant_entry->remote())
     a.remote_nodes.push_back(c.dormant_entry->node);
   // Those of a dormant subtree: an event's or a reply's waiters, or children on other nodes.
-  for (auto w : c.dormant_waiters) {
-    const auto* p = dormant_image_of(st, c)->find(w);
-    if (p != nullptr && p->remote())
-      a.remote_nodes.push_back(p->node);
-    else
-      a.event_waiters.push_back(w);
+  if (!c.dormant_waiters.empty()) {
+    const auto& image = *dormant_image_of(st, c);
+    for (auto w : c.dormant_waiters) {
+      const auto* p = image.find(w);
+      if (p != nullptr && p->remote())
+        a.remote_nodes.push_back(p->node);
+      else
+        a.event_waiters.push_back(w);
+    }
   }
   not_if_due_soon(a);
   return a;
