@@ -232,12 +232,13 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
     [self](peer_status_atom, const peer_status&) { watch_node(self); },
     [self](node_loss_atom, uint64_t token) { on_node_loss(self, token); },
     // Its tree is asked to passivate (proc_passivation.cpp): it only waits while its node
-    // is up (a node that is down has a node-loss deadline this actor keeps).
+    // is up (a node that is down has a node-loss deadline this actor keeps), and not with
+    // an end it holds while it offers to go (the end would go with the tree's actors).
     [self](passivate_query_atom, uint64_t tag) {
       auto& st = self->state;
-      auto s = st.env->cluster->get(st.node);
       passivation_answer a;
-      a.idle = !st.ended && !st.failing && s && s->up;
+      a.idle = !st.ended && !st.failing && st.held_ends.empty()
+               && st.env->cluster->is_up(st.node);
       if (a.idle)
         a.remote_nodes.push_back(st.node);
       self->send(caf::actor_cast<caf::actor>(self->current_sender()),
