@@ -30,7 +30,8 @@
 // state never started (it commits nothing while it offers).
 //
 // A parent waiting for its children goes the same way once each of them has ended or gone
-// (a parent thawed while they were going offers when the last one did). Its image holds its
+// (a parent thawed while they were going or running offers when the last one went or
+// ended: procedure_actor.cpp's subtree_done handler). Its image holds its
 // own entry, the images its dormant children sleep in, and its ended children's subtrees as
 // their ends reported them; so its parent holds the whole subtree dormant (proc_dormant.cpp).
 // Its dormant children's registrations with the executor are taken over by its parent's
@@ -180,9 +181,10 @@ void take_back(proc_actor* self) {
 void offer_sleep(proc_actor* self) {
   auto& st = self->state;
   if (!may_go(self)) {
-    // A parent whose children are giving up their actors after the same thaw offers once
-    // they all did (on_sleeper_down): so parents follow their children only as often as
-    // their root's passivation attempts fail, not at every end of a child.
+    // A parent whose children are giving up their actors after the same thaw (or still
+    // run) offers once they all went or ended (on_sleeper_down, subtree_done): so parents
+    // follow their children only after their root's passivation attempts failed, not at
+    // every end of a child of a parent never thawed.
     st.sleep_wanted = !st.is_root && waits_for_children(st);
     return;
   }

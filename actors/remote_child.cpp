@@ -152,11 +152,16 @@ void take_end(remote_child* self, const std::string& bytes) {
 }
 
 /// True while it only waits for the child's end: not ended, not failing its tree, the node
-/// up (a node that is down has a node-loss deadline this actor keeps), nothing held.
-bool may_go(remote_child* self) {
+/// up (a node that is down has a node-loss deadline this actor keeps), nothing held (an end
+/// held while it offers would go with its actor, or with its tree's).
+bool only_waits(remote_child* self) {
   auto& st = self->state;
-  return st.env->hibernate_after.count() >= 0 && !st.ended && !st.failing
-         && st.held_ends.empty() && st.env->cluster->is_up(st.node);
+  return !st.ended && !st.failing && st.held_ends.empty() && st.env->cluster->is_up(st.node);
+}
+
+/// It only waits, and passivation is on: it may give up its actor.
+bool may_go(remote_child* self) {
+  return self->state.env->hibernate_after.count() >= 0 && only_waits(self);
 }
 
 void offer_sleep(remote_child* self) {
@@ -231,14 +236,11 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
   return {
     [self](peer_status_atom, const peer_status&) { watch_node(self); },
     [self](node_loss_atom, uint64_t token) { on_node_loss(self, token); },
-    // Its tree is asked to passivate (proc_passivation.cpp): it only waits while its node
-    // is up (a node that is down has a node-loss deadline this actor keeps), and not with
-    // an end it holds while it offers to go (the end would go with the tree's actors).
+    // Its tree is asked to passivate (proc_passivation.cpp).
     [self](passivate_query_atom, uint64_t tag) {
       auto& st = self->state;
       passivation_answer a;
-      a.idle = !st.ended && !st.failing && st.held_ends.empty()
-               && st.env->cluster->is_up(st.node);
+      a.idle = only_waits(self);
       if (a.idle)
         a.remote_nodes.push_back(st.node);
       self->send(caf::actor_cast<caf::actor>(self->current_sender()),
