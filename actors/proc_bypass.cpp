@@ -16,6 +16,9 @@ namespace {
 std::string refusal(proc_actor* self) {
   auto& st = self->state;
   auto me = "procedure " + std::to_string(st.id);
+  // Bypassed already, and that is durable (its first order was answered so): it ended.
+  if (st.bypassing && st.status == proc_state::success)
+    return me + " already ended SUCCESS (bypassed)";
   if (st.finishing)
     return me + " is already ending";
   if (st.failing || st.parked || st.stopping)
