@@ -443,7 +443,7 @@ int main(int argc, char** argv) {
   } else if (timers_ps) {
     row("(j) " + fmt_num(*timers_pop.num("timers")) + " timers due within one second",
         fmt_num(*timers_ps) + " resumed/s",
-        "late p50/p99/max " + fmt_num(*timers.num("late_p50_ms")) + "/"
+        fmt_num(*timers.num("cpu_us_per_resumed"), 1) + " us CPU each; late p50/p99/max " + fmt_num(*timers.num("late_p50_ms")) + "/"
           + fmt_num(*timers.num("late_p99_ms")) + "/" + fmt_num(*timers.num("late_max_ms"))
           + " ms");
     row("    recovery of the passivated waiters after SIGKILL",
@@ -480,6 +480,8 @@ int main(int argc, char** argv) {
               << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
               << ", \"takeover_s\": " << json_num(takeover_s, 3)
               << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
+              << ", \"timers_cpu_us_per_resumed\": "
+              << json_num(get(timers, "cpu_us_per_resumed"), 1)
               << ", \"timers_recovered_per_s\": " << json_num(get(timers, "recovered_per_s"))
               << ", \"bytes_per_passivated_waiter\": "
               << json_num(get(timers, "recovered_bytes_per_waiter"))
