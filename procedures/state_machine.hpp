@@ -14,7 +14,6 @@
 
 #include <functional>
 #include <algorithm>
-#include <map>
 #include <vector>
 #include <type_traits>
 
@@ -35,25 +34,25 @@ public:
   Data& typed_data() noexcept { return data_; }
 
   int32_t initial_state() const final {
-    return handlers_.empty() ? 0 : handlers_.begin()->first;
+    return handlers_.empty() ? 0 : handlers_.front().state;
   }
 
   outcome execute(int32_t state, context& ctx) final {
-    auto i = handlers_.find(state);
-    if (i == handlers_.end())
+    const auto* h = find(state);
+    if (h == nullptr)
       throw std::logic_error("no step handler for state " + std::to_string(state));
-    return i->second.step(data_, ctx);
+    return h->step(*this, data_, ctx);
   }
 
   void rollback(int32_t state, context& ctx) final {
-    auto i = handlers_.find(state);
-    if (i != handlers_.end() && i->second.undo)
-      i->second.undo(data_, ctx);
+    const auto* h = find(state);
+    if (h != nullptr && h->undo)
+      h->undo(*this, data_, ctx);
   }
 
   bool rollback_supported(int32_t state) const final {
-    auto i = handlers_.find(state);
-    return i == handlers_.end() || static_cast<bool>(i->second.undo);
+    const auto* h = find(state);
+    return h == nullptr || static_cast<bool>(h->undo);
   }
 
   bool never_blocks(int32_t state, bool /*undo*/) const override {
@@ -71,12 +70,17 @@ protected:
   /// Declares the handlers of `s`. The lowest-numbered declared state is the initial one
   /// (protobuf enums keep 0 for UNSPECIFIED, so number the first real state 1).
   void on(Enum s, step_fn step, undo_fn undo) {
-    handlers_[static_cast<int32_t>(s)] = {std::move(step), std::move(undo)};
+    undo_at undo_here;
+    if (undo)
+      undo_here = [f = std::move(undo)](state_machine&, Data& d, context& c) { f(d, c); };
+    declare(s, [f = std::move(step)](state_machine&, Data& d, context& c) { return f(d, c); },
+            std::move(undo_here));
   }
 
   /// Declares `s` with no rollback: a point of no return.
   void on_no_rollback(Enum s, step_fn step) {
-    handlers_[static_cast<int32_t>(s)] = {std::move(step), nullptr};
+    declare(s, [f = std::move(step)](state_machine&, Data& d, context& c) { return f(d, c); },
+            nullptr);
   }
 
   /// Declares that the step and the undo of `s` never block and finish in microseconds (no
@@ -89,16 +93,29 @@ protected:
   }
 
   /// Member-function forms of `on` / `on_no_rollback`.
+  /// These capture only the member pointer and are handed the instance when called: small
+  /// enough for std::function to hold without allocating (every procedure actor's start
+  /// constructs its instance, and with it these), and right for a copied instance too.
   template <class Self>
   void on(Enum s, outcome (Self::*step)(Data&, context&), void (Self::*undo)(Data&, context&)) {
-    auto* self = static_cast<Self*>(this);
-    on(s, [self, step](Data& d, context& c) { return (self->*step)(d, c); },
-       [self, undo](Data& d, context& c) { (self->*undo)(d, c); });
+    undo_at undo_here;
+    if (undo != nullptr)
+      undo_here = [undo](state_machine& m, Data& d, context& c) {
+        (static_cast<Self&>(m).*undo)(d, c);
+      };
+    declare(s,
+            [step](state_machine& m, Data& d, context& c) {
+              return (static_cast<Self&>(m).*step)(d, c);
+            },
+            std::move(undo_here));
   }
   template <class Self>
   void on_no_rollback(Enum s, outcome (Self::*step)(Data&, context&)) {
-    auto* self = static_cast<Self*>(this);
-    on_no_rollback(s, [self, step](Data& d, context& c) { return (self->*step)(d, c); });
+    declare(s,
+            [step](state_machine& m, Data& d, context& c) {
+              return (static_cast<Self&>(m).*step)(d, c);
+            },
+            nullptr);
   }
 
   /// Outcome helpers typed by the enum.
@@ -124,13 +141,36 @@ protected:
   static outcome fail(std::string error) { return outcome::fail(std::move(error)); }
 
 private:
+  using step_at = std::function<outcome(state_machine&, Data&, context&)>;
+  using undo_at = std::function<void(state_machine&, Data&, context&)>;
   struct handlers {
-    step_fn step;
-    undo_fn undo;
+    int32_t state = 0;
+    step_at step;
+    undo_at undo;
   };
 
+  /// Declares (or declares again) the handlers of `s`, keeping them ordered by state.
+  void declare(Enum s, step_at step, undo_at undo) {
+    auto state = static_cast<int32_t>(s);
+    if (handlers_.empty())
+      handlers_.reserve(4);  // most types have a few states: one allocation
+    auto i = std::lower_bound(handlers_.begin(), handlers_.end(), state,
+                              [](const handlers& h, int32_t x) { return h.state < x; });
+    if (i == handlers_.end() || i->state != state)
+      i = handlers_.insert(i, handlers{state, {}, {}});
+    i->step = std::move(step);
+    i->undo = std::move(undo);
+  }
+
+  const handlers* find(int32_t state) const {
+    for (const auto& h : handlers_)  // a few states: a scan costs less than a search
+      if (h.state == state)
+        return &h;
+    return nullptr;
+  }
+
   Data data_;
-  std::map<int32_t, handlers> handlers_;
+  std::vector<handlers> handlers_;  ///< ordered by state
   std::vector<int32_t> nonblocking_;  ///< a few states: a search costs less than a set
 };
 
