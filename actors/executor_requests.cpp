@@ -264,7 +264,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                                                      st.env->takeover_ms.load(),
                                                      st.env->passivation_attempts.load(),
                                                      st.env->dormant_procedures.load(),
-                                                     st.calls.size()}));
+                                                     st.calls.size(),
+                                                     st.env->queued_wakes.load()}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

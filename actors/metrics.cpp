@@ -158,6 +158,10 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         "or reply, or until one in their subtree comes (the others without one are in "
         "passivated trees).",
         static_cast<double>(g.dormant_procedures));
+  counter("proctor_queued_wakes_total",
+          "Wake-ups of dormant procedures that waited until a sibling's actor went down (a "
+          "parent spawns at most 256 of its children for them at once).",
+          g.queued_wakes);
   gauge("proctor_calls_in_flight",
         "Calls to services made for waiting procedures and not answered yet (each by a "
         "caller actor, whether the procedure has its actor or not).",

@@ -29,6 +29,7 @@ struct executor_gauges {
   uint64_t passivation_attempts = 0;  ///< counter: trees asked whether they only wait
   int64_t dormant_procedures = 0;  ///< held dormant by a live parent, without an actor
   size_t calls_in_flight = 0;  ///< calls made for waiting procedures, not answered yet
+  uint64_t queued_wakes = 0;  ///< counter: wake-ups that waited for a sibling to go down
 };
 
 class type_metrics {

@@ -77,6 +77,8 @@ struct node_env {
   mutable std::atomic<uint64_t> passivation_attempts{0};
   /// Procedures held dormant by a live parent, without an actor (proc_dormant.cpp; a gauge).
   mutable std::atomic<int64_t> dormant_procedures{0};
+  /// Wake-ups of dormant children queued by their parent (max_live_children; a metric).
+  mutable std::atomic<uint64_t> queued_wakes{0};
 
   /// True when `name` is another node this node knows.
   bool is_peer(const std::string& name) const {

@@ -218,6 +218,12 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
   auto* c = dormant_for(self, cid, &own);
   if (c == nullptr)
     return;  // stopped, or spawned meanwhile (its own wake-up replaced this one)
+  auto& st = self->state;
+  if (st.child_addrs && st.child_addrs->size() >= max_live_children) {
+    st.wakes_due.push_back(cid);  // still dormant then, or the wake-up is dropped
+    st.env->queued_wakes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   // Its tree is being passivated (proc_passivation.cpp), or this parent offered to give up
   // its actor (proc_sleep.cpp): which it takes back, having a wake-up held.
   if (self->state.frozen || self->state.offering)
@@ -227,6 +233,18 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
         wake_dormant(self, *c, own);
     });
   wake_dormant(self, *c, own);
+}
+
+void wake_queued(proc_actor* self) {
+  auto& st = self->state;
+  while (st.wakes_head < st.wakes_due.size()
+         && (!st.child_addrs || st.child_addrs->size() < max_live_children)
+         && self->has_behavior())  // not after quitting (its parent went down)
+    on_wake_child(self, st.wakes_due[st.wakes_head++]);
+  if (st.wakes_head == st.wakes_due.size()) {
+    st.wakes_due.clear();
+    st.wakes_head = 0;
+  }
 }
 
 void stop_dormant(proc_actor* self, child_slot& c) {

@@ -39,7 +39,8 @@ bool only_waits(proc_actor* self) {
   if (st.busy || st.job_queued || st.stopping || st.parked || st.failing || st.bypassing
       || st.finishing || st.stops_pending > 0 || !st.pending_restarts.empty()
       || !st.appends.empty() || !st.remote_failed.empty()
-      || (st.offering && !st.held.empty()))  // a wake-up held while it offers: it runs next
+      || (st.offering && !st.held.empty())  // a wake-up held while it offers: it runs next
+      || st.wakes_head < st.wakes_due.size())  // children to spawn as others go down
     return false;
   if (st.status == proc_state::waiting_timeout)
     return st.wait_timer_armed;

@@ -126,7 +126,9 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
                 : self->spawn<caf::monitored>(procedure_actor, std::move(cs));
   c->restarting = false;
   c->stopped_clean.clear();
-  st.child_addrs[c->handle.address()] = cid;
+  if (!st.child_addrs)
+    watch_children(self);
+  (*st.child_addrs)[c->handle.address()] = cid;
 }
 
 } // namespace proctor

@@ -149,10 +149,14 @@ void maybe_join(proc_actor* self) {
 }
 
 caf::behavior procedure_actor(proc_actor* self, proc_start start) {
-  self->set_down_handler([self](caf::down_msg& m) { on_down(self, m); });
-  if (start.parent)
-    self->monitor(start.parent);  // a child goes down with its parent (see on_down)
+  // Its parent's end comes as a down_msg too (watch_children). A child gone leaves room
+  // for a queued wake-up (max_live_children).
+  self->set_down_handler([self](caf::down_msg& m) {
+    on_down(self, m);
+    wake_queued(self);
+  });
   bool announced = start.submitted != nullptr;
+  bool run_now = false;  // a timer came due while it was dormant: its step runs at once
   if (!init_from_image(self, start)) {
     self->quit(caf::make_error(errc::quarantined, "cannot recreate procedure"));
     return {};
@@ -214,6 +218,13 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       case proc_state::waiting_timeout:
         if (start.timer_due) {
           // Its parent held it dormant and its timer fired: as the timer's retry_atom would.
+          // A step that runs here at once is not announced as runnable first: its commit's
+          // update follows within the journal's next write (one message fewer, and one
+          // update fewer for the executor, per timer resumed).
+          if (runs_on_actor(st.ptype, *st.inst, st.state, false) && st.locks.empty()) {
+            run_now = true;
+            break;
+          }
           publish(self);
           schedule(self);
           break;
@@ -227,6 +238,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         break;
     }
   }
+  if (run_now)
+    schedule(self, true);
   return {
     [self](appended_atom, uint64_t tag, uint64_t lsn) { on_appended(self, tag, lsn); },
     // Our turn, for a type whose steps never block: run it here, free the slot, go on.

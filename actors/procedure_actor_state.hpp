@@ -36,6 +36,9 @@ struct subtree_done {
   std::vector<proc_update> procs;
 };
 
+/// The live actors of a procedure's children, actor -> child id.
+using live_children = std::unordered_map<caf::actor_addr, uint64_t>;
+
 struct child_slot {
   uint64_t id = 0;
   caf::actor handle;       ///< invalid while the child is down (awaiting restart) or ended
@@ -167,7 +170,9 @@ struct proc_actor_state {
   // -- children (this actor supervises them) -----------------------------------------------
   std::vector<child_slot> children;     ///< every child, in spawn order
   std::unordered_map<uint64_t, size_t> child_index;             ///< id -> children[i]
-  std::unordered_map<caf::actor_addr, uint64_t> child_addrs;   ///< live actor -> id
+  /// Live actor -> id; made at the first child's spawn and shared with the functor that
+  /// tells those actors when this one goes down (watch_children, proc_supervision.cpp).
+  std::shared_ptr<live_children> child_addrs;
   std::vector<uint64_t> waiting_on;     ///< children of the last spawn step
   size_t waiting_left = 0;              ///< of those, how many have not ended
   size_t ended_children = 0;            ///< children with `ended`
@@ -193,6 +198,11 @@ struct proc_actor_state {
   /// wake-up for one of them (wake_child_atom) spawns the child, which puts its own
   /// children to sleep again and so gets the wake-up sent again (proc_dormant.cpp).
   std::unordered_map<uint64_t, uint64_t> dormant_routes;
+  /// Wake-ups of dormant children that came while max_live_children of its children had
+  /// actors, oldest first from wakes_head: each spawns its child when one of those goes
+  /// down (on_wake_child, wake_queued; proc_dormant.cpp).
+  std::vector<uint64_t> wakes_due;
+  size_t wakes_head = 0;
   /// The images of children that gave up their actors while live (offered, or dormant since),
   /// each spawned from its own (proc_sleep.cpp).
   std::unordered_map<uint64_t, std::shared_ptr<const tree_image>> slept_images;
@@ -244,8 +254,10 @@ struct proc_actor_state {
     return i == child_index.end() ? nullptr : &children[i->second];
   }
   child_slot* child_by_addr(const caf::actor_addr& a) {
-    auto i = child_addrs.find(a);
-    return i == child_addrs.end() ? nullptr : child(i->second);
+    if (!child_addrs)
+      return nullptr;
+    auto i = child_addrs->find(a);
+    return i == child_addrs->end() ? nullptr : child(i->second);
   }
   child_slot& add_child(uint64_t cid, bool awaited) {
     child_index[cid] = children.size();
@@ -312,6 +324,12 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids);
 
 /// Handles the end of a monitored actor: a child, or the parent (proc_supervision.cpp).
 void on_down(proc_actor* self, caf::down_msg& msg);
+
+/// Makes st.child_addrs and attaches to this actor the functor that, when it goes down for
+/// whatever reason, sends each child still live a down_msg of this actor with that reason:
+/// a child goes down with its parent (on_down). Once per actor, at its first child's spawn
+/// (proc_supervision.cpp).
+void watch_children(proc_actor* self);
 
 /// Stops this actor's subtree at a step boundary. A child then reports to its parent
 /// (stopped_atom, with the procedures of its subtree whose current state never started)

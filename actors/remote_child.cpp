@@ -223,7 +223,7 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
   st.entry = *p;
   st.parent = s.parent;
   st.root = s.root;
-  self->monitor(st.parent);
+  // Its parent sends it a down_msg when it goes down (watch_children).
   self->set_down_handler([self](caf::down_msg& m) {
     if (m.source == self->state.parent.address())
       self->quit(m.reason);  // a child goes down with its parent
