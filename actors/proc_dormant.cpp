@@ -239,7 +239,7 @@ void wake_queued(proc_actor* self) {
   auto& st = self->state;
   while (st.wakes_head < st.wakes_due.size()
          && (!st.child_addrs || st.child_addrs->size() < max_live_children)
-         && self->has_behavior())  // not after quitting (its parent went down)
+         && self->has_behavior())  // not once it quit (CAF 0.17.6 clears it then)
     on_wake_child(self, st.wakes_due[st.wakes_head++]);
   if (st.wakes_head == st.wakes_due.size()) {
     st.wakes_due.clear();

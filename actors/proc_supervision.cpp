@@ -124,11 +124,10 @@ std::vector<uint64_t> stopped_clean(proc_actor* self) {
 
 void watch_children(proc_actor* self) {
   // Not a monitor of the parent by each child: CAF 0.17 keeps a monitor in the parent's
-  // attachables until the parent exits, and with it a weak reference that kept each ended
-  // child's actor memory allocated (10,000 children ended: 10,000 actors' memory held, and
-  // every new actor on fresh pages: a third of a million timers' firing went to zeroing
-  // pages). Each monitor also took the parent's lock. One functor per parent instead, which
-  // knows its live children.
+  // attachables until the parent exits, and with it a weak reference to the child, which
+  // keeps the ended child's actor memory (its storage, some 2.4 KB) allocated until then: a
+  // parent of 10,000 children held 10,000 of them. Each monitor also took the parent's
+  // lock. One functor per parent instead, which knows its live children.
   auto live = std::make_shared<live_children>();
   self->state.child_addrs = live;
   self->attach_functor([live, me = self->address()](const caf::error& reason) {
