@@ -160,7 +160,7 @@ std::string type_metrics::render(const scheduler_stats& s, const journal_stats& 
         static_cast<double>(g.dormant_procedures));
   counter("proctor_queued_wakes_total",
           "Wake-ups of dormant procedures that waited until a sibling's actor went down (a "
-          "parent spawns at most 256 of its children for them at once).",
+          "parent spawns at most max_live_children of its children for them at once).",
           g.queued_wakes);
   gauge("proctor_calls_in_flight",
         "Calls to services made for waiting procedures and not answered yet (each by a "

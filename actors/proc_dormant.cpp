@@ -226,7 +226,7 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
   }
   // Its tree is being passivated (proc_passivation.cpp), or this parent offered to give up
   // its actor (proc_sleep.cpp): which it takes back, having a wake-up held.
-  if (self->state.frozen || self->state.offering)
+  if (st.frozen || st.offering)
     return hold(self, [self, cid] {
       bool own = true;
       if (auto* c = dormant_for(self, cid, &own))

@@ -156,7 +156,6 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     wake_queued(self);
   });
   bool announced = start.submitted != nullptr;
-  bool run_now = false;  // a timer came due while it was dormant: its step runs at once
   if (!init_from_image(self, start)) {
     self->quit(caf::make_error(errc::quarantined, "cannot recreate procedure"));
     return {};
@@ -218,11 +217,11 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       case proc_state::waiting_timeout:
         if (start.timer_due) {
           // Its parent held it dormant and its timer fired: as the timer's retry_atom would.
-          // A step that runs here at once is not announced as runnable first: its commit's
-          // update follows within the journal's next write (one message fewer, and one
-          // update fewer for the executor, per timer resumed).
+          // A step that runs here at once (schedule's direct case) is not announced as
+          // runnable first: its commit's update follows within the journal's next write
+          // (one message fewer, and one update fewer for the executor, per timer resumed).
           if (runs_on_actor(st.ptype, *st.inst, st.state, false) && st.locks.empty()) {
-            run_now = true;
+            schedule(self, true);
             break;
           }
           publish(self);
@@ -238,8 +237,6 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         break;
     }
   }
-  if (run_now)
-    schedule(self, true);
   return {
     [self](appended_atom, uint64_t tag, uint64_t lsn) { on_appended(self, tag, lsn); },
     // Our turn, for a type whose steps never block: run it here, free the slot, go on.

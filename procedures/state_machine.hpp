@@ -78,10 +78,7 @@ protected:
   }
 
   /// Declares `s` with no rollback: a point of no return.
-  void on_no_rollback(Enum s, step_fn step) {
-    declare(s, [f = std::move(step)](state_machine&, Data& d, context& c) { return f(d, c); },
-            nullptr);
-  }
+  void on_no_rollback(Enum s, step_fn step) { on(s, std::move(step), nullptr); }
 
   /// Declares that the step and the undo of `s` never block and finish in microseconds (no
   /// I/O, no sleep: a state that only computes, spawns, waits or joins), so they run on the
@@ -111,11 +108,7 @@ protected:
   }
   template <class Self>
   void on_no_rollback(Enum s, outcome (Self::*step)(Data&, context&)) {
-    declare(s,
-            [step](state_machine& m, Data& d, context& c) {
-              return (static_cast<Self&>(m).*step)(d, c);
-            },
-            nullptr);
+    on<Self>(s, step, nullptr);  // no undo: a point of no return
   }
 
   /// Outcome helpers typed by the enum.
