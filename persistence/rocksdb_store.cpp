@@ -102,8 +102,8 @@ rocksdb::Options journal_db_options() {
   // fewer, larger compactions rewrite it less often. A firing of 1M timers (proctor-bench
   // (j), 2026-11-27 14:25-14:46, alternating) took 22.1-23.4 us of CPU per procedure and
   // ran at 86,430-91,058 resumed/s, against 25.5-28.1 us and 71,659-79,058 with 4; (b),
-  // (d) and (f) did not move. Writes slow down and stop at 3 and 4 times that many files,
-  // in the same proportion as RocksDB's defaults (20 and 36 for 4), a little looser.
+  // (d) and (f) did not move. Writes slow down at 48 files and stop at 64: the defaults
+  // (20 and 36) would leave a compaction running behind little room before writes stall.
   opts.level0_file_num_compaction_trigger = 16;
   opts.level0_slowdown_writes_trigger = 48;
   opts.level0_stop_writes_trigger = 64;
