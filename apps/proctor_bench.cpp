@@ -444,8 +444,8 @@ int main(int argc, char** argv) {
     row("(j) " + fmt_num(*timers_pop.num("timers")) + " timers due within one second",
         fmt_num(*timers_ps) + " resumed/s",
         fmt_num(*timers.num("cpu_us_per_resumed"), 1) + " us CPU each; late p50/p99/max "
-          + fmt_num(*timers.num("late_p50_ms")) + "/" + fmt_num(*timers.num("late_p99_ms")) + "/" + fmt_num(*timers.num("late_max_ms"))
-          + " ms");
+          + fmt_num(*timers.num("late_p50_ms")) + "/" + fmt_num(*timers.num("late_p99_ms"))
+          + "/" + fmt_num(*timers.num("late_max_ms")) + " ms");
     row("    recovery of the passivated waiters after SIGKILL",
         fmt_num(*timers.num("recovered_per_s")) + " procs/s",
         fmt_num(*timers.num("recovery_s"), 2) + " s; journal open "
