@@ -3,10 +3,10 @@
 #include <iostream>
 #include <memory>
 
-#include "actors/wall_clock.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "apps/cli_operators.hpp"
-#include "apps/status_json.hpp"
-#include "apps/views_json.hpp"
+#include "actors/wire/json/status_json.hpp"
+#include "actors/wire/json/views_json.hpp"
 
 namespace proctor::cli {
 
@@ -33,9 +33,8 @@ std::string clock_text(int64_t ms) {
 
 std::string history_text(const pb::History& h, const palette& c) {
   const auto& s = h.status();
-  std::string out = c.bold() + ("procedure " + std::to_string(s.id())) + c.reset() + " "
-                    + s.type() + " " + c.state(s.state()) + pb::ProcState_Name(s.state())
-                    + c.reset() + "\n";
+  std::string out = c.bold() + ("procedure " + std::to_string(s.id())) + c.reset() + " " + s.type()
+                    + " " + c.state(s.state()) + pb::ProcState_Name(s.state()) + c.reset() + "\n";
   if (!h.note().empty())
     out += "note: " + h.note() + "\n";
   char line[160];
@@ -70,21 +69,20 @@ std::string locks_text(const google::protobuf::RepeatedPtrField<pb::LockInfo>& x
   if (xs.empty())
     return "no locks held or awaited\n";
   char line[200];
-  std::snprintf(line, sizeof line, "%-8s %-10s %-10s %-10s %-30s %s\n", "", "MODE", "PROC",
-                "ROOT", "RESOURCE", "BLOCKED BY");
+  std::snprintf(line, sizeof line, "%-8s %-10s %-10s %-10s %-30s %s\n", "", "MODE", "PROC", "ROOT",
+                "RESOURCE", "BLOCKED BY");
   std::string out = line;
   for (const auto& l : xs) {
-    std::snprintf(line, sizeof line, "%-8s %-10s %-10llu %-10llu %-30s %s\n",
-                  l.held() ? "held" : "awaited", l.exclusive() ? "exclusive" : "shared",
-                  static_cast<unsigned long long>(l.proc_id()),
-                  static_cast<unsigned long long>(l.root_id()), l.resource().c_str(),
-                  l.blocked_by().c_str());
+    std::snprintf(
+      line, sizeof line, "%-8s %-10s %-10llu %-10llu %-30s %s\n", l.held() ? "held" : "awaited",
+      l.exclusive() ? "exclusive" : "shared", static_cast<unsigned long long>(l.proc_id()),
+      static_cast<unsigned long long>(l.root_id()), l.resource().c_str(), l.blocked_by().c_str());
     out += line;
   }
   return out;
 }
 
-} // namespace
+}  // namespace
 
 void add_history_commands(CLI::App& app, runner* run) {
   struct args {
@@ -146,4 +144,4 @@ void add_history_commands(CLI::App& app, runner* run) {
   });
 }
 
-} // namespace proctor::cli
+}  // namespace proctor::cli

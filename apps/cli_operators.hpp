@@ -1,5 +1,5 @@
 // The operator commands of the proctor CLI: tree, watch, history, locks, bypass
-// (README "Command line"). apps/proctor.cpp registers them and lends them its round trip to
+// (docs/command-line.md). apps/proctor.cpp registers them and lends them its round trip to
 // the node, so they share its addressing, timeouts and error reporting.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 namespace proctor::cli {
 
@@ -73,4 +73,4 @@ void add_tree_command(CLI::App& app, runner* run);
 void add_watch_command(CLI::App& app, runner* run);
 void add_history_commands(CLI::App& app, runner* run);  ///< history, locks, bypass
 
-} // namespace proctor::cli
+}  // namespace proctor::cli

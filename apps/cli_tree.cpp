@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "actors/wall_clock.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "apps/cli_operators.hpp"
-#include "apps/views_json.hpp"
+#include "actors/wire/json/views_json.hpp"
 
 namespace proctor::cli {
 
@@ -29,13 +29,18 @@ const char* palette::state(int s) const {
   if (!on)
     return "";
   switch (s) {
-    case pb::SUCCESS: return "\033[32m";
+    case pb::SUCCESS:
+      return "\033[32m";
     case pb::FAILED:
-    case pb::ROLLEDBACK: return "\033[31m";
+    case pb::ROLLEDBACK:
+      return "\033[31m";
     case pb::WAITING:
-    case pb::WAITING_TIMEOUT: return "\033[33m";
-    case pb::RUNNABLE: return "\033[36m";
-    default: return "";
+    case pb::WAITING_TIMEOUT:
+      return "\033[33m";
+    case pb::RUNNABLE:
+      return "\033[36m";
+    default:
+      return "";
   }
 }
 
@@ -75,9 +80,8 @@ constexpr size_t wide = 10;
 
 class tree_printer {
 public:
-  tree_printer(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs,
-               const tree_options& o)
-    : o_(o) {
+  tree_printer(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs, const tree_options& o)
+      : o_(o) {
     for (const auto& s : xs)
       by_id_.emplace(s.id(), &s);
   }
@@ -112,8 +116,8 @@ public:
       }
     auto inner = lead + (branch.empty() ? "" : branch == "└─ " ? "   " : "│  ");
     if (kids.size() > wide)
-      out_ += inner + c.dim() + "children " + progress_bar(done, kids.size()) + " ended"
-              + c.reset() + '\n';
+      out_ += inner + c.dim() + "children " + progress_bar(done, kids.size()) + " ended" + c.reset()
+              + '\n';
     size_t hidden = 0;
     if (o_.max_children > 0 && kids.size() > o_.max_children) {
       // The ones still running are the interesting ones.
@@ -127,8 +131,7 @@ public:
       print(*kids[i], inner, last ? "└─ " : "├─ ");
     }
     if (hidden > 0)
-      out_ += inner + "└─ " + c.dim() + "… " + std::to_string(hidden) + " more" + c.reset()
-              + '\n';
+      out_ += inner + "└─ " + c.dim() + "… " + std::to_string(hidden) + " more" + c.reset() + '\n';
   }
 
   std::string take() { return std::move(out_); }
@@ -139,7 +142,7 @@ private:
   std::string out_;
 };
 
-} // namespace
+}  // namespace
 
 std::string render_tree(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs,
                         const tree_options& o) {
@@ -196,4 +199,4 @@ void add_operator_commands(CLI::App& app, runner* run) {
   add_history_commands(app, run);
 }
 
-} // namespace proctor::cli
+}  // namespace proctor::cli

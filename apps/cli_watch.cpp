@@ -8,9 +8,9 @@
 #include <memory>
 #include <thread>
 
-#include "actors/wall_clock.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "apps/cli_operators.hpp"
-#include "apps/views_json.hpp"
+#include "actors/wire/json/views_json.hpp"
 
 namespace proctor::cli {
 
@@ -20,8 +20,8 @@ namespace {
 std::string signature(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs) {
   std::string out;
   for (const auto& s : xs)
-    out += std::to_string(s.id()) + ":" + std::to_string(s.state()) + ":" + s.waiting_for()
-           + ":" + (has_ended(s) ? "e" : "") + ";";
+    out += std::to_string(s.id()) + ":" + std::to_string(s.state()) + ":" + s.waiting_for() + ":"
+           + (has_ended(s) ? "e" : "") + ";";
   return out;
 }
 
@@ -29,7 +29,7 @@ int exit_for(const pb::ProcStatus& s) {
   return s.state() == pb::SUCCESS ? exit_ok : exit_error;
 }
 
-} // namespace
+}  // namespace
 
 void add_watch_command(CLI::App& app, runner* run) {
   struct args {
@@ -96,4 +96,4 @@ void add_watch_command(CLI::App& app, runner* run) {
   });
 }
 
-} // namespace proctor::cli
+}  // namespace proctor::cli

@@ -1,5 +1,5 @@
 // proctor: the operator CLI. Each command sends one pb::Request to a node over the client
-// protocol (proto/WIRE.md; actors/wire_client.hpp) and prints the answer. No actor system:
+// protocol (proto/WIRE.md; actors/wire/wire_client.hpp) and prints the answer. No actor system:
 // the CLI is a plain TCP client (TLS with --tls-*), so it leaves nothing behind in the node.
 //
 // Exit codes: 0 ok; 1 the node answered with an error, or `wait` saw ROLLEDBACK / FAILED;
@@ -18,12 +18,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/wire_client.hpp"
+#include "actors/wire/wire_client.hpp"
 #include "apps/cli_operators.hpp"
-#include "actors/endpoint.hpp"
-#include "apps/status_json.hpp"
-#include "journal.pb.h"
-#include "wire.pb.h"
+#include "actors/wire/endpoint.hpp"
+#include "actors/wire/json/status_json.hpp"
+#include <proctor/journal.pb.h>
+#include <proctor/wire.pb.h>
 
 namespace {
 
@@ -67,9 +67,9 @@ std::string random_nonce() {
 
 /// What the command line asked for.
 struct command {
-  std::string node;  ///< as given: HOST:PORT[,HOST:PORT...]
-  proctor::tls_options tls;  ///< --tls-cert/--tls-key/--tls-ca (README "TLS")
-  /// The node's addresses: its active process's and its standbys' (README "Standby").
+  std::string node;          ///< as given: HOST:PORT[,HOST:PORT...]
+  proctor::tls_options tls;  ///< --tls-cert/--tls-key/--tls-ca (docs/tls.md)
+  /// The node's addresses: its active process's and its standbys' (docs/standby.md).
   std::vector<proctor::endpoint> addresses;
   /// The address that answered last: the next request starts there.
   mutable size_t at = 0;
@@ -78,7 +78,16 @@ struct command {
   std::chrono::milliseconds failover{0};
   proctor::pb::Request request;
   enum class verb : uint8_t {
-    submit, status, list, wait, abort, event, metrics, release, quarantine, nodes
+    submit,
+    status,
+    list,
+    wait,
+    abort,
+    event,
+    metrics,
+    release,
+    quarantine,
+    nodes
   };
   verb what = verb::status;
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
@@ -116,7 +125,8 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
   }
   if (resp.code() != Response::OK) {
     std::cerr << "error: "
-              << (resp.error().empty() ? Response::Code_Name(resp.code()) : first_line(resp.error()))
+              << (resp.error().empty() ? Response::Code_Name(resp.code())
+                                       : first_line(resp.error()))
               << '\n';
     // The node answered, but the node that holds the procedure did not.
     return resp.code() == Response::UNREACHABLE ? exit_unreachable : exit_error;
@@ -140,9 +150,11 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
     case command::verb::wait: {
       std::cout << proctor::status_to_json(resp.status()) << '\n';
       switch (resp.status().state()) {
-        case proctor::pb::SUCCESS: return exit_ok;
+        case proctor::pb::SUCCESS:
+          return exit_ok;
         case proctor::pb::ROLLEDBACK:
-        case proctor::pb::FAILED: return exit_error;
+        case proctor::pb::FAILED:
+          return exit_error;
         default:
           std::cerr << "error: the procedure has not ended\n";
           return exit_timeout;
@@ -198,8 +210,9 @@ std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor:
     bool maybe_arrived = r.what != proctor::wire_result::kind::unreachable;
     if ((last_of_round && clock::now() >= give_up) || (maybe_arrived && req.has_event())) {
       if (r.what == proctor::wire_result::kind::unreachable)
-        std::cerr << "error: cannot reach node " << (n > 1 ? cmd.node + " (last " + where + ")" : where)
-                  << ": " << r.reason << '\n';
+        std::cerr << "error: cannot reach node "
+                  << (n > 1 ? cmd.node + " (last " + where + ")" : where) << ": " << r.reason
+                  << '\n';
       else
         std::cerr << "error: node " << where << ": " << r.reason << '\n';
       return exit_unreachable;
@@ -220,8 +233,7 @@ int run_wait(const command& cmd) {
     auto req = cmd.request;
     auto poll = wait_poll;
     if (cmd.wait_deadline) {
-      auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(*cmd.wait_deadline - clock::now());
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*cmd.wait_deadline - clock::now());
       poll = std::clamp(left, std::chrono::milliseconds{1}, wait_poll);
     }
     req.mutable_wait()->set_timeout_ms(static_cast<uint64_t>(poll.count()));
@@ -253,7 +265,7 @@ std::vector<std::string> state_names() {
   return names;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   GOOGLE_PROTOBUF_VERIFY_VERSION;
@@ -264,20 +276,23 @@ int main(int argc, char** argv) {
   CLI::App app{"Operator CLI of a Proctor node.", "proctor"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.add_option("--node", cmd.node,
-                 "The node's address, HOST:PORT; a node with standbys: HOST:PORT,HOST:PORT,...")
+  app
+    .add_option("--node", cmd.node,
+                "The node's address, HOST:PORT; a node with standbys: HOST:PORT,HOST:PORT,...")
     ->required()
     ->check([](const std::string& s) {
       return parse_addresses(s) ? std::string{}
                                 : std::string{"expected HOST:PORT[,HOST:PORT...], got " + s};
     });
   int64_t failover_s = 30;
-  app.add_option("--failover-s", failover_s,
-                 "With several --node addresses: how long a request tries them in turn while "
-                 "none answers (a standby taking over)")
+  app
+    .add_option("--failover-s", failover_s,
+                "With several --node addresses: how long a request tries them in turn while "
+                "none answers (a standby taking over)")
     ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600));
 
-  app.add_option("--tls-cert", cmd.tls.cert, "PEM certificate to present (with --tls-key, --tls-ca)")
+  app
+    .add_option("--tls-cert", cmd.tls.cert, "PEM certificate to present (with --tls-key, --tls-ca)")
     ->envname("PROCTOR_TLS_CERT");
   app.add_option("--tls-key", cmd.tls.key, "PEM private key of --tls-cert")
     ->envname("PROCTOR_TLS_KEY");
@@ -390,8 +405,7 @@ int main(int argc, char** argv) {
     cmd.request.mutable_nodes();
   });
 
-  auto* release =
-    app.add_subcommand("release", "Drop a finished procedure's retained result now");
+  auto* release = app.add_subcommand("release", "Drop a finished procedure's retained result now");
   release->add_option("id", id, "Procedure id")->required();
   release->callback([&] {
     cmd.what = verb::release;

@@ -1,5 +1,5 @@
 // proctor-bench: measures, in one run and on a fresh data directory (fsync on), what the
-// README's performance claims rest on:
+// docs/benchmarks.md's claims rest on:
 //   (a) the limit: raw RocksDB group commit — one writer, WriteBatches of 1000 records the
 //       size of a journaled no-op step, sync = true;
 //   (b) durable step throughput: N procedures x S no-op steps, submit -> SUCCESS;
@@ -13,7 +13,7 @@
 //   (g) remote fan-out: one root on proctord a with R children on proctord b (three
 //       proctord processes on loopback), submit -> SUCCESS;
 //   (h) steps/s of T roots x K children x S steps spread over three proctord processes,
-//       beside the same roots on one proctord: the ratio and what bounds it (README);
+//       beside the same roots on one proctord: the ratio and what bounds it (docs/benchmarks.md);
 //   (i) takeover: M procedures waiting on events journaled, proctord active and standby on
 //       that directory, SIGKILL of the active to the first step the standby commits;
 //   (j) timers: T timer procedures due within one second, their trees passivated first:
@@ -81,7 +81,7 @@ std::string verdict(bool pass) {
   return pass ? "PASS" : "MISS";
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   bench_options o;
@@ -96,13 +96,14 @@ int main(int argc, char** argv) {
                "(b) with demo.ledger instead of demo.noop: one file per step, steps on workers");
   auto* opt_m =
     app.add_option("--waiting", o.waiting, "(d,e) waiting procedures M (default 100000)");
-  auto* opt_c = app.add_option("--children", o.children,
-                               "(f) children of the wide root C (default 10000)")
-                  ->check(CLI::Range(1, 1000000));
+  auto* opt_c =
+    app.add_option("--children", o.children, "(f) children of the wide root C (default 10000)")
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--workers", o.workers, "Run slots of each node (default 2)")
     ->check(CLI::Range(1, 256));
-  app.add_option("--latency-seconds", o.latency_seconds,
-                 "(c) measured seconds (after 0.5 s warm-up)")
+  app
+    .add_option("--latency-seconds", o.latency_seconds,
+                "(c) measured seconds (after 0.5 s warm-up)")
     ->check(CLI::Range(0.1, 600.0));
   app.add_option("--latency-rate", o.latency_rate,
                  "(c) one-step procedures/s (default: half the measured maximum)");
@@ -110,12 +111,14 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(0.1, 600.0));
   app.add_option("--fanout-timeout", o.fanout_timeout, "(f) give up after this many seconds")
     ->check(CLI::Range(1.0, 3600.0));
-  app.add_option("--phases", o.phases,
-                 "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghij)");
+  app.add_option(
+    "--phases", o.phases,
+    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghij)");
   app.add_option("--timers", o.timers, "(j) timers due within one second (default 1000000)")
     ->check(CLI::Range(1, 10000000));
-  auto* opt_r = app.add_option("--remote-children", o.remote_children,
-                               "(g) children on the other node (default 10000)")
+  auto* opt_r = app
+                  .add_option("--remote-children", o.remote_children,
+                              "(g) children on the other node (default 10000)")
                   ->check(CLI::Range(1, 1000000));
   auto* opt_t = app.add_option("--spread-roots", o.spread_roots, "(h) roots T (default 100)")
                   ->check(CLI::Range(1, 100000));
@@ -191,8 +194,8 @@ int main(int argc, char** argv) {
                floor = skipped(), pop = skipped(), rec = skipped(), fan = skipped(),
                remote = skipped(), spread = skipped();
   if (want("a")) {
-    raw = run_phase("(a) raw RocksDB", 60, false,
-                    [&](reporter& r) { phase_raw(r, o, sub("raw")); });
+    raw =
+      run_phase("(a) raw RocksDB", 60, false, [&](reporter& r) { phase_raw(r, o, sub("raw")); });
     progress("(a) raw RocksDB group commit", raw);
   }
   if (want("b")) {
@@ -246,9 +249,8 @@ int main(int argc, char** argv) {
   }
   phase_result takeover = skipped();
   if (want("i")) {
-    auto pop_i = run_phase("(i) populate", 180, true, [&](reporter& r) {
-      phase_takeover_populate(r, o, sub("takeover"));
-    });
+    auto pop_i = run_phase("(i) populate", 180, true,
+                           [&](reporter& r) { phase_takeover_populate(r, o, sub("takeover")); });
     progress("(i) " + std::to_string(o.waiting) + " waiting procedures, then SIGKILL", pop_i);
     if (pop_i.ok) {
       takeover = run_phase("(i) takeover", 600, false,
@@ -266,9 +268,8 @@ int main(int argc, char** argv) {
     progress("(j) " + std::to_string(o.timers) + " timers passivated, then SIGKILL", timers_pop);
     if (timers_pop.ok) {
       auto first_at = static_cast<int64_t>(*timers_pop.num("first_at_ms"));
-      timers = run_phase("(j) recovery and firing", 900, false, [&](reporter& r) {
-        phase_timers_recover(r, o, sub("timers"), first_at);
-      });
+      timers = run_phase("(j) recovery and firing", 900, false,
+                         [&](reporter& r) { phase_timers_recover(r, o, sub("timers"), first_at); });
     } else {
       timers.error = "skipped: populating failed: " + timers_pop.error;
     }
@@ -340,8 +341,9 @@ int main(int argc, char** argv) {
           + (cal.num("max_rate") ? " (max " + fmt_num(*cal.num("max_rate")) + "/s)" : ""),
         "p50 " + fmt_num(*p50) + "  p99 " + fmt_num(*p99) + "  p999 " + fmt_num(*p999) + " us",
         "p99 <= 5,000 us " + verdict(*p99 <= 5000));
-    row("    samples", fmt_num(*lat.num("count")) + " at " + fmt_num(*lat.num("achieved_rate"))
-                         + "/s, max " + fmt_num(*lat.num("max_us")) + " us",
+    row("    samples",
+        fmt_num(*lat.num("count")) + " at " + fmt_num(*lat.num("achieved_rate")) + "/s, max "
+          + fmt_num(*lat.num("max_us")) + " us",
         "");
     if (auto b = lat.num("journal_batches"); b && *b > 0)
       row("    journal (whole run, warm-up included)",
@@ -357,9 +359,8 @@ int main(int argc, char** argv) {
     row("    floor: raw RocksDB, 2 synced writes each",
         "p50 " + fmt_num(*floor.num("p50_us")) + "  p99 " + fmt_num(fp99) + "  p999 "
           + fmt_num(*floor.num("p999_us")) + " us",
-        p99 && fp99 > 0
-          ? "p99 " + fmt_num(*p99 / fp99, *p99 >= fp99 ? 1 : 2) + " x the floor's"
-          : "");
+        p99 && fp99 > 0 ? "p99 " + fmt_num(*p99 / fp99, *p99 >= fp99 ? 1 : 2) + " x the floor's"
+                        : "");
     row("    floor: its synced writes",
         fmt_num(*floor.num("writes")) + ", slowest " + fmt_num(*floor.num("slowest_write_us"))
           + " us",
@@ -389,11 +390,10 @@ int main(int argc, char** argv) {
     row("(e) RSS growth per waiting procedure", fmt_num(*bytes) + " B (recovered node)",
         "<= 2,048 B " + verdict(*bytes <= 2048));
     row("    of which when node.start() returned",
-        fmt_num(*rec.num("bytes_per_proc_at_start")) + " B",
-        "(journal opened and folded)");
+        fmt_num(*rec.num("bytes_per_proc_at_start")) + " B", "(journal opened and folded)");
     row("    on the node that submitted them",
         fmt_num(pop.num("bytes_per_proc").value_or(0)) + " B / "
-          + fmt_num(pop.num("bytes_per_proc_hibernated").value_or(0)) + " B",
+          + fmt_num(pop.num("bytes_per_proc_passivated").value_or(0)) + " B",
         "(all WAITING / all hibernated, free pages purged)");
   } else {
     row("(e) memory per waiting procedure", failed(pop.ok ? rec : pop), "");
@@ -444,8 +444,8 @@ int main(int argc, char** argv) {
     row("(j) " + fmt_num(*timers_pop.num("timers")) + " timers due within one second",
         fmt_num(*timers_ps) + " resumed/s",
         fmt_num(*timers.num("cpu_us_per_resumed"), 1) + " us CPU each; late p50/p99/max "
-          + fmt_num(*timers.num("late_p50_ms")) + "/" + fmt_num(*timers.num("late_p99_ms"))
-          + "/" + fmt_num(*timers.num("late_max_ms")) + " ms");
+          + fmt_num(*timers.num("late_p50_ms")) + "/" + fmt_num(*timers.num("late_p99_ms")) + "/"
+          + fmt_num(*timers.num("late_max_ms")) + " ms");
     row("    recovery of the passivated waiters after SIGKILL",
         fmt_num(*timers.num("recovered_per_s")) + " procs/s",
         fmt_num(*timers.num("recovery_s"), 2) + " s; journal open "
@@ -470,9 +470,10 @@ int main(int argc, char** argv) {
   if (o.json) {
     std::cout << "{\"raw_sync_batch_records_per_s\": " << json_num(raw_rps)
               << ", \"durable_steps_per_s\": " << json_num(steps_ps)
-              << ", \"procedures_per_s\": " << json_num(procs_ps) << ", \"latency_us\": {\"p50\": "
-              << json_num(p50) << ", \"p99\": " << json_num(p99) << ", \"p999\": "
-              << json_num(p999) << "}, \"recovery_procs_per_s\": " << json_num(rec_ps)
+              << ", \"procedures_per_s\": " << json_num(procs_ps)
+              << ", \"latency_us\": {\"p50\": " << json_num(p50) << ", \"p99\": " << json_num(p99)
+              << ", \"p999\": " << json_num(p999)
+              << "}, \"recovery_procs_per_s\": " << json_num(rec_ps)
               << ", \"bytes_per_waiting_procedure\": " << json_num(bytes)
               << ", \"wide_tree_10k_children_s\": " << json_num(fan_s, 3)
               << ", \"remote_children_per_s\": " << json_num(remote_ps)

@@ -1,6 +1,6 @@
 # Proctor as a library for authors' own nodes: `cmake --install` puts proctord and the
 # operator CLI proctor under bin, the headers under include/proctor (the include root an
-# author's code sees: "procedures/state_machine.hpp", "actors/run_node.hpp", and the
+# author's code sees: "include/proctor/state_machine.hpp", "include/proctor/run_node.hpp", and the
 # generated "journal.pb.h"), the static libraries under lib, and a CMake package
 # (lib/cmake/Proctor) so that
 #
@@ -10,12 +10,11 @@
 # works; the package finds CAF (with the FindCAF.cmake shipped beside it), RocksDB, protobuf,
 # spdlog, OpenSSL, prometheus-cpp and simdjson for its consumer. Inside another project's tree, add_subdirectory(proctor)
 # gives the same Proctor::proctor target.
-include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # One target for everything an author links: the engine, run_node, the crash harness.
 add_library(proctor_all INTERFACE)
-target_link_libraries(proctor_all INTERFACE proctor_node)
+target_link_libraries(proctor_all INTERFACE proctor_node proctor_testing)
 set_target_properties(proctor_all PROPERTIES EXPORT_NAME proctor)
 add_library(Proctor::proctor ALIAS proctor_all)
 # The allocator Proctor's own executables link (jemalloc unless PROCTOR_JEMALLOC=OFF).
@@ -23,26 +22,23 @@ set_target_properties(proctor_allocator PROPERTIES EXPORT_NAME allocator)
 add_library(Proctor::allocator ALIAS proctor_allocator)
 
 set(PROCTOR_LIBRARIES proctor_proto proctor_procedures proctor_persistence
-  proctor_supervision proctor_client proctor_actors proctor_app_support proctor_node)
+  proctor_supervision proctor_wire proctor_base proctor_scheduling proctor_cluster
+  proctor_procedure proctor_executor proctor_http proctor_console proctor_node proctor_testing)
 install(TARGETS ${PROCTOR_LIBRARIES} proctor_all proctor_allocator EXPORT ProctorTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(TARGETS proctord proctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-set(PROCTOR_INCLUDE_DEST ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
-foreach(dir procedures persistence supervision actors)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${PROCTOR_INCLUDE_DEST}/${dir}
-    FILES_MATCHING PATTERN "*.hpp"
-    # The engine's own test fixtures, not an author's API.
-    PATTERN "engine_fixture.hpp" EXCLUDE
-    PATTERN "engine_nodes_fixture.hpp" EXCLUDE
-    PATTERN "engine_passivation_fixture.hpp" EXCLUDE
-    PATTERN "engine_probe.hpp" EXCLUDE)
-endforeach()
-install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/ DESTINATION ${PROCTOR_INCLUDE_DEST}
-  FILES_MATCHING PATTERN "*.pb.h")
+# The public headers: this list, and nothing else (tests/process/... and
+# scripts/check_layers.py check that examples include only these).
+set(PROCTOR_PUBLIC_HEADERS context.hpp crash_harness.hpp outcome.hpp policy.hpp
+  proc_state.hpp procedure.hpp registry.hpp resource_lock.hpp run_node.hpp state_machine.hpp)
+list(TRANSFORM PROCTOR_PUBLIC_HEADERS PREPEND ${PROJECT_SOURCE_DIR}/include/proctor/)
+install(FILES ${PROCTOR_PUBLIC_HEADERS}
+  ${PROCTOR_GEN_DIR}/proctor/journal.pb.h ${PROCTOR_GEN_DIR}/proctor/wire.pb.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
 
 set(PROCTOR_CMAKE_DEST ${CMAKE_INSTALL_LIBDIR}/cmake/Proctor)
 install(EXPORT ProctorTargets NAMESPACE Proctor:: DESTINATION ${PROCTOR_CMAKE_DEST})

@@ -52,8 +52,7 @@ int64_t now_ms() {
 class fenced : public journal_store {
 public:
   fenced(std::shared_ptr<journal_store> inner, std::shared_ptr<const active_lock> lock)
-    : lock_(std::move(lock)), inner_(std::move(inner)) {
-  }
+      : lock_(std::move(lock)), inner_(std::move(inner)) {}
 
   rocksdb::Status write(const std::vector<store_op>& ops) override {
     std::string why;
@@ -77,11 +76,10 @@ private:
   std::shared_ptr<journal_store> inner_;
 };
 
-} // namespace
+}  // namespace
 
 active_lock::active_lock(std::string dir, int fd, uint64_t epoch)
-  : dir_(std::move(dir)), fd_(fd), epoch_(epoch) {
-}
+    : dir_(std::move(dir)), fd_(fd), epoch_(epoch) {}
 
 active_lock::~active_lock() {
   ::close(fd_);  // releases the flock
@@ -125,8 +123,7 @@ std::unique_ptr<active_lock> active_lock::try_take(const std::string& dir, std::
 bool active_lock::still_ours(std::string* why) const {
   uint64_t now = 0;
   if (!read_epoch(fd_, &now)) {
-    *why = std::string{"cannot read the epoch of "} + lock_path(dir_) + ": "
-           + std::strerror(errno);
+    *why = std::string{"cannot read the epoch of "} + lock_path(dir_) + ": " + std::strerror(errno);
     return false;
   }
   if (now == epoch_)
@@ -207,4 +204,4 @@ std::shared_ptr<journal_store> fenced_store(std::shared_ptr<journal_store> inner
   return std::make_shared<fenced>(std::move(inner), std::move(lock));
 }
 
-} // namespace proctor
+}  // namespace proctor

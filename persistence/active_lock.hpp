@@ -30,9 +30,9 @@ namespace proctor {
 struct active_info {
   uint64_t epoch = 0;
   int64_t pid = 0;
-  std::string host;     ///< gethostname() of the holder
-  std::string listen;   ///< the holder's client address, HOST:PORT
-  int64_t since_ms = 0;  ///< wall clock: when it took the lock
+  std::string host;         ///< gethostname() of the holder
+  std::string listen;       ///< the holder's client address, HOST:PORT
+  int64_t since_ms = 0;     ///< wall clock: when it took the lock
   int64_t takeover_ms = 0;  ///< how long its takeover took (0: it started without waiting)
 };
 
@@ -77,4 +77,4 @@ std::string host_name();
 std::shared_ptr<journal_store> fenced_store(std::shared_ptr<journal_store> inner,
                                             std::shared_ptr<const active_lock> lock);
 
-} // namespace proctor
+}  // namespace proctor

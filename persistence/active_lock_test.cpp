@@ -121,5 +121,5 @@ TEST_F(active_lock_test, an_unusable_directory_is_an_error_not_a_held_lock) {
   EXPECT_NE(err.find("not writable"), std::string::npos) << err;
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

@@ -117,4 +117,4 @@ private:
   std::string fail_message_;
 };
 
-} // namespace proctor
+}  // namespace proctor

@@ -8,10 +8,15 @@
 #include <rocksdb/perf_level.h>
 #include <spdlog/spdlog.h>
 
-#include "journal.pb.h"
+#include <proctor/journal.pb.h>
 #include "persistence/keys.hpp"
 
 namespace proctor {
+
+journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec) {
+  rec.set_format(1);
+  return journal_entry{root_id, rec.SerializeAsString()};
+}
 
 namespace {
 
@@ -101,9 +106,9 @@ void flush(journal_actor* self) {
   }
   auto t0 = std::chrono::steady_clock::now();
   auto status = st.cfg.store->write(ops);
-  auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                    std::chrono::steady_clock::now() - t0)
-                                    .count());
+  auto us = static_cast<uint64_t>(
+    std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+      .count());
   ops.clear();
   auto entries = std::exchange(st.staged_entries, 0);
   auto deletes = std::exchange(st.staged_deletes, 0);
@@ -204,10 +209,10 @@ caf::behavior journal_impl(journal_actor* self, journal_config cfg) {
   };
 }
 
-} // namespace
+}  // namespace
 
 caf::actor spawn_journal(caf::actor_system& sys, journal_config cfg) {
   return sys.spawn<caf::detached>(journal_impl, std::move(cfg));
 }
 
-} // namespace proctor
+}  // namespace proctor

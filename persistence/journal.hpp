@@ -26,6 +26,10 @@
 
 #include "persistence/journal_store.hpp"
 
+namespace proctor::pb {
+class JournalRecord;
+}
+
 namespace proctor {
 
 using append_atom = caf::atom_constant<caf::atom("append")>;
@@ -39,6 +43,9 @@ struct journal_entry {
   uint64_t root_id = 0;
   std::string record;  ///< a serialized pb::JournalRecord
 };
+
+/// `rec` with its format set, serialized as an entry of tree `root_id`'s journal.
+journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec);
 
 /// One append: written atomically (all or nothing), in this order: the range deletes,
 /// then the entries. A delete of tree r removes (r, from_lsn) <= key < (r, before_lsn), where
@@ -62,14 +69,14 @@ using journal_records = std::vector<stored_record>;
 constexpr uint64_t slow_write_us = 10'000;
 
 struct journal_stats {
-  uint64_t batches = 0;         ///< WriteBatches written
-  uint64_t records = 0;         ///< records appended
-  uint64_t range_deletes = 0;   ///< range deletes written (each a RocksDB range tombstone)
-  uint64_t last_batch_size = 0; ///< appends in the last batch
-  uint64_t fsync_us_total = 0;  ///< time spent in synced writes, microseconds
+  uint64_t batches = 0;          ///< WriteBatches written
+  uint64_t records = 0;          ///< records appended
+  uint64_t range_deletes = 0;    ///< range deletes written (each a RocksDB range tombstone)
+  uint64_t last_batch_size = 0;  ///< appends in the last batch
+  uint64_t fsync_us_total = 0;   ///< time spent in synced writes, microseconds
   uint64_t fsync_us_last = 0;
-  uint64_t fsync_us_max = 0;    ///< the slowest synced write so far
-  uint64_t slow_writes = 0;     ///< synced writes that took longer than slow_write_us
+  uint64_t fsync_us_max = 0;  ///< the slowest synced write so far
+  uint64_t slow_writes = 0;   ///< synced writes that took longer than slow_write_us
   uint64_t next_lsn = 0;
 };
 
@@ -87,7 +94,7 @@ struct journal_config {
 /// Spawns the journal actor (detached).
 caf::actor spawn_journal(caf::actor_system& sys, journal_config cfg);
 
-} // namespace proctor
+}  // namespace proctor
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::journal_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::journal_records)

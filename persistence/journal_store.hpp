@@ -25,7 +25,7 @@ struct store_op {
   uint64_t root_id = 0;
   uint64_t lsn = 0;
   std::string value;
-  uint64_t from_lsn = 0;  ///< delete_range only: first LSN deleted
+  uint64_t from_lsn = 0;      ///< delete_range only: first LSN deleted
   uint64_t last_root_id = 0;  ///< delete_trees only: the last tree deleted
 };
 
@@ -55,4 +55,4 @@ public:
 /// reason if the directory is not writable or another process holds its lock.
 std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::string* error);
 
-} // namespace proctor
+}  // namespace proctor

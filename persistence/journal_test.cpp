@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "journal.pb.h"
+#include <proctor/journal.pb.h>
 #include "persistence/keys.hpp"
 #include "persistence/rocksdb_store.hpp"
 
@@ -171,8 +171,8 @@ void append_next(appender_actor* self, caf::actor j, caf::actor report_to, uint6
       });
 }
 
-caf::behavior appender(appender_actor* self, caf::actor j, caf::actor report_to,
-                       uint64_t root, size_t n) {
+caf::behavior appender(appender_actor* self, caf::actor j, caf::actor report_to, uint64_t root,
+                       size_t n) {
   append_next(self, j, report_to, root, n);
   return {[](caf::ok_atom) {}};
 }
@@ -435,9 +435,13 @@ TEST_F(journal_test, clean_exit_flushes_what_it_accepted) {
   // The journal answered each asynchronous append with its LSN, as CAF does for results
   // of non-request messages.
   size_t acks = 0;
-  self->receive_while([&] { return acks < 100; })(
-    [&](uint64_t) { ++acks; }, caf::after(5s) >> [&] { ADD_FAILURE() << acks; acks = 100; });
+  self->receive_while([&] { return acks < 100; })([&](uint64_t) { ++acks; }, caf::after(5s) >>
+                                                                               [&] {
+                                                                                 ADD_FAILURE()
+                                                                                   << acks;
+                                                                                 acks = 100;
+                                                                               });
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

@@ -43,4 +43,4 @@ inline bool decode(std::string_view key, uint64_t* root_id, uint64_t* lsn) {
   return true;
 }
 
-} // namespace proctor::journal_keys
+}  // namespace proctor::journal_keys

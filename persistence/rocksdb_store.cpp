@@ -64,7 +64,7 @@ bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-} // namespace
+}  // namespace
 
 rocksdb::Options journal_db_options() {
   rocksdb::Options opts;
@@ -345,4 +345,4 @@ std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::s
   return fail("cannot open the journal in " + dir + ": " + msg);
 }
 
-} // namespace proctor
+}  // namespace proctor

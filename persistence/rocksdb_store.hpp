@@ -42,4 +42,4 @@ private:
   std::unique_ptr<rocksdb::DB> db_;
 };
 
-} // namespace proctor
+}  // namespace proctor

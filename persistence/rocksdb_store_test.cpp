@@ -123,12 +123,12 @@ TEST(journal_keys_test, big_endian_and_ordered) {
 TEST_F(rocksdb_store_test, scan_and_read_tree_are_in_key_order) {
   write({put(2, 256, "b256"), put(1, 7, "a7"), put(2, 255, "b255"),
          put(2, uint64_t{1} << 40, "bbig"), put(300, 1, "c1"), put(1, 3, "a3")});
-  std::vector<rec> all{{1, 3, "a3"},     {1, 7, "a7"},
-                       {2, 255, "b255"}, {2, 256, "b256"},
-                       {2, uint64_t{1} << 40, "bbig"}, {300, 1, "c1"}};
+  std::vector<rec> all{
+    {1, 3, "a3"},  {1, 7, "a7"}, {2, 255, "b255"}, {2, 256, "b256"}, {2, uint64_t{1} << 40, "bbig"},
+    {300, 1, "c1"}};
   EXPECT_EQ(scan_all(), all);
-  EXPECT_EQ(tree(2), (std::vector<rec>{{2, 255, "b255"}, {2, 256, "b256"},
-                                       {2, uint64_t{1} << 40, "bbig"}}));
+  EXPECT_EQ(tree(2),
+            (std::vector<rec>{{2, 255, "b255"}, {2, 256, "b256"}, {2, uint64_t{1} << 40, "bbig"}}));
   EXPECT_EQ(tree(1), (std::vector<rec>{{1, 3, "a3"}, {1, 7, "a7"}}));
   EXPECT_TRUE(tree(3).empty());
 }
@@ -151,8 +151,7 @@ TEST_F(rocksdb_store_test, delete_range_of_a_prefix_keeps_the_rest) {
   write({put(4, 1, "n"), put(5, 1, "a"), put(5, 9, "b"), put(5, 10, "c"), put(5, 300, "d"),
          put(6, 0, "m")});
   write({del(5, 10)});
-  EXPECT_EQ(scan_all(), (std::vector<rec>{{4, 1, "n"}, {5, 10, "c"}, {5, 300, "d"},
-                                          {6, 0, "m"}}));
+  EXPECT_EQ(scan_all(), (std::vector<rec>{{4, 1, "n"}, {5, 10, "c"}, {5, 300, "d"}, {6, 0, "m"}}));
 }
 
 TEST_F(rocksdb_store_test, delete_trees_removes_a_run_of_whole_trees_and_keeps_neighbours) {
@@ -163,8 +162,9 @@ TEST_F(rocksdb_store_test, delete_trees_removes_a_run_of_whole_trees_and_keeps_n
   op.root_id = 4;
   op.last_root_id = 7;
   write({op});
-  EXPECT_EQ(scan_all(), (std::vector<rec>{{journal_keys::meta_root, 1, "meta"},
-                                          {3, UINT64_MAX, "before"}, {8, 0, "after"}}));
+  EXPECT_EQ(scan_all(),
+            (std::vector<rec>{
+              {journal_keys::meta_root, 1, "meta"}, {3, UINT64_MAX, "before"}, {8, 0, "after"}}));
   op.root_id = 9;
   op.last_root_id = 8;  // inverted: nothing
   write({op});
@@ -180,10 +180,10 @@ TEST_F(rocksdb_store_test, delete_range_of_a_whole_tree_keeps_neighbours) {
 
 TEST_F(rocksdb_store_test, delete_range_from_an_lsn) {
   write({put(5, 1, "a"), put(5, 2, "b"), put(5, 3, "c"), put(5, 4, "d"), put(6, 1, "m")});
-  write({del(5, 3, 2)});                        // just LSN 2
-  write({del(5, 3, 3), del(5, 2, 3)});          // empty and inverted ranges: no-ops
+  write({del(5, 3, 2)});                // just LSN 2
+  write({del(5, 3, 3), del(5, 2, 3)});  // empty and inverted ranges: no-ops
   EXPECT_EQ(tree(5), (std::vector<rec>{{5, 1, "a"}, {5, 3, "c"}, {5, 4, "d"}}));
-  write({del(5, UINT64_MAX, 4)});               // LSN 4 to the end of the tree
+  write({del(5, UINT64_MAX, 4)});  // LSN 4 to the end of the tree
   EXPECT_EQ(scan_all(), (std::vector<rec>{{5, 1, "a"}, {5, 3, "c"}, {6, 1, "m"}}));
 }
 
@@ -202,8 +202,10 @@ TEST_F(rocksdb_store_test, puts_out_of_key_order_around_deletes_apply_as_written
   trees.last_root_id = 6;
   write({put(9, 2, "k"), put(5, 7, "gone"), put(4, 1, "gone"), put(9, 1, "j"), put(7, 1, "first"),
          put(7, 1, "second"), trees, put(6, 3, "kept"), put(2, 1, "a"), put(5, 1, "kept2")});
-  EXPECT_EQ(scan_all(), (std::vector<rec>{{2, 1, "a"}, {5, 1, "kept2"}, {6, 3, "kept"},
-                                          {7, 1, "second"}, {9, 1, "j"}, {9, 2, "k"}}));
+  EXPECT_EQ(
+    scan_all(),
+    (std::vector<rec>{
+      {2, 1, "a"}, {5, 1, "kept2"}, {6, 3, "kept"}, {7, 1, "second"}, {9, 1, "j"}, {9, 2, "k"}}));
 }
 
 TEST_F(rocksdb_store_test, last_root_is_addressable) {
@@ -330,5 +332,5 @@ TEST_F(rocksdb_store_test, read_only_directory_is_not_writable) {
   }
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

@@ -16,7 +16,7 @@ uint32_t data_version_of(const proc_image& p, uint32_t recorded) {
   return recorded != 0 ? recorded : p.type_version;
 }
 
-} // namespace
+}  // namespace
 
 void tree_folder::add(uint64_t lsn, std::string_view value) {
   // Recovery parses every record of the journal once: on an arena over a stack block, a
@@ -44,8 +44,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
   t.last_lsn = std::max(t.last_lsn, lsn);
   auto missing = [&](uint64_t id) {
     if (t.corrupt.empty())
-      t.corrupt = "record at lsn " + std::to_string(lsn) + " names unknown procedure "
-                  + std::to_string(id);
+      t.corrupt =
+        "record at lsn " + std::to_string(lsn) + " names unknown procedure " + std::to_string(id);
   };
   switch (rec.body_case()) {
     case pb::JournalRecord::kSubmitted: {
@@ -55,8 +55,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         // whose steps are already folded (and, placing it on another node, hide them from
         // the rollback plan's count of what a fragment there undoes).
         if (t.corrupt.empty())
-          t.corrupt = "second Submitted for procedure " + std::to_string(s.proc_id())
-                      + " at lsn " + std::to_string(lsn);
+          t.corrupt = "second Submitted for procedure " + std::to_string(s.proc_id()) + " at lsn "
+                      + std::to_string(lsn);
         return;
       }
       auto& p = t.procs[s.proc_id()];
@@ -73,8 +73,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.data_version = s.type_version();  // data versions
       p.node = s.node();
       if (p.id == t.root_id && !p.node.empty() && t.corrupt.empty())
-        t.corrupt = "the root's Submitted at lsn " + std::to_string(lsn)
-                    + " places it on another node";
+        t.corrupt =
+          "the root's Submitted at lsn " + std::to_string(lsn) + " places it on another node";
       p.parent_node = s.parent_node();
       p.parent_root_id = s.parent_root_id();
       p.tree_root_id = s.tree_root_id() != 0 ? s.tree_root_id() : s.parent_root_id();
@@ -357,4 +357,4 @@ pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
   return s;
 }
 
-} // namespace proctor
+}  // namespace proctor

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "journal.pb.h"
+#include <proctor/journal.pb.h>
 #include "persistence/journal_store.hpp"
-#include "procedures/proc_state.hpp"
+#include <proctor/proc_state.hpp>
 
 namespace proctor {
 
@@ -21,8 +21,8 @@ namespace proctor {
 struct step_entry {
   uint64_t lsn = 0;
   int32_t executed_state = 0;
-  std::string data;         ///< the data the step committed (its undo sees it)
-  bool no_return = false;   ///< executed_state does not support rollback
+  std::string data;        ///< the data the step committed (its undo sees it)
+  bool no_return = false;  ///< executed_state does not support rollback
   bool undone = false;
   uint32_t data_version = 0;  ///< the type version `data` is of
 };
@@ -37,9 +37,9 @@ struct proc_image {
   int64_t submitted_at_ms = 0;
 
   proc_state status = proc_state::runnable;
-  int32_t state = 0;  ///< the state that runs next
-  std::string data;   ///< data after the last committed step (or undo)
-  uint32_t data_version = 0;  ///< the type version `data` is of (0 only for a summary's)
+  int32_t state = 0;                   ///< the state that runs next
+  std::string data;                    ///< data after the last committed step (or undo)
+  uint32_t data_version = 0;           ///< the type version `data` is of (0 only for a summary's)
   std::vector<uint64_t> children;      ///< every child ever spawned, in spawn order
   std::vector<uint64_t> last_spawned;  ///< children of the last spawning step
   std::vector<step_entry> steps;       ///< committed steps, ascending LSN
@@ -68,7 +68,7 @@ struct proc_image {
   bool event_delivered = false;
   bool event_timed_out = false;
 
-  // Across nodes (README "Across nodes").
+  // Across nodes (docs/cluster.md).
   /// Non-empty: this procedure runs on that node; here it is a placeholder, ended by the
   /// RemoteEnd that node sends (folded as its Finished record, at remote_end_lsn).
   std::string node;
@@ -88,15 +88,15 @@ struct tree_image {
   uint64_t root_id = 0;
   std::map<uint64_t, proc_image> procs;
   uint64_t last_lsn = 0;
-  bool failed = false;        ///< rolling back (or rolled back)
-  std::string failure;        ///< the first failure's message
-  bool rolled_back = false;   ///< a RolledBack record closed the rollback
-  bool finished = false;      ///< the root ended (summary or Finished of the root)
-  bool summarized = false;    ///< held as one TreeSummary record
+  bool failed = false;       ///< rolling back (or rolled back)
+  std::string failure;       ///< the first failure's message
+  bool rolled_back = false;  ///< a RolledBack record closed the rollback
+  bool finished = false;     ///< the root ended (summary or Finished of the root)
+  bool summarized = false;   ///< held as one TreeSummary record
   int64_t finished_at_ms = 0;
   bool past_no_return = false;
-  std::string corrupt;        ///< non-empty: a record could not be read; quarantined
-  size_t records = 0;         ///< records folded (damaged ones included)
+  std::string corrupt;  ///< non-empty: a record could not be read; quarantined
+  size_t records = 0;   ///< records folded (damaged ones included)
 
   const proc_image* find(uint64_t id) const {
     auto i = procs.find(id);
@@ -161,4 +161,4 @@ size_t undos_done(const tree_image& tree);
 /// The record of one procedure's summary for a finished tree.
 pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms);
 
-} // namespace proctor
+}  // namespace proctor

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "journal.pb.h"
+#include <proctor/journal.pb.h>
 #include "persistence/tree_image.hpp"
 
 namespace proctor {
@@ -106,5 +106,5 @@ TEST_F(bypass_fold, a_bypass_of_an_unknown_procedure_quarantines_the_tree) {
   EXPECT_NE(fold().corrupt.find("unknown procedure 9"), std::string::npos) << fold().corrupt;
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

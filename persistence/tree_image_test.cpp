@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "journal.pb.h"
+#include <proctor/journal.pb.h>
 
 namespace proctor {
 namespace {
@@ -243,8 +243,8 @@ TEST(tree_image_test, steps_update_data_and_state_and_keep_the_data_each_committ
 
 TEST(tree_image_test, spawn_makes_parent_waiting_until_every_child_of_the_last_spawn_ended) {
   journal_builder j(1);
-  j.submitted(1, 0, "r0");                                       // 1
-  j.spawn(1, 1, 2, "r1", {{2, "a0"}, {3, "b0"}});                // 2, 3, 4
+  j.submitted(1, 0, "r0");                         // 1
+  j.spawn(1, 1, 2, "r1", {{2, "a0"}, {3, "b0"}});  // 2, 3, 4
   {
     auto t = j.fold();
     ASSERT_EQ(t.corrupt, "");
@@ -263,8 +263,8 @@ TEST(tree_image_test, spawn_makes_parent_waiting_until_every_child_of_the_last_s
     EXPECT_EQ(a->nonce, "");
     EXPECT_EQ(t.find(3)->status, proc_state::runnable);
   }
-  j.step(2, 1, 1, "a1");                                         // 5
-  j.finished(2, pb::SUCCESS, R"({"a":1})");                      // 6
+  j.step(2, 1, 1, "a1");                     // 5
+  j.finished(2, pb::SUCCESS, R"({"a":1})");  // 6
   {
     auto t = j.fold();
     EXPECT_EQ(t.find(2)->status, proc_state::success);
@@ -272,8 +272,8 @@ TEST(tree_image_test, spawn_makes_parent_waiting_until_every_child_of_the_last_s
     EXPECT_EQ(t.root()->status, proc_state::waiting);  // child 3 still runs
     EXPECT_FALSE(t.finished);
   }
-  j.step(3, 1, 1, "b1");                                         // 7
-  j.finished(3, pb::SUCCESS);                                    // 8
+  j.step(3, 1, 1, "b1");       // 7
+  j.finished(3, pb::SUCCESS);  // 8
   {
     auto t = j.fold();
     EXPECT_EQ(t.find(3)->status, proc_state::success);
@@ -282,7 +282,7 @@ TEST(tree_image_test, spawn_makes_parent_waiting_until_every_child_of_the_last_s
     EXPECT_FALSE(t.finished);
   }
   // A second spawn: only its children count.
-  j.spawn(1, 2, 3, "r2", {{4, "c0"}});                           // 9, 10
+  j.spawn(1, 2, 3, "r2", {{4, "c0"}});  // 9, 10
   {
     auto t = j.fold();
     const auto* r = t.root();
@@ -290,15 +290,15 @@ TEST(tree_image_test, spawn_makes_parent_waiting_until_every_child_of_the_last_s
     EXPECT_EQ(r->children, (std::vector<uint64_t>{2, 3, 4}));
     EXPECT_EQ(r->last_spawned, (std::vector<uint64_t>{4}));
   }
-  j.finished(4, pb::FAILED, "", "child failed");                 // 11
+  j.finished(4, pb::FAILED, "", "child failed");  // 11
   {
     auto t = j.fold();
     EXPECT_EQ(t.find(4)->status, proc_state::failed);
     EXPECT_EQ(t.find(4)->error, "child failed");
     EXPECT_EQ(t.root()->status, proc_state::runnable);  // FAILED is final too
   }
-  j.step(1, 3, 4, "r3");                                         // 12
-  j.finished(1, pb::SUCCESS, R"({"ok":true})");                  // 13
+  j.step(1, 3, 4, "r3");                         // 12
+  j.finished(1, pb::SUCCESS, R"({"ok":true})");  // 13
   auto t = j.fold();
   EXPECT_EQ(t.root()->status, proc_state::success);
   EXPECT_EQ(t.root()->result_json, R"({"ok":true})");
@@ -878,9 +878,9 @@ TEST(rollback_plan_test, finished_children_have_no_partial_undo_but_their_steps_
 TEST(rollback_plan_test, no_return_steps_are_left_out) {
   journal_builder j(1);
   j.submitted(1, 0, "r0");
-  j.step(1, 1, 2, "r1");                // 2
-  j.step(1, 2, 3, "r2", {}, true);      // 3: point of no return
-  j.step(1, 3, 4, "r3");                // 4
+  j.step(1, 1, 2, "r1");            // 2
+  j.step(1, 2, 3, "r2", {}, true);  // 3: point of no return
+  j.step(1, 3, 4, "r3");            // 4
   j.failed(1, 4, "boom");
   auto plan = rollback_plan(j.fold());
   ASSERT_EQ(plan.size(), 3u) << describe(plan);
@@ -994,5 +994,5 @@ TEST(rollback_plan_test, undos_done_counts_what_earlier_incarnations_undid) {
   }
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "journal.pb.h"
+#include <proctor/journal.pb.h>
 #include "persistence/tree_image.hpp"
 
 namespace proctor {
@@ -115,5 +115,5 @@ TEST(tree_image_versions_test, children_have_versions_of_their_own) {
   EXPECT_EQ(t.find(2)->steps[0].data_version, 7u);
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

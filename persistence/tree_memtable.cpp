@@ -29,7 +29,7 @@ public:
   virtual size_t BlockSize() const = 0;
 };
 
-} // namespace rocksdb
+}  // namespace rocksdb
 
 static_assert(ROCKSDB_MAJOR == 7, "tree_memtable declares RocksDB 7's internal Allocator; "
                                   "check memory/allocator.h of this RocksDB version");
@@ -50,7 +50,7 @@ public:
   using source = std::function<entries_ptr(const Slice* internal_key)>;
 
   snapshot_iterator(const MemTableRep::KeyComparator& cmp, entries_ptr all, source src)
-    : cmp_(cmp), v_(std::move(all)), src_(std::move(src)) {
+      : cmp_(cmp), v_(std::move(all)), src_(std::move(src)) {
     i_ = v_ ? v_->size() : 0;
   }
 
@@ -104,7 +104,7 @@ struct entry_less {
 class tree_rep final : public MemTableRep {
 public:
   tree_rep(const KeyComparator& cmp, rocksdb::Allocator* allocator)
-    : MemTableRep(allocator), cmp_(cmp) {}
+      : MemTableRep(allocator), cmp_(cmp) {}
 
   void Insert(rocksdb::KeyHandle handle) override {
     const auto* e = static_cast<const char*>(handle);
@@ -135,9 +135,7 @@ public:
     read_only_ = true;
   }
 
-  size_t ApproximateMemoryUsage() override {
-    return bytes_.load(std::memory_order_relaxed);
-  }
+  size_t ApproximateMemoryUsage() override { return bytes_.load(std::memory_order_relaxed); }
 
   Iterator* GetIterator(rocksdb::Arena* arena) override {
     return make_iterator(arena, ordered(), {});
@@ -150,8 +148,7 @@ public:
       Slice user(ikey->data(), ikey->size() - 8);
       std::shared_lock g(mu_);
       const auto* v = find(user);
-      return v == nullptr ? std::make_shared<const entries>()
-                          : std::make_shared<const entries>(*v);
+      return v == nullptr ? std::make_shared<const entries>() : std::make_shared<const entries>(*v);
     });
   }
 
@@ -239,17 +236,18 @@ private:
   std::atomic<size_t> bytes_{0};
 };
 
-} // namespace
+}  // namespace
 
 std::shared_ptr<const rocksdb::SliceTransform> journal_prefix_transform() {
   return std::shared_ptr<const rocksdb::SliceTransform>(
     rocksdb::NewFixedPrefixTransform(journal_keys::key_size / 2));
 }
 
-rocksdb::MemTableRep* tree_memtable_factory::CreateMemTableRep(
-  const rocksdb::MemTableRep::KeyComparator& cmp, rocksdb::Allocator* allocator,
-  const rocksdb::SliceTransform*, rocksdb::Logger*) {
+rocksdb::MemTableRep*
+tree_memtable_factory::CreateMemTableRep(const rocksdb::MemTableRep::KeyComparator& cmp,
+                                         rocksdb::Allocator* allocator,
+                                         const rocksdb::SliceTransform*, rocksdb::Logger*) {
   return new tree_rep(cmp, allocator);
 }
 
-} // namespace proctor
+}  // namespace proctor

@@ -39,4 +39,4 @@ public:
   bool CanHandleDuplicatedKey() const override { return false; }
 };
 
-} // namespace proctor
+}  // namespace proctor

@@ -199,5 +199,5 @@ TEST_F(tree_memtable_test, reopening_replays_the_log_into_it) {
   EXPECT_EQ(tree(9), of_tree(model, 9));
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

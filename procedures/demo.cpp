@@ -10,8 +10,8 @@
 #include <fstream>
 #include <thread>
 
-#include "demo.pb.h"
-#include "procedures/state_machine.hpp"
+#include <proctor/demo.pb.h>
+#include <proctor/state_machine.hpp>
 
 namespace proctor {
 
@@ -201,8 +201,8 @@ private:
       out << attempts;
     }
     if (attempts <= d.crash_times())
-      throw std::runtime_error("demo.flaky: simulated crash " + std::to_string(attempts)
-                               + " of " + std::to_string(d.crash_times()));
+      throw std::runtime_error("demo.flaky: simulated crash " + std::to_string(attempts) + " of "
+                               + std::to_string(d.crash_times()));
     return next(pb::FLAKY_FINISH);
   }
 
@@ -259,8 +259,7 @@ public:
 
 private:
   outcome send(pb::CallData& d, context&) {
-    return call(d.service(), d.request(), pb::CALL_DONE,
-                std::chrono::milliseconds{d.timeout_ms()});
+    return call(d.service(), d.request(), pb::CALL_DONE, std::chrono::milliseconds{d.timeout_ms()});
   }
   outcome finish(pb::CallData& d, context& ctx) {
     d.set_reply(ctx.event_payload());
@@ -340,8 +339,7 @@ public:
 
   /// The fire step blocks only to append to its ledger: without one it runs on the actor.
   bool never_blocks(int32_t state, bool undo) const override {
-    return state_machine::never_blocks(state, undo) || undo
-           || typed_data().ledger_dir().empty();
+    return state_machine::never_blocks(state, undo) || undo || typed_data().ledger_dir().empty();
   }
 
   std::string validate() const override {
@@ -419,12 +417,12 @@ private:
   void nothing(pb::TimersData&, context&) {}
 };
 
-} // namespace
+}  // namespace
 
 void register_demo_procedures(registry& r) {
   r.add<ledger>("demo.ledger");
   // demo.ledger whose tree fails (and rolls back) once a node holding one of its children
-  // has been unreachable for 5 s, instead of waiting for it (README "Across nodes").
+  // has been unreachable for 5 s, instead of waiting for it (docs/cluster.md).
   r.add<ledger>("demo.ledger.impatient")
     .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{5}));
   r.add<flaky>("demo.flaky");
@@ -436,4 +434,4 @@ void register_demo_procedures(registry& r) {
   r.add<fanout>("demo.fanout").nonblocking();
 }
 
-} // namespace proctor
+}  // namespace proctor

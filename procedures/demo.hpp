@@ -8,11 +8,11 @@
 //   demo.fanout      one root spawning `children` demo.noop children (wide trees)
 #pragma once
 
-#include "procedures/registry.hpp"
+#include <proctor/registry.hpp>
 
 namespace proctor {
 
 /// Registers every demo procedure type in `r`.
 void register_demo_procedures(registry& r);
 
-} // namespace proctor
+}  // namespace proctor

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "demo.pb.h"
+#include <proctor/demo.pb.h>
 
 namespace proctor {
 namespace {
@@ -48,8 +48,7 @@ protected:
     std::string err;
     auto p = reg_.make_from_json("demo.ledger",
                                  R"({"steps":2,"ledger_dir":")" + ledger().string()
-                                   + R"(","gate_dir":")" + gates().string() + "\"" + extra
-                                   + "}",
+                                   + R"(","gate_dir":")" + gates().string() + "\"" + extra + "}",
                                  &err);
     EXPECT_NE(p, nullptr) << err;
     return p;
@@ -105,18 +104,17 @@ TEST_F(demo_gate_test, an_undo_whose_gate_is_closed_throws_and_removes_nothing) 
 
 TEST_F(demo_gate_test, no_gate_dir_means_no_gates_and_a_missing_one_is_refused) {
   std::string err;
-  auto free = reg_.make_from_json(
-    "demo.ledger", R"({"steps":1,"ledger_dir":")" + ledger().string() + "\"}", &err);
+  auto free = reg_.make_from_json("demo.ledger",
+                                  R"({"steps":1,"ledger_dir":")" + ledger().string() + "\"}", &err);
   ASSERT_NE(free, nullptr) << err;
   auto c = ctx();
   EXPECT_EQ(free->execute(pb::LEDGER_STEP, c).what(), outcome::kind::done);
-  auto bad = reg_.make_from_json("demo.ledger",
-                                 R"({"ledger_dir":")" + ledger().string()
-                                   + R"(","gate_dir":"/no/such/gates"})",
-                                 &err);
+  auto bad = reg_.make_from_json(
+    "demo.ledger", R"({"ledger_dir":")" + ledger().string() + R"(","gate_dir":"/no/such/gates"})",
+    &err);
   EXPECT_EQ(bad, nullptr);
   EXPECT_NE(err.find("gate_dir"), std::string::npos) << err;
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

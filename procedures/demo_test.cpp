@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "demo.pb.h"
+#include <proctor/demo.pb.h>
 
 namespace proctor {
 namespace {
@@ -85,7 +85,9 @@ protected:
   temp_dir dir;
 };
 
-pb::LedgerData& ledger_data(procedure& p) { return dynamic_cast<pb::LedgerData&>(p.data()); }
+pb::LedgerData& ledger_data(procedure& p) {
+  return dynamic_cast<pb::LedgerData&>(p.data());
+}
 
 // -- demo.ledger --------------------------------------------------------------------------------
 
@@ -199,8 +201,7 @@ TEST_F(demo_test, ledger_spawns_children_at_step_zero) {
   o = p->execute(pb::LEDGER_STEP, ctx);
   EXPECT_EQ(o.what(), outcome::kind::done);
   EXPECT_EQ(o.result_json(), R"({"steps":2})");
-  EXPECT_EQ(files_in(dir.path),
-            (std::set<std::string>{"1.1.0", "1.1.1", "1.2.0", "1.5.0"}));
+  EXPECT_EQ(files_in(dir.path), (std::set<std::string>{"1.1.0", "1.1.1", "1.2.0", "1.5.0"}));
 }
 
 TEST_F(demo_test, ledger_needs_depth_and_children_to_spawn) {
@@ -251,7 +252,8 @@ TEST_F(demo_test, ledger_non_root_ignores_fail_at) {
 }
 
 TEST_F(demo_test, ledger_children_inherit_fail_at_but_ignore_it) {
-  auto p = make("demo.ledger", ledger_json(R"("steps": 2, "fail_at": 1, "depth": 1, "children": 1)"));
+  auto p =
+    make("demo.ledger", ledger_json(R"("steps": 2, "fail_at": 1, "depth": 1, "children": 1)"));
   ASSERT_NE(p, nullptr);
   auto ctx = make_ctx(1, 1);
   auto o = p->execute(pb::LEDGER_STEP, ctx);
@@ -470,7 +472,8 @@ TEST_F(demo_test, wait_event_without_timeout_waits_forever) {
 }
 
 TEST_F(demo_test, wait_event_validate) {
-  EXPECT_EQ(error_of("demo.wait_event", "{}"), "invalid args for 'demo.wait_event': key is required");
+  EXPECT_EQ(error_of("demo.wait_event", "{}"),
+            "invalid args for 'demo.wait_event': key is required");
   EXPECT_EQ(error_of("demo.wait_event", R"({"key": "k", "timeout_ms": -5})"),
             "invalid args for 'demo.wait_event': timeout_ms must not be negative");
 }
@@ -529,7 +532,8 @@ TEST_F(demo_test, fanout_spawns_noop_children_and_joins) {
     EXPECT_EQ(d.steps(), 1);  // at least one step
     EXPECT_EQ(d.step(), 0);
   }
-  ctx.children_ = {{2, proc_state::success, "", ""}, {3, proc_state::success, "", ""},
+  ctx.children_ = {{2, proc_state::success, "", ""},
+                   {3, proc_state::success, "", ""},
                    {4, proc_state::success, "", ""}};
   o = p->execute(pb::FANOUT_JOIN, ctx);
   EXPECT_EQ(o.what(), outcome::kind::done);
@@ -540,5 +544,5 @@ TEST_F(demo_test, fanout_spawns_noop_children_and_joins) {
   EXPECT_EQ(o.error(), "child 3 did not succeed");
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

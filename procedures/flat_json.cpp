@@ -80,7 +80,7 @@ bool read_value(simdjson::ondemand::value v, Message* msg, const Reflection* r,
     case FieldDescriptor::CPPTYPE_UINT64: {
       auto token = v.raw_json_token();
       if (token.substr(0, 2) == "-0")
-        return false; // protobuf refuses -0 for integers; simdjson would give 0
+        return false;  // protobuf refuses -0 for integers; simdjson would give 0
       if (token[0] == '-') {
         int64_t i = 0;
         if (v.get_int64().get(i))
@@ -102,12 +102,12 @@ bool read_value(simdjson::ondemand::value v, Message* msg, const Reflection* r,
       std::string_view text;
       if (f->type() != FieldDescriptor::TYPE_STRING || v.get_raw_json_string().get(raw)
           || !plain_string(raw, &text))
-        return false; // bytes are base64 in JSON
+        return false;  // bytes are base64 in JSON
       r->SetString(msg, f, std::string(text));
       return true;
     }
     default:
-      return false; // floating point, enums, messages
+      return false;  // floating point, enums, messages
   }
 }
 
@@ -157,7 +157,7 @@ bool parse_object(simdjson::ondemand::parser& parser, simdjson::padded_string_vi
   return doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
 }
 
-} // namespace
+}  // namespace
 
 bool parse_flat_json(std::string_view text, Message* msg) {
   msg->Clear();
@@ -183,4 +183,4 @@ bool parse_flat_json(std::string_view text, Message* msg) {
   return false;
 }
 
-} // namespace proctor
+}  // namespace proctor

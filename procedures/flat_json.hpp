@@ -25,4 +25,4 @@ namespace proctor {
 /// uses JsonStringToMessage, which gives the result or the error message.
 bool parse_flat_json(std::string_view text, google::protobuf::Message* msg);
 
-} // namespace proctor
+}  // namespace proctor

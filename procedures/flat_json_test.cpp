@@ -18,7 +18,7 @@
 #include <google/protobuf/wrappers.pb.h>
 #include <gtest/gtest.h>
 
-#include "demo.pb.h"
+#include <proctor/demo.pb.h>
 
 namespace proctor {
 namespace {
@@ -125,7 +125,7 @@ protected:
 
 struct example {
   std::string json;
-  bool fast; ///< whether the fast path is meant to take it
+  bool fast;  ///< whether the fast path is meant to take it
 };
 
 TEST_F(flat_json_test, matches_protobuf_on_examples) {
@@ -225,7 +225,7 @@ TEST_F(flat_json_test, matches_protobuf_on_generated_demo_messages) {
   EXPECT_EQ(noop.step(), 2);
   pb::LedgerData ledger;
   ASSERT_TRUE(parse_flat_json(R"({"steps":0})", &ledger));
-  EXPECT_TRUE(ledger.has_steps()); // proto3 optional: an explicit 0 is present
+  EXPECT_TRUE(ledger.has_steps());  // proto3 optional: an explicit 0 is present
 }
 
 // simdjson reads past the end of its input: the fast path parses a padded copy, so a text
@@ -255,15 +255,42 @@ TEST_F(flat_json_test, refuses_well_known_types) {
 /// Random flat objects from small alphabets of names, values and separators.
 TEST_F(flat_json_test, matches_protobuf_on_random_objects) {
   const std::vector<std::string> names = {
-    "i32",  "i64",      "u32",       "u64",       "s32",        "sf64",    "f32",
-    "flag", "text",     "longName",  "long_name", "stepCount",  "step_count",
-    "optI32", "opt_i32", "bogus",    "I32",       "real",       "rep",     "choice"};
-  const std::vector<std::string> values = {
-    "0", "-0", "1", "-1", "007", "42", "2147483647", "2147483648", "-2147483648",
-    "-2147483649", "4294967295", "4294967296", "9223372036854775807", "9223372036854775808",
-    "-9223372036854775808", "-9223372036854775809", "18446744073709551615",
-    "18446744073709551616", "1.0", "1e2", "true", "false", "null", R"("")", R"("a b")",
-    R"("5")", R"("\n")", "\"\xc3\xa9\"", "\"\xff\"", "[]", "{}", "[1]", R"("evt-17")"};
+    "i32",     "i64",   "u32",      "u64",       "s32",       "sf64",       "f32",
+    "flag",    "text",  "longName", "long_name", "stepCount", "step_count", "optI32",
+    "opt_i32", "bogus", "I32",      "real",      "rep",       "choice"};
+  const std::vector<std::string> values = {"0",
+                                           "-0",
+                                           "1",
+                                           "-1",
+                                           "007",
+                                           "42",
+                                           "2147483647",
+                                           "2147483648",
+                                           "-2147483648",
+                                           "-2147483649",
+                                           "4294967295",
+                                           "4294967296",
+                                           "9223372036854775807",
+                                           "9223372036854775808",
+                                           "-9223372036854775808",
+                                           "-9223372036854775809",
+                                           "18446744073709551615",
+                                           "18446744073709551616",
+                                           "1.0",
+                                           "1e2",
+                                           "true",
+                                           "false",
+                                           "null",
+                                           R"("")",
+                                           R"("a b")",
+                                           R"("5")",
+                                           R"("\n")",
+                                           "\"\xc3\xa9\"",
+                                           "\"\xff\"",
+                                           "[]",
+                                           "{}",
+                                           "[1]",
+                                           R"("evt-17")"};
   const std::vector<std::string> spaces = {"", "", "", " ", "\n\t", "\r", "\f"};
   std::mt19937 rng(20240601);
   auto pick = [&](const std::vector<std::string>& v) -> const std::string& {
@@ -277,8 +304,8 @@ TEST_F(flat_json_test, matches_protobuf_on_random_objects) {
     for (uint32_t i = 0; i < members; ++i) {
       if (i > 0)
         json += "," + pick(spaces);
-      json += "\"" + pick(names) + "\"" + pick(spaces) + ":" + pick(spaces) + pick(values)
-              + pick(spaces);
+      json +=
+        "\"" + pick(names) + "\"" + pick(spaces) + ":" + pick(spaces) + pick(values) + pick(spaces);
     }
     if (rng() % 50 == 0)
       json += ",";
@@ -292,5 +319,5 @@ TEST_F(flat_json_test, matches_protobuf_on_random_objects) {
   EXPECT_GT(accepted, rounds / 10);
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

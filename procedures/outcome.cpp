@@ -1,8 +1,8 @@
-#include "procedures/outcome.hpp"
+#include <proctor/outcome.hpp>
 
 #include <google/protobuf/util/json_util.h>
 
-#include "procedures/proc_state.hpp"
+#include <proctor/proc_state.hpp>
 
 namespace proctor {
 
@@ -16,15 +16,22 @@ outcome outcome::done(const google::protobuf::Message& result) {
 
 std::string_view to_string(proc_state s) noexcept {
   switch (s) {
-    case proc_state::initializing: return "INITIALIZING";
-    case proc_state::runnable: return "RUNNABLE";
-    case proc_state::waiting: return "WAITING";
-    case proc_state::waiting_timeout: return "WAITING_TIMEOUT";
-    case proc_state::rolledback: return "ROLLEDBACK";
-    case proc_state::success: return "SUCCESS";
-    case proc_state::failed: return "FAILED";
+    case proc_state::initializing:
+      return "INITIALIZING";
+    case proc_state::runnable:
+      return "RUNNABLE";
+    case proc_state::waiting:
+      return "WAITING";
+    case proc_state::waiting_timeout:
+      return "WAITING_TIMEOUT";
+    case proc_state::rolledback:
+      return "ROLLEDBACK";
+    case proc_state::success:
+      return "SUCCESS";
+    case proc_state::failed:
+      return "FAILED";
   }
   return "UNKNOWN";
 }
 
-} // namespace proctor
+}  // namespace proctor

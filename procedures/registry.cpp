@@ -1,4 +1,4 @@
-#include "procedures/registry.hpp"
+#include <proctor/registry.hpp>
 
 #include <algorithm>
 
@@ -29,25 +29,24 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diag + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
+      row[j] =
+        std::min({row[j] + 1, row[j - 1] + 1, diag + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
       diag = up;
     }
   }
   return row[b.size()];
 }
 
-} // namespace
+}  // namespace
 
 // -- type_declaration ---------------------------------------------------------------------------
 
 void type_declaration::add_upgrade(uint32_t from, upgrade_fn f) {
   auto where = "upgrade from version " + std::to_string(from) + " of '" + type_->name + "'";
   if (from == 0 || from >= type_->version)
-    throw std::invalid_argument(where + ": upgrades go from an older version (1 to "
-                                + std::to_string(type_->version - 1)
-                                + ") to the next; the registered version is "
-                                + std::to_string(type_->version));
+    throw std::invalid_argument(
+      where + ": upgrades go from an older version (1 to " + std::to_string(type_->version - 1)
+      + ") to the next; the registered version is " + std::to_string(type_->version));
   if (!f)
     throw std::invalid_argument(where + ": empty function");
   if (!type_->upgrades.emplace(from, std::move(f)).second)
@@ -97,8 +96,8 @@ std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
   }
   if (!st.ok()) {
     std::string why(st.message());
-    *error = "malformed args JSON for '" + one_line(std::string(type)) + "': "
-             + one_line(why.substr(0, why.find('\n')));
+    *error = "malformed args JSON for '" + one_line(std::string(type))
+             + "': " + one_line(why.substr(0, why.find('\n')));
     return nullptr;
   }
   try {
@@ -211,4 +210,4 @@ std::vector<std::string> registry::names() const {
   return out;
 }
 
-} // namespace proctor
+}  // namespace proctor

@@ -1,4 +1,4 @@
-#include "procedures/registry.hpp"
+#include <proctor/registry.hpp>
 
 #include <stdlib.h>
 
@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "demo.pb.h"
+#include <proctor/demo.pb.h>
 #include "procedures/demo.hpp"
-#include "procedures/state_machine.hpp"
+#include <proctor/state_machine.hpp>
 
 namespace proctor {
 namespace {
@@ -63,9 +63,13 @@ public:
   lock_set locks() const override { return {resource_lock::exclusive_on("ns")}; }
 };
 
-const pb::NoopData& noop_data(procedure& p) { return dynamic_cast<pb::NoopData&>(p.data()); }
+const pb::NoopData& noop_data(procedure& p) {
+  return dynamic_cast<pb::NoopData&>(p.data());
+}
 
-bool one_line(const std::string& s) { return s.find('\n') == std::string::npos; }
+bool one_line(const std::string& s) {
+  return s.find('\n') == std::string::npos;
+}
 
 TEST(registry_test, add_and_find) {
   registry r;
@@ -131,8 +135,8 @@ TEST(registry_test, duplicate_name_is_refused_and_keeps_the_first) {
   registry r;
   ASSERT_TRUE(r.add<counting>("t.x", 1));
   EXPECT_FALSE(r.add<other>("t.x", 2));
-  EXPECT_FALSE(r.add(procedure_type{"t.x", 5, [] { return std::unique_ptr<procedure>(new other()); },
-                                    {}, {}}));
+  EXPECT_FALSE(r.add(
+    procedure_type{"t.x", 5, [] { return std::unique_ptr<procedure>(new other()); }, {}, {}}));
   const auto* t = r.find("t.x");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->version, 1u);
@@ -143,8 +147,8 @@ TEST(registry_test, duplicate_name_is_refused_and_keeps_the_first) {
 
 TEST(registry_test, add_procedure_type_directly) {
   registry r;
-  ASSERT_TRUE(r.add(procedure_type{"t.direct", 9,
-                                   [] { return std::unique_ptr<procedure>(new other()); }, {}, {}}));
+  ASSERT_TRUE(r.add(
+    procedure_type{"t.direct", 9, [] { return std::unique_ptr<procedure>(new other()); }, {}, {}}));
   const auto* t = r.find("t.direct");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->version, 9u);
@@ -167,9 +171,10 @@ TEST(registry_test, names_are_sorted) {
 TEST(registry_test, demo_procedures_are_registered) {
   registry r;
   register_demo_procedures(r);
-  EXPECT_EQ(r.names(), (std::vector<std::string>{"demo.call", "demo.fanout", "demo.flaky",
-                                                 "demo.ledger", "demo.ledger.impatient",
-                                                 "demo.noop", "demo.timer", "demo.timers", "demo.wait_event"}));
+  EXPECT_EQ(r.names(),
+            (std::vector<std::string>{"demo.call", "demo.fanout", "demo.flaky", "demo.ledger",
+                                      "demo.ledger.impatient", "demo.noop", "demo.timer",
+                                      "demo.timers", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
     EXPECT_EQ(r.find(n)->version, 1u) << n;
@@ -218,8 +223,10 @@ TEST(registry_test, make_from_json_unknown_type) {
   std::string err;
   EXPECT_EQ(r.make_from_json("x", "{}", &err), nullptr);
   // Nothing near: the known types are listed.
-  EXPECT_EQ(err, "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
-                 "demo.ledger, demo.ledger.impatient, demo.noop, demo.timer, demo.timers, demo.wait_event)");
+  EXPECT_EQ(
+    err,
+    "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
+    "demo.ledger, demo.ledger.impatient, demo.noop, demo.timer, demo.timers, demo.wait_event)");
   err.clear();
   // A near name (case and a typo) is suggested instead.
   EXPECT_EQ(r.make_from_json("demo.Noop", "{}", &err), nullptr);
@@ -239,7 +246,8 @@ TEST(registry_test, unknown_type_lists_at_most_twelve_names) {
   EXPECT_EQ(r.make_from_json("something.else.entirely", "{}", &err), nullptr);
   EXPECT_NE(err.find("known types: type.axxxxxxxx, "), std::string::npos) << err;
   EXPECT_NE(err.find(", ... 8 more)"), std::string::npos) << err;
-  EXPECT_EQ(registry{}.unknown_type_error("x"), "unknown procedure type 'x' (no types are registered)");
+  EXPECT_EQ(registry{}.unknown_type_error("x"),
+            "unknown procedure type 'x' (no types are registered)");
 }
 
 TEST(registry_test, make_from_json_unknown_field_is_rejected) {
@@ -367,5 +375,5 @@ TEST(registry_test, make_from_bytes_errors) {
   EXPECT_EQ(err, "unparsable data for 't.counting'");
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "demo.pb.h"
-#include "procedures/registry.hpp"
-#include "procedures/state_machine.hpp"
+#include <proctor/demo.pb.h>
+#include <proctor/registry.hpp>
+#include <proctor/state_machine.hpp>
 
 namespace proctor {
 namespace {
@@ -27,22 +27,23 @@ std::string noop_bytes(int steps, int step) {
   return d.SerializeAsString();
 }
 
-const pb::NoopData& data_of(procedure& p) { return dynamic_cast<pb::NoopData&>(p.data()); }
+const pb::NoopData& data_of(procedure& p) {
+  return dynamic_cast<pb::NoopData&>(p.data());
+}
 
 /// Version 3 of "t.counter": version 1 counted steps in tens, version 2 numbered from 0.
 registry three_versions() {
   registry r;
-  bool ok = static_cast<bool>(
-    r.add<counter>("t.counter", 3)
-      .upgrade(1,
-               [](const std::string& v1) {
-                 pb::NoopData d;
-                 if (!d.ParseFromString(v1))
-                   throw std::runtime_error("not v1 data");
-                 d.set_steps(d.steps() * 10);
-                 return d.SerializeAsString();
-               })
-      .upgrade(2, [](pb::NoopData& d) { d.set_step(d.step() + 1); }));
+  bool ok = static_cast<bool>(r.add<counter>("t.counter", 3)
+                                .upgrade(1,
+                                         [](const std::string& v1) {
+                                           pb::NoopData d;
+                                           if (!d.ParseFromString(v1))
+                                             throw std::runtime_error("not v1 data");
+                                           d.set_steps(d.steps() * 10);
+                                           return d.SerializeAsString();
+                                         })
+                                .upgrade(2, [](pb::NoopData& d) { d.set_step(d.step() + 1); }));
   EXPECT_TRUE(ok);
   return r;
 }
@@ -162,5 +163,5 @@ TEST(registry_versions_test, child_only_is_declared_with_the_type) {
   EXPECT_FALSE(r.find("t.root")->child_only);
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

@@ -1,4 +1,4 @@
-#include "procedures/state_machine.hpp"
+#include <proctor/state_machine.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 
-#include "demo.pb.h"
+#include <proctor/demo.pb.h>
 
 namespace proctor {
 namespace {
@@ -89,16 +89,21 @@ public:
       pb::FANOUT_SPAWN,
       [this](pb::FanoutData& d, context&) -> outcome {
         switch (mode) {
-          case 0: return yield(pb::FANOUT_JOIN);
-          case 1: return wait(250ms, pb::FANOUT_JOIN);
-          case 2: return suspend("k", pb::FANOUT_JOIN);
+          case 0:
+            return yield(pb::FANOUT_JOIN);
+          case 1:
+            return wait(250ms, pb::FANOUT_JOIN);
+          case 2:
+            return suspend("k", pb::FANOUT_JOIN);
           case 3: {
             pb::NoopData c;
             c.set_steps(2);
             return spawn({child("demo.noop", c, 4), child("demo.noop", c)}, pb::FANOUT_JOIN);
           }
-          case 4: return fail("nope");
-          default: return done(d);
+          case 4:
+            return fail("nope");
+          default:
+            return done(d);
         }
       },
       [](pb::FanoutData&, context&) {});
@@ -394,5 +399,5 @@ TEST(state_machine_test, proc_state_names_and_finality) {
   EXPECT_EQ(from_pb(pb::ROLLEDBACK), proc_state::rolledback);
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

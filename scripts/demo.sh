@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-  bash scripts/build.sh
+  bash scripts/build.sh proctord proctor  # only what the demo runs, not the test suites
 fi
 BIN=${BIN:-$root/build/bin}
 for b in proctord proctor; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes a throw-away certificate authority and certificates for mutual TLS between Proctor
-# nodes and clients (README "TLS"), for tests and demos only: keys are unencrypted, the CA's
+# nodes and clients (docs/tls.md), for tests and demos only: keys are unencrypted, the CA's
 # key lies beside its certificate.
 #
 #   scripts/make-certs.sh DIR [NODE ...]      (nodes default to: a b c)

@@ -20,7 +20,7 @@ std::chrono::milliseconds jittered(double ms, double jitter, std::minstd_rand& r
   return std::chrono::milliseconds{static_cast<int64_t>(std::max(0.0, ms))};
 }
 
-} // namespace
+}  // namespace
 
 std::minstd_rand& jitter_rng() {
   thread_local std::minstd_rand rng{std::random_device{}()};
@@ -49,12 +49,17 @@ std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt, std::m
   auto k = static_cast<double>(std::max(attempt - 1, 1));
   double base = static_cast<double>(p.delay.count());
   switch (p.kind) {
-    case retry_policy::backoff::fixed: break;
-    case retry_policy::backoff::linear: base *= k; break;
-    case retry_policy::backoff::exponential: base *= std::pow(2.0, std::min(k - 1, 30.0)); break;
+    case retry_policy::backoff::fixed:
+      break;
+    case retry_policy::backoff::linear:
+      base *= k;
+      break;
+    case retry_policy::backoff::exponential:
+      base *= std::pow(2.0, std::min(k - 1, 30.0));
+      break;
   }
   base = std::min(base, static_cast<double>(p.max_delay.count()));
   return jittered(base, p.jitter, rng);
 }
 
-} // namespace proctor
+}  // namespace proctor

@@ -5,7 +5,7 @@
 #include <vector>
 #include <random>
 
-#include "procedures/policy.hpp"
+#include <proctor/policy.hpp>
 
 namespace proctor {
 
@@ -49,4 +49,4 @@ inline std::chrono::milliseconds retry_delay(const retry_policy& p, int attempt)
   return retry_delay(p, attempt, jitter_rng());
 }
 
-} // namespace proctor
+}  // namespace proctor

@@ -99,8 +99,7 @@ TEST(restart_tracker_test, default_policy) {
 
 TEST(restart_tracker_test, backoff_doubles_from_min_and_is_capped_at_max) {
   restart_tracker r(exact(100, 60s, 20ms, 2s));
-  const std::vector<ms> want{20ms,  40ms,  80ms,  160ms, 320ms, 640ms,
-                             1280ms, 2000ms, 2000ms, 2000ms};
+  const std::vector<ms> want{20ms, 40ms, 80ms, 160ms, 320ms, 640ms, 1280ms, 2000ms, 2000ms, 2000ms};
   for (size_t i = 0; i < want.size(); ++i) {
     r.record_crash(t0 + static_cast<int>(i) * 1s);
     EXPECT_EQ(r.backoff(), want[i]) << "after crash " << i + 1;
@@ -291,5 +290,5 @@ TEST(restart_tracker_test, huge_backoff_saturates) {
   }
 }
 
-} // namespace
-} // namespace proctor
+}  // namespace
+}  // namespace proctor

@@ -65,7 +65,7 @@ caf::behavior floor_parent(caf::stateful_actor<floor_parent_state>* self, size_t
   };
 }
 
-} // namespace
+}  // namespace
 
 double actor_floor_per_s(caf::actor_system& sys, size_t n, size_t trees) {
   if (n == 0)
@@ -87,4 +87,4 @@ double actor_floor_per_s(caf::actor_system& sys, size_t n, size_t trees) {
   return static_cast<double>(n) / std::max(1e-6, secs(clk::now() - t0));
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

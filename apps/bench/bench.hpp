@@ -28,11 +28,11 @@
 
 #include <caf/all.hpp>
 
-#include "actors/node.hpp"
-#include "actors/rpc.hpp"
+#include "actors/node/node.hpp"
+#include "actors/base/rpc.hpp"
 #include "procedures/demo.hpp"
-#include "procedures/registry.hpp"
-#include "wire.pb.h"
+#include <proctor/registry.hpp>
+#include <proctor/wire.pb.h>
 
 namespace proctor::bench {
 
@@ -60,7 +60,7 @@ struct bench_options {
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
   std::string phases = "abcdefghij";  // which measures to run (d and e are one phase)
-  bool ledger = false;  // (b) with demo.ledger (a file per step, on the worker threads)
+  bool ledger = false;             // (b) with demo.ledger (a file per step, on the worker threads)
   size_t remote_children = 10000;  // (g) R
   size_t spread_roots = 100;       // (h) T
   size_t spread_children = 50;     // (h) K
@@ -126,9 +126,7 @@ size_t heap_allocated_bytes();
 
 class bench_config : public caf::actor_system_config {
 public:
-  bench_config() {
-    proctor::tune_actor_system(*this);
-  }
+  bench_config() { proctor::tune_actor_system(*this); }
 };
 
 std::string submit_req(const std::string& type, const std::string& args);
@@ -139,8 +137,7 @@ std::string list_req(proctor::pb::ProcState state);
 std::string event_req(const std::string& key, const std::string& payload);
 
 /// One blocking request from the child's main thread.
-proctor::pb::Response call(caf::scoped_actor& self, const caf::actor& exec,
-                           const std::string& req,
+proctor::pb::Response call(caf::scoped_actor& self, const caf::actor& exec, const std::string& req,
                            caf::duration timeout = caf::duration{std::chrono::seconds{60}});
 
 /// A gauge or counter from the node's Prometheus text (first sample of that name).
@@ -188,8 +185,8 @@ struct burst_result {
 /// Submits `count` procedures (at most `window` in flight), returns when all ended (or, with
 /// wait_end = false, when all were acknowledged). Wall time from the first submit.
 /// (The split over client actors is explained in clients.cpp.)
-burst_result run_burst(caf::actor_system& sys, const caf::actor& exec, size_t count,
-                       size_t window, std::function<std::string(size_t)> make, bool wait_end);
+burst_result run_burst(caf::actor_system& sys, const caf::actor& exec, size_t count, size_t window,
+                       std::function<std::string(size_t)> make, bool wait_end);
 
 // -- an open-loop pacer (clients.cpp) -------------------------------------------------------
 
@@ -230,13 +227,11 @@ void phase_raw(reporter& r, const bench_options& o, const std::string& dir);
 void phase_steps(reporter& r, const bench_options& o, const std::string& dir);
 void phase_latency_calibrate(reporter& r, const bench_options& o, const std::string& dir);
 void phase_latency(reporter& r, const bench_options& o, const std::string& dir, double rate);
-void phase_latency_floor(reporter& r, const bench_options& o, const std::string& dir,
-                         double rate);
+void phase_latency_floor(reporter& r, const bench_options& o, const std::string& dir, double rate);
 
 // phases_wait.cpp
 void phase_populate(reporter& r, const bench_options& o, const std::string& dir);
-void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
-                   uint64_t last_id);
+void phase_recover(reporter& r, const bench_options& o, const std::string& dir, uint64_t last_id);
 void phase_fanout(reporter& r, const bench_options& o, const std::string& dir);
 
 // -- timers (phases_timers.cpp) -----------------------------------------------------------
@@ -315,4 +310,4 @@ void phase_takeover_populate(reporter& r, const bench_options& o, const std::str
 /// standby commits.
 void phase_takeover(reporter& r, const bench_options& o, const std::string& dir);
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

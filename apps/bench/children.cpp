@@ -22,7 +22,7 @@
 #include <caf/all.hpp>
 
 #include "bench.hpp"
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 namespace proctor::bench {
 
@@ -102,8 +102,8 @@ phase_result run_phase(const std::string& name, double timeout_s, bool kill_afte
   ::close(p[1]);
   std::string buf;
   bool ended = false;
-  auto deadline = t0 + std::chrono::duration_cast<clk::duration>(
-                         std::chrono::duration<double>(timeout_s));
+  auto deadline =
+    t0 + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(timeout_s));
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clk::now());
     if (left.count() <= 0) {
@@ -225,8 +225,8 @@ std::string event_req(const std::string& key, const std::string& payload) {
 }
 
 /// One blocking request from the child's main thread.
-proctor::pb::Response call(caf::scoped_actor& self, const caf::actor& exec,
-                           const std::string& req, caf::duration timeout) {
+proctor::pb::Response call(caf::scoped_actor& self, const caf::actor& exec, const std::string& req,
+                           caf::duration timeout) {
   proctor::pb::Response out;
   std::string err;
   self->request(exec, timeout, rpc_atom::value, req)
@@ -254,4 +254,4 @@ double metric(const std::string& text, const std::string& name) {
   return -1;
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

@@ -14,7 +14,7 @@
 #include <caf/all.hpp>
 
 #include "bench.hpp"
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 namespace proctor::bench {
 
@@ -28,7 +28,7 @@ struct burst_state {
   size_t window = 0;  ///< procedures in flight at most
   std::function<std::string(size_t)> make;
   bool wait_end = true;  ///< wait for each procedure to end (else only for the submit ack)
-  size_t offset = 0;  ///< this client's first index
+  size_t offset = 0;     ///< this client's first index
   size_t next = 0;
   size_t ended = 0;
   bool finished = false;
@@ -103,7 +103,7 @@ caf::behavior burst_client(caf::event_based_actor* self, std::shared_ptr<burst_s
   return {[](caf::ok_atom) {}};
 }
 
-} // namespace
+}  // namespace
 
 /// Submits `count` procedures (at most `window` in flight), returns when all ended (or, with
 /// wait_end = false, when all were acknowledged). Wall time from the first submit.
@@ -112,8 +112,8 @@ caf::behavior burst_client(caf::event_based_actor* self, std::shared_ptr<burst_s
 /// CAF 0.17 keeps an actor's pending requests in a flat map that is searched and erased
 /// linearly, so one client with 20,000 requests in flight spends most of the run on its own
 /// bookkeeping (17 % of the samples of phase b before this split), not on the node's.
-burst_result run_burst(caf::actor_system& sys, const caf::actor& exec, size_t count,
-                       size_t window, std::function<std::string(size_t)> make, bool wait_end) {
+burst_result run_burst(caf::actor_system& sys, const caf::actor& exec, size_t count, size_t window,
+                       std::function<std::string(size_t)> make, bool wait_end) {
   constexpr size_t per_client = 128;
   window = std::max<size_t>(1, std::min(window, std::max<size_t>(count, 1)));
   auto clients = (window + per_client - 1) / per_client;
@@ -200,7 +200,7 @@ void pacer_send(caf::event_based_actor* self, const std::shared_ptr<pacer_state>
       on_error);
 }
 
-} // namespace
+}  // namespace
 
 caf::behavior pacer(caf::event_based_actor* self, std::shared_ptr<pacer_state> st) {
   self->send(self, caf::tick_atom::value);
@@ -244,4 +244,4 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
   r.put(prefix + "journal_slow_writes", metric(m, "proctor_journal_slow_writes_total"));
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

@@ -18,9 +18,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "actors/wire_client.hpp"
+#include "actors/wire/wire_client.hpp"
 #include "bench.hpp"
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 extern char** environ;
 
@@ -36,9 +36,9 @@ void start_nodes(node_group& g, const std::string& dir, const std::vector<std::s
   for (const auto& n : names)
     g.nodes.push_back({n, free_port(), -1});
   for (auto& n : g.nodes) {
-    std::vector<std::string> args{"--data-dir", dir + "/" + n.name, "--listen",
-                                  "127.0.0.1:" + std::to_string(n.port), "--workers",
-                                  std::to_string(workers)};
+    std::vector<std::string> args{"--data-dir", dir + "/" + n.name,
+                                  "--listen",   "127.0.0.1:" + std::to_string(n.port),
+                                  "--workers",  std::to_string(workers)};
     if (g.nodes.size() > 1) {
       std::string peers;
       for (const auto& p : g.nodes)
@@ -54,7 +54,8 @@ void start_nodes(node_group& g, const std::string& dir, const std::vector<std::s
   nodes.mutable_nodes();
   for (auto& n : g.nodes) {
     await([&] { return ask(n.port, local, std::chrono::seconds{5}).code() == pb::Response::OK; },
-          std::chrono::seconds{60}, "node " + n.name + " did not start (see its log in " + dir + ")");
+          std::chrono::seconds{60},
+          "node " + n.name + " did not start (see its log in " + dir + ")");
     if (g.nodes.size() == 1)
       continue;
     await(
@@ -83,8 +84,8 @@ uint64_t submit_fanout(uint16_t port, const std::string& args) {
 /// `g`, submitted to its first node at once: child steps per second, submit to last SUCCESS.
 double spread_workload(node_group& g, const bench_options& o, const std::string& placement) {
   auto port = g.nodes[0].port;
-  auto args = "{\"children\":" + std::to_string(o.spread_children) + ",\"child_steps\":"
-              + std::to_string(o.spread_steps) + placement + "}";
+  auto args = "{\"children\":" + std::to_string(o.spread_children)
+              + ",\"child_steps\":" + std::to_string(o.spread_steps) + placement + "}";
   auto t0 = clk::now();
   std::vector<uint64_t> ids;
   for (size_t i = 0; i < o.spread_roots; ++i)
@@ -95,7 +96,7 @@ double spread_workload(node_group& g, const bench_options& o, const std::string&
   return static_cast<double>(o.spread_roots) * o.spread_children * o.spread_steps / el;
 }
 
-} // namespace
+}  // namespace
 
 void phase_remote_fanout(reporter& r, const bench_options& o, const std::string& dir) {
   node_group g;
@@ -127,4 +128,4 @@ void phase_spread(reporter& r, const bench_options& o, const std::string& dir) {
   r.finish();
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

@@ -1,4 +1,4 @@
-// Phase (i): a standby's takeover (README "Standby"), on real proctord processes.
+// Phase (i): a standby's takeover (docs/standby.md), on real proctord processes.
 //   populate: M procedures suspended on events journaled on one directory by a node in a
 //             child process, which the parent then SIGKILLs (as in (d));
 //   takeover: proctord --standby twice on that directory (the first is active, the second
@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "bench.hpp"
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 namespace proctor::bench {
 
@@ -29,7 +29,7 @@ bool log_says(const std::string& path, const std::string& what) {
   return ss.str().find(what) != std::string::npos;
 }
 
-} // namespace
+}  // namespace
 
 void phase_takeover_populate(reporter& r, const bench_options& o, const std::string& dir) {
   node_in_child nc;
@@ -58,8 +58,8 @@ void phase_takeover(reporter& r, const bench_options& o, const std::string& dir)
       pb::Request nodes;
       nodes.mutable_nodes();
       await([&] { return ask(p.port, nodes, std::chrono::seconds{5}).code() == pb::Response::OK; },
-            std::chrono::seconds{120}, "the active proctord did not start (log: " + dir
-                                         + ".active.log)");
+            std::chrono::seconds{120},
+            "the active proctord did not start (log: " + dir + ".active.log)");
     }
   }
   auto standby_log = dir + ".standby.log";
@@ -111,4 +111,4 @@ void phase_takeover(reporter& r, const bench_options& o, const std::string& dir)
   r.finish();
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

@@ -17,8 +17,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/timeout_actor.hpp"
-#include "actors/wall_clock.hpp"
+#include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "bench.hpp"
 
 namespace proctor::bench {
@@ -66,11 +66,10 @@ double cpu_us() {
 }
 
 double per_waiter(size_t after, size_t before, size_t waiters) {
-  return (static_cast<double>(after) - static_cast<double>(before))
-         / static_cast<double>(waiters);
+  return (static_cast<double>(after) - static_cast<double>(before)) / static_cast<double>(waiters);
 }
 
-} // namespace
+}  // namespace
 
 void phase_timers_populate(reporter& r, const bench_options& o, const std::string& dir) {
   auto trees = tree_count(o);
@@ -82,8 +81,8 @@ void phase_timers_populate(reporter& r, const bench_options& o, const std::strin
   // Far enough ahead to submit and passivate them all (1M took 71 s on the shared 2-core
   // machine: 71 us each; 150 us allowed), to restart the node and recover them (5 us each
   // allowed, and 8 s), and then a second.
-  auto first_at = wall_ms() + 8'000 + static_cast<int64_t>(total) * 3 / 20
-                  + static_cast<int64_t>(total) / 200;
+  auto first_at =
+    wall_ms() + 8'000 + static_cast<int64_t>(total) * 3 / 20 + static_cast<int64_t>(total) / 200;
   auto actors_before = nc.sys->registry().running();
   auto res = run_burst(
     *nc.sys, nc.exec(), trees, 64,
@@ -97,7 +96,7 @@ void phase_timers_populate(reporter& r, const bench_options& o, const std::strin
     throw std::runtime_error(res.error);
   auto t0 = clk::now();
   for (;;) {
-    if (gauge(self, nc.exec(), "proctor_hibernated_procedures") >= static_cast<double>(trees))
+    if (gauge(self, nc.exec(), "proctor_passivated_roots") >= static_cast<double>(trees))
       break;
     if (wall_ms() >= first_at)
       throw std::runtime_error("the trees did not passivate before their first deadline");
@@ -147,7 +146,7 @@ void phase_timers_recover(reporter& r, const bench_options& o, const std::string
   };
   // Recovered: every tree passivated again and every timer procedure counted as waiting.
   for (;;) {
-    if (gauge(self, nc.exec(), "proctor_hibernated_procedures") >= static_cast<double>(trees)
+    if (gauge(self, nc.exec(), "proctor_passivated_roots") >= static_cast<double>(trees)
         && gauge(self, nc.exec(), "proctor_waiting_procedures") >= static_cast<double>(total))
       break;
     too_late();
@@ -188,4 +187,4 @@ void phase_timers_recover(reporter& r, const bench_options& o, const std::string
   r.finish();
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

@@ -17,7 +17,7 @@
 #include <caf/all.hpp>
 
 #include "bench.hpp"
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 namespace proctor::bench {
 
@@ -70,12 +70,11 @@ void wait_for_gauge(caf::scoped_actor& self, const caf::actor& exec, const char*
   }
 }
 
-void wait_for_waiting(caf::scoped_actor& self, const caf::actor& exec, size_t m,
-                      double timeout_s) {
+void wait_for_waiting(caf::scoped_actor& self, const caf::actor& exec, size_t m, double timeout_s) {
   wait_for_gauge(self, exec, "proctor_waiting_procedures", m, timeout_s);
 }
 
-} // namespace
+}  // namespace
 
 /// (d, first half) M demo.wait_event procedures, each on a key of its own; reports once all
 /// are WAITING (their Suspended records are durable by then). The parent then SIGKILLs it.
@@ -97,21 +96,20 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
   auto el = secs(clk::now() - t0);
   auto rss1 = rss_bytes();
   // Then they hibernate (executor_config::hibernate_after): their actors go.
-  wait_for_gauge(self, nc.exec(), "proctor_hibernated_procedures", o.waiting, 120);
+  wait_for_gauge(self, nc.exec(), "proctor_passivated_roots", o.waiting, 120);
   // The actors' memory is free now but stays resident in malloc's arenas until reused (or,
   // with jemalloc, until its decay timer returns it); return the free pages to the OS now to
   // see what the hibernated procedures still hold.
   release_free_memory();
   auto rss2 = rss_bytes();
   auto per_proc = [&](size_t rss) {
-    return (static_cast<double>(rss) - static_cast<double>(rss0))
-           / static_cast<double>(o.waiting);
+    return (static_cast<double>(rss) - static_cast<double>(rss0)) / static_cast<double>(o.waiting);
   };
   r.put("seconds", el);
   r.put("min_id", static_cast<double>(res.min_id));
   r.put("max_id", static_cast<double>(res.max_id));
   r.put("bytes_per_proc", per_proc(rss1));
-  r.put("bytes_per_proc_hibernated", per_proc(rss2));
+  r.put("bytes_per_proc_passivated", per_proc(rss2));
   r.finish();  // waits for the SIGKILL: no clean shutdown
 }
 
@@ -120,8 +118,7 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
 /// roots that only wait for an event come back hibernated (no actor; the event restarts
 /// them from the journal). After the clock stops, events wake a sample of them, to show
 /// they really were rehydrated (and how fast hibernated roots wake).
-void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
-                   uint64_t last_id) {
+void phase_recover(reporter& r, const bench_options& o, const std::string& dir, uint64_t last_id) {
   node_in_child nc;
   auto rss0 = rss_bytes();
   auto t0 = clk::now();
@@ -138,8 +135,7 @@ void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
   for (;;) {
     auto s = call(self, exec, status_req(last_id));
     if (s.code() != proctor::pb::Response::OK)
-      throw std::runtime_error("status of procedure " + std::to_string(last_id) + ": "
-                               + s.error());
+      throw std::runtime_error("status of procedure " + std::to_string(last_id) + ": " + s.error());
     if (!s.status().waiting_for().empty())
       break;
     if (secs(clk::now() - t0) > 120)
@@ -193,9 +189,8 @@ void phase_recover(reporter& r, const bench_options& o, const std::string& dir,
   r.put("records", static_cast<double>(nc.report.records));
   r.put("bytes_per_proc",
         (static_cast<double>(rss1) - static_cast<double>(rss0)) / static_cast<double>(o.waiting));
-  r.put("bytes_per_proc_at_start",
-        (static_cast<double>(rss_started) - static_cast<double>(rss0))
-          / static_cast<double>(o.waiting));
+  r.put("bytes_per_proc_at_start", (static_cast<double>(rss_started) - static_cast<double>(rss0))
+                                     / static_cast<double>(o.waiting));
   r.put("rss_before", static_cast<double>(rss0));
   r.put("rss_after", static_cast<double>(rss1));
   r.finish();
@@ -222,4 +217,4 @@ void phase_fanout(reporter& r, const bench_options& o, const std::string& dir) {
   r.finish();
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

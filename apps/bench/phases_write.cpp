@@ -18,11 +18,11 @@
 #include <rocksdb/write_batch.h>
 
 #include "bench.hpp"
-#include "demo.pb.h"
-#include "journal.pb.h"
+#include <proctor/demo.pb.h>
+#include <proctor/journal.pb.h>
 #include "persistence/keys.hpp"
 #include "persistence/rocksdb_store.hpp"
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 namespace proctor::bench {
 
@@ -55,7 +55,7 @@ std::unique_ptr<rocksdb::DB> open_raw(const std::string& dir) {
   return std::unique_ptr<rocksdb::DB>(raw);
 }
 
-} // namespace
+}  // namespace
 
 /// (a) raw RocksDB: one writer, batches of 1000 records, sync = true. The options are the
 /// journal store's (journal_db_options()), so the only difference is the engine on top.
@@ -128,12 +128,12 @@ void phase_steps(reporter& r, const bench_options& o, const std::string& dir) {
   if (o.ledger) {
     auto ledger_dir = dir + "/ledger";
     std::filesystem::create_directories(ledger_dir);
-    req = submit_req("demo.ledger", "{\"steps\":" + std::to_string(o.steps)
-                                      + ",\"ledger_dir\":\"" + ledger_dir + "\"}");
+    req = submit_req("demo.ledger", "{\"steps\":" + std::to_string(o.steps) + ",\"ledger_dir\":\""
+                                      + ledger_dir + "\"}");
   }
   auto t0 = clk::now();
-  auto res = run_burst(*nc.sys, nc.exec(), o.procedures, o.procedures,
-                       [req](size_t) { return req; }, true);
+  auto res = run_burst(
+    *nc.sys, nc.exec(), o.procedures, o.procedures, [req](size_t) { return req; }, true);
   if (!res.error.empty())
     throw std::runtime_error(res.error);
   if (res.not_succeeded > 0)
@@ -156,7 +156,8 @@ void phase_latency_calibrate(reporter& r, const bench_options& o, const std::str
   auto req = submit_req("demo.noop", "{\"steps\":1}");
   size_t k = std::clamp<size_t>(o.procedures / 4, 1000, 5000);
   auto t0 = clk::now();
-  auto res = run_burst(*nc.sys, nc.exec(), k, k, [req](size_t) { return req; }, true);
+  auto res = run_burst(
+    *nc.sys, nc.exec(), k, k, [req](size_t) { return req; }, true);
   if (!res.error.empty())
     throw std::runtime_error(res.error);
   if (res.not_succeeded > 0)
@@ -180,8 +181,9 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
   st->t_start = clk::now();
   auto warmup = std::chrono::milliseconds{500};
   st->t_measure = st->t_start + warmup;
-  st->t_stop = st->t_measure + std::chrono::duration_cast<clk::duration>(
-                                 std::chrono::duration<double>(o.latency_seconds));
+  st->t_stop =
+    st->t_measure
+    + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(o.latency_seconds));
   st->done = std::make_shared<std::promise<pacer_result>>();
   auto fut = st->done->get_future();
   nc.sys->spawn(pacer, st);
@@ -211,8 +213,7 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
 /// group commit on the journal's RocksDB options and nothing else: every synced write takes
 /// all that is waiting. Arrivals are paced open-loop on a schedule and latency counts from the
 /// scheduled arrival, so a stalled write delays every arrival it holds up, as in (c).
-void phase_latency_floor(reporter& r, const bench_options& o, const std::string& dir,
-                         double rate) {
+void phase_latency_floor(reporter& r, const bench_options& o, const std::string& dir, double rate) {
   auto db = open_raw(dir);
   const auto value = sample_step_record(o);
   rocksdb::WriteOptions wo;
@@ -221,8 +222,9 @@ void phase_latency_floor(reporter& r, const bench_options& o, const std::string&
     std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(1.0 / rate));
   auto t_start = clk::now();
   auto t_measure = t_start + std::chrono::milliseconds{500};
-  auto t_stop = t_measure + std::chrono::duration_cast<clk::duration>(
-                              std::chrono::duration<double>(o.latency_seconds));
+  auto t_stop =
+    t_measure
+    + std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(o.latency_seconds));
   struct item {
     uint64_t id;
     clk::time_point arrival;
@@ -258,8 +260,7 @@ void phase_latency_floor(reporter& r, const bench_options& o, const std::string&
       throw std::runtime_error("rocksdb write: " + s.ToString());
     auto done = clk::now();
     ++writes;
-    slowest_us =
-      std::max(slowest_us, std::chrono::duration<double, std::micro>(done - tw).count());
+    slowest_us = std::max(slowest_us, std::chrono::duration<double, std::micro>(done - tw).count());
     for (const auto& it : second)
       if (it.arrival >= t_measure)
         lat_us.push_back(std::chrono::duration<double, std::micro>(done - it.arrival).count());
@@ -277,4 +278,4 @@ void phase_latency_floor(reporter& r, const bench_options& o, const std::string&
   r.finish();
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

@@ -13,9 +13,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "actors/wire_client.hpp"
+#include "actors/wire/wire_client.hpp"
 #include "bench.hpp"
-#include "wire.pb.h"
+#include <proctor/wire.pb.h>
 
 extern char** environ;
 
@@ -85,4 +85,4 @@ void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit) {
   throw std::runtime_error("procedure " + std::to_string(id) + " did not end in time");
 }
 
-} // namespace proctor::bench
+}  // namespace proctor::bench

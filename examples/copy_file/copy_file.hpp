@@ -5,8 +5,8 @@
 #include <string>
 
 #include "copy_file.pb.h"
-#include "procedures/registry.hpp"
-#include "procedures/state_machine.hpp"
+#include <proctor/registry.hpp>
+#include <proctor/state_machine.hpp>
 
 namespace example {
 
@@ -55,4 +55,4 @@ inline void register_copy_file(proctor::registry& types) {
   types.add<copy_file>("example.copy_file", /*version=*/1);
 }
 
-} // namespace example
+}  // namespace example

@@ -1,4 +1,4 @@
-// example.copy_file against a crash at every journal boundary, and the README's copy of it.
+// example.copy_file against a crash at every journal boundary, and the docs' copy of it.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/crash_harness.hpp"
+#include <proctor/crash_harness.hpp>
 #include "copy_file.hpp"
 
 namespace {
@@ -59,22 +59,25 @@ TEST(copy_file, survives_a_crash_at_every_journal_boundary) {
   EXPECT_TRUE(report.ok()) << report.summary();
 }
 
-// README.md's "Writing a procedure" shows these files: it must show them as they are.
-TEST(copy_file, the_readme_shows_these_files_as_they_are) {
-  auto readme = read(PROCTOR_SOURCE_DIR "/README.md");
-  ASSERT_FALSE(readme.empty());
+// docs/writing-a-procedure.md shows these files, and docs/crash-testing.md the crash test
+// above: they must show them as they are.
+TEST(copy_file, the_docs_show_these_files_as_they_are) {
+  auto writing = read(PROCTOR_SOURCE_DIR "/docs/writing-a-procedure.md");
+  ASSERT_FALSE(writing.empty());
   for (const char* f : {"copy_file.proto", "copy_file.hpp"}) {
     auto text = read(std::string(PROCTOR_SOURCE_DIR "/examples/copy_file/") + f);
     ASSERT_FALSE(text.empty()) << f;
-    EXPECT_NE(readme.find(text), std::string::npos) << f << " differs from README.md's copy";
+    EXPECT_NE(writing.find(text), std::string::npos)
+      << f << " differs from docs/writing-a-procedure.md's copy";
   }
-  // And the crash test above.
+  auto crash = read(PROCTOR_SOURCE_DIR "/docs/crash-testing.md");
+  ASSERT_FALSE(crash.empty());
   auto test = read(PROCTOR_SOURCE_DIR "/examples/copy_file/copy_file_test.cpp");
   auto from = test.find("TEST(copy_file, survives");
   auto to = test.find("\n}\n", from);
   ASSERT_NE(to, std::string::npos);
-  EXPECT_NE(readme.find(test.substr(from, to + 3 - from)), std::string::npos)
-    << "the crash test differs from README.md's copy";
+  EXPECT_NE(crash.find(test.substr(from, to + 3 - from)), std::string::npos)
+    << "the crash test differs from docs/crash-testing.md's copy";
 }
 
-} // namespace
+}  // namespace

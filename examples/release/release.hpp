@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "procedures/registry.hpp"
-#include "procedures/state_machine.hpp"
+#include <proctor/registry.hpp>
+#include <proctor/state_machine.hpp>
 #include "release.pb.h"
 
 namespace release {
@@ -22,9 +22,7 @@ namespace fs = std::filesystem;
 /// Writes one file; its undo removes it. Spawned by example.release only.
 class write_file : public proctor::state_machine<WriteData, WriteState> {
 public:
-  write_file() {
-    on(WRITE_FILE, &write_file::write, &write_file::remove);
-  }
+  write_file() { on(WRITE_FILE, &write_file::write, &write_file::remove); }
 
 private:
   proctor::outcome write(WriteData& d, proctor::context&) {
@@ -82,13 +80,11 @@ private:
   proctor::outcome stage(ReleaseData& d, proctor::context&) {
     if (fs::exists(fs::path(d.dir()) / d.name()))
       return fail("release " + d.name() + " exists");  // a business failure: rolls back
-    fs::create_directories(staging(d));  // already there after a crash: fine
+    fs::create_directories(staging(d));                // already there after a crash: fine
     return next(RELEASE_WRITE);
   }
 
-  void unstage(ReleaseData& d, proctor::context&) {
-    fs::remove_all(staging(d));
-  }
+  void unstage(ReleaseData& d, proctor::context&) { fs::remove_all(staging(d)); }
 
   proctor::outcome write(ReleaseData& d, proctor::context&) {
     std::vector<proctor::child_spec> children;
@@ -128,4 +124,4 @@ inline void register_release(proctor::registry& types) {
   types.add<write_file>("example.write_file").child_only();
 }
 
-} // namespace release
+}  // namespace release

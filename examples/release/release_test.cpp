@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/crash_harness.hpp"
+#include <proctor/crash_harness.hpp>
 #include "release.hpp"
 
 namespace {
@@ -37,16 +37,15 @@ struct scratch {
 };
 
 /// The crash matrix of a release of two files into `dir`/releases, with `max_bytes`.
-proctor::testing::crash_matrix_options release_matrix(const scratch& dir,
-                                                      const proctor::registry& types,
-                                                      int max_bytes) {
+proctor::testing::crash_matrix_options
+release_matrix(const scratch& dir, const proctor::registry& types, int max_bytes) {
   auto releases = dir.path + "/releases";
   proctor::testing::crash_matrix_options o;
   o.types = &types;
   o.type = "example.release";
-  o.args_json = R"({"dir":")" + releases + R"(","name":"v1","max_bytes":)" +
-                std::to_string(max_bytes) +
-                R"(,"files":[{"name":"a","content":"alpha"},{"name":"b","content":"beta"}]})";
+  o.args_json = R"({"dir":")" + releases + R"(","name":"v1","max_bytes":)"
+                + std::to_string(max_bytes)
+                + R"(,"files":[{"name":"a","content":"alpha"},{"name":"b","content":"beta"}]})";
   o.work_dir = dir.path;  // each run gets its own data directory here
   o.reset = [releases] {  // put the world back as before the run: no releases
     fs::remove_all(releases);
@@ -90,4 +89,4 @@ TEST(release, that_fails_its_check_leaves_nothing_whatever_crash_comes) {
   EXPECT_TRUE(report.ok()) << report.summary();
 }
 
-} // namespace
+}  // namespace

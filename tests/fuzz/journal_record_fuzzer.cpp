@@ -41,7 +41,7 @@
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
 
-#include "journal.pb.h"
+#include <proctor/journal.pb.h>
 #include "persistence/keys.hpp"
 #include "persistence/tree_image.hpp"
 
@@ -115,8 +115,8 @@ int32_t recipe_state(byte_reader& in) {
 }
 
 std::string recipe_type(byte_reader& in) {
-  static const char* const names[] = {"demo.ledger", "demo.flaky", "demo.wait_event",
-                                      "demo.noop", "demo.fanout", "demo.call"};
+  static const char* const names[] = {"demo.ledger", "demo.flaky",  "demo.wait_event",
+                                      "demo.noop",   "demo.fanout", "demo.call"};
   auto b = in.u8();
   return b >= 0xF8 ? in.text() : names[b % std::size(names)];
 }
@@ -223,8 +223,12 @@ pb::JournalRecord record_from_recipe(byte_reader& in, uint64_t root,
       d->set_timed_out(in.u8() & 1);
       break;
     }
-    case 9: r.mutable_rolled_back()->set_error(in.text()); break;
-    case 10: r.mutable_id_floor()->set_next_id(in.u64()); break;
+    case 9:
+      r.mutable_rolled_back()->set_error(in.text());
+      break;
+    case 10:
+      r.mutable_id_floor()->set_next_id(in.u64());
+      break;
     case 11: {
       auto* e = r.mutable_event();
       e->set_event_key(in.text());
@@ -232,7 +236,8 @@ pb::JournalRecord record_from_recipe(byte_reader& in, uint64_t root,
       e->set_arrived_at_ms(static_cast<int64_t>(in.u64()));
       break;
     }
-    default: break;  // no body: an empty record
+    default:
+      break;  // no body: an empty record
   }
   return r;
 }
@@ -270,11 +275,14 @@ void remap_ids(pb::JournalRecord& r, uint64_t root) {
     case pb::JournalRecord::kSuspended:
       r.mutable_suspended()->set_proc_id(m(r.suspended().proc_id()));
       break;
-    case pb::JournalRecord::kTimer: r.mutable_timer()->set_proc_id(m(r.timer().proc_id())); break;
+    case pb::JournalRecord::kTimer:
+      r.mutable_timer()->set_proc_id(m(r.timer().proc_id()));
+      break;
     case pb::JournalRecord::kDelivered:
       r.mutable_delivered()->set_proc_id(m(r.delivered().proc_id()));
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -336,15 +344,14 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
       ++remote_first;
       continue;
     }
-    REQUIRE(!p->remote(), "plan undoes a partly run state of a child on another node",
-            describe(u));
+    REQUIRE(!p->remote(), "plan undoes a partly run state of a child on another node", describe(u));
     REQUIRE(!is_final(p->status) && !p->partial_undone && !p->steps_ended,
             "plan undoes the partly run state of an ended or already undone procedure",
             describe(u));
     REQUIRE(partial.insert(u.proc_id).second, "plan undoes a partly run state twice", describe(u));
     // failed_state 0 marks a failure outside a step: the current state is undone.
     REQUIRE(u.state == (p->failed && p->failed_state != 0 ? p->failed_state : p->state)
-                && u.data == p->data,
+              && u.data == p->data,
             "partial undo with the wrong state or data", describe(u));
   }
   size_t expect_partial = 0;
@@ -369,8 +376,7 @@ void check_plan(const tree_image& t, const std::vector<undo_item>& plan) {
   for (size_t k = i; k < plan.size(); ++k) {
     const auto& u = plan[k];
     REQUIRE(u.lsn != 0, "a partly run state after the committed steps", describe(u));
-    REQUIRE(k == i || plan[k - 1].lsn > u.lsn,
-            "committed steps not strictly descending by LSN",
+    REQUIRE(k == i || plan[k - 1].lsn > u.lsn, "committed steps not strictly descending by LSN",
             describe(plan[k - 1]) + " then " + describe(u));
     const auto* p = t.find(u.proc_id);
     REQUIRE(p != nullptr, "plan names an unknown procedure", describe(u));
@@ -478,7 +484,7 @@ void check_keys(const uint8_t* data, size_t size) {
           "key order differs from (root_id, lsn) order");
 }
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // Parse failures are expected by the thousand; protobuf would log each one.
@@ -533,8 +539,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::fprintf(stderr, "trace: plan %s\n", describe(u).c_str());
   check_plan(t, plan);
   check_resume(root, records, t, plan, undo % (plan.size() + 1));
-  bool all_stored = std::none_of(records.begin(), records.end(),
-                                 [](const fed_record& r) { return r.as_message; });
+  bool all_stored =
+    std::none_of(records.begin(), records.end(), [](const fed_record& r) { return r.as_message; });
   if (all_stored)
     check_fold_tree(root, records, t);
   check_summary(root, t);
@@ -753,23 +759,23 @@ std::vector<std::pair<std::string, std::string>> seeds() {
                    .add(submitted(7, 0, "demo.noop", ""))
                    .add(floor)
                    .add(ev)
-                   .chunk(std::string("\x08\x01", 2), 0)     // format only: an empty record
+                   .chunk(std::string("\x08\x01", 2), 0)      // format only: an empty record
                    .chunk(std::string("\x1a\x05\x08", 3), 0)  // truncated
                    .add(step(12, 1, 1, ""), 9));              // unknown procedure
 
   // Recipes (tags 1 and 3) and a remapped record (tag 2).
   put("recipes", seed(1)
-                   .chunk(std::string("\x00\x00\x00", 3), 1)          // Submitted of the root
+                   .chunk(std::string("\x00\x00\x00", 3), 1)  // Submitted of the root
                    .chunk(std::string("\x01\x00\x01\x02\x00\x02\x01\x02", 8), 1)  // spawn 8, 9
-                   .chunk(std::string("\x00\x01\x00\x03", 4), 3)      // Submitted of 8
-                   .chunk(std::string("\x02\x02\x01\x03err", 7), 1)   // 9 fails
-                   .chunk(std::string("\x03\x01\x00\x01\x00", 5), 3)  // undo a step
-                   .chunk(std::string("\x04\x00\x05", 3), 1)          // root ROLLEDBACK
+                   .chunk(std::string("\x00\x01\x00\x03", 4), 3)                  // Submitted of 8
+                   .chunk(std::string("\x02\x02\x01\x03err", 7), 1)               // 9 fails
+                   .chunk(std::string("\x03\x01\x00\x01\x00", 5), 3)              // undo a step
+                   .chunk(std::string("\x04\x00\x05", 3), 1)                      // root ROLLEDBACK
                    .chunk(step(1003, 1, 2, "x").SerializeAsString(), 2));
   return out;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   return proctor::fuzz::write_seeds(argc, argv, "journal_record_fuzzer", seeds());

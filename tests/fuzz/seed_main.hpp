@@ -34,4 +34,4 @@ inline int write_seeds(int argc, char** argv, const char* fuzzer,
   return 0;
 }
 
-} // namespace proctor::fuzz
+}  // namespace proctor::fuzz

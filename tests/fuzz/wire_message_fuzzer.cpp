@@ -10,12 +10,12 @@
 //   2  pb::ProcStatus from bytes, rendered by the CLI's status_to_json.
 //   3  pb::Response from bytes, as the CLI reads it: status_to_json and list_to_json.
 //   4  text: is_valid_json against this file's own recognizer, and json_quote's output.
-//   5  the client protocol's framing (actors/wire_frame.hpp): a byte stream fed to a
+//   5  the client protocol's framing (actors/wire/wire_frame.hpp): a byte stream fed to a
 //      frame_reader in chunks (sizes from the input); the frames it returns, framed again,
 //      must be exactly the bytes it consumed, however the stream was cut, and a refused
 //      length must be one check_frame_length refuses.
 // Every JSON text the CLI prints is checked with this file's own RFC 8259 recognizer
-// (json_scan), written apart from apps/status_json.cpp so the two check each other; it
+// (json_scan), written apart from actors/wire/json/status_json.cpp so the two check each other; it
 // holds to the limits is_valid_json documents (numbers within a double's range, surrogate
 // escapes in pairs).
 // PROCTOR_FUZZ_STRICT=1 also requires registry errors to be one line, as registry.hpp says.
@@ -38,13 +38,13 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 
-#include "actors/wire_frame.hpp"
-#include "apps/status_json.hpp"
-#include "journal.pb.h"
+#include "actors/wire/wire_frame.hpp"
+#include "actors/wire/json/status_json.hpp"
+#include <proctor/journal.pb.h>
 #include "persistence/tree_image.hpp"
 #include "procedures/demo.hpp"
-#include "procedures/registry.hpp"
-#include "wire.pb.h"
+#include <proctor/registry.hpp>
+#include <proctor/wire.pb.h>
 
 namespace {
 
@@ -106,7 +106,9 @@ bool hex_digit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-bool digit(char c) { return c >= '0' && c <= '9'; }
+bool digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 struct json_verdict {
   bool valid = false;
@@ -194,11 +196,16 @@ public:
 private:
   bool scalar() {
     switch (s_[i_]) {
-      case '"': return string();
-      case 't': return word("true");
-      case 'f': return word("false");
-      case 'n': return word("null");
-      default: return number();
+      case '"':
+        return string();
+      case 't':
+        return word("true");
+      case 'f':
+        return word("false");
+      case 'n':
+        return word("null");
+      default:
+        return number();
     }
   }
 
@@ -231,7 +238,7 @@ private:
     auto start = i_;
     if (!number_syntax())
       return false;
-    // Within a double's range (is_valid_json's limit, apps/status_json.hpp).
+    // Within a double's range (is_valid_json's limit, actors/wire/json/status_json.hpp).
     return std::isfinite(std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr));
   }
 
@@ -276,7 +283,7 @@ private:
           if (unit < 0)
             return false;
           i_ += 6;
-          // Surrogates in pairs, high then low (is_valid_json's limit, apps/status_json.hpp).
+          // Surrogates in pairs, high then low (is_valid_json's limit, actors/wire/json/status_json.hpp).
           if (unit >= 0xDC00 && unit <= 0xDFFF)
             return false;
           if (unit >= 0xD800 && unit <= 0xDBFF) {
@@ -304,7 +311,9 @@ private:
   size_t i_ = 0;
 };
 
-json_verdict scan_json(std::string_view s) { return json_scan{s}.run(); }
+json_verdict scan_json(std::string_view s) {
+  return json_scan{s}.run();
+}
 
 /// Valid by both recognizers (is_valid_json only where the nesting is within its limit).
 void require_json(std::string_view text, const char* what) {
@@ -338,11 +347,21 @@ std::string unquote(std::string_view q) {
     }
     char e = q[++i];
     switch (e) {
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         auto cp = static_cast<uint32_t>(std::stoul(std::string(q.substr(i + 1, 4)), nullptr, 16));
         REQUIRE(cp < 0xD800 || cp > 0xDFFF, "json_quote wrote a surrogate escape", q);
@@ -350,7 +369,9 @@ std::string unquote(std::string_view q) {
         i += 4;
         break;
       }
-      default: out += e; break;
+      default:
+        out += e;
+        break;
     }
   }
   return out;
@@ -427,8 +448,7 @@ void check_status(const pb::ProcStatus& s) {
   auto out = status_to_json(s);
   require_json(out, "status_to_json wrote invalid JSON");
   auto head = "{\"id\":" + std::to_string(s.id()) + ",\"type\":";
-  REQUIRE(out.compare(0, head.size(), head) == 0, "status_to_json does not start with the id",
-          out);
+  REQUIRE(out.compare(0, head.size(), head) == 0, "status_to_json does not start with the id", out);
   if (trim(s.result_json()).empty())
     REQUIRE(out.find(",\"result\":null,\"waiting_for\":") != std::string::npos,
             "an empty result is not rendered as null", out);
@@ -520,7 +540,9 @@ void fuzz_request(std::string_view bytes) {
     return;
   check_round_trip(req, "pb::Request");
   switch (req.body_case()) {
-    case pb::Request::kSubmit: check_submit(req.submit()); break;
+    case pb::Request::kSubmit:
+      check_submit(req.submit());
+      break;
     case pb::Request::kEvent: {
       // demo.wait_event ends with done(payload): the CLI then prints it as the result.
       pb::ProcStatus s;
@@ -533,7 +555,8 @@ void fuzz_request(std::string_view bytes) {
       check_status(s);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -621,7 +644,7 @@ void fuzz_frames(std::string_view in) {
     REQUIRE(rebuilt.size() + r.buffered() == in.size(), "bytes lost between frames");
 }
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   google::protobuf::SetLogHandler(nullptr);
@@ -638,12 +661,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 6) {
-    case 0: fuzz_request(rest); break;
-    case 1: fuzz_registry(rest); break;
-    case 2: fuzz_status(rest); break;
-    case 3: fuzz_response(rest); break;
-    case 4: fuzz_text(rest); break;
-    default: fuzz_frames(rest); break;
+    case 0:
+      fuzz_request(rest);
+      break;
+    case 1:
+      fuzz_registry(rest);
+      break;
+    case 2:
+      fuzz_status(rest);
+      break;
+    case 3:
+      fuzz_response(rest);
+      break;
+    case 4:
+      fuzz_text(rest);
+      break;
+    default:
+      fuzz_frames(rest);
+      break;
   }
   return 0;
 }
@@ -656,7 +691,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 namespace {
 
-std::string with_mode(char mode, const std::string& rest) { return std::string(1, mode) + rest; }
+std::string with_mode(char mode, const std::string& rest) {
+  return std::string(1, mode) + rest;
+}
 
 std::vector<std::pair<std::string, std::string>> seeds() {
   std::vector<std::pair<std::string, std::string>> out;
@@ -749,7 +786,7 @@ std::vector<std::pair<std::string, std::string>> seeds() {
   return out;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   return proctor::fuzz::write_seeds(argc, argv, "wire_message_fuzzer", seeds());

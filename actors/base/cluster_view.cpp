@@ -1,0 +1,94 @@
+#include "actors/base/cluster_view.hpp"
+
+#include "actors/wire/wall_clock.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace proctor {
+
+std::string peer_status::unreachable_text() const {
+  auto out = "node " + name + " unreachable since " + utc_text(since_ms);
+  if (!reason.empty())
+    out += " (" + reason + ")";
+  return out;
+}
+
+void cluster_view::set(const peer_status& s) {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto& mine = peers_[s.name];
+  auto types = std::move(mine.types);
+  bool known = mine.types_known;
+  mine = s;
+  if (!s.types_known && known) {
+    // A status without types (a down peer) keeps what the peer said before.
+    mine.types = std::move(types);
+    mine.types_known = true;
+  }
+}
+
+std::optional<peer_status> cluster_view::get(const std::string& name) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto i = peers_.find(name);
+  if (i == peers_.end())
+    return std::nullopt;
+  return i->second;
+}
+
+bool cluster_view::is_up(const std::string& name) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto i = peers_.find(name);
+  return i != peers_.end() && i->second.up;
+}
+
+std::vector<peer_status> cluster_view::all() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  std::vector<peer_status> out;
+  for (const auto& [name, s] : peers_)
+    out.push_back(s);
+  return out;
+}
+
+std::string cluster_view::waiting_text(const std::string& node) const {
+  auto s = get(node);
+  if (!s || s->up)
+    return "node " + node;
+  return s->unreachable_text();
+}
+
+namespace {
+
+bool has_type(const peer_status& s, const std::string& type) {
+  return s.types_known && std::binary_search(s.types.begin(), s.types.end(), type);
+}
+
+uint64_t count(const std::map<std::string, uint64_t>& placed, const std::string& node) {
+  auto i = placed.find(node);
+  return i == placed.end() ? 0 : i->second;
+}
+
+}  // namespace
+
+std::string cluster_view::pick(const std::string& type, const std::string& self, bool self_has,
+                               const std::map<std::string, uint64_t>& placed) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  std::string best;
+  uint64_t best_load = std::numeric_limits<uint64_t>::max();
+  bool best_up = false;
+  auto consider = [&](const std::string& name, bool up, uint64_t load) {
+    // Up beats down; then the lighter load; then the name (the same choice every time).
+    if (best.empty() || (up && !best_up) || (up == best_up && load < best_load)) {
+      best = name;
+      best_load = load;
+      best_up = up;
+    }
+  };
+  if (self_has)
+    consider(self, true, local_live.load(std::memory_order_relaxed) + count(placed, self));
+  for (const auto& [name, s] : peers_)
+    if (has_type(s, type))
+      consider(name, s.up, s.live + count(placed, name));
+  return best;
+}
+
+}  // namespace proctor

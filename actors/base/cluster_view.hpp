@@ -1,0 +1,51 @@
+// How this node sees the cluster right now: each peer's status as its link last reported it
+// (peer_link.hpp), and this node's own load. Written by the executor, read by procedure
+// actors (placing a child "on any node", showing "node b unreachable since …"); shared
+// between threads behind a mutex (a few reads per spawn step and per status change).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/base/peer_status.hpp"
+
+namespace proctor {
+
+class cluster_view {
+public:
+  /// A peer's new status.
+  void set(const peer_status& s);
+
+  /// The peer's status, if it is a peer.
+  std::optional<peer_status> get(const std::string& name) const;
+
+  /// True if `name` is a peer seen up (without copying its status, as get() does).
+  bool is_up(const std::string& name) const;
+
+  std::vector<peer_status> all() const;
+
+  /// What a procedure waiting for `node` shows: "node b", or why it is unreachable.
+  std::string waiting_text(const std::string& node) const;
+
+  /// Procedures this node holds that have not ended (its load, for placement).
+  std::atomic<uint64_t> local_live{0};
+
+  /// Where a child of `type` placed on any node goes: among this node (`self`, when it has
+  /// the type) and the peers known to have it, the one with the fewest live procedures
+  /// (counting `placed`, the children placed by the same step so far) among those that are
+  /// up; a peer that is down only when no node that is up has the type. "" when no node is
+  /// known to have it.
+  std::string pick(const std::string& type, const std::string& self, bool self_has,
+                   const std::map<std::string, uint64_t>& placed) const;
+
+private:
+  mutable std::mutex mtx_;
+  std::map<std::string, peer_status> peers_;
+};
+
+}  // namespace proctor

@@ -1,0 +1,92 @@
+// What every actor of a node shares: the system actors' handles and the type registry.
+// Built once at start-up, before the first procedure actor; read-only afterwards.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/base/cluster_view.hpp"
+#include <proctor/registry.hpp>
+
+namespace proctor {
+
+/// A service's protocol: (service_call_atom, std::string call_id, std::string request)
+/// -> std::string reply (or an error). The same call id may arrive more than once.
+using service_call_atom = caf::atom_constant<caf::atom("svccall")>;
+
+/// Ids handed out by node number n are (n << id_node_shift) + 1, + 2, ...: unique in the
+/// cluster, below 2^53 (exact in JSON numbers) for the 12-bit node numbers.
+constexpr int id_node_shift = 40;
+inline uint16_t owner_of(uint64_t id) {
+  return static_cast<uint16_t>(id >> id_node_shift);
+}
+
+struct node_env {
+  caf::actor journal;
+  caf::actor scheduler;
+  caf::actor executor;
+  /// Keeps every deadline of the node (timeout_actor.hpp).
+  caf::actor timeout;
+  const registry* types = nullptr;
+  /// The next procedure id to hand out (shared with the journal, which persists its floor).
+  std::shared_ptr<std::atomic<uint64_t>> next_id;
+  /// A step running longer than this is reported as stuck.
+  std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
+  /// A state machine that commits the same state this many times in a row is flagged.
+  int no_progress_limit = 1000;
+  /// See executor_config::hibernate_after.
+  std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
+  /// Observability hook for tests: called (on an actor thread) whenever a procedure's actor
+  /// starts, including restarts by a supervisor and recovery. May be empty.
+  std::function<void(uint64_t id)> on_procedure_start;
+  /// Services procedures of this node may call by name (outcome::call), and that other
+  /// nodes may call through the executor: (service_call_atom, call_id, request) -> reply.
+  std::map<std::string, caf::actor> services;
+
+  // -- across nodes (docs/cluster.md) ---------------------------------------------------
+  /// This node's name ("" when started without --name: then no child is placed elsewhere)
+  /// and the names of every node it knows (itself and its peers), sorted.
+  std::string node_name;
+  std::vector<std::string> node_names;
+  /// Delivers the messages to other nodes that must not be lost (actors/cluster/outbox.hpp).
+  caf::actor outbox;
+  /// This node's number (node.hpp: owner_of), the peers by number, and what carries a
+  /// request to a peer (outbox.hpp: peer_request_atom); a query for an id another node
+  /// handed out goes there.
+  uint16_t node_number = 0;
+  std::map<uint16_t, std::string> peer_numbers;
+  caf::actor transport;
+  /// Each peer's status as its link last reported it, and this node's load (written by the
+  /// executor, read by procedure actors).
+  std::shared_ptr<cluster_view> cluster = std::make_shared<cluster_view>();
+  /// When this node started (wall clock, ms): its NodeInfo for peers and `proctor nodes`.
+  int64_t started_at_ms = 0;
+  /// The data directory's epoch this process holds (active_lock.hpp; 0 without a lock) and
+  /// how long its takeover took when it was a standby (set once it serves; 0 otherwise).
+  uint64_t epoch = 0;
+  std::atomic<int64_t> takeover_ms{0};
+  /// Passivation attempts of this node's trees (proc_passivate_tree.cpp; a metric).
+  mutable std::atomic<uint64_t> passivation_attempts{0};
+  /// Procedures held dormant by a live parent, without an actor (proc_passivated_children.cpp; a gauge).
+  mutable std::atomic<int64_t> dormant_procedures{0};
+  /// Wake-ups of dormant children queued by their parent (max_live_children; a metric).
+  mutable std::atomic<uint64_t> queued_wakes{0};
+
+  /// True when `name` is another node this node knows.
+  bool is_peer(const std::string& name) const {
+    return !name.empty() && name != node_name
+           && std::find(node_names.begin(), node_names.end(), name) != node_names.end();
+  }
+};
+
+using env_ptr = std::shared_ptr<const node_env>;
+
+}  // namespace proctor

@@ -1,0 +1,42 @@
+// How this node sees one peer (peer_status), as its peer link (actors/cluster/peer_link.hpp)
+// reports it and the cluster view (cluster_view.hpp) keeps it. Protocol of a link's
+// subscribers: (peer_subscribe_atom, caf::actor) -> every peer's status now, then
+// (peer_status_atom, peer_status) at each change.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+namespace proctor {
+
+using peer_status_atom = caf::atom_constant<caf::atom("peerstat")>;
+/// (peer_subscribe_atom, caf::actor): the subscriber gets every peer's status now and each
+/// change later, as (peer_status_atom, peer_status).
+using peer_subscribe_atom = caf::atom_constant<caf::atom("peersub")>;
+
+/// How this node sees one peer.
+struct peer_status {
+  std::string name;
+  std::string address;  ///< HOST:PORT
+  bool up = false;
+  int64_t since_ms = 0;  ///< up, or down, since (wall clock; down since the link started)
+  std::string reason;    ///< why it is down
+  int64_t rtt_us = 0;    ///< the last heartbeat's round trip
+  // From the peer's last answer to a heartbeat (wire.proto NodeInfo).
+  uint16_t number = 0;
+  uint64_t live = 0;
+  int64_t started_at_ms = 0;
+  std::vector<std::string> types;  ///< its registered procedure types (sorted)
+  bool types_known = false;
+
+  /// "node b unreachable since 2026-11-25T06:40:12Z (no answer to heartbeats for 3 s)".
+  std::string unreachable_text() const;
+};
+
+}  // namespace proctor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::peer_status)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<proctor::peer_status>)

@@ -1,0 +1,333 @@
+#include "actors/cluster/peer_link.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/cluster/outbox.hpp"
+#include "actors/cluster/tls.hpp"
+#include "actors/wire/wall_clock.hpp"
+#include "actors/wire/wire_client.hpp"
+#include "actors/wire/wire_frame.hpp"
+#include <proctor/wire.pb.h>
+
+namespace proctor {
+
+namespace {
+
+using caf::io::connection_handle;
+using caf::io::receive_policy;
+using clock_type = std::chrono::steady_clock;
+
+using link_tick_atom = caf::atom_constant<caf::atom("lnktick")>;
+using link_fd_atom = caf::atom_constant<caf::atom("lnkfd")>;
+using link_close_atom = caf::atom_constant<caf::atom("lnkclose")>;
+
+std::string duration_text(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0)
+    return std::to_string(d.count() / 1000) + " s";
+  return std::to_string(d.count()) + " ms";
+}
+
+struct outstanding {
+  caf::typed_response_promise<std::string> rp;
+  clock_type::time_point deadline;
+};
+
+struct link_state {
+  static inline const char* name = "proctor.peer_link";
+  peer_link_config cfg;
+  peer_status status;
+
+  // -- the connection -------------------------------------------------------------------------
+  bool connected = false;
+  connection_handle hdl;
+  uint32_t want = 0;  ///< 0: awaiting a frame header, else the payload's length
+  bool connecting = false;
+  uint64_t attempt = 0;  ///< of the connect in progress (older results are dropped)
+  clock_type::time_point next_connect{};
+  std::chrono::milliseconds backoff{0};
+  size_t address_index = 0;  ///< of cfg.addresses: the one connected or tried next
+
+  // -- requests -------------------------------------------------------------------------------
+  uint64_t next_tag = 0;
+  std::unordered_map<uint64_t, outstanding> requests;  ///< by tag
+  uint64_t ping_tag = 0;                               ///< the heartbeat in flight (0: none)
+  clock_type::time_point ping_sent{};
+  bool want_types = true;  ///< the next ping asks for the peer's types
+  bool answered = false;   ///< the connection brought an answer (its TLS handshake went through)
+};
+
+using link_actor = caf::io::stateful_broker<link_state>;
+
+void notify(link_actor* self) {
+  if (self->state.cfg.parent)
+    self->send(self->state.cfg.parent, peer_status_atom::value, self->state.status);
+}
+
+void fail_requests(link_actor* self, const std::string& why) {
+  auto requests = std::move(self->state.requests);
+  self->state.requests.clear();
+  for (auto& [tag, r] : requests)
+    r.rp.deliver(caf::make_error(caf::sec::runtime_error, why));
+}
+
+/// The connection is gone (or never came): the peer is down from now, every request in
+/// flight fails, and the next connect comes after the back-off. `close_now`: close the
+/// connection here (never inside a data handler: CAF 0.17 touches the servant after it).
+void go_down(link_actor* self, const std::string& reason, bool close_now) {
+  auto& st = self->state;
+  if (st.connected) {
+    if (close_now)
+      self->close(st.hdl);
+    else
+      self->send(self, link_close_atom::value, st.hdl);
+    st.connected = false;
+  }
+  st.want = 0;
+  st.ping_tag = 0;
+  st.want_types = true;
+  // The next address at once (its standby may be the active one by now); a full round of
+  // them without an answer backs off.
+  st.address_index = (st.address_index + 1) % st.cfg.addresses.size();
+  if (st.address_index == 0) {
+    st.backoff =
+      std::min(st.cfg.backoff_max, std::max(std::chrono::milliseconds{100}, st.backoff * 2));
+    st.next_connect = clock_type::now() + st.backoff;
+  } else {
+    st.next_connect = clock_type::now();
+  }
+  if (st.status.up || st.status.reason.empty()) {
+    if (st.status.up)
+      spdlog::warn("node {} is down: {}", st.cfg.peer_name, reason);
+    st.status.up = false;
+    st.status.since_ms = wall_ms();
+    st.status.reason = reason;
+    notify(self);
+  } else if (st.status.reason != reason) {
+    st.status.reason = reason;
+    notify(self);
+  }
+  fail_requests(self, st.status.unreachable_text());
+}
+
+void write_frame(link_actor* self, const std::string& payload) {
+  char header[frame_header_bytes];
+  put_frame_header(header, static_cast<uint32_t>(payload.size()));
+  self->write(self->state.hdl, sizeof header, header);
+  self->write(self->state.hdl, payload.size(), payload.data());
+  self->flush(self->state.hdl);
+}
+
+void send_ping(link_actor* self) {
+  auto& st = self->state;
+  pb::Request req;
+  req.mutable_ping()->set_from(st.cfg.self_name);
+  req.mutable_ping()->set_want_types(st.want_types);
+  req.set_tag(++st.next_tag);
+  st.ping_tag = req.tag();
+  st.ping_sent = clock_type::now();
+  write_frame(self, req.SerializeAsString());
+}
+
+/// A connect runs on a detached helper (it blocks up to connect_timeout) and hands the
+/// connected socket back.
+void start_connect(link_actor* self) {
+  auto& st = self->state;
+  st.connecting = true;
+  auto attempt = ++st.attempt;
+  const auto& at = st.cfg.addresses[st.address_index];
+  st.status.address = at.text();
+  auto host = at.host;
+  auto port = at.port;
+  auto timeout = st.cfg.connect_timeout;
+  auto link = caf::actor_cast<caf::actor>(self);
+  self->spawn<caf::detached>([=](caf::event_based_actor* a) {
+    std::string why;
+    int fd = wire_connect(host, port, timeout, &why);
+    a->send(link, link_fd_atom::value, fd, why, attempt);
+    a->quit();
+  });
+}
+
+void on_connected(link_actor* self, int fd) {
+  auto& st = self->state;
+  if (tls_enabled(self->system())) {
+    auto scribe =
+      new_tls_scribe(self->system(), fd, "node " + st.cfg.peer_name + " at " + st.status.address);
+    if (!scribe)
+      return go_down(self, "TLS with " + st.status.address + " failed (the log says why)", true);
+    st.hdl = (*scribe)->hdl();
+    self->add_scribe(std::move(*scribe));
+  } else {
+    st.hdl = self->add_scribe(fd);
+  }
+  st.connected = true;
+  st.answered = false;
+  st.want = 0;
+  self->configure_read(st.hdl, receive_policy::exactly(frame_header_bytes));
+  spdlog::debug("link to node {}: connected to {}", st.cfg.peer_name, st.status.address);
+  send_ping(self);
+}
+
+void on_pong(link_actor* self, const pb::Response& r) {
+  auto& st = self->state;
+  auto rtt =
+    std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - st.ping_sent);
+  st.ping_tag = 0;
+  st.answered = true;
+  if (r.code() != pb::Response::OK || r.pong().name() != st.cfg.peer_name) {
+    auto why = r.code() != pb::Response::OK
+                 ? "it refuses this node: " + r.error()
+                 : st.status.address + " answers as node '" + r.pong().name() + "', not '"
+                     + st.cfg.peer_name + "'";
+    spdlog::error("link to node {}: {}", st.cfg.peer_name, why);
+    return go_down(self, why, false);
+  }
+  // Every answer goes to the parent, not only a change: its load (`live`) is what
+  // placement on any node weighs.
+  auto& s = st.status;
+  s.rtt_us = rtt.count();
+  s.number = static_cast<uint16_t>(r.pong().number());
+  s.live = r.pong().live();
+  s.started_at_ms = r.pong().started_at_ms();
+  if (st.want_types) {
+    s.types.assign(r.pong().types().begin(), r.pong().types().end());
+    std::sort(s.types.begin(), s.types.end());
+    s.types_known = true;
+    st.want_types = false;
+  }
+  st.backoff = std::chrono::milliseconds{0};
+  if (!s.up) {
+    spdlog::info("node {} is up ({})", st.cfg.peer_name, s.address);
+    s.up = true;
+    s.since_ms = wall_ms();
+    s.reason.clear();
+  }
+  notify(self);
+}
+
+void on_frame(link_actor* self, std::string payload) {
+  auto& st = self->state;
+  pb::Response r;
+  if (!r.ParseFromString(payload) || r.tag() == 0)
+    return go_down(self, "it sent an unreadable answer", false);
+  if (r.tag() == st.ping_tag)
+    return on_pong(self, r);
+  auto i = st.requests.find(r.tag());
+  if (i == st.requests.end())
+    return;  // answered already (failed at its deadline)
+  auto rp = std::move(i->second.rp);
+  st.requests.erase(i);
+  rp.deliver(std::move(payload));
+}
+
+/// Every heartbeat_interval: ping, notice silence, fail requests past their deadline,
+/// reconnect when it is time.
+void tick(link_actor* self) {
+  auto& st = self->state;
+  auto now = clock_type::now();
+  if (st.connected) {
+    if (st.ping_tag != 0 && now - st.ping_sent > st.cfg.heartbeat_timeout)
+      go_down(self, "no answer to heartbeats for " + duration_text(st.cfg.heartbeat_timeout), true);
+    else if (st.ping_tag == 0)
+      send_ping(self);
+  }
+  std::vector<uint64_t> late;
+  for (auto& [tag, r] : st.requests)
+    if (r.deadline <= now)
+      late.push_back(tag);
+  for (auto tag : late) {
+    auto i = st.requests.find(tag);
+    auto rp = std::move(i->second.rp);
+    st.requests.erase(i);
+    rp.deliver(caf::make_error(caf::sec::runtime_error,
+                               "node " + st.cfg.peer_name + " did not answer in time"));
+  }
+  if (!st.connected && !st.connecting && now >= st.next_connect)
+    start_connect(self);
+  self->delayed_send(self, st.cfg.heartbeat_interval, link_tick_atom::value);
+}
+
+caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.status.name = st.cfg.peer_name;
+  st.status.address = st.cfg.addresses.front().text();
+  st.status.since_ms = wall_ms();
+  st.status.reason = "not connected yet";
+  start_connect(self);
+  self->delayed_send(self, st.cfg.heartbeat_interval, link_tick_atom::value);
+  return {
+    [self](peer_request_atom, const std::string&, const std::string& bytes,
+           uint32_t timeout_ms) -> caf::result<std::string> {
+      auto& st = self->state;
+      if (!st.connected || !st.status.up)
+        return caf::make_error(caf::sec::runtime_error, st.status.unreachable_text());
+      auto tag = ++st.next_tag;
+      auto rp = self->make_response_promise<std::string>();
+      st.requests.emplace(
+        tag, outstanding{rp, clock_type::now() + std::chrono::milliseconds{timeout_ms}});
+      write_frame(self, with_varint_field(bytes, request_tag_field, tag));
+      return rp;
+    },
+    [self](peer_status_atom) { return self->state.status; },
+    [self](link_fd_atom, int fd, const std::string& why, uint64_t attempt) {
+      auto& st = self->state;
+      if (attempt != st.attempt || st.connected) {
+        if (fd >= 0)
+          ::close(fd);
+        return;
+      }
+      st.connecting = false;
+      if (fd < 0) {
+        return go_down(self, "cannot connect to " + st.status.address + ": " + why, true);
+      }
+      on_connected(self, fd);
+    },
+    [self](caf::io::new_data_msg& m) {
+      auto& st = self->state;
+      if (!st.connected || m.handle != st.hdl)
+        return;
+      if (st.want == 0) {
+        auto len = frame_length(m.buf.data());
+        if (check_frame_length(len, st.cfg.max_reply_bytes, true) != frame_check::ok)
+          return go_down(self, describe_refused_frame(len, st.cfg.max_reply_bytes), false);
+        if (len == 0)
+          return on_frame(self, {});
+        st.want = len;
+        self->configure_read(st.hdl, receive_policy::exactly(len));
+        return;
+      }
+      st.want = 0;
+      self->configure_read(st.hdl, receive_policy::exactly(frame_header_bytes));
+      on_frame(self, std::string(m.buf.begin(), m.buf.end()));
+    },
+    [self](const caf::io::connection_closed_msg& m) {
+      auto& st = self->state;
+      if (st.connected && m.handle == st.hdl) {
+        st.connected = false;  // closed already: nothing to close
+        go_down(self,
+                !st.answered && tls_enabled(self->system())
+                  ? "connection closed before any answer (a refused TLS handshake? the logs "
+                    "of both nodes say)"
+                  : "connection closed",
+                false);
+      }
+    },
+    [self](link_close_atom, connection_handle hdl) { self->close(hdl); },
+    [self](link_tick_atom) { tick(self); },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_peer_link(caf::actor_system& sys, peer_link_config cfg) {
+  return sys.middleman().spawn_broker(link_fn, std::move(cfg));
+}
+
+}  // namespace proctor

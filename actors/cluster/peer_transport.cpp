@@ -1,0 +1,151 @@
+#include "actors/cluster/peer_transport.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "actors/wire/endpoint.hpp"
+#include "actors/cluster/outbox.hpp"
+#include "actors/wire/wall_clock.hpp"
+
+namespace proctor {
+
+namespace {
+
+std::string trim(std::string s) {
+  auto b = s.find_first_not_of(" \t\r");
+  auto e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+bool parse_peers(const std::string& text, const std::string& self_name,
+                 std::map<std::string, peer_address>* out, std::string* err) {
+  std::string all = text;
+  for (auto& c : all)
+    if (c == '\n')
+      c = ',';
+  std::istringstream in(all);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (auto hash = item.find('#'); hash != std::string::npos)
+      item = item.substr(0, hash);
+    item = trim(item);
+    if (item.empty())
+      continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      *err = "peer '" + item + "' is not NAME=HOST:PORT";
+      return false;
+    }
+    auto name = item.substr(0, eq);
+    peer_address addr;
+    auto rest = item.substr(eq + 1);
+    std::istringstream alts(rest);
+    std::string one;
+    while (std::getline(alts, one, '|')) {
+      auto ep = parse_endpoint(trim(one));
+      if (!ep) {
+        *err = "peer '" + item + "' is not NAME=HOST:PORT (or NAME=HOST:PORT|HOST:PORT...)";
+        return false;
+      }
+      addr.endpoints.push_back(peer_endpoint{ep->host, ep->port});
+    }
+    // getline drops a last empty piece ("h:1|"): count the separators instead.
+    if (addr.endpoints.empty()
+        || addr.endpoints.size() != size_t(std::count(rest.begin(), rest.end(), '|')) + 1) {
+      *err = "peer '" + item + "' is not NAME=HOST:PORT";
+      return false;
+    }
+    if (name == self_name) {
+      *err = "peer '" + name + "' is this node itself";
+      return false;
+    }
+    if (out->count(name) > 0) {
+      *err = "peer '" + name + "' is named twice";
+      return false;
+    }
+    (*out)[name] = std::move(addr);
+  }
+  return true;
+}
+
+std::string peer_address::text() const {
+  std::string out;
+  for (const auto& e : endpoints)
+    out += (out.empty() ? "" : "|") + e.text();
+  return out;
+}
+
+namespace {
+
+struct transport_state {
+  static inline const char* name = "proctor.peers";
+  std::map<std::string, caf::actor> links;
+  std::map<std::string, peer_status> status;
+  std::vector<caf::actor> subscribers;
+};
+
+using transport_actor = caf::stateful_actor<transport_state>;
+
+caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
+  for (const auto& [name, addr] : cfg.peers) {
+    peer_link_config lc;
+    lc.self_name = cfg.self_name;
+    lc.peer_name = name;
+    lc.addresses = addr.endpoints;
+    lc.heartbeat_interval = cfg.heartbeat_interval;
+    lc.heartbeat_timeout = cfg.heartbeat_timeout;
+    lc.connect_timeout = cfg.connect_timeout;
+    lc.parent = caf::actor_cast<caf::actor>(self);
+    auto link = spawn_peer_link(self->system(), lc);
+    self->link_to(link);  // a link goes with the transport, and the transport with a link
+    self->state.links[name] = link;
+    auto& s = self->state.status[name];
+    s.name = name;
+    s.address = addr.endpoints.front().text();
+    s.reason = "not connected yet";
+    s.since_ms = wall_ms();  // down since now: a node-loss deadline counts from here
+  }
+  return {
+    [self](peer_request_atom, const std::string& name, const std::string& bytes,
+           uint32_t timeout_ms) -> caf::result<std::string> {
+      auto l = self->state.links.find(name);
+      if (l == self->state.links.end())
+        return caf::make_error(caf::sec::runtime_error, "no peer named '" + name + "'");
+      // The link bounds every request itself (its deadline, or at once when the peer is
+      // down); the slack only covers a link that died with the request.
+      auto rp = self->make_response_promise<std::string>();
+      self
+        ->request(l->second, std::chrono::milliseconds{timeout_ms} + std::chrono::seconds{5},
+                  peer_request_atom::value, name, bytes, timeout_ms)
+        .then([rp](std::string& r) mutable { rp.deliver(std::move(r)); },
+              [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+    [self](peer_status_atom, peer_status& s) {
+      for (auto& sub : self->state.subscribers)
+        self->send(sub, peer_status_atom::value, s);
+      self->state.status[s.name] = std::move(s);
+    },
+    [self](peer_status_atom) {
+      std::vector<peer_status> out;
+      for (const auto& [name, s] : self->state.status)
+        out.push_back(s);
+      return out;
+    },
+    [self](peer_subscribe_atom, caf::actor& sub) {
+      for (const auto& [name, s] : self->state.status)
+        self->send(sub, peer_status_atom::value, s);
+      self->state.subscribers.push_back(std::move(sub));
+    },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_peer_transport(caf::actor_system& sys, peer_transport_config cfg) {
+  return sys.spawn(transport_fn, std::move(cfg));
+}
+
+}  // namespace proctor

@@ -1,0 +1,251 @@
+// The doorman, scribe and stream policy below are adapted from CAF 0.17.6's
+// libcaf_openssl/src/openssl/middleman_actor.cpp (ssl_policy, scribe_impl, doorman_impl;
+// Copyright 2011-2018 Dominik Charousset, BSD 3-Clause or Boost Software License 1.0). Ours
+// add: handshake failures logged with OpenSSL's reason, CAF's exceptions for files gone bad
+// caught, TCP_NODELAY on accepted sockets.
+#include "actors/cluster/tls.hpp"
+
+#include <unistd.h>
+
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include <openssl/err.h>
+
+#include <caf/detail/socket_guard.hpp>
+#include <caf/io/all.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+#include <caf/io/network/doorman_impl.hpp>
+#include <caf/io/network/stream_impl.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/session.hpp>
+#include <spdlog/spdlog.h>
+
+namespace proctor {
+
+namespace {
+
+namespace net = caf::io::network;
+using net::native_socket;
+using net::rw_state;
+
+/// "127.0.0.1:45678", or "an unknown address".
+std::string remote_of(native_socket fd) {
+  auto host = net::remote_addr_of_fd(fd);
+  auto port = net::remote_port_of_fd(fd);
+  if (!host || !port)
+    return "an unknown address";
+  return (host->find(':') != std::string::npos ? "[" + *host + "]" : *host) + ":"
+         + std::to_string(*port);
+}
+
+/// What a connection's policy and scribe share: whether the handshake is over (the first
+/// application byte moved) or its failure logged.
+struct handshake_state {
+  std::string peer;  ///< names the other side in logs
+  bool over = false;
+
+  void fail(const std::string& why) {
+    if (over)
+      return;
+    over = true;
+    spdlog::warn("TLS with {} failed: {}; connection closed", peer, why);
+  }
+};
+
+/// Hands the stream's reads and writes to CAF's session; until the first application byte
+/// moved, a failure is a refused handshake and is logged.
+class tls_policy {
+public:
+  tls_policy(caf::openssl::session_ptr session, handshake_state* hs)
+      : session_(std::move(session)), hs_(hs) {}
+
+  rw_state read_some(size_t& result, native_socket fd, void* buf, size_t len) {
+    // CAF's session leaves OpenSSL's error queue to us (its own logging is compiled out).
+    ERR_clear_error();
+    auto r = session_->read_some(result, fd, buf, len);
+    return note(r, result);
+  }
+
+  rw_state write_some(size_t& result, native_socket fd, const void* buf, size_t len) {
+    ERR_clear_error();
+    auto r = session_->write_some(result, fd, buf, len);  // before `result` is read
+    return note(r, result);
+  }
+
+  bool must_read_more(native_socket fd, size_t threshold) {
+    return session_->must_read_more(fd, threshold);
+  }
+
+private:
+  rw_state note(rw_state r, size_t moved) {
+    if (r == rw_state::failure)
+      hs_->fail(tls_error_text("closed during the handshake"));
+    else if (moved > 0)
+      hs_->over = true;
+    return r;
+  }
+
+  caf::openssl::session_ptr session_;
+  handshake_state* hs_;
+};
+
+class tls_scribe : public caf::io::scribe {
+public:
+  tls_scribe(net::default_multiplexer& mpx, native_socket fd, caf::openssl::session_ptr s,
+             std::string peer)
+      : scribe(net::conn_hdl_from_socket(fd)), hs_{std::move(peer)},
+        stream_(mpx, fd, std::move(s), &hs_) {}
+
+  void configure_read(caf::io::receive_policy::config config) override {
+    stream_.configure_read(config);
+    if (!launched_)
+      launch();
+  }
+  void ack_writes(bool enable) override { stream_.ack_writes(enable); }
+  std::vector<char>& wr_buf() override { return stream_.wr_buf(); }
+  std::vector<char>& rd_buf() override { return stream_.rd_buf(); }
+  void graceful_shutdown() override {
+    stream_.graceful_shutdown();
+    detach(&stream_.backend(), false);
+  }
+  void flush() override { stream_.flush(this); }
+  std::string addr() const override {
+    auto x = net::remote_addr_of_fd(stream_.fd());
+    return x ? *x : std::string{};
+  }
+  uint16_t port() const override {
+    auto x = net::remote_port_of_fd(stream_.fd());
+    return x ? *x : 0;
+  }
+  void add_to_loop() override { stream_.activate(this); }
+  void remove_from_loop() override { stream_.passivate(); }
+
+protected:
+  // The connection is gone. A socket error (a reset, a hang-up) gets here without passing
+  // the policy: one during the handshake is logged here.
+  caf::message detach_message() override {
+    hs_.fail("the connection ended during the handshake");
+    return scribe::detach_message();
+  }
+
+private:
+  void launch() {
+    launched_ = true;
+    stream_.start(this);
+    // Schedules the scribe for writing while SSL_connect or SSL_accept still has to run;
+    // otherwise the multiplexer drops the socket from its write set after this empty write.
+    stream_.force_empty_write(this);
+  }
+
+  handshake_state hs_;
+  bool launched_ = false;
+  net::stream_impl<tls_policy> stream_;
+};
+
+/// A session over `fd`, or nullptr and `*why` (logged: `what` names the connection).
+caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd, bool accepted,
+                                       const std::string& what, std::string* why) {
+  ERR_clear_error();
+  try {
+    auto s = caf::openssl::make_session(sys, fd, accepted);
+    if (!s) {
+      *why = tls_error_text("closed during the handshake");
+      spdlog::warn("TLS with {} failed: {}; connection closed", what, *why);
+    }
+    return s;
+  } catch (const std::exception& e) {
+    // CAF reads the files again for every connection and throws when one went bad.
+    *why =
+      std::string{e.what()} + " (" + tls_error_text("check --tls-cert, --tls-key, --tls-ca") + ")";
+    spdlog::error("TLS with {}: {}; connection closed", what, *why);
+    return nullptr;
+  }
+}
+
+class tls_doorman : public net::doorman_impl {
+public:
+  tls_doorman(net::default_multiplexer& mpx, native_socket fd) : net::doorman_impl(mpx, fd) {}
+
+  bool new_connection() override {
+    if (detached())
+      return false;  // closed by the broker while the multiplexer still had events
+    auto& mpx = acceptor_.backend();
+    auto fd = acceptor_.accepted_socket();
+    caf::detail::socket_guard guard{fd};
+    net::nonblocking(fd, true);
+    // The handshake takes several small writes each way: none may wait for a delayed ACK.
+    net::tcp_nodelay(fd, true);
+    auto peer = "the connection from " + remote_of(fd);
+    std::string why;
+    auto session = make_session(parent()->system(), fd, true, peer, &why);
+    if (!session)
+      return false;
+    auto scribe = caf::make_counted<tls_scribe>(mpx, fd, std::move(session), std::move(peer));
+    guard.release();  // the scribe owns the socket
+    auto hdl = scribe->hdl();
+    parent()->add_scribe(std::move(scribe));
+    return doorman::new_connection(&mpx, hdl);
+  }
+};
+
+net::default_multiplexer& multiplexer_of(caf::actor_system& sys) {
+  return static_cast<net::default_multiplexer&>(sys.middleman().backend());
+}
+
+caf::error not_configured() {
+  return caf::make_error(caf::sec::runtime_error,
+                         "TLS wanted but the actor system was not configured for it");
+}
+
+}  // namespace
+
+void configure_tls(caf::actor_system_config& cfg, const tls_options& tls) {
+  if (!tls.enabled())
+    return;
+  cfg.openssl_certificate = tls.cert;
+  cfg.openssl_key = tls.key;
+  cfg.openssl_cafile = tls.ca;
+  cfg.load<caf::openssl::manager>();
+}
+
+bool tls_enabled(const caf::actor_system& sys) {
+  return sys.has_openssl_manager() && sys.openssl_manager().authentication_enabled();
+}
+
+tls_options tls_options_of(const caf::actor_system& sys) {
+  if (!tls_enabled(sys))
+    return {};
+  const auto& cfg = sys.config();
+  return tls_options{cfg.openssl_certificate, cfg.openssl_key, cfg.openssl_cafile};
+}
+
+caf::expected<caf::io::doorman_ptr> new_tls_doorman(caf::actor_system& sys, uint16_t port,
+                                                    const std::string& host) {
+  if (!tls_enabled(sys))
+    return not_configured();
+  auto fd = net::new_tcp_acceptor_impl(port, host.c_str(), true);
+  if (!fd)
+    return std::move(fd.error());
+  return caf::io::doorman_ptr{caf::make_counted<tls_doorman>(multiplexer_of(sys), *fd)};
+}
+
+caf::expected<caf::io::scribe_ptr> new_tls_scribe(caf::actor_system& sys, int fd,
+                                                  const std::string& peer) {
+  if (!tls_enabled(sys)) {
+    ::close(fd);
+    return not_configured();
+  }
+  net::nonblocking(fd, true);
+  std::string why;
+  auto session = make_session(sys, fd, false, peer, &why);
+  if (!session) {
+    ::close(fd);
+    return caf::make_error(caf::sec::cannot_connect_to_node, "TLS handshake failed: " + why);
+  }
+  return caf::io::scribe_ptr{
+    caf::make_counted<tls_scribe>(multiplexer_of(sys), fd, std::move(session), peer)};
+}
+
+}  // namespace proctor

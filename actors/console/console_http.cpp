@@ -1,0 +1,164 @@
+#include "actors/console/console_http.hpp"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include "actors/console/console_api.hpp"
+#include "actors/console/embedded_files.hpp"
+#include "actors/http/http_serve.hpp"
+#include "actors/wire/wall_clock.hpp"
+
+namespace proctor {
+
+namespace {
+
+/// Larger request bodies are refused (413): the API's bodies are a few bytes.
+constexpr size_t max_body_bytes = 64 * 1024;
+
+std::string content_type(std::string_view name) {
+  auto ends = [name](std::string_view ext) {
+    return name.size() >= ext.size() && name.substr(name.size() - ext.size()) == ext;
+  };
+  if (ends(".html"))
+    return "text/html; charset=utf-8";
+  if (ends(".js"))
+    return "text/javascript; charset=utf-8";
+  if (ends(".css"))
+    return "text/css; charset=utf-8";
+  if (ends(".svg"))
+    return "image/svg+xml";
+  return "application/octet-stream";
+}
+
+/// Headers every answer carries: nothing is sniffed, framed or sent elsewhere, and the
+/// pages run only their own scripts and styles.
+void secure(httplib::Response& res) {
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("Content-Security-Policy",
+                 "default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; "
+                 "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+}
+
+void serve_file(const httplib::Request& req, httplib::Response& res) {
+  if (req.method != "GET" && req.method != "HEAD") {
+    res.status = 405;
+    res.set_header("Allow", "GET");
+    res.set_content("405 method not allowed\n", "text/plain; charset=utf-8");
+    return;
+  }
+  std::string_view name = req.path;
+  if (name == "/")
+    name = "/index.html";
+  name.remove_prefix(1);
+  for (const auto& f : console_files())
+    if (f.name == name) {
+      res.set_content(f.data.data(), f.data.size(), content_type(f.name).c_str());
+      res.set_header("Cache-Control", "no-cache");
+      return;
+    }
+  res.status = 404;
+  res.set_content("404 not found: " + req.path + "\n", "text/plain; charset=utf-8");
+}
+
+bool is_api(const std::string& path) {
+  return path == "/api" || path.rfind("/api/", 0) == 0;
+}
+
+}  // namespace
+
+console_http::console_http(caf::actor_system& sys, caf::actor executor, console_http_options opts)
+    : sys_(sys), executor_(std::move(executor)), opts_(std::move(opts)) {}
+
+console_http::~console_http() {
+  stop();
+}
+
+uint16_t console_http::start(const std::string& host, uint16_t port, std::string* error) {
+  server_ = std::make_unique<httplib::Server>();
+  server_->set_payload_max_length(max_body_bytes);
+  bind_exclusively(*server_);
+  auto handle = [this](const httplib::Request& req, httplib::Response& res) {
+    secure(res);
+    if (!is_api(req.path))
+      return serve_file(req, res);
+    console_request cr;
+    cr.method = req.method;
+    cr.path = req.path;
+    cr.params = req.params;
+    cr.body = req.body;
+    cr.auth = check_bearer(req.get_header_value("Authorization"), opts_.token);
+    auto ask = [this](const pb::Request& r) {
+      return ask_executor(sys_, executor_, r, opts_.node_timeout);
+    };
+    auto reply = handle_console_api(cr, ask, wall_ms());
+    res.status = reply.status;
+    for (auto& [k, v] : reply.headers)
+      res.set_header(k.c_str(), v);
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(reply.body, "application/json; charset=utf-8");
+    if (req.method != "GET" && req.method != "HEAD") {
+      // Changes made through the console are an operator's acts: logged like the CLI's are
+      // by the executor, with where they came from.
+      if (reply.status < 400)
+        spdlog::info("console: {} {} from {}: done", req.method, req.path, req.remote_addr);
+      else
+        spdlog::warn("console: {} {} from {}: {} {}", req.method, req.path, req.remote_addr,
+                     reply.status, reply.body);
+    }
+  };
+  server_->Get(".*", handle);
+  server_->Post(".*", handle);
+  server_->Put(".*", handle);
+  server_->Delete(".*", handle);
+  server_->Patch(".*", handle);
+  server_->set_exception_handler(
+    [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown exception";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      spdlog::error("console: {} {}: {}", req.method, req.path, what);
+      auto r = console_error(500, "INTERNAL", what);
+      res.status = r.status;
+      res.set_content(r.body, "application/json; charset=utf-8");
+    });
+  int bound = 0;
+  if (port == 0)
+    bound = server_->bind_to_any_port(host.c_str());
+  else
+    bound = server_->bind_to_port(host.c_str(), port) ? port : -1;
+  if (bound <= 0) {
+    *error = "cannot bind " + host + ":" + std::to_string(port)
+             + " (address in use, or not an address of this host)";
+    server_.reset();
+    return 0;
+  }
+  if (!start_listening(server_, thread_, error))
+    return 0;
+  bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (!loopback)
+    spdlog::warn("web console on {}, not a loopback address: it is plain HTTP, so its pages, "
+                 "its API and the token of every change cross the network unencrypted",
+                 host);
+  spdlog::info("web console on http://{}:{}/{}", host, bound,
+               opts_.token.empty() ? " (read-only: no --http-token)" : "");
+  return static_cast<uint16_t>(bound);
+}
+
+void console_http::stop() {
+  if (server_)
+    server_->stop();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+}  // namespace proctor

@@ -1,0 +1,51 @@
+// The web console (docs/web-console.md): `proctord --http HOST:PORT` serves its pages,
+// built into the binary (actors/console/, actors/console/embedded_files.hpp), and the JSON API
+// behind them (actors/console/console_api.hpp) on threads of its own. Each API call is one request
+// to the executor, as a CLI command is, waited for at most `node_timeout` (then 503).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <caf/all.hpp>
+
+namespace httplib {
+class Server;
+}
+
+namespace proctor {
+
+struct console_http_options {
+  /// The token POSTs must carry ("Authorization: Bearer TOKEN"); "" makes the console
+  /// read-only.
+  std::string token;
+  /// Bound on the node's answer to one API call.
+  std::chrono::milliseconds node_timeout{10'000};
+};
+
+class console_http {
+public:
+  console_http(caf::actor_system& sys, caf::actor executor, console_http_options opts);
+  ~console_http();
+  console_http(const console_http&) = delete;
+  console_http& operator=(const console_http&) = delete;
+
+  /// Binds host:port (port 0: any free one) and serves until stop(); the port it listens
+  /// on, or 0 and `*error`.
+  uint16_t start(const std::string& host, uint16_t port, std::string* error);
+
+  /// Stops serving and joins the server's threads (requests in progress finish first).
+  void stop();
+
+private:
+  caf::actor_system& sys_;
+  caf::actor executor_;
+  console_http_options opts_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+}  // namespace proctor

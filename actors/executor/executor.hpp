@@ -1,0 +1,85 @@
+// The executor: a node's front door (the seeds' ProcedureExecutor). It answers the wire
+// requests (rpc.hpp), assigns procedure ids, deduplicates submits by nonce, keeps every
+// procedure's status and finished results until released or their TTL runs out, routes
+// external events to the procedures suspended on them, supervises the root actors, and
+// starts the trees recovered from the journal.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/base/node_env.hpp"
+#include "persistence/tree_image.hpp"
+
+namespace proctor {
+
+struct executor_config {
+  /// How long a finished tree's result is kept (then its journal range is deleted).
+  std::chrono::milliseconds result_ttl{std::chrono::minutes{15}};
+  /// A finished tree's records other than its summary are deleted within this time, with
+  /// those of the trees that end meanwhile (executor_retention.cpp).
+  std::chrono::milliseconds collect_after{50};
+  /// How long an event is kept for procedures that suspend on its key later.
+  std::chrono::milliseconds event_ttl{std::chrono::minutes{5}};
+  /// Largest accepted args JSON.
+  size_t max_args_bytes = 1 << 20;
+  /// Procedures (live or retained) beyond which submits are refused.
+  size_t max_procedures = 2'000'000;
+  /// A root that has waited this long for an event, with no child running, gives up its
+  /// actor (hibernates): the executor keeps its status and its place among the event's
+  /// waiters and restarts it from the journal when the event, its deadline or an abort
+  /// comes. Trees found so at recovery start hibernated. Negative: never.
+  std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
+  /// What reading a passivated tree back costs per procedure (the journal's read and fold,
+  /// the actors' start, the deadlines armed again), for how early it is read back: half a
+  /// second before its earliest deadline, plus this for each procedure of the passivated
+  /// trees due in the two seconds up to that deadline, its own included. A million waiters
+  /// in 100 trees due in the same second then come back over the 3 s before it, not all in
+  /// the last half second (proctor-bench (j): about 1.5 to 2 us each on 2 cores).
+  std::chrono::microseconds wake_read_per_proc{3};
+  /// A procedure is *stuck* (`proctor bypass` needs no --force) when it has not ended, is
+  /// not waiting for its children, and has waited (for an event, a timer, a retry, a lock,
+  /// a node) or retried in the same state for at least this long.
+  std::chrono::milliseconds stuck_after{std::chrono::seconds{60}};
+};
+
+/// An event kept in the journal's node range.
+struct recovered_event {
+  uint64_t lsn = 0;
+  std::string key;
+  std::string payload_json;
+  int64_t arrived_at_ms = 0;
+};
+
+/// What recovery hands the executor.
+struct recovered_state {
+  std::vector<tree_image> trees;
+  std::vector<recovered_event> events;
+};
+
+/// Spawns the executor; it fills `env->executor` with itself before starting any tree.
+caf::actor spawn_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
+                          executor_config cfg, recovered_state recovered);
+
+using recover_part_atom = caf::atom_constant<caf::atom("recpart")>;
+using recover_done_atom = caf::atom_constant<caf::atom("recdone")>;
+
+/// Spawns the executor before the journal is scanned (node::start), to take the trees over
+/// while the scan folds the next ones (on two cores, the take-over of a million passivated
+/// waiters then no longer follows the scan: proctor-bench (j)). Its protocol until serving:
+///   (recover_part_atom, std::shared_ptr<recovered_state>): trees read back (and, in the
+///       first part, every event: they precede the trees in the journal);
+///   (recover_done_atom): the scan is complete, and env->journal, env->outbox and the id
+///       floor are set: it starts, arms and wakes what the trees need, then serves.
+/// It handles nothing else meanwhile: other messages wait in its mailbox.
+caf::actor spawn_recovering_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
+                                     executor_config cfg);
+
+}  // namespace proctor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<proctor::recovered_state>)

@@ -1,0 +1,213 @@
+// The executor as a member of a cluster (docs/cluster.md): it answers its peers'
+// heartbeats, follows how its links see each peer (and tells the procedures that wait for a
+// peer when it goes down or comes back), answers `nodes`, and makes `list` cluster-wide.
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/base/errors.hpp"
+#include "actors/executor/internal/executor_state.hpp"
+#include "actors/cluster/outbox.hpp"
+#include "actors/cluster/peer_link.hpp"
+#include "actors/procedure/procedure_actor.hpp"
+#include "actors/procedure/tree_status.hpp"
+#include "persistence/active_lock.hpp"
+
+namespace proctor::exec_detail {
+
+void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp) {
+  auto& st = self->state;
+  if (auto why = not_a_peer(self, req.from()); !why.empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, why));
+  pb::Response r;
+  auto* info = r.mutable_pong();
+  info->set_name(st.env->node_name);
+  info->set_number(st.env->node_number);
+  info->set_live(st.live);
+  info->set_started_at_ms(st.env->started_at_ms);
+  if (req.want_types())
+    for (const auto& t : st.env->types->names())
+      info->add_types(t);
+  reply(rp, encode(r));
+}
+
+void on_peer_status(executor_actor* self, const peer_status& s) {
+  auto& st = self->state;
+  auto before = st.env->cluster->get(s.name);
+  st.env->cluster->set(s);
+  bool was_up = before && before->up;
+  if (s.up == was_up && before && before->reason == s.reason)
+    return;  // a heartbeat's figures only
+  if (s.up) {
+    // Whatever waits for it is delivered now, not at the end of a back-off.
+    caf::anon_send(st.env->outbox, outbox_kick_atom::value, s.name);
+  }
+  // The procedures that wait for that node show it (and may have a deadline for it); those
+  // of passivated trees come back to do so.
+  wake_dormant_on(self, s.name);
+  size_t told = 0;
+  for (const auto& [id, h] : st.remote_routes) {
+    auto p = st.procs.find(id);
+    if (p == st.procs.end() || p->second.node() != s.name || !h)
+      continue;
+    // A passivation of its tree under way would lose what it does now (a deadline armed,
+    // a placeholder spawned): refused.
+    note_wake(self, p->second.root_id);
+    if (st.remote_via.count(id) == 0)
+      self->send(h, peer_status_atom::value, s);
+    else if (!s.up)
+      self->send(h, wake_child_atom::value, id);  // its placeholder keeps the node-loss deadline
+    else
+      continue;
+    ++told;
+  }
+  if (told > 0)
+    spdlog::info("node {} is {}: told {} procedure(s) waiting for it", s.name, s.up ? "up" : "down",
+                 told);
+}
+
+namespace {
+
+/// The node number of peer `name` (0 when it is none).
+uint16_t node_number_of_peer(executor_actor* self, const std::string& name) {
+  for (const auto& [num, peer] : self->state.env->peer_numbers)
+    if (peer == name)
+      return num;
+  return 0;
+}
+
+void fill_node(const peer_status& s, pb::NodeStatus* n) {
+  n->set_name(s.name);
+  n->set_address(s.address);
+  n->set_number(s.number);
+  n->set_up(s.up);
+  n->set_since_ms(s.since_ms);
+  n->set_reason(s.reason);
+  n->set_rtt_us(static_cast<uint64_t>(std::max<int64_t>(0, s.rtt_us)));
+  n->set_live(s.live);
+  n->set_started_at_ms(s.started_at_ms);
+}
+
+}  // namespace
+
+void handle_nodes(executor_actor* self, promise_t rp) {
+  auto& st = self->state;
+  auto r = std::make_shared<pb::Response>();
+  auto* me = r->add_nodes();
+  me->set_name(st.env->node_name);
+  me->set_number(st.env->node_number);
+  me->set_self(true);
+  me->set_up(true);
+  me->set_since_ms(st.env->started_at_ms);
+  me->set_live(st.live);
+  me->set_started_at_ms(st.env->started_at_ms);
+  auto* proc = me->mutable_process();
+  proc->set_pid(::getpid());
+  proc->set_host(host_name());
+  proc->set_epoch(st.env->epoch);
+  proc->set_active_since_ms(st.env->started_at_ms);
+  proc->set_takeover_ms(st.env->takeover_ms.load());
+  if (!st.env->transport)
+    return reply(rp, encode(*r));
+  self->request(st.env->outbox, std::chrono::seconds{5}, outbox_stats_atom::value)
+    .then(
+      [self, rp, r](outbox_stats& o) mutable {
+        std::map<std::string, size_t> pending(o.pending.begin(), o.pending.end());
+        for (const auto& s : self->state.env->cluster->all()) {
+          auto* n = r->add_nodes();
+          fill_node(s, n);
+          if (n->number() == 0)
+            n->set_number(node_number_of_peer(self, s.name));
+          n->set_outbox(pending[s.name]);
+        }
+        reply(rp, encode(*r));
+      },
+      [rp](caf::error&) mutable {
+        reply(rp, error_reply(pb::Response::INTERNAL, "outbox stats unavailable"));
+      });
+}
+
+namespace {
+
+/// What a cluster-wide list gathers: this node's part and each peer's.
+struct list_gather {
+  pb::Response local;
+  std::map<std::string, pb::Response> parts;  ///< by peer
+  std::vector<std::string> unreachable;
+  size_t left = 0;
+  promise_t rp;
+};
+
+void finish_list(const std::shared_ptr<list_gather>& g) {
+  // By id. A child placed on another node appears on its parent's node as a placeholder
+  // (with `node` set) and on its own node as itself: what its own node says wins; the
+  // placeholder stands in when that node did not answer, or no longer holds it (a fragment
+  // is released once its tree ended).
+  std::map<uint64_t, pb::ProcStatus> merged;
+  std::vector<pb::ProcStatus> placeholders;
+  for (auto& s : *g->local.mutable_list())
+    (s.node().empty() ? merged[s.id()] : placeholders.emplace_back()) = std::move(s);
+  for (auto& [peer, part] : g->parts)
+    for (auto& s : *part.mutable_list()) {
+      if (!s.node().empty()) {
+        placeholders.push_back(std::move(s));
+        continue;
+      }
+      s.set_node(peer);
+      merged[s.id()] = std::move(s);
+    }
+  for (auto& s : placeholders)
+    merged.emplace(s.id(), std::move(s));
+  pb::Response r;
+  for (auto& [id, s] : merged)
+    *r.add_list() = std::move(s);
+  for (auto& u : g->unreachable)
+    r.add_unreachable(u);
+  reply(g->rp, encode(r));
+}
+
+}  // namespace
+
+bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Response local,
+                       promise_t rp) {
+  auto& st = self->state;
+  if (req.local() || !st.env->transport || st.env->peer_numbers.empty())
+    return false;
+  auto g = std::make_shared<list_gather>();
+  g->local = std::move(local);
+  g->rp = rp;
+  pb::Request ask;
+  *ask.mutable_list() = req;
+  ask.mutable_list()->set_local(true);
+  auto bytes = ask.SerializeAsString();
+  g->left = st.env->peer_numbers.size();
+  for (const auto& [num, peer] : st.env->peer_numbers) {
+    auto done = [g] {
+      if (--g->left == 0)
+        finish_list(g);
+    };
+    self
+      ->request(st.env->transport, std::chrono::seconds{12}, peer_request_atom::value, peer, bytes,
+                uint32_t{10'000})
+      .then(
+        [g, peer, done](std::string& answer) {
+          pb::Response r;
+          if (!r.ParseFromString(answer) || r.code() != pb::Response::OK)
+            g->unreachable.push_back("node " + peer + ": "
+                                     + (r.error().empty() ? "unreadable answer" : r.error()));
+          else
+            g->parts[peer] = std::move(r);
+          done();
+        },
+        [self, g, peer, done](caf::error& e) {
+          g->unreachable.push_back("node " + peer + ": " + error_text(self->system(), e));
+          done();
+        });
+  }
+  return true;
+}
+
+}  // namespace proctor::exec_detail

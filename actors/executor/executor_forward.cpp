@@ -1,0 +1,92 @@
+// Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release, tree,
+// history or bypass of a procedure another node holds goes to that node, and its answer
+// comes back unchanged; a child placed on another node is asked where it runs.
+#include "actors/base/errors.hpp"
+#include "actors/executor/internal/executor_state.hpp"
+#include "actors/cluster/outbox.hpp"
+#include "actors/procedure/remote.hpp"
+
+namespace proctor::exec_detail {
+
+bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                      promise_t& rp) {
+  auto& st = self->state;
+  uint64_t id = 0;
+  auto timeout = std::chrono::milliseconds{30'000};
+  switch (req.body_case()) {
+    case pb::Request::kStatus:
+      id = req.status().id();
+      break;
+    case pb::Request::kAbort:
+      id = req.abort().id();
+      break;
+    case pb::Request::kRelease:
+      id = req.release().id();
+      break;
+    case pb::Request::kTree:
+      id = req.tree().id();
+      break;
+    case pb::Request::kHistory:
+      id = req.history().id();
+      break;
+    case pb::Request::kBypass:
+      id = req.bypass().id();
+      break;
+    case pb::Request::kWait:
+      id = req.wait().id();
+      // The client's bound on a wait is its timeout plus a grace (client_server.hpp).
+      timeout = std::chrono::milliseconds{std::min<uint64_t>(req.wait().timeout_ms(), 600'000)}
+                + std::chrono::seconds{4};
+      break;
+    default:
+      return false;
+  }
+  auto held = st.procs.find(id);
+  if (held != st.procs.end()) {
+    // Held here. A child placed on another node is only a placeholder here: its status is
+    // asked where it runs, and answered from the placeholder if that node does not answer.
+    if (!req.has_status() || held->second.node().empty() || !st.env->transport)
+      return false;
+    auto local = status_reply(held->second);
+    self
+      ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
+                held->second.node(), bytes, static_cast<uint32_t>(timeout.count()))
+      .then(
+        [rp, local](std::string& answer) mutable {
+          pb::Response r;
+          if (!r.ParseFromString(answer) || r.code() != pb::Response::OK)
+            return reply(rp, std::move(local));
+          reply(rp, std::move(answer));
+        },
+        [rp, local](caf::error&) mutable { reply(rp, std::move(local)); });
+    return true;
+  }
+  auto owner = owner_of(id);
+  // Ids this node handed out are answered here.
+  if (owner == 0 || owner == st.env->node_number)
+    return false;
+  auto peer = st.env->peer_numbers.find(owner);
+  if (peer == st.env->peer_numbers.end() || !st.env->transport) {
+    reply(rp, error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(id)
+                                                     + " (its node number " + std::to_string(owner)
+                                                     + " is not among this node's peers)"));
+    return true;
+  }
+  auto name = peer->second;
+  self
+    ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value, name,
+              bytes, static_cast<uint32_t>(timeout.count()))
+    .then([rp](std::string& answer) mutable { reply(rp, std::move(answer)); },
+          [self, rp, name](caf::error& e) mutable {
+            // "node a unreachable since T (why)" reads as "... is unreachable since T (why)".
+            auto why = error_text(self->system(), e);
+            auto prefix = "node " + name + " unreachable ";
+            why = why.rfind(prefix, 0) == 0 ? " " + why.substr(prefix.size()) : ": " + why;
+            reply(rp, error_reply(pb::Response::UNREACHABLE,
+                                  "node " + name + ", which holds the procedure, is unreachable"
+                                    + why));
+          });
+  return true;
+}
+
+}  // namespace proctor::exec_detail

@@ -1,0 +1,202 @@
+// The executor's recovery: the trees read back from the journal at start-up are started,
+// rolled back, passivated, retained (finished) or quarantined; locks held at the crash are
+// taken again first.
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/executor/internal/executor_state.hpp"
+#include "actors/procedure/procedure_actor.hpp"
+#include "actors/procedure/tree_status.hpp"
+#include "actors/scheduling/step_scheduler.hpp"
+#include "actors/scheduling/timeout_actor.hpp"
+#include "actors/executor/tree_types.hpp"
+#include "persistence/keys.hpp"
+
+namespace proctor::exec_detail {
+
+/// A tree whose records cannot be read is neither run nor deleted: it is listed for an
+/// operator, and what could be read of it stays visible in status.
+void quarantine(executor_actor* self, const tree_image& t, const std::string& reason) {
+  auto& st = self->state;
+  spdlog::error("[root {}] quarantined: {} ({} journal records kept)", t.root_id, reason,
+                t.records);
+  pb::Quarantined q;
+  q.set_root_id(t.root_id);
+  q.set_reason(reason);
+  q.set_records(t.records);
+  st.quarantined.push_back(std::move(q));
+  for (const auto& [id, p] : t.procs) {
+    // Out of service until an operator acts: nothing wakes it, and its calls stop (a
+    // caller waiting on a service that never answers would stay until the node stops).
+    stop_call(self, id);
+    forget_event_wait(self, id);
+    auto u = update_from_image(t, p);
+    u.waiting_for = "operator (tree quarantined: " + reason + ")";
+    u.ended = false;
+    record_update(self, std::move(u));
+  }
+  if (!t.procs.count(t.root_id)) {
+    proc_update u;
+    u.id = u.root_id = t.root_id;
+    u.state = proc_state::failed;
+    u.error = "quarantined: " + reason;
+    u.waiting_for = "operator (tree quarantined)";
+    record_update(self, std::move(u));
+  }
+}
+
+/// Locks held when the node stopped are taken again before anything of the tree runs: by
+/// every procedure that had started (or whose tree is rolling back) and had not ended.
+void restore_locks(executor_actor* self, const tree_image& t) {
+  auto& st = self->state;
+  for (const auto& [id, p] : t.procs) {
+    if (is_final(p.status) || (p.steps.empty() && !t.failed))
+      continue;
+    if (const auto* type = st.env->types->find(p.type); type && !type->declares_locks)
+      continue;
+    std::string err;
+    auto inst = st.env->types->make_from_journal(p.type, p.data_version, p.data, &err);
+    if (!inst)
+      continue;  // the tree's own start reports it
+    auto locks = inst->locks();
+    if (!locks.empty())
+      self->send(st.env->scheduler, restore_locks_atom::value, id, t.root_id, std::move(locks));
+  }
+}
+
+void recover_begin(executor_actor* self) {
+  auto& st = self->state;
+  st.recovering = true;
+  st.tally = {};
+  st.tally.since = std::chrono::steady_clock::now();
+}
+
+void recover_part(executor_actor* self, recovered_state& part) {
+  auto& st = self->state;
+  auto& n = st.tally;
+  // Events first: a tree that waits for one that arrived while the node was down wakes.
+  // Their expiry is armed at the end, with everything else the take-over arms.
+  n.events += part.events.size();
+  for (auto& ev : part.events)
+    st.events[ev.key].push_back(
+      pending_event{ev.lsn, std::move(ev.payload_json), ev.arrived_at_ms});
+  auto& trees = part.trees;
+  // Sized by the first part (all of it, from recover()): rehashing tables of a million
+  // entries at once is most of a large recovery. A scan's later parts let the tables grow
+  // as they do (incremental_map.hpp); a reserve per part would rehash them every time.
+  size_t procs = 0, waiting_roots = 0;
+  // Whether each tree only waits, found once (a walk of all of its procedures).
+  std::vector<char> sleeps_at(trees.size());
+  for (size_t i = 0; i < trees.size(); ++i) {
+    const auto& t = trees[i];
+    procs += t.procs.size();
+    sleeps_at[i] = st.cfg.hibernate_after.count() >= 0 && t.corrupt.empty() && only_waits(t);
+    waiting_roots += sleeps_at[i] ? 1 : 0;
+  }
+  if (st.procs.empty()) {
+    st.procs.reserve(procs);
+    st.roots.reserve(trees.size());
+    st.event_waiters.reserve(waiting_roots);
+    st.waiting_key.reserve(waiting_roots);
+  }
+  for (size_t i = 0; i < trees.size(); ++i) {
+    auto image = std::make_shared<const tree_image>(std::move(trees[i]));
+    if (!image->corrupt.empty()) {
+      ++n.quarantined;
+      quarantine(self, *image, image->corrupt);
+      continue;
+    }
+    bool sleeps = sleeps_at[i] != 0;
+    // One reading of the clocks for the tree's procedures (they were read back together).
+    update_clock clock{wall_ms(), steady_ns()};
+    for (const auto& [id, p] : image->procs) {
+      auto u = update_from_image(*image, p);
+      if (image->failed && !is_final(u.state))
+        u.state = id == image->root_id ? proc_state::failed : u.state;
+      if (sleeps && !is_final(u.state))
+        u.waiting_for = waiting_reason(p);
+      record_update(self, std::move(u), clock);
+    }
+    const auto* root = image->root();
+    if (!root->nonce.empty())
+      st.nonces[root->nonce] = image->root_id;
+    // A fragment that succeeded and was then ordered rolled back: its rollback resumes.
+    bool fragment_rolls_back = !root->parent_node.empty() && image->failed && !image->rolled_back;
+    if (image->finished && !root->parent_node.empty() && !fragment_rolls_back) {
+      // A fragment of a tree on another node, ended: kept as it is until released.
+      ++n.done;
+      st.roots[image->root_id].finished = true;
+      continue;
+    }
+    if (image->finished && !fragment_rolls_back) {
+      ++n.done;
+      auto& re = st.roots[image->root_id];
+      re.finished = true;
+      re.nonce = root->nonce;
+      auto finished_at = image->finished_at_ms;
+      if (!image->summarized || image->records > 1) {
+        // The node went down before its records were collected (or before it was even
+        // folded into a summary): they go soon, with the summary written in their place.
+        if (!image->summarized)
+          finished_at = wall_ms();
+        pb::JournalRecord rec;
+        *rec.mutable_summary() = summarize(*image, finished_at);
+        collect_later(self, image->root_id, make_entry(image->root_id, rec).record);
+      }
+      auto left = st.cfg.result_ttl - std::chrono::milliseconds{wall_ms() - finished_at};
+      expire_after(self, image->root_id, left);
+      continue;
+    }
+    // A tree another version of the program wrote runs only if its data can be upgraded.
+    if (auto why = tree_type_problem(*st.env->types, *image); !why.empty()) {
+      ++n.quarantined;
+      quarantine(self, *image, why);
+      continue;
+    }
+    bool rb = image->failed && !image->rolled_back;
+    // Before anything of any tree runs (at the end).
+    restore_locks(self, *image);
+    if (sleeps) {
+      ++n.dormant;
+      recover_dormant(self, *image);
+      continue;
+    }
+    (rb ? n.rolling : n.running)++;
+    st.to_start.emplace_back(std::move(image), rb);
+  }
+}
+
+void recover_end(executor_actor* self) {
+  auto& st = self->state;
+  st.recovering = false;
+  for (auto& [key, evs] : st.events)
+    for (const auto& ev : evs)
+      arm_event_ttl(self, key, ev);
+  for (const auto& a : std::exchange(st.to_arm, {}))
+    arm_timeout(self, st.env->timeout, a.root_id, timeout_kind::tree_wake, a.deadline_ms,
+                wake_root_atom::value, a.root_id, a.token);
+  for (auto& [image, rb] : std::exchange(st.to_start, {}))
+    start_root(self, std::move(image), rb);
+  for (auto id : std::exchange(st.to_wake, {}))
+    wake_root(self, id);
+  // Results that expired while the node was down go now; the rest when due.
+  on_expiry_timer(self, st.expiry_token);
+  if (!st.collectable.empty())
+    collect_soon(self);
+  const auto& n = st.tally;
+  spdlog::info("recovery: {} tree(s) resumed, {} passivated (they only wait), {} rolling "
+               "back, {} finished (retained), {} quarantined, {} pending event(s), in {} ms",
+               n.running, n.dormant, n.rolling, n.done, n.quarantined, n.events,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - n.since)
+                 .count());
+}
+
+void recover(executor_actor* self, recovered_state& rec) {
+  recover_begin(self);
+  recover_part(self, rec);
+  recover_end(self);
+}
+
+}  // namespace proctor::exec_detail

@@ -1,0 +1,324 @@
+// The executor's wire requests: submit, status, list, wait, abort, event, release, metrics,
+// quarantine, and calls from other nodes' procedures to this node's services.
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/base/errors.hpp"
+#include "actors/executor/internal/executor_state.hpp"
+#include "actors/scheduling/timeout_actor.hpp"
+#include "actors/procedure/procedure_actor.hpp"
+#include "actors/procedure/tree_status.hpp"
+#include "actors/scheduling/step_scheduler.hpp"
+#include "persistence/keys.hpp"
+
+namespace proctor::exec_detail {
+
+namespace {
+
+/// The procedure `id`, or nullptr after answering NOT_FOUND.
+proc_record* find_or_reply(executor_actor* self, uint64_t id, promise_t& rp) {
+  auto i = self->state.procs.find(id);
+  if (i != self->state.procs.end())
+    return &i->second;
+  reply(rp, error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(id)));
+  return nullptr;
+}
+
+void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t rp) {
+  auto& st = self->state;
+  if (req.args_json().size() > st.cfg.max_args_bytes)
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                 "args JSON is " + std::to_string(req.args_json().size())
+                                   + " bytes, more than the limit of "
+                                   + std::to_string(st.cfg.max_args_bytes)));
+  if (!req.nonce().empty()) {
+    if (auto i = st.nonces.find(req.nonce()); i != st.nonces.end()) {
+      pb::Response r;
+      r.set_id(i->second);
+      return reply(rp, encode(r));
+    }
+    if (auto i = st.nonce_pending.find(req.nonce()); i != st.nonce_pending.end()) {
+      i->second.push_back(rp);
+      return;
+    }
+  }
+  if (st.procs.size() >= st.cfg.max_procedures)
+    return reply(rp, error_reply(pb::Response::REFUSED,
+                                 "node is at capacity (" + std::to_string(st.procs.size())
+                                   + " procedures); release finished ones or retry later"));
+  if (const auto* t = st.env->types->find(req.type()); t != nullptr && t->child_only)
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                 "type '" + t->name
+                                   + "' is child-only: only a parent procedure can spawn it"));
+  std::string err;
+  auto inst = st.env->types->make_from_json(req.type(), req.args_json(), &err);
+  if (!inst) {
+    auto code = st.env->types->find(req.type()) == nullptr ? pb::Response::UNKNOWN_TYPE
+                                                           : pb::Response::BAD_REQUEST;
+    return reply(rp, error_reply(code, err));
+  }
+  auto id = st.env->next_id->fetch_add(1);
+  pb::JournalRecord rec;
+  auto* s = rec.mutable_submitted();
+  s->set_proc_id(id);
+  s->set_type(req.type());
+  s->set_type_version(st.env->types->find(req.type())->version);
+  s->set_data(inst->data().SerializeAsString());
+  s->set_state(inst->initial_state());
+  s->set_nonce(req.nonce());
+  s->set_priority(req.priority());
+  s->set_submitted_at_ms(wall_ms());
+  journal_batch b;
+  b.entries.push_back(make_entry(id, rec));
+  if (!req.nonce().empty())
+    st.nonce_pending[req.nonce()].push_back(rp);
+  tree_folder f(id);
+  f.add(0, rec);
+  auto image = std::make_shared<const tree_image>(f.finish());
+  std::shared_ptr<procedure> submitted = std::move(inst);
+  st.submitting.insert(id);
+  append(self, std::move(b),
+         [self, id, rp, image, submitted, nonce = req.nonce()](uint64_t) mutable {
+           auto& st = self->state;
+           st.submitting.erase(id);
+           const auto& p = *image->root();
+           record_update(
+             self, proc_update{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {}, nonce});
+           start_root(self, image, false, std::move(submitted));
+           pb::Response r;
+           r.set_id(id);
+           auto bytes = encode(r);
+           if (nonce.empty())
+             return reply(rp, bytes);
+           st.nonces[nonce] = id;
+           for (auto& x : st.nonce_pending[nonce])
+             x.deliver(bytes);
+           st.nonce_pending.erase(nonce);
+         });
+}
+
+void handle_wait(executor_actor* self, const pb::WaitRequest& req, promise_t rp) {
+  auto& st = self->state;
+  auto* p = find_or_reply(self, req.id(), rp);
+  if (p == nullptr)
+    return;
+  if (p->ended)
+    return reply(rp, status_reply(*p));
+  auto token = ++st.wait_token;
+  st.waiters[req.id()].push_back(waiter{rp, token});
+  if (req.timeout_ms() > 0)
+    self->delayed_send(self, std::chrono::milliseconds{req.timeout_ms()}, wait_timeout_atom::value,
+                       req.id(), token);
+}
+
+void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t rp) {
+  auto& st = self->state;
+  auto* p = find_or_reply(self, req.id(), rp);
+  if (p == nullptr)
+    return;
+  if (p->ended)
+    return reply(rp, error_reply(pb::Response::REFUSED, "procedure " + std::to_string(req.id())
+                                                          + " already ended "
+                                                          + std::string(to_string(p->state))));
+  auto r = st.roots.find(p->root_id);
+  if (r != st.roots.end() && r->second.dormant)
+    return wake_root(self, p->root_id, [self, req, rp]() mutable { handle_abort(self, req, rp); });
+  if (r == st.roots.end() || !r->second.handle)
+    return reply(rp, error_reply(pb::Response::REFUSED, "the tree of procedure "
+                                                          + std::to_string(req.id())
+                                                          + " is restarting; retry"));
+  // No hibernation while the abort is on its way (it would reach no actor).
+  auto done = [self, root_id = p->root_id] {
+    auto r = self->state.roots.find(root_id);
+    if (r != self->state.roots.end())
+      --r->second.requests_in_flight;
+  };
+  ++r->second.requests_in_flight;
+  self->request(r->second.handle, std::chrono::seconds{30}, abort_atom::value, req.id())
+    .then(
+      [rp, id = req.id(), done](bool accepted) mutable {
+        done();
+        if (!accepted)
+          return reply(rp, error_reply(pb::Response::REFUSED,
+                                       "procedure " + std::to_string(id)
+                                         + " is past its point of no return; it cannot be "
+                                           "aborted"));
+        reply(rp, encode(pb::Response{}));
+      },
+      [self, rp, done, id = req.id()](caf::error& e) mutable {
+        done();
+        if (is(e, errc::already_ended))
+          return reply(rp, error_reply(pb::Response::REFUSED,
+                                       "procedure " + std::to_string(id)
+                                         + " already ended (its end was being written)"));
+        reply(rp, error_reply(pb::Response::INTERNAL, "abort failed: " + self->system().render(e)));
+      });
+}
+
+}  // namespace
+
+namespace {
+
+void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t rp) {
+  if (req.key().empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, "event key is empty"));
+  if (is_call_key(req.key()))
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, call_key_refusal(req.key())));
+  std::string payload = req.payload_json().empty() ? "null" : req.payload_json();
+  pb::JournalRecord rec;
+  auto* e = rec.mutable_event();
+  e->set_event_key(req.key());
+  e->set_payload_json(payload);
+  e->set_arrived_at_ms(wall_ms());
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+  append(self, std::move(b),
+         [self, rp, key = req.key(), payload, at = e->arrived_at_ms()](uint64_t lsn) mutable {
+           size_t woke = 0;
+           wake_waiters(self, key, event_delivery{payload, {}}, &woke);
+           keep_event(self, key, pending_event{lsn, payload, at});
+           pb::Response r;
+           r.set_text("event '" + key + "' delivered to " + std::to_string(woke)
+                      + " waiting procedure(s)");
+           reply(rp, encode(r));
+         });
+}
+
+}  // namespace
+
+void handle_request(executor_actor* self, const std::string& bytes, promise_t rp) {
+  auto& st = self->state;
+  pb::Request req;
+  if (!req.ParseFromString(bytes))
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, "malformed request payload"));
+  if (forward_to_owner(self, req, bytes, rp))
+    return;
+  switch (req.body_case()) {
+    case pb::Request::kSubmit:
+      return handle_submit(self, req.submit(), rp);
+    case pb::Request::kStatus: {
+      auto* p = find_or_reply(self, req.status().id(), rp);
+      if (p == nullptr)
+        return;
+      return reply(rp, status_reply(*p));
+    }
+    case pb::Request::kList: {
+      pb::Response r;
+      std::vector<const proc_record*> out;
+      for (const auto& [id, u] : st.procs) {
+        if (!req.list().all() && u.parent_id != 0)
+          continue;
+        if (req.list().state() != pb::STATE_UNSPECIFIED && to_pb(u.state) != req.list().state())
+          continue;
+        out.push_back(&u);
+      }
+      std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->id < b->id; });
+      for (auto* u : out)
+        fill_status(*u, r.add_list());
+      if (list_across_nodes(self, req.list(), r, rp))
+        return;
+      return reply(rp, encode(r));
+    }
+    case pb::Request::kWait:
+      return handle_wait(self, req.wait(), rp);
+    case pb::Request::kAbort:
+      return handle_abort(self, req.abort(), rp);
+    case pb::Request::kEvent:
+      return handle_event(self, req.event(), rp);
+    case pb::Request::kRelease: {
+      auto* p = find_or_reply(self, req.release().id(), rp);
+      if (p == nullptr)
+        return;
+      if (p->parent_id != 0)
+        return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                     "procedure " + std::to_string(req.release().id())
+                                       + " is not a root; release its root "
+                                       + std::to_string(p->root_id)));
+      if (!p->ended)
+        return reply(
+          rp, error_reply(pb::Response::REFUSED,
+                          "procedure " + std::to_string(req.release().id()) + " has not ended"));
+      // Answered once the deletion is durable: nothing is acknowledged before.
+      release_trees(self, {req.release().id()},
+                    [rp]() mutable { reply(rp, encode(pb::Response{})); });
+      return;
+    }
+    case pb::Request::kMetrics: {
+      auto r = std::make_shared<pb::Response>();
+      self->request(st.env->scheduler, std::chrono::seconds{5}, stats_atom::value)
+        .then(
+          [self, rp, r](step_scheduler_stats& s) mutable {
+            self
+              ->request(self->state.env->journal, std::chrono::seconds{5},
+                        journal_stats_atom::value)
+              .then(
+                [self, rp, r, s](journal_stats& j) mutable {
+                  auto& st = self->state;
+                  r->set_text(st.metrics.render(
+                    s, j,
+                    executor_gauges{st.waiting, st.dormant, st.procs.size(), st.quarantined.size(),
+                                    st.rolling_back.size(), st.undos, st.undo_failures,
+                                    st.env->epoch, st.env->started_at_ms,
+                                    st.env->takeover_ms.load(), st.env->passivation_attempts.load(),
+                                    st.env->dormant_procedures.load(), st.calls.size(),
+                                    st.env->queued_wakes.load()}));
+                  reply(rp, encode(*r));
+                },
+                [rp](caf::error&) mutable {
+                  reply(rp, error_reply(pb::Response::INTERNAL, "journal stats unavailable"));
+                });
+          },
+          [rp](caf::error&) mutable {
+            reply(rp, error_reply(pb::Response::INTERNAL, "scheduler stats unavailable"));
+          });
+      return;
+    }
+    case pb::Request::kCall: {
+      // Another node's procedure calls a service of this node.
+      auto svc = st.env->services.find(req.call().service());
+      if (svc == st.env->services.end())
+        return reply(rp, error_reply(pb::Response::NOT_FOUND,
+                                     "no service '" + req.call().service() + "' on this node"));
+      self
+        ->request(svc->second, std::chrono::seconds{60}, service_call_atom::value,
+                  req.call().call_id(), req.call().request())
+        .then(
+          [rp](const std::string& answer) mutable {
+            pb::Response r;
+            r.set_text(answer);
+            reply(rp, encode(r));
+          },
+          [self, rp](caf::error& e) mutable {
+            reply(rp, error_reply(pb::Response::INTERNAL,
+                                  "service failed: " + self->system().render(e)));
+          });
+      return;
+    }
+    case pb::Request::kQuarantine: {
+      pb::Response r;
+      for (const auto& q : st.quarantined)
+        *r.add_quarantined() = q;
+      return reply(rp, encode(r));
+    }
+    case pb::Request::kPeer:
+      return handle_peer_delivery(self, req.peer(), rp);
+    case pb::Request::kPing:
+      return handle_ping(self, req.ping(), rp);
+    case pb::Request::kNodes:
+      return handle_nodes(self, rp);
+    case pb::Request::kTree:
+      return handle_tree(self, req.tree(), rp);
+    case pb::Request::kHistory:
+      return handle_history(self, req.history(), rp);
+    case pb::Request::kLocks:
+      return handle_locks(self, rp);
+    case pb::Request::kBypass:
+      return handle_bypass(self, req.bypass(), rp);
+    case pb::Request::BODY_NOT_SET:
+      break;
+  }
+  reply(rp, error_reply(pb::Response::BAD_REQUEST, "empty or unknown request"));
+}
+
+}  // namespace proctor::exec_detail

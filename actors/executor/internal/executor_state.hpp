@@ -1,0 +1,365 @@
+// Internal: the executor's state and the helpers its files share (executor.cpp: status
+// bookkeeping, root supervision; executor_recovery.cpp: the trees read back at start-up;
+// executor_requests.cpp: the wire requests; executor_passivation.cpp: passivated trees;
+// proc_record.hpp: the entry kept per procedure).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/executor/executor.hpp"
+#include "actors/base/messages.hpp"
+#include "actors/executor/metrics.hpp"
+#include "actors/cluster/peer_link.hpp"
+#include "actors/executor/internal/proc_record.hpp"
+#include "actors/base/incremental_map.hpp"
+#include "persistence/journal.hpp"
+#include "supervision/restart_tracker.hpp"
+#include <proctor/wire.pb.h>
+
+namespace proctor::exec_detail {
+
+using wait_timeout_atom = caf::atom_constant<caf::atom("waittmo")>;
+using event_expire_atom = caf::atom_constant<caf::atom("evexpire")>;
+using restart_root_atom = caf::atom_constant<caf::atom("rootrst")>;
+using wake_root_atom = caf::atom_constant<caf::atom("rootwake")>;
+
+struct waiter {
+  caf::typed_response_promise<std::string> rp;
+  uint64_t token = 0;
+};
+
+struct root_entry {
+  caf::actor handle;
+  restart_tracker restarts;
+  bool finished = false;
+  /// Hibernated: no actor; the root waits for an event and is restarted from the journal
+  /// when the event, its deadline or an abort comes (wake_root).
+  bool dormant = false;
+  bool waking = false;         ///< its tree is being read back
+  uint64_t sleep_token = 0;    ///< the deadline message of an older sleep carries another
+  int requests_in_flight = 0;  ///< sent to its actor, unanswered: it may not hibernate
+  /// Wake-ups routed into the live tree (events, ends of children on other nodes): a
+  /// passivation asked for at another epoch is refused (proc_passivate_tree.cpp).
+  uint64_t wake_epoch = 0;
+  std::vector<std::string> remote_nodes;         ///< dormant: where its remote children run
+  std::vector<std::function<void()>> when_live;  ///< run once the woken actor exists
+  /// Dormant with a deadline: its procedures, counted in executor_state::wake_volume under
+  /// the second of wake_deadline_ms (0: not counted).
+  uint64_t wake_procs = 0;
+  int64_t wake_deadline_ms = 0;  ///< dormant: the earliest deadline it is read back ahead of
+  /// Read back ahead of this deadline: it does not passivate again while that deadline is its
+  /// earliest (it would be read back at once, and again, until the deadline).
+  int64_t woken_for_ms = 0;
+  std::string nonce;
+};
+
+struct pending_event {
+  uint64_t lsn = 0;
+  std::string payload;
+  int64_t arrived_at_ms = 0;
+};
+
+/// What wakes a procedure waiting under a key: an event's payload, or a call's reply, or why
+/// the call failed.
+struct event_delivery {
+  std::string payload;
+  std::string failure;  ///< a failed call: why (it resumes as from a passed deadline)
+};
+
+/// A call under way (executor_calls.cpp): its caller, and the procedure that waits for it.
+struct call_entry {
+  caf::actor caller;
+  uint64_t proc_id = 0;
+};
+
+/// A finished tree whose result expires at `at`.
+struct expiry {
+  std::chrono::steady_clock::time_point at;
+  uint64_t root_id = 0;
+  bool operator>(const expiry& o) const { return at > o.at; }
+};
+
+struct executor_state {
+  static inline const char* name = "proctor.executor";
+  std::shared_ptr<node_env> env;
+  executor_config cfg;
+  // The tables that grow with the number of procedures (live, waiting, or finished and kept
+  // until their result expires) must not stop the executor to rehash: incremental_map.hpp.
+  incremental_map<uint64_t, proc_record> procs;
+  name_table type_names;  ///< the records' type names
+  incremental_map<uint64_t, root_entry> roots;
+  incremental_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
+  std::unordered_map<uint64_t, std::vector<waiter>> waiters;
+  uint64_t wait_token = 0;
+  incremental_map<std::string, uint64_t> nonces;
+  /// Submits with a nonce whose Submitted record is not durable yet.
+  std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
+    nonce_pending;
+  incremental_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> event_waiters;
+  incremental_map<uint64_t, std::string> waiting_key;  ///< procedure -> its event key
+  incremental_map<std::string, std::vector<pending_event>> events;
+  type_metrics metrics;
+  size_t live = 0;     ///< procedures live here (proc_record::live_since_ns set)
+  size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
+  size_t dormant = 0;  ///< hibernated roots
+  /// Events for procedures of passivated trees, kept until their actors wait again.
+  std::unordered_map<uint64_t, event_delivery> held_events;
+  /// Calls under way, by call id (the key their procedure waits under).
+  std::unordered_map<std::string, call_entry> calls;
+  /// Event waiters registered by their parent (dormant children, proc_passivated_children.cpp): their
+  /// event is held, and the parent told to spawn them.
+  std::unordered_set<uint64_t> via_parent;
+  /// Passivated trees by the nodes their remote children run on: woken when one changes.
+  std::unordered_map<std::string, std::unordered_set<uint64_t>> dormant_by_node;
+  /// Procedures of the passivated trees by the second of their earliest deadline (how early
+  /// a tree is read back: wake_lead_ms).
+  std::map<int64_t, uint64_t> wake_volume;
+  /// Finished trees by expiry, soonest first, under one timer (a delayed message per tree
+  /// would cost the actor clock's lock, a wake-up of its thread and an entry each).
+  std::priority_queue<expiry, std::vector<expiry>, std::greater<>> expiries;
+  uint64_t expiry_token = 0;  ///< of the armed timer; older timers are ignored
+  std::chrono::steady_clock::time_point expiry_armed_for =
+    std::chrono::steady_clock::time_point::max();
+  /// Finished trees whose records (but the summary, kept here as written) are still in the
+  /// journal: collect_finished deletes them and writes the summaries again.
+  std::unordered_map<uint64_t, std::string> collectable;
+  bool collect_armed = false;
+  /// Roots whose Submitted record is on its way to the journal (not in `roots` yet).
+  std::unordered_set<uint64_t> submitting;
+  uint64_t append_tag = 0;
+  std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
+  std::vector<pb::Quarantined> quarantined;
+  std::unordered_set<uint64_t> rolling_back;  ///< roots running their tree's rollback
+  /// Children placed on other nodes: who takes the messages about them (their placeholder,
+  /// or the root rolling their tree back).
+  std::unordered_map<uint64_t, caf::actor> remote_routes;
+  /// Of those, the children held dormant by their parent (the route is the parent): told
+  /// to spawn the placeholder (wake_child_atom) rather than the messages themselves.
+  std::unordered_set<uint64_t> remote_via;
+  /// Ends of such children journaled here (a serialized pb::RemoteEnd), told again to
+  /// whoever registers for the child later; forgotten when the tree ends.
+  std::unordered_map<uint64_t, std::string> remote_ends;
+  uint64_t undos = 0;          ///< undos done
+  uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
+
+  // -- recovery (executor_recovery.cpp) ------------------------------------------------------
+  /// Taking over the trees read back from the journal, possibly while the scan still runs
+  /// (docs/concepts.md, "Recovery"): the journal does not exist yet, nor are the procedure ids
+  /// known that the node has handed out. Nothing may run, write or wake until the take-over
+  /// ends; what would is kept here and done then (recover_end).
+  bool recovering = false;
+  struct recovery_tally {
+    size_t running = 0, rolling = 0, done = 0, quarantined = 0, dormant = 0, events = 0;
+    std::chrono::steady_clock::time_point since;
+  } tally;
+  std::vector<std::pair<std::shared_ptr<const tree_image>, bool>> to_start;  ///< (image, rollback)
+  struct tree_wake_arm {
+    uint64_t root_id = 0;
+    int64_t deadline_ms = 0;
+    uint64_t token = 0;
+  };
+  std::vector<tree_wake_arm> to_arm;  ///< passivated trees' earliest deadlines
+  std::vector<uint64_t> to_wake;      ///< passivated trees woken (an event kept while down)
+};
+
+using executor_actor = caf::stateful_actor<executor_state>;
+
+using promise_t = caf::typed_response_promise<std::string>;
+
+// -- replies ----------------------------------------------------------------------------------
+std::string encode(const pb::Response& r);
+std::string error_reply(pb::Response::Code code, std::string msg);
+void fill_status(const proc_record& r, pb::ProcStatus* s);
+std::string status_reply(const proc_record& r, pb::Response::Code code = pb::Response::OK);
+void reply(promise_t& rp, std::string bytes);
+
+// -- bookkeeping (executor.cpp) ---------------------------------------------------------------
+/// The clocks record_update reads, read once for many updates (recovery).
+struct update_clock {
+  int64_t wall_ms = 0;    ///< 0: read the clock
+  int64_t steady_ns = 0;  ///< 0: read the clock
+};
+
+/// The root of procedure `id` (0 when it is not known).
+uint64_t root_of(executor_actor* self, uint64_t id);
+/// Records a procedure's new status; answers its waiters when it ended.
+void record_update(executor_actor* self, proc_update u, update_clock at = {});
+/// A procedure that no longer waits for an event is no longer woken by it.
+void forget_event_wait(executor_actor* self, uint64_t id);
+/// The handle procedure `id` is registered with as an event waiter (its actor, its parent's,
+/// or none for a passivated tree); nullptr if it is not registered.
+caf::actor* event_waiter(executor_actor* self, uint64_t id);
+
+/// Procedure `id`, registered by its actor `child` for event `key`, is to be woken through
+/// `parent` from now on (it gives up its actor: proc_passivate_waiter.cpp). False if that registration
+/// is gone (the event is on its way to the actor).
+bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
+                         const caf::actor& child, caf::actor parent);
+
+/// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
+/// once by one kept from earlier (or held for it), else when the next one arrives. `via`:
+/// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
+/// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
+void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
+                 bool via = false);
+/// Wakes every procedure waiting under `key` with `d`; adds their number to `*woke`.
+void wake_waiters(executor_actor* self, const std::string& key, const event_delivery& d,
+                  size_t* woke);
+
+// -- calls (executor_calls.cpp) ------------------------------------------------------------------
+/// Procedure `id` waits for the reply of call `key` (registered as await_event does); the
+/// call is made unless it is under way already or its answer is held for the procedure.
+/// With `service` empty, it waits for an event: await_event alone.
+void await_call(executor_actor* self, const std::string& key, uint64_t id, caf::actor h, bool via,
+                std::string service, std::string request);
+/// A call's caller is done: its reply or failure wakes the procedure waiting for it (none:
+/// it stopped waiting, and the answer is dropped).
+void on_call_done(executor_actor* self, const std::string& key, bool ok, std::string text);
+/// Procedure `id` no longer waits (for anything, or not for its call): its call is stopped.
+void stop_call(executor_actor* self, uint64_t id);
+/// The node goes down: every call under way is stopped.
+void stop_calls(executor_actor* self);
+/// Appends `b`; `then` runs once it is durable (never, if the journal fails: fail-stop).
+void append(executor_actor* self, journal_batch b, std::function<void(uint64_t)> then = {});
+/// The result of finished tree `root_id` expires after `after`: it is released then.
+void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseconds after);
+/// Forgets finished trees `ids` and deletes their records, neighbours with one range delete
+/// each run (a range tombstone per tree would make every memtable switch stall RocksDB's
+/// writer while it fragments them all).
+/// `then` (if any) runs once the deletion is durable.
+void release_trees(executor_actor* self, std::vector<uint64_t> ids,
+                   std::function<void()> then = {});
+/// How late the result-expiry timer may fire, so that trees expire in groups.
+std::chrono::milliseconds expiry_slack(const executor_config& cfg);
+/// The expiry timer (expire_atom with `token`).
+void on_expiry_timer(executor_actor* self, uint64_t token);
+/// Forgets a tree and its procedures (not its journal records).
+void drop_tree(executor_actor* self, uint64_t root_id);
+/// Finished tree `root_id` (its summary record `summary`, as written) has its other records
+/// deleted soon, with its neighbours': within executor_config::collect_after, or at once
+/// when collect_max trees wait.
+void collect_later(executor_actor* self, uint64_t root_id, std::string summary);
+void collect_finished(executor_actor* self);
+/// Collects what is collectable at once when collect_max trees wait, else within
+/// executor_config::collect_after.
+void collect_soon(executor_actor* self);
+constexpr size_t collect_max = 4096;
+/// Starts (or restarts) a tree's root actor from its image; `submitted`: the instance of a
+/// root just submitted (see proc_start::submitted).
+void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, bool rollback,
+                std::shared_ptr<procedure> submitted = {});
+/// The executor's entry for the root of `image` (its restart history survives restarts).
+root_entry& enter_root(executor_actor* self, const tree_image& image);
+/// The tree of `procs` ended: forget what was kept for its children on other nodes.
+void forget_remote(executor_actor* self, const std::vector<proc_update>& procs);
+/// True when `root_id` is the root of a fragment (its parent runs on another node).
+bool is_fragment(executor_actor* self, uint64_t root_id);
+/// Reads the tree of `root_id` back from the journal and starts its root.
+void reload_root(executor_actor* self, uint64_t root_id);
+
+// -- recovery (executor_recovery.cpp) ---------------------------------------------------------
+/// A tree whose records cannot be read is neither run nor deleted: it is listed for an
+/// operator, and what could be read of it stays visible in status.
+void quarantine(executor_actor* self, const tree_image& t, const std::string& reason);
+/// Takes over the trees and events read back from the journal at start-up, at once.
+void recover(executor_actor* self, recovered_state& rec);
+/// The same in parts, as the scan folds them: begin, then any number of parts (the events
+/// come in the first: they precede every tree in the journal), then end (once the journal
+/// and the id floor are there), which starts, arms and wakes what the trees need.
+void recover_begin(executor_actor* self);
+void recover_part(executor_actor* self, recovered_state& part);
+void recover_end(executor_actor* self);
+
+// -- passivation (executor_passivation.cpp) ---------------------------------------------------
+/// The tree of `root_id` asks to give up its actors until woken (proc_passivate_tree.cpp);
+/// false if anything was routed into it since `epoch` or is on its way to it.
+bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
+                    const passivation_answer& a);
+/// The root's entry leaves the passivated trees' wake volume (it woke, or went).
+void forget_wake_volume(executor_state& st, root_entry& re);
+/// The tree's current wake epoch (what a passivation must still see when it is agreed).
+uint64_t passivation_epoch(executor_actor* self, uint64_t root_id);
+/// A wake-up was routed into the live tree of `root_id`.
+void note_wake(executor_actor* self, uint64_t root_id);
+/// Node `node` went down or came back: passivated trees with children there wake (their
+/// placeholders watch the node).
+void wake_dormant_on(executor_actor* self, const std::string& node);
+/// The root is not dormant any more (it runs again, or it cannot be read).
+void end_sleep(executor_actor* self, uint64_t root_id);
+/// True if every procedure of the tree only waits (it starts passivated at recovery).
+bool only_waits(const tree_image& t);
+/// What a procedure of a passivated tree shows as waiting_for.
+std::string waiting_reason(const proc_image& p);
+/// Recovery of a tree that only waits: passivated from the start.
+void recover_dormant(executor_actor* self, const tree_image& t);
+/// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event;
+/// `via`: `h` is the parent of dormant child `id` (also when it registered so).
+void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h, const std::string& key,
+                   event_delivery d, bool via = false);
+/// A hibernated root gets its actor back (from the journal); `then` runs once it exists
+/// (at once if it is live). Nothing happens for a tree that is not known.
+void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> then = {});
+
+// -- requests and events (executor_requests.cpp) ----------------------------------------------
+/// Answers one wire request (rpc.hpp).
+void handle_request(executor_actor* self, const std::string& bytes, promise_t rp);
+/// A status, wait, abort or release of an id another node handed out (and not held here)
+/// goes to that node, its answer back unchanged; UNREACHABLE when it does not answer. False:
+/// answer it here (executor_forward.cpp).
+bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                      promise_t& rp);
+/// Why a request that says it comes from node `from` is refused ("" when `from` is a peer
+/// of this named node): a delivery or a heartbeat from a stranger.
+std::string not_a_peer(executor_actor* self, const std::string& from);
+/// Takes another node's messages about trees spanning both (executor_remote.cpp).
+void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp);
+/// Messages about child `id` on another node go to `h`: its placeholder, the root rolling
+/// its tree back, or (`via`) the parent holding it dormant. An end journaled here already is
+/// told at once (to a parent: wake the child; so is the loss of the child's node).
+void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via);
+/// Placeholder `placeholder` of child `id` gives up its actor: its messages go to `parent`
+/// from now on, unless its end is here already (then on its way to the placeholder, which
+/// stays). True if switched.
+bool remote_sleep_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
+                      caf::actor parent);
+// -- the cluster (executor_cluster.cpp) --------------------------------------------------------
+/// Answers a peer's heartbeat with this node's NodeInfo.
+void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp);
+/// A peer's status as its link sees it: kept for procedure actors; the procedures that wait
+/// for that peer are told when it goes down or comes back, its outbox kicked when it is up.
+void on_peer_status(executor_actor* self, const peer_status& s);
+/// Answers `nodes`: this node and each peer as seen from here.
+void handle_nodes(executor_actor* self, promise_t rp);
+/// A list not limited to this node (`local` unset) on a node with peers: asks each peer for
+/// its part and answers the merge (with the peers that did not answer). False: answer
+/// `local` (this node's part) as it is.
+bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Response local,
+                       promise_t rp);
+
+// -- operators (executor_views.cpp, executor_bypass.cpp) --------------------------------------
+/// The tree of a procedure, root first, depth first (with its fragments on other nodes).
+void handle_tree(executor_actor* self, const pb::TreeRequest& req, promise_t rp);
+/// A procedure's history, read from its tree's journal records.
+void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise_t rp);
+/// The node's held and awaited resource locks.
+void handle_locks(executor_actor* self, promise_t rp);
+/// An operator's bypass: refused unless stuck or forced; answered once it is durable.
+void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t rp);
+
+/// Keeps an event for procedures that suspend on its key later, until its TTL.
+void keep_event(executor_actor* self, const std::string& key, pending_event ev);
+/// Arms the expiry of kept event `ev` (keep_event does; recovery does it for the events it
+/// read back once its take-over ends).
+void arm_event_ttl(executor_actor* self, const std::string& key, const pending_event& ev);
+
+}  // namespace proctor::exec_detail

@@ -1,0 +1,202 @@
+#include "actors/executor/metrics.hpp"
+
+#include <map>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace proctor {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Histogram;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+Histogram::BucketBoundaries runtime_buckets() {
+  return {type_metrics::buckets.begin(), type_metrics::buckets.end()};
+}
+
+/// A family of one sample whose value another part of the node owns (a gauge, or a counter
+/// the journal or the executor keeps): made at each render instead of mirrored in the
+/// registry, where a counter could only be incremented.
+MetricFamily one_sample(std::string name, std::string help, MetricType type, double v) {
+  ClientMetric m;
+  if (type == MetricType::Counter)
+    m.counter.value = v;
+  else
+    m.gauge.value = v;
+  return MetricFamily{std::move(name), std::move(help), type, {std::move(m)}};
+}
+
+}  // namespace
+
+/// The counters kept here, one sample per procedure type in each family.
+struct type_metrics::families {
+  prometheus::Registry registry;
+  Family<Counter>& submitted = prometheus::BuildCounter()
+                                 .Name("proctor_procedures_submitted_total")
+                                 .Help("Procedures submitted or spawned.")
+                                 .Register(registry);
+  Family<Counter>& succeeded = prometheus::BuildCounter()
+                                 .Name("proctor_procedures_succeeded_total")
+                                 .Help("Procedures that ended SUCCESS.")
+                                 .Register(registry);
+  Family<Counter>& failed = prometheus::BuildCounter()
+                              .Name("proctor_procedures_failed_total")
+                              .Help("Procedures that ended FAILED.")
+                              .Register(registry);
+  Family<Counter>& rolled_back = prometheus::BuildCounter()
+                                   .Name("proctor_procedures_rolledback_total")
+                                   .Help("Procedures that ended ROLLEDBACK.")
+                                   .Register(registry);
+  Family<Counter>& no_progress =
+    prometheus::BuildCounter()
+      .Name("proctor_procedures_no_progress_total")
+      .Help("Procedures flagged for committing the same state with the same data many times.")
+      .Register(registry);
+  Family<Histogram>& runtime = prometheus::BuildHistogram()
+                                 .Name("proctor_procedure_runtime_ms")
+                                 .Help("Submit-to-end time of procedures.")
+                                 .Register(registry);
+
+  /// One type's samples, found once per type (Family::Add hashes the labels under a lock).
+  struct of_type {
+    Counter& submitted;
+    Counter& succeeded;
+    Counter& failed;
+    Counter& rolled_back;
+    Counter& no_progress;
+    Histogram& runtime;
+  };
+  std::map<std::string, of_type, std::less<>> by_type;
+
+  of_type& of(const std::string& type) {
+    if (auto i = by_type.find(type); i != by_type.end())
+      return i->second;
+    prometheus::Labels labels{{"type", type}};
+    of_type t{submitted.Add(labels),   succeeded.Add(labels),
+              failed.Add(labels),      rolled_back.Add(labels),
+              no_progress.Add(labels), runtime.Add(labels, runtime_buckets())};
+    return by_type.emplace(type, t).first->second;
+  }
+};
+
+type_metrics::type_metrics() : families_(std::make_unique<families>()) {}
+
+type_metrics::~type_metrics() = default;
+type_metrics::type_metrics(type_metrics&&) noexcept = default;
+type_metrics& type_metrics::operator=(type_metrics&&) noexcept = default;
+
+void type_metrics::submitted(const std::string& type) {
+  families_->of(type).submitted.Increment();
+}
+
+void type_metrics::no_progress(const std::string& type) {
+  families_->of(type).no_progress.Increment();
+}
+
+void type_metrics::ended(const std::string& type, proc_state state,
+                         std::chrono::milliseconds runtime) {
+  auto& t = families_->of(type);
+  switch (state) {
+    case proc_state::success:
+      t.succeeded.Increment();
+      break;
+    case proc_state::failed:
+      t.failed.Increment();
+      break;
+    case proc_state::rolledback:
+      t.rolled_back.Increment();
+      break;
+    default:
+      return;
+  }
+  if (runtime.count() >= 0)
+    t.runtime.Observe(static_cast<double>(runtime.count()));
+}
+
+std::string type_metrics::render(const step_scheduler_stats& s, const journal_stats& j,
+                                 const executor_gauges& g) const {
+  auto out = families_->registry.Collect();
+  auto gauge = [&](const char* name, const char* help, double v) {
+    out.push_back(one_sample(name, help, MetricType::Gauge, v));
+  };
+  auto counter = [&](const char* name, std::string help, uint64_t v) {
+    out.push_back(one_sample(name, std::move(help), MetricType::Counter, static_cast<double>(v)));
+  };
+  gauge("proctor_queue_depth", "Steps ready to run, waiting for a run slot.",
+        static_cast<double>(s.queued));
+  gauge("proctor_running_steps", "Steps running on workers.", static_cast<double>(s.running));
+  gauge("proctor_run_slots", "Run slots (worker threads).", static_cast<double>(s.slots));
+  gauge("proctor_waiting_procedures", "Procedures WAITING or WAITING_TIMEOUT.",
+        static_cast<double>(g.waiting));
+  gauge("proctor_passivated_roots",
+        "Waiting roots without an actor, restarted from the journal when woken.",
+        static_cast<double>(g.hibernated));
+  gauge("proctor_lock_waiting_steps", "Steps waiting for a resource lock.",
+        static_cast<double>(s.lock_waiting));
+  gauge("proctor_lock_holders", "Procedures holding resource locks.",
+        static_cast<double>(s.lock_owners));
+  gauge("proctor_stuck_steps", "Running steps older than the stuck threshold.",
+        static_cast<double>(s.stuck));
+  gauge("proctor_quarantined_trees", "Trees whose journal records could not be read.",
+        static_cast<double>(g.quarantined));
+  gauge("proctor_procedures", "Procedures known to the node (live and retained).",
+        static_cast<double>(g.procedures));
+  gauge("proctor_rollbacks_in_progress", "Trees whose rollback is running.",
+        static_cast<double>(g.rolling_back));
+  counter("proctor_undos_total", "Undos of rollbacks done.", g.undos);
+  counter("proctor_undo_failures_total", "Undos that threw; each is retried.", g.undo_failures);
+  counter("proctor_passivation_attempts_total",
+          "Trees asked whether every procedure only waits (each attempt messages the whole "
+          "tree).",
+          g.passivation_attempts);
+  gauge("proctor_passivated_procedures",
+        "Procedures without an actor held by a live ancestor's actor until their timer, event "
+        "or reply, or until one in their subtree comes (the others without one are in "
+        "passivated trees).",
+        static_cast<double>(g.dormant_procedures));
+  counter("proctor_queued_wakes_total",
+          "Wake-ups of dormant procedures that waited until a sibling's actor went down (a "
+          "parent spawns at most max_live_children of its children for them at once).",
+          g.queued_wakes);
+  gauge("proctor_calls_in_flight",
+        "Calls to services made for waiting procedures and not answered yet (each by a "
+        "caller actor, whether the procedure has its actor or not).",
+        static_cast<double>(g.calls_in_flight));
+  gauge("proctor_active_epoch",
+        "The data directory's epoch this process holds (one more at every takeover).",
+        static_cast<double>(g.epoch));
+  gauge("proctor_active_since_seconds",
+        "Since when this process is the node's active one "
+        "(Unix time).",
+        static_cast<double>(g.active_since_ms) / 1000.0);
+  gauge("proctor_takeover_seconds",
+        "How long this process took to take over as a standby "
+        "(lock taken to serving; 0: it started without waiting).",
+        static_cast<double>(g.takeover_ms) / 1000.0);
+  gauge("proctor_journal_last_batch_size", "Appends in the journal's last WriteBatch.",
+        static_cast<double>(j.last_batch_size));
+  gauge("proctor_journal_last_fsync_us", "Duration of the journal's last synced write.",
+        static_cast<double>(j.fsync_us_last));
+  gauge("proctor_journal_max_fsync_us", "Duration of the journal's slowest synced write.",
+        static_cast<double>(j.fsync_us_max));
+  counter("proctor_journal_batches_total", "Synced WriteBatches.", j.batches);
+  counter("proctor_journal_records_total", "Records appended.", j.records);
+  counter("proctor_journal_range_deletes_total", "Range deletes written.", j.range_deletes);
+  counter("proctor_journal_fsync_us_total", "Time in synced writes.", j.fsync_us_total);
+  counter("proctor_journal_slow_writes_total",
+          "Synced writes over " + std::to_string(slow_write_us / 1000) + " ms.", j.slow_writes);
+  return prometheus::TextSerializer{}.Serialize(out);
+}
+
+}  // namespace proctor

@@ -1,0 +1,65 @@
+// Counters per procedure type and node gauges, rendered in Prometheus text format.
+// prometheus-cpp holds the counters and writes the text (escaping label values and HELP).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "actors/scheduling/step_scheduler.hpp"
+#include "persistence/journal.hpp"
+#include <proctor/proc_state.hpp>
+
+namespace proctor {
+
+/// The executor's own gauges.
+struct executor_gauges {
+  size_t waiting = 0;                 ///< procedures WAITING or WAITING_TIMEOUT
+  size_t hibernated = 0;              ///< of those, roots without an actor
+  size_t procedures = 0;              ///< known (live or retained)
+  size_t quarantined = 0;             ///< trees
+  size_t rolling_back = 0;            ///< trees whose rollback runs
+  uint64_t undos = 0;                 ///< counter: undos done
+  uint64_t undo_failures = 0;         ///< counter: undos that threw (and are retried)
+  uint64_t epoch = 0;                 ///< the data directory's epoch this process holds
+  int64_t active_since_ms = 0;        ///< wall clock: since when this process is the active one
+  int64_t takeover_ms = 0;            ///< how long its takeover took (0: started without one)
+  uint64_t passivation_attempts = 0;  ///< counter: trees asked whether they only wait
+  int64_t dormant_procedures = 0;     ///< held dormant by a live parent, without an actor
+  size_t calls_in_flight = 0;         ///< calls made for waiting procedures, not answered yet
+  uint64_t queued_wakes = 0;          ///< counter: wake-ups that waited for a sibling to go down
+};
+
+class type_metrics {
+public:
+  type_metrics();
+  ~type_metrics();
+  type_metrics(type_metrics&&) noexcept;
+  type_metrics& operator=(type_metrics&&) noexcept;
+
+  /// A procedure of `type` entered the node (submitted or spawned).
+  void submitted(const std::string& type);
+
+  /// A procedure of `type` ended in `state` after `runtime`.
+  void ended(const std::string& type, proc_state state,
+             std::chrono::milliseconds runtime = std::chrono::milliseconds{-1});
+
+  /// A procedure of `type` was flagged for making no progress.
+  void no_progress(const std::string& type);
+
+  /// Prometheus text exposition of the counters and the gauges passed in.
+  std::string render(const step_scheduler_stats& s, const journal_stats& j,
+                     const executor_gauges& g) const;
+
+  /// Upper bounds (ms) of the runtime histogram's buckets.
+  static constexpr std::array<int64_t, 10> buckets{1,   5,    10,   50,    100,
+                                                   500, 1000, 5000, 30000, 300000};
+
+private:
+  struct families;  // prometheus-cpp's registry, kept out of this header
+  std::unique_ptr<families> families_;
+};
+
+}  // namespace proctor

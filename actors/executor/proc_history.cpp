@@ -1,0 +1,206 @@
+#include "actors/executor/proc_history.hpp"
+
+#include <memory>
+#include <string>
+
+#include <proctor/journal.pb.h>
+#include <proctor/proc_state.hpp>
+
+namespace proctor {
+
+namespace {
+
+/// Names the states of one procedure type (numbers when the type is not registered here).
+class state_namer {
+public:
+  state_namer(const registry& types, const std::string& type) {
+    if (const auto* t = types.find(type); t != nullptr && t->make)
+      inst_ = t->make();
+  }
+  std::string operator()(int32_t state) const {
+    return inst_ ? inst_->state_name(state) : std::to_string(state);
+  }
+
+private:
+  std::unique_ptr<procedure> inst_;
+};
+
+std::string end_text(pb::ProcState s, const std::string& result, const std::string& error) {
+  std::string out = pb::ProcState_Name(s);
+  if (!result.empty())
+    out += " result " + result;
+  if (!error.empty())
+    out += ": " + error;
+  return out;
+}
+
+}  // namespace
+
+pb::History history_of(uint64_t id, const journal_records& records, const registry& types) {
+  pb::History h;
+  std::unique_ptr<state_namer> names;
+  auto name = [&](int32_t s) { return names ? (*names)(s) : std::to_string(s); };
+  auto add = [&](uint64_t lsn, const char* kind) {
+    auto* e = h.add_entries();
+    e->set_lsn(lsn);
+    e->set_kind(kind);
+    return e;
+  };
+  bool summary_only = false;
+  for (const auto& r : records) {
+    pb::JournalRecord rec;
+    if (!rec.ParseFromString(r.value)) {
+      add(r.lsn, "unreadable")
+        ->set_detail("a record that does not parse (the tree is quarantined)");
+      continue;
+    }
+    switch (rec.body_case()) {
+      case pb::JournalRecord::kSubmitted: {
+        const auto& s = rec.submitted();
+        if (s.proc_id() != id)
+          break;
+        names = std::make_unique<state_namer>(types, s.type());
+        auto* e = add(r.lsn, "submitted");
+        e->set_state(s.state());
+        e->set_state_name(name(s.state()));
+        e->set_at_ms(s.submitted_at_ms());
+        std::string d = s.type() + " v" + std::to_string(s.type_version());
+        if (!s.node().empty())
+          d += ", runs on node " + s.node();
+        if (!s.parent_node().empty())
+          d += ", child of " + std::to_string(s.parent_id()) + " on node " + s.parent_node();
+        e->set_detail(d);
+        break;
+      }
+      case pb::JournalRecord::kStep: {
+        const auto& s = rec.step();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "step");
+        e->set_state(s.executed_state());
+        e->set_state_name(name(s.executed_state()));
+        e->set_next_state(s.next_state());
+        e->set_next_state_name(name(s.next_state()));
+        e->set_attempt(s.attempt());
+        e->set_at_ms(s.committed_at_ms());
+        e->set_took_us(s.took_us());
+        std::string d;
+        if (s.children_size() > 0) {
+          d = "spawned";
+          for (auto c : s.children())
+            d += " " + std::to_string(c);
+        }
+        if (s.past_no_return())
+          d += std::string(d.empty() ? "" : "; ") + "past the point of no return";
+        if (s.ended())
+          d += std::string(d.empty() ? "" : "; ") + "done while its tree was failing";
+        e->set_detail(d);
+        break;
+      }
+      case pb::JournalRecord::kSuspended: {
+        const auto& s = rec.suspended();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "suspended");
+        e->set_state(s.resume_state());
+        e->set_state_name(name(s.resume_state()));
+        std::string d =
+          s.call_service().empty() ? "event " + s.event_key() : "call to " + s.call_service();
+        if (s.deadline_ms() != 0)
+          d += ", deadline " + std::to_string(s.deadline_ms()) + " ms";
+        e->set_detail(d);
+        break;
+      }
+      case pb::JournalRecord::kTimer: {
+        const auto& s = rec.timer();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "timer");
+        e->set_state(s.resume_state());
+        e->set_state_name(name(s.resume_state()));
+        e->set_detail("wakes at " + std::to_string(s.wake_at_ms()) + " ms");
+        break;
+      }
+      case pb::JournalRecord::kDelivered: {
+        const auto& s = rec.delivered();
+        if (s.proc_id() != id)
+          break;
+        add(r.lsn, "event")
+          ->set_detail(s.timed_out() ? "deadline passed waiting for " + s.event_key()
+                                     : "event " + s.event_key() + " payload " + s.payload_json());
+        break;
+      }
+      case pb::JournalRecord::kFailed: {
+        const auto& s = rec.failed();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "failed");
+        e->set_state(s.failed_state());
+        e->set_state_name(s.failed_state() == 0 ? "" : name(s.failed_state()));
+        e->set_detail(s.error());
+        break;
+      }
+      case pb::JournalRecord::kUndone: {
+        const auto& s = rec.undone();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "undone");
+        e->set_state(s.state());
+        e->set_state_name(name(s.state()));
+        e->set_detail(s.remote()          ? "its fragment on another node was rolled back"
+                      : s.never_started() ? "never started: nothing to undo"
+                      : s.undone_lsn() == 0
+                        ? "partly run state undone"
+                        : "undid the step at lsn " + std::to_string(s.undone_lsn()));
+        break;
+      }
+      case pb::JournalRecord::kFinished: {
+        const auto& s = rec.finished();
+        if (s.proc_id() != id)
+          break;
+        add(r.lsn, "finished")->set_detail(end_text(s.state(), s.result_json(), s.error()));
+        break;
+      }
+      case pb::JournalRecord::kBypassed: {
+        const auto& s = rec.bypassed();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "bypassed");
+        e->set_at_ms(s.at_ms());
+        std::string d = "by an operator while " + pb::ProcState_Name(s.state());
+        if (!s.waiting_for().empty())
+          d += " (waiting for " + s.waiting_for() + ")";
+        if (s.forced())
+          d += ", forced";
+        e->set_detail(d);
+        break;
+      }
+      case pb::JournalRecord::kRolledBack:
+        add(r.lsn, "rolledback")->set_detail(rec.rolled_back().error());
+        break;
+      case pb::JournalRecord::kSummary: {
+        for (const auto& p : rec.summary().procs()) {
+          if (p.proc_id() != id)
+            continue;
+          summary_only = h.entries_size() == 0;
+          auto* e = add(r.lsn, "summary");
+          e->set_at_ms(rec.summary().finished_at_ms());
+          e->set_detail(end_text(p.state(), p.result_json(), p.error())
+                        + (p.bypassed() ? " (bypassed by an operator)" : ""));
+        }
+        break;
+      }
+      case pb::JournalRecord::kIdFloor:
+      case pb::JournalRecord::kEvent:
+      case pb::JournalRecord::kOutbox:
+      case pb::JournalRecord::BODY_NOT_SET:
+        break;
+    }
+  }
+  if (summary_only)
+    h.set_note("its tree has ended: the journal keeps only the tree's summary, so the step "
+               "detail is no longer available");
+  return h;
+}
+
+}  // namespace proctor

@@ -1,0 +1,20 @@
+// A procedure's journaled life (`proctor history`), read from its tree's records: each step
+// with its state name, attempt, commit time and handler duration, the waits, events,
+// failures, undos, its end and a bypass. Pure: the executor reads the records, this names
+// them.
+#pragma once
+
+#include <cstdint>
+
+#include "persistence/journal.hpp"
+#include <proctor/registry.hpp>
+#include <proctor/wire.pb.h>
+
+namespace proctor {
+
+/// The entries of procedure `id` among `records` (one tree's, ascending LSN), state names
+/// from `types` (numbers alone for a type not registered here). A tree held as its summary
+/// only yields one "summary" entry and a note saying the step detail is gone.
+pb::History history_of(uint64_t id, const journal_records& records, const registry& types);
+
+}  // namespace proctor

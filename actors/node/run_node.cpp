@@ -1,0 +1,317 @@
+#include <proctor/run_node.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/node/node.hpp"
+#include "actors/cluster/peer_transport.hpp"
+#include "actors/node/standby.hpp"
+#include "actors/cluster/tls.hpp"
+#include "actors/wire/endpoint.hpp"
+
+#ifdef PROCTOR_HAVE_HTTPLIB
+#include "actors/console/console_http.hpp"
+#include "actors/http/metrics_http.hpp"
+#endif
+#include "actors/console/console_auth.hpp"
+
+namespace proctor {
+namespace {
+
+class daemon_config : public caf::actor_system_config {
+public:
+  daemon_config() {
+    load<caf::io::middleman>();
+    tune_actor_system(*this);
+  }
+};
+
+/// --http's "HOST:PORT", where a bare "PORT" or ":PORT" means 127.0.0.1:PORT: the console
+/// is reachable from elsewhere only when an address says so.
+std::string console_address(const std::string& text) {
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+    return "127.0.0.1:" + text;
+  if (!text.empty() && text.front() == ':')
+    return "127.0.0.1" + text;
+  return text;
+}
+
+}  // namespace
+
+int run_node(int argc, char** argv, registry& types, const run_node_options& node_opts) {
+  const std::string& program = node_opts.program;
+  CLI::App app{program + ": " + node_opts.description};
+  std::string data_dir, listen, log_level = "info", metrics_addr, name, peers_text, peers_file;
+  size_t workers = 8;
+  int result_ttl_s = 900;
+  size_t max_args = 1 << 20;
+  int64_t hibernate_after_ms = 1000;
+  int64_t stuck_after_s = 60;
+  bool standby = false;
+  int64_t fence_after_ms = 0;
+  app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
+  app.add_option("--listen", listen, "HOST:PORT the node serves on (port 0: any)")->required();
+  app.add_option("--name", name,
+                 "This node's name among its peers (fixed by the data directory on first use)");
+  app.add_option("--peers", peers_text,
+                 "The other nodes: NAME=HOST:PORT,... (their --listen addresses; a node with "
+                 "a standby: NAME=HOST:PORT|HOST:PORT)");
+  app.add_option("--peers-file", peers_file,
+                 "A file of NAME=HOST:PORT lines ('#' comments), read with --peers");
+  app.add_option("--workers", workers, "Run slots: steps that run at once")
+    ->check(CLI::Range(1, 4096));
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
+    ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_option("--metrics", metrics_addr, "HOST:PORT to serve Prometheus metrics on");
+  std::string http_addr, http_token, http_token_file;  // docs/web-console.md
+  app.add_option("--http", http_addr,
+                 "HOST:PORT to serve the web console and its JSON API on (PORT alone: "
+                 "127.0.0.1:PORT)");
+  app.add_option("--http-token", http_token,
+                 "The token the console's changes (abort, bypass) must carry; without one "
+                 "the console is read-only");
+  app.add_option("--http-token-file", http_token_file,
+                 "A file holding --http-token (so it is not on the command line)");
+  app.add_option("--result-ttl-s", result_ttl_s, "Seconds a finished tree's result is kept")
+    ->check(CLI::Range(1, 365 * 24 * 3600));
+  app.add_option("--max-args-bytes", max_args, "Largest args JSON a submit may carry")
+    ->check(CLI::Range(size_t{64}, size_t{1} << 30));
+  // --hibernate-after-ms: the option's old name, still accepted.
+  app
+    .add_option("--passivate-after-ms,--hibernate-after-ms", hibernate_after_ms,
+                "A tree whose every procedure has only waited this long passivates: it gives "
+                "up its actors until woken (-1: never)")
+    ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
+  app
+    .add_option("--stuck-after-s", stuck_after_s,
+                "A procedure waiting or retrying in one state this long is stuck: `proctor "
+                "bypass` needs no --force for it (0: at once)")
+    ->check(CLI::Range(int64_t{0}, int64_t{365} * 24 * 3600));
+  app.add_flag("--standby", standby,
+               "Wait for the data directory's lock while another process holds it, following "
+               "its journal, and take over as soon as that process is gone (docs/standby.md)");
+  app
+    .add_option("--fence-after-ms", fence_after_ms,
+                "With --standby: kill (SIGKILL) an active process on this host that has not "
+                "answered for this long, to take over (0: never)")
+    ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
+  tls_options tls;  // docs/tls.md
+  app.add_option("--tls-cert", tls.cert, "PEM certificate this node presents (mutual TLS)");
+  app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
+  app.add_option("--tls-ca", tls.ca, "PEM CA every client's and peer's certificate must chain to");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto logger = spdlog::stderr_color_mt(program);
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  auto listen_ep = parse_endpoint(listen, true);
+  if (!listen_ep) {
+    std::cerr << program << ": --listen wants HOST:PORT, got '" << listen << "'\n";
+    return 64;
+  }
+  if (auto why = check_tls_options(tls); !why.empty()) {
+    std::cerr << program << ": " << why << "\n";
+    return 64;
+  }
+  auto metrics_ep = parse_endpoint(metrics_addr, true);
+  if (!metrics_addr.empty() && !metrics_ep) {
+    std::cerr << program << ": --metrics wants HOST:PORT, got '" << metrics_addr << "'\n";
+    return 64;
+  }
+
+  auto http_ep = parse_endpoint(console_address(http_addr), true);
+  if (!http_addr.empty() && !http_ep) {
+    std::cerr << program << ": --http wants HOST:PORT, got '" << http_addr << "'\n";
+    return 64;
+  }
+  std::string token_error;
+  auto console_token = load_console_token(http_token, http_token_file, &token_error);
+  if (!console_token) {
+    std::cerr << program << ": " << token_error << "\n";
+    return 64;
+  }
+  if (http_addr.empty() && !console_token->empty()) {
+    std::cerr << program << ": --http-token and --http-token-file need --http\n";
+    return 64;
+  }
+
+  std::map<std::string, peer_address> peers;
+  {
+    std::string text = peers_text, err;
+    if (!peers_file.empty()) {
+      std::ifstream in(peers_file);
+      if (!in) {
+        std::cerr << program << ": cannot read --peers-file " << peers_file << "\n";
+        return 64;
+      }
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text += "\n" + ss.str();
+    }
+    if (!parse_peers(text, name, &peers, &err)) {
+      std::cerr << program << ": --peers: " << err << "\n";
+      return 64;
+    }
+    if (!peers.empty() && name.empty()) {
+      // A data directory named before knows its name; one never named cannot have peers.
+      std::ifstream node_file(data_dir + "/NODE");
+      if (!node_file) {
+        std::cerr << program << ": --peers needs --name (this node's name among them)\n";
+        return 64;
+      }
+    }
+  }
+
+  // Signals are taken synchronously by this thread; block them before CAF starts threads.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  daemon_config cfg;
+  configure_tls(cfg, tls);
+  int rc = 0;
+  {
+    caf::actor_system sys{cfg};
+    node n{sys, types};
+    // The data directory: this process's at once, or (--standby) once its holder is gone;
+    // the actor system and the registry are ready meanwhile.
+    standby_options so;
+    so.data_dir = data_dir;
+    if (fence_after_ms > 0)
+      so.fence_after = std::chrono::milliseconds{fence_after_ms};
+    so.stop_requested = [&sigs] { return signal_pending(sigs); };
+    so.tls = tls;
+    auto dir = take_directory(so, standby);
+    if (!dir.lock) {
+      if (!dir.error.empty()) {
+        std::cerr << program << ": " << dir.error << "\n";
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+      spdlog::info("standby on {}: stopped before taking over", data_dir);
+      spdlog::shutdown();
+      return 0;
+    }
+    node_options opts;
+    opts.data_dir = data_dir;
+    opts.workers = workers;
+    opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
+    opts.executor.max_args_bytes = max_args;
+    opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
+    opts.executor.stuck_after = std::chrono::seconds{stuck_after_s};
+    std::vector<caf::actor> services;
+    for (const auto& [service, spawn] : node_opts.services) {
+      services.push_back(spawn(sys));
+      opts.services[service] = services.back();
+    }
+    opts.name = name;
+    opts.lock = dir.lock;
+    caf::actor transport;
+    if (!peers.empty()) {
+      peer_transport_config pc;
+      pc.self_name = name;
+      pc.peers = peers;
+      transport = spawn_peer_transport(sys, std::move(pc));
+      opts.transport = transport;
+      for (const auto& [peer, addr] : peers)
+        opts.peer_names.push_back(peer);
+    }
+    auto started = n.start(opts);
+    if (!started) {
+      std::cerr << program << ": " << sys.render(started.error()) << "\n";
+      spdlog::shutdown();
+      std::_Exit(1);
+    }
+    auto p = n.serve_clients(listen_ep->host, listen_ep->port);
+    if (!p) {
+      std::cerr << program << ": cannot listen on " << listen << ": " << sys.render(p.error())
+                << "\n";
+      n.stop();
+      spdlog::shutdown();
+      std::_Exit(1);
+    }
+    auto takeover = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - dir.taken_at);
+    active_info who;
+    who.listen = listen_ep->host + ":" + std::to_string(*p);
+    if (dir.waited) {
+      who.takeover_ms = std::max<int64_t>(1, takeover.count());
+      n.note_takeover(std::chrono::milliseconds{who.takeover_ms});
+      spdlog::info("took over as the active process of {} in {} ms (epoch {})", data_dir,
+                   who.takeover_ms, dir.lock->epoch());
+    }
+    if (std::string err; !dir.lock->publish(who, &err))
+      spdlog::warn("{} (standbys and operators see an older holder)", err);
+    spdlog::info("{}{} listening on {}:{} with {} worker(s), data in {}{}", program,
+                 name.empty() ? std::string{} : " " + name, listen_ep->host, *p, workers, data_dir,
+                 peers.empty() ? std::string{} : ", " + std::to_string(peers.size()) + " peer(s)");
+#ifdef PROCTOR_HAVE_HTTPLIB
+    std::unique_ptr<metrics_http> http;
+    if (!metrics_addr.empty()) {
+      http = std::make_unique<metrics_http>(sys, n.executor());
+      std::string err;
+      if (!http->start(metrics_ep->host, metrics_ep->port, &err)) {
+        std::cerr << program << ": cannot serve metrics on " << metrics_addr << ": " << err << "\n";
+        n.stop();
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+    }
+    std::unique_ptr<console_http> console;
+    if (!http_addr.empty()) {
+      console_http_options co;
+      co.token = *console_token;
+      console = std::make_unique<console_http>(sys, n.executor(), co);
+      std::string err;
+      if (console->start(http_ep->host, http_ep->port, &err) == 0) {
+        std::cerr << program << ": cannot serve the web console on " << http_addr << ": " << err
+                  << "\n";
+        if (http)
+          http->stop();
+        n.stop();
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+    }
+#else
+    if (!metrics_addr.empty() || !http_addr.empty())
+      spdlog::warn("--metrics and --http ignored: built without cpp-httplib");
+#endif
+    int sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
+    spdlog::info("signal {}: shutting down", sig);
+#ifdef PROCTOR_HAVE_HTTPLIB
+    if (console)
+      console->stop();
+    if (http)
+      http->stop();
+#endif
+    n.stop();
+    for (const auto& service : services)
+      caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+    if (transport)
+      caf::anon_send_exit(transport, caf::exit_reason::user_shutdown);
+  }
+  spdlog::shutdown();
+  return rc;
+}
+
+}  // namespace proctor

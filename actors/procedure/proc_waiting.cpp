@@ -1,0 +1,102 @@
+// The waiting side of a procedure actor: timers, external events and calls to services.
+#include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/scheduling/timeout_actor.hpp"
+
+namespace proctor {
+
+void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline) {
+  auto& st = self->state;
+  auto token = ++st.timer_token;
+  st.wait_timer_armed = true;
+  st.timer_at_ms = at_ms;
+  if (event_deadline)
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::wait, at_ms, wake_atom::value, token);
+  else
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::wait, at_ms, retry_atom::value, token);
+}
+
+void disarm_timer(proc_actor* self) {
+  auto& st = self->state;
+  ++st.timer_token;
+  if (std::exchange(st.wait_timer_armed, false))
+    cancel_timeout(self, st.env->timeout, st.id, timeout_kind::wait);
+}
+
+void wait_for_event(proc_actor* self, int64_t deadline_ms) {
+  auto& st = self->state;
+  st.status = proc_state::waiting;
+  st.deadline_ms = deadline_ms;
+  publish(self, event_wait_reason(st.event_key));
+  register_wait(self);
+  if (deadline_ms > 0)
+    arm_timer(self, deadline_ms, true);
+  offer_passivation(self);
+}
+
+/// Woken by an event (or its deadline): journal the delivery, then run the resume state.
+void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why) {
+  auto& st = self->state;
+  if (st.busy || st.stopping || st.parked || st.status != proc_state::waiting
+      || st.event_key.empty())
+    return;  // not waiting (any more): a late timer or a duplicate event
+  st.busy = true;
+  disarm_timer(self);
+  pb::JournalRecord rec;
+  auto* d = rec.mutable_delivered();
+  d->set_proc_id(st.id);
+  d->set_event_key(st.event_key);
+  d->set_payload_json(payload);
+  d->set_timed_out(timed_out);
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  journal_append(self, std::move(batch), [self, payload, timed_out, why] {
+    auto& st = self->state;
+    auto key = std::move(st.event_key);
+    st.event_key.clear();
+    st.call_service.clear();
+    st.call_request.clear();
+    st.event_payload = payload;
+    st.event_timed_out = timed_out;
+    st.status = proc_state::runnable;
+    publish(self);
+    if (timed_out && !st.inst->resume_on_timeout())
+      return on_business_failure(self, st.state,
+                                 why.empty() ? "timed out waiting for event '" + key + "'" : why);
+    proceed(self);
+  });
+}
+
+/// Waits for the reply of the pending call (and its deadline). The executor has the call
+/// made (again after the node restarted: the callee deduplicates by call id) unless it is
+/// under way, and routes its reply here as an event under the call id (executor_calls.cpp):
+/// so this actor may go while it waits, as an event waiter does.
+void wait_for_call(proc_actor* self, int64_t deadline_ms) {
+  auto& st = self->state;
+  st.status = proc_state::waiting;
+  st.deadline_ms = deadline_ms;
+  publish(self, "reply from " + st.call_service);
+  register_wait(self);
+  if (deadline_ms > 0)
+    arm_timer(self, deadline_ms, true);
+  offer_passivation(self);
+}
+
+void register_wait(proc_actor* self, uint64_t id, bool via, const std::string& key,
+                   const std::string& call_service, const std::string& call_request) {
+  const auto& executor = self->state.env->executor;
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (!call_service.empty())
+    self->send(executor, wait_call_atom::value, key, id, std::move(me), via, call_service,
+               call_request);
+  else if (via)
+    self->send(executor, wait_event_via_atom::value, key, id, std::move(me));
+  else
+    self->send(executor, wait_event_atom::value, key, id, std::move(me));
+}
+
+void register_wait(proc_actor* self) {
+  auto& st = self->state;
+  register_wait(self, st.id, false, st.event_key, st.call_service, st.call_request);
+}
+
+}  // namespace proctor

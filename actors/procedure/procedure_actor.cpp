@@ -1,0 +1,375 @@
+#include "actors/procedure/procedure_actor.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "actors/base/errors.hpp"
+#include "actors/cluster/peer_link.hpp"
+#include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/procedure/remote.hpp"
+#include "actors/scheduling/worker_pool.hpp"
+
+namespace proctor {
+
+proc_update current_update(proc_actor* self) {
+  auto& st = self->state;
+  proc_update u;
+  u.id = st.id;
+  u.root_id = st.root_id;
+  u.parent_id = st.parent_id;
+  u.type = st.type;
+  u.state = st.status;
+  for (const auto& c : st.children)
+    u.children.push_back(c.id);
+  u.nonce = st.nonce;
+  return u;
+}
+
+void publish(proc_actor* self, std::string waiting_for) {
+  auto u = current_update(self);
+  u.waiting_for = std::move(waiting_for);
+  self->send(self->state.env->executor, update_atom::value, std::move(u));
+}
+
+void journal_append(proc_actor* self, journal_batch batch, std::function<void()> then) {
+  // A tagged send, not a request: no response handler to build and match for each step. The
+  // journal acknowledges only durable writes and fail-stops the node on a write error, so an
+  // append that is never acknowledged means the node is going down; nothing proceeds.
+  auto& st = self->state;
+  auto tag = ++st.last_append_tag;
+  st.appends.push_back({tag, std::move(then), {}, 0});
+  self->send(st.env->journal, append_atom::value, std::move(batch), tag);
+}
+
+void journal_append_lsn(proc_actor* self, journal_batch batch,
+                        std::function<void(uint64_t, size_t)> then) {
+  auto& st = self->state;
+  auto tag = ++st.last_append_tag;
+  auto n = batch.entries.size();
+  st.appends.push_back({tag, {}, std::move(then), n});
+  self->send(st.env->journal, append_atom::value, std::move(batch), tag);
+}
+
+namespace {
+
+/// The journal made the append `tag` durable: run what waited for it.
+void on_appended(proc_actor* self, uint64_t tag, uint64_t lsn) {
+  auto& pending = self->state.appends;
+  // The journal acknowledges a sender's appends in the order they were sent.
+  auto i = std::find_if(pending.begin(), pending.end(), [tag](auto& a) { return a.tag == tag; });
+  if (i == pending.end()) {
+    PLOG(error, self, "acknowledgement of an unknown journal append {}", tag);
+    return;
+  }
+  auto a = std::move(*i);
+  pending.erase(i);
+  if (a.then_lsn)
+    a.then_lsn(lsn, a.entries);
+  else
+    a.then();
+}
+
+/// Runs `job`'s step on this actor (a type whose steps never block) and acts on its outcome.
+void run_here(proc_actor* self, step_job& job) {
+  auto r = worker_pool::run(job);
+  if (!job.direct)
+    self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());
+  if (r.undo)
+    return on_undo_done(self, r);
+  on_step_done(self, r);
+}
+
+}  // namespace
+
+void schedule(proc_actor* self, bool now) {
+  auto& st = self->state;
+  step_job job;
+  job.proc = caf::actor_cast<caf::actor>(self);
+  job.inst = st.inst;
+  job.ctx.id_ = st.id;
+  job.ctx.root_id_ = st.tree_root_id;
+  job.ctx.parent_id_ = st.parent_id;
+  job.ctx.node_ = &st.env->node_name;
+  job.ctx.nodes_ = &st.env->node_names;
+  job.ctx.attempt_ = st.attempt;
+  job.ctx.children_ = st.child_results;
+  job.ctx.event_payload_ = st.event_payload;
+  job.ctx.event_timed_out_ = st.event_timed_out;
+  job.state = st.state;
+  job.priority = st.priority;
+  job.run_inline = runs_on_actor(st.ptype, *st.inst, st.state, false);
+  st.busy = true;
+  st.job_queued = true;
+  st.status = proc_state::runnable;
+  st.ran_partly_by_queue = !st.ran_partly;
+  st.ran_partly = true;
+  if (job.run_inline && st.locks.empty()) {
+    // A step that never blocks and needs no lock has nothing to wait for: it takes no run
+    // slot (those bound the worker threads) and so needs no turn from the scheduler. It runs
+    // on this actor: at once when the caller says nothing else needs a look first (right
+    // after a commit: a stop or abort already queued is seen before the next step commits),
+    // else after whatever is already in its mailbox (a stop, an abort).
+    job.direct = true;
+    if (now)
+      return run_here(self, job);
+    self->send(self, run_inline_atom::value, std::move(job));
+    return;
+  }
+  job.type = st.type;
+  job.locks = st.locks;
+  job.ancestors = st.ancestors;
+  self->send(st.env->scheduler, ready_atom::value, std::move(job));
+}
+
+void maybe_join(proc_actor* self) {
+  auto& st = self->state;
+  if (st.stopping || st.failing || st.parked || st.busy || st.status != proc_state::waiting
+      || !st.event_key.empty())
+    return;
+  if (st.waiting_left > 0)
+    return;
+  if (st.frozen)
+    return hold(self, [self] { maybe_join(self); });
+  st.child_results.clear();
+  for (auto w : st.waiting_on)
+    st.child_results.push_back(st.child(w)->result);
+  schedule(self);
+  publish(self);
+}
+
+caf::behavior procedure_actor(proc_actor* self, proc_start start) {
+  // Its parent's end comes as a down_msg too (watch_children). A child gone leaves room
+  // for a queued wake-up (max_live_children).
+  self->set_down_handler([self](caf::down_msg& m) {
+    on_down(self, m);
+    wake_queued(self);
+  });
+  bool announced = start.submitted != nullptr;
+  if (!init_from_image(self, start)) {
+    self->quit(caf::make_error(errc::quarantined, "cannot recreate procedure"));
+    return {};
+  }
+  auto& st = self->state;
+  if (start.rollback) {
+    st.failing = true;
+    st.failure = start.image->failure;
+    run_rollback(self, start.image);
+  } else {
+    // Children first: a parent's own run may depend on how they end. Those that only wait
+    // for a timer or an event stay dormant until it comes (proc_passivated_children.cpp).
+    for (auto& c : st.children) {
+      if (c.ended)
+        continue;
+      if (may_sleep_unspawned(self, *start.image, c.id))
+        put_to_sleep(self, c, start.image);
+      else
+        spawn_child(self, start.image, c.id);
+    }
+    for (const auto& c : st.children)
+      if (c.ended)
+        st.child_results.push_back(c.result);
+    for (auto& [cid, why] : st.remote_failed) {
+      if (st.is_root) {
+        begin_tree_failure(self, cid, 0, why);
+        continue;
+      }
+      self->request(st.root, caf::infinite, tree_fail_atom::value, cid, int32_t{0}, why)
+        .then([](bool) {}, [self](caf::error& e) { self->quit(e); });
+    }
+    if (!st.remote_failed.empty())
+      st.status = proc_state::waiting;  // for the tree's stop, which comes next
+    switch (st.status) {
+      case proc_state::runnable:
+        if (!st.event_key.empty() || start.image->find(st.id)->event_delivered) {
+          // An event was delivered but the resume step had not run yet.
+          st.event_key.clear();
+          if (st.event_timed_out && !st.inst->resume_on_timeout()) {
+            st.busy = true;
+            on_business_failure(self, st.state, "timed out waiting for an event");
+            break;
+          }
+        }
+        if (!announced)
+          publish(self);
+        schedule(self);
+        break;
+      case proc_state::waiting:
+        if (!st.call_service.empty()) {
+          wait_for_call(self, start.image->find(st.id)->deadline_ms);
+        } else if (!st.event_key.empty()) {
+          wait_for_event(self, start.image->find(st.id)->deadline_ms);
+        } else {
+          publish(self, "children");
+          offer_passivation(self);
+        }
+        break;
+      case proc_state::waiting_timeout:
+        if (start.timer_due) {
+          // Its parent held it dormant and its timer fired: as the timer's retry_atom would.
+          // A step that runs here at once (schedule's direct case) is not announced as
+          // runnable first: its commit's update follows within the journal's next write
+          // (one message fewer, and one update fewer for the executor, per timer resumed).
+          if (runs_on_actor(st.ptype, *st.inst, st.state, false) && st.locks.empty()) {
+            schedule(self, true);
+            break;
+          }
+          publish(self);
+          schedule(self);
+          break;
+        }
+        publish(self, "timer");
+        arm_timer(self, start.image->find(st.id)->wake_at_ms, false);
+        offer_passivation(self);
+        break;
+      default:
+        PLOG(warn, self, "started in state {}", to_string(st.status));
+        break;
+    }
+  }
+  return {
+    [self](appended_atom, uint64_t tag, uint64_t lsn) { on_appended(self, tag, lsn); },
+    // Our turn, for a type whose steps never block: run it here, free the slot, go on.
+    [self](run_inline_atom, step_job& job) { run_here(self, job); },
+    [self](step_done_atom, step_result& r) {
+      if (r.undo)
+        return on_undo_done(self, r);
+      on_step_done(self, r);
+    },
+    [self](subtree_done_atom, subtree_done& d) {
+      auto& st = self->state;
+      auto* c = st.child(d.result.id);
+      if (c == nullptr)
+        return;
+      st.child_ended(*c, d.result);
+      for (auto& u : d.procs)
+        st.finished_subtree.push_back(std::move(u));
+      maybe_join(self);
+      // Still waiting for others: what ran in that child's branch may have been all that
+      // kept the tree awake.
+      if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.frozen)
+        offer_passivation(self);
+      // Thawed while that child ran: with it ended, its other children may all have gone.
+      if (st.sleep_wanted)
+        offer_sleep(self);
+    },
+    [self](delivered_atom, std::string& key, std::string& payload, std::string& failure) {
+      auto& st = self->state;
+      if (st.bypassing || key != st.event_key)
+        return;  // it no longer waits for this (it timed out, or was bypassed)
+      bool failed = !failure.empty();
+      if (st.frozen || st.offering)
+        return hold(self, [self, key, payload, failed, failure] {
+          if (key == self->state.event_key)
+            on_wake(self, payload, failed, failure);
+        });
+      on_wake(self, payload, failed, std::move(failure));
+    },
+    [self](wake_atom, uint64_t token) {  // its event's or call's deadline passed
+      auto& st = self->state;
+      if (token != st.timer_token || st.bypassing)
+        return;
+      st.wait_timer_armed = false;  // it fired
+      // Its tree is being passivated (proc_passivate_tree.cpp), or it offered to give up its
+      // actor (proc_passivate_waiter.cpp).
+      if (st.frozen || st.offering)
+        return hold(self, [self] { on_wake(self, "", true); });
+      on_wake(self, "", true);
+    },
+    [self](wake_child_atom, uint64_t cid) { on_wake_child(self, cid); },
+    [self](sleep_offer_atom, uint64_t cid, std::shared_ptr<const tree_image>& image) {
+      on_sleep_offer(self, cid, std::move(image));
+    },
+    [self](sleep_reply_atom, bool accepted) { on_sleep_reply(self, accepted); },
+    [self](sleep_undo_atom, uint64_t cid) { on_sleep_undo(self, cid); },
+    [self](hibernate_atom, uint64_t token) { try_hibernate(self, token); },
+    [self](passivate_query_atom, uint64_t tag) {
+      on_passivate_query(self, caf::actor_cast<caf::actor>(self->current_sender()), tag);
+    },
+    [self](passivate_answer_atom, uint64_t tag, uint64_t child_id, passivation_answer& a) {
+      on_passivate_answer(self, tag, child_id, a);
+    },
+    [self](passivate_thaw_atom) { thaw(self); },
+    [self](passivate_late_atom, uint64_t attempt) { on_passivate_late(self, attempt); },
+    [self](passivate_hint_atom) {
+      auto& st = self->state;
+      if (st.status == proc_state::waiting || st.status == proc_state::waiting_timeout)
+        offer_passivation(self);
+    },
+    [self](retry_atom, uint64_t token) {
+      auto& st = self->state;
+      if (token != st.timer_token || st.busy || st.stopping || st.parked)
+        return;
+      st.wait_timer_armed = false;  // it fired
+      if (st.frozen || st.offering)
+        return hold(self, [self, token] {
+          auto& st = self->state;
+          if (token != st.timer_token || st.busy || st.stopping || st.parked)
+            return;
+          publish(self);
+          schedule(self);
+        });
+      publish(self);
+      schedule(self);
+    },
+    [self](stop_atom) { stop_subtree(self); },
+    [self](stopped_atom, uint64_t cid, const std::vector<uint64_t>& clean) {
+      if (auto* c = self->state.child(cid))
+        child_stopped(self, *c, &clean);
+    },
+    [self](tree_fail_atom, uint64_t proc_id, int32_t state, std::string& error) {
+      return begin_tree_failure(self, proc_id, state, error);
+    },
+    [self](no_return_atom) { self->state.past_no_return = true; },
+    [self](lock_wait_atom, const std::string& blocker) {
+      publish(self, blocker.empty() ? std::string{} : "lock " + blocker);
+    },
+    [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
+    [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },
+    [self](remote_end_atom, const std::string& bytes) { on_remote_end_in_rollback(self, bytes); },
+    // A node this root's rollback may wait for went down or came back.
+    [self](peer_status_atom, const peer_status&) {
+      if (self->state.busy)
+        show_remote_wait(self);
+    },
+    // The parent's tree (on another node) rolls back: so does this fragment.
+    [self](remote_rollback_atom, const std::string& reason) -> caf::result<bool> {
+      auto& st = self->state;
+      if (st.finishing)  // its end is on its way; the executor orders the rollback again
+        return caf::make_error(errc::already_ended);
+      if (st.past_no_return)
+        return false;
+      if (!st.failing && !begin_tree_failure(self, st.id, 0, reason))
+        return false;
+      if (!st.busy_failure_record)
+        return true;
+      auto rp = self->make_response_promise<bool>();
+      st.failure_acks.push_back(rp);
+      return rp;
+    },
+    [self](bypass_atom, bypass_order& order) { return on_bypass(self, order); },
+    [self](abort_atom, uint64_t proc_id) -> caf::result<bool> {
+      auto& st = self->state;
+      if (st.finishing)
+        return caf::make_error(errc::already_ended);
+      if (st.past_no_return)
+        return false;
+      // Not a step's failure: which state may have run partly, the stop finds out.
+      if (!st.failing
+          && !begin_tree_failure(self, st.id, 0,
+                                 "aborted by operator (procedure " + std::to_string(proc_id) + ")"))
+        return false;
+      // Acknowledged once the Failed record is durable, never before.
+      if (!st.busy_failure_record)
+        return true;
+      auto rp = self->make_response_promise<bool>();
+      st.failure_acks.push_back(rp);
+      return rp;
+    },
+  };
+}
+
+caf::actor spawn_root(caf::event_based_actor* supervisor, proc_start start) {
+  return supervisor->spawn<caf::monitored>(procedure_actor, std::move(start));
+}
+
+}  // namespace proctor

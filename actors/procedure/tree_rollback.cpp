@@ -1,0 +1,428 @@
+// The root's rollback of a failed tree: stop every actor of the tree at a step boundary,
+// read the tree back from the journal, then undo what remains in exact reverse order, one
+// journaled undo at a time, so that a crash resumes where it stopped.
+#include "actors/base/errors.hpp"
+#include "actors/cluster/outbox.hpp"
+#include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/scheduling/timeout_actor.hpp"
+#include "actors/procedure/remote.hpp"
+
+namespace proctor {
+
+bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
+                        const std::string& error) {
+  auto& st = self->state;
+  if (st.past_no_return)
+    return false;
+  if (st.failing)
+    return true;
+  st.failing = true;
+  st.failure = error;
+  PLOG(info, self, "tree fails (procedure {}: {}); stopping it to roll back", proc_id, error);
+  pb::JournalRecord rec;
+  auto* f = rec.mutable_failed();
+  f->set_proc_id(proc_id);
+  f->set_failed_state(state);
+  f->set_error(error);
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  st.busy_failure_record = true;
+  journal_append(self, std::move(batch), [self] {
+    auto& st = self->state;
+    st.busy_failure_record = false;
+    for (auto& rp : st.failure_acks)
+      rp.deliver(true);
+    st.failure_acks.clear();
+    st.status = proc_state::failed;
+    publish_rollback(self, {});
+    stop_subtree(self);
+  });
+  return true;
+}
+
+void rollback_after_stop(proc_actor* self) {
+  auto& st = self->state;
+  if (st.rb_image || st.busy_failure_record)
+    return;  // already reading / rolling back, or the Failed record is not durable yet
+  st.rb_image = std::make_shared<const tree_image>();  // marks "reading"
+  auto clean = stopped_clean(self);
+  self->request(st.env->journal, caf::infinite, read_tree_atom::value, st.root_id)
+    .then(
+      [self, clean](journal_records& recs) {
+        auto& st = self->state;
+        auto image = std::make_shared<tree_image>(fold_tree(st.root_id, recs));
+        if (!image->corrupt.empty()) {
+          PLOG(error, self, "cannot roll back: tree damaged: {}", image->corrupt);
+          self->quit(caf::make_error(errc::quarantined, image->corrupt));
+          return;
+        }
+        // Procedures that stopped before their current state started have nothing partly
+        // run to undo: journaled as such, so that a crash mid-rollback does not undo what
+        // never ran either.
+        journal_batch batch;
+        for (auto id : clean) {
+          auto* p = image->find(id);
+          if (p == nullptr || is_final(p->status) || p->partial_undone || p->steps_ended
+              || (p->failed && p->failed_state != 0))
+            continue;
+          pb::JournalRecord rec;
+          auto* u = rec.mutable_undone();
+          u->set_proc_id(id);
+          u->set_state(p->state);
+          u->set_never_started(true);
+          batch.entries.push_back(make_entry(st.root_id, rec));
+          p->partial_undone = true;
+        }
+        st.plan.clear();
+        if (batch.entries.empty())
+          return run_rollback(self, image);
+        st.busy = true;
+        journal_append(self, std::move(batch), [self, image] {
+          self->state.busy = false;
+          run_rollback(self, image);
+        });
+      },
+      [self](caf::error& e) {
+        PLOG(critical, self, "journal read failed: {}", self->system().render(e));
+        self->quit(caf::make_error(errc::journal_failed));
+      });
+}
+
+void publish_rollback(proc_actor* self, std::string waiting_for) {
+  auto& st = self->state;
+  auto u = current_update(self);
+  u.state = proc_state::failed;
+  u.error = st.failure;
+  u.waiting_for = std::move(waiting_for);
+  self->send(st.env->executor, update_atom::value, std::move(u));
+}
+
+namespace {
+
+std::string progress(const proc_actor_state& st) {
+  return "rolling back: " + std::to_string(st.undone_before + st.plan_pos) + " of "
+         + std::to_string(st.undone_before + st.plan.size()) + " undone";
+}
+
+}  // namespace
+
+void show_remote_wait(proc_actor* self) {
+  auto& st = self->state;
+  if (!st.rb_image || st.plan_pos >= st.plan.size() || !st.plan[st.plan_pos].remote)
+    return;
+  const auto* p = st.rb_image->find(st.plan[st.plan_pos].proc_id);
+  if (p == nullptr)
+    return;
+  auto text = progress(st) + "; waiting for node " + p->node + " to roll back procedure "
+              + std::to_string(p->id);
+  if (auto s = st.env->cluster->get(p->node); s && !s->up)
+    text += " (" + s->unreachable_text() + ")";
+  publish_rollback(self, std::move(text));
+}
+
+namespace {
+
+/// Journals the order to roll back fragment `p` (through the outbox), once per incarnation.
+void send_remote_rollback(proc_actor* self, const proc_image& p) {
+  auto& st = self->state;
+  if (st.remote_rolled_back.count(p.id) > 0 || !st.remote_ordered.insert(p.id).second)
+    return;
+  PLOG(info, self, "ordering procedure {} on node {} rolled back", p.id, p.node);
+  pb::PeerMessage m;
+  m.mutable_rollback()->set_proc_id(p.id);
+  m.mutable_rollback()->set_reason("its tree (root " + std::to_string(st.root_id) + " on node "
+                                   + st.env->node_name + ") rolls back: " + st.failure);
+  journal_batch batch;
+  auto staged = std::make_shared<outbox_staging>();
+  staged->add(batch, p.node, m);
+  journal_append_lsn(self, std::move(batch), [self, staged](uint64_t lsn, size_t n) {
+    staged->hand_over(self->state.env->outbox, lsn, n);
+  });
+}
+
+/// True when the parent of fragment `child` (on this node) committed a step between LSNs
+/// `lo` (the fragment's end here) and `hi`, undone or not, undoable or not. Only such a step
+/// can have seen the fragment's end: a child's result reaches its parent's next step and
+/// nothing else, so every step causally after the end follows one of those.
+bool parent_step_between(const tree_image& image, uint64_t child, uint64_t lo, uint64_t hi) {
+  const auto* c = image.find(child);
+  const auto* parent = c == nullptr ? nullptr : image.find(c->parent_id);
+  if (parent == nullptr)
+    return true;  // cannot tell: keep the plan's order
+  for (const auto& s : parent->steps)
+    if (s.lsn > lo && s.lsn < hi)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+void order_remote_rollback(proc_actor* self, const proc_image& p) {
+  auto& st = self->state;
+  if (st.remote_rolled_back.count(p.id) > 0) {
+    ++st.plan_pos;
+    return run_rollback(self, st.rb_image);
+  }
+  show_remote_wait(self);
+  st.undo_state_name = "(fragment on node " + p.node + ")";
+  st.busy = true;  // until the fragment's end comes (remote_end_atom)
+  send_remote_rollback(self, p);
+  // The fragments right after it in the plan are ordered now too, as long as none of them
+  // can have seen another's effects: a fragment's effects reach this node only as its end,
+  // journaled here, and travel on only through its parent's steps after that end; so a
+  // fragment whose parent committed no step between its end and the end of the first of
+  // the run (the latest) is undone at the same time, on its node, and skipped when its turn
+  // comes. Fragments that had not ended (planned first) have no end to see.
+  const auto top = st.plan[st.plan_pos].lsn;
+  for (auto j = st.plan_pos + 1; j < st.plan.size() && st.plan[j].remote; ++j) {
+    const auto& next = st.plan[j];
+    if (parent_step_between(*st.rb_image, next.proc_id, next.lsn, top))
+      break;
+    if (const auto* q = st.rb_image->find(next.proc_id))
+      send_remote_rollback(self, *q);
+  }
+}
+
+void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
+  auto& st = self->state;
+  pb::RemoteEnd end;
+  if (!end.ParseFromString(bytes) || end.state() == pb::SUCCESS)
+    return;  // a success reported before our order: the order's answer comes later
+  if (end.state() == pb::FAILED)
+    PLOG(error, self, "procedure {} on another node cannot be rolled back: {}", end.proc_id(),
+         end.error());
+  // The end is journaled (the executor did, before telling us): the fold counts the
+  // fragment as rolled back from now on.
+  bool current = st.rb_image && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote
+                 && st.plan[st.plan_pos].proc_id == end.proc_id() && st.busy;
+  PLOG(debug, self, "procedure {} on another node: {}{}", end.proc_id(),
+       to_string(from_pb(end.state())), current ? "" : " (before its turn)");
+  if (!current) {
+    st.remote_rolled_back.insert(end.proc_id());
+    return;
+  }
+  st.busy = false;
+  ++st.plan_pos;
+  run_rollback(self, st.rb_image);
+}
+
+void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
+  auto& st = self->state;
+  if (st.rb_image != image) {
+    st.rb_image = image;
+    st.plan = rollback_plan(*image);
+    st.plan_pos = 0;
+    st.undo_attempt = 1;
+    st.undone_before = undos_done(*image);
+    st.failure = image->failure;
+    PLOG(info, self, "rolling back: {} undo(s) to run, {} done before", st.plan.size(),
+         st.undone_before);
+    // The ends of fragments on other nodes come here from now on (their placeholders
+    // stopped).
+    for (const auto& item : st.plan)
+      if (item.remote)
+        self->send(st.env->executor, remote_route_atom::value, item.proc_id,
+                   caf::actor_cast<caf::actor>(self));
+    self->send(st.env->executor, rollback_atom::value, st.root_id, true);
+  }
+  publish_rollback(self, progress(st));
+  if (st.plan_pos == st.plan.size()) {
+    std::vector<proc_update> procs;
+    for (const auto& [id, p] : image->procs) {
+      auto u = update_from_image(*image, p);
+      u.state = proc_state::rolledback;
+      u.ended = true;
+      if (u.error.empty())
+        u.error = st.failure;
+      u.result_json.clear();
+      procs.push_back(std::move(u));
+    }
+    PLOG(info, self, "ROLLEDBACK ({} procedure(s))", procs.size());
+    return finish_tree(self, std::move(procs), true);
+  }
+  const auto& item = st.plan[st.plan_pos];
+  const auto* p = image->find(item.proc_id);
+  if (item.remote && p != nullptr)
+    return order_remote_rollback(self, *p);
+  std::string err;
+  auto inst = p == nullptr
+                ? nullptr
+                : st.env->types->make_from_journal(p->type, item.data_version, item.data, &err);
+  if (!inst) {
+    // Without the procedure we cannot undo its step; never skip silently.
+    PLOG(critical, self, "cannot recreate procedure {} to undo state {}: {}; tree quarantined",
+         item.proc_id, item.state, err);
+    self->quit(caf::make_error(errc::quarantined, err));
+    return;
+  }
+  st.undo_state_name = inst->state_name(item.state);
+  step_job job;
+  job.proc = caf::actor_cast<caf::actor>(self);
+  job.inst = std::move(inst);
+  job.ctx.id_ = p->id;
+  job.ctx.root_id_ = st.tree_root_id;
+  job.ctx.parent_id_ = p->parent_id;
+  job.ctx.node_ = &st.env->node_name;
+  job.ctx.nodes_ = &st.env->node_names;
+  job.state = item.state;
+  job.ctx.undo_committed_ = item.committed();
+  job.undo = true;
+  job.tag = st.plan_pos;
+  job.priority = st.priority;
+  job.type = p->type;
+  job.run_inline = runs_on_actor(st.env->types->find(p->type), *job.inst, item.state, true);
+  st.busy = true;
+  self->send(st.env->scheduler, ready_atom::value, std::move(job));
+}
+
+void on_undo_done(proc_actor* self, step_result& r) {
+  auto& st = self->state;
+  st.busy = false;
+  if (r.tag != st.plan_pos || st.plan_pos >= st.plan.size())
+    return;
+  const auto& item = st.plan[st.plan_pos];
+  self->send(st.env->executor, undo_atom::value, r.what == step_result::kind::ok);
+  if (r.what != step_result::kind::ok) {
+    // A rollback cannot itself be rolled back: retry it until it succeeds, with back-off,
+    // and say so where an operator looks.
+    retry_policy backoff;
+    backoff.kind = retry_policy::backoff::exponential;
+    backoff.delay = st.ptype->supervision.backoff_min;
+    backoff.max_delay = std::max(st.ptype->supervision.backoff_max, std::chrono::milliseconds{1});
+    backoff.max_attempts = 0;  // never gives up
+    auto delay = retry_delay(backoff, st.undo_attempt + 1);
+    auto why = "undo of state " + st.undo_state_name + " of procedure "
+               + std::to_string(item.proc_id) + " failing: " + r.error + ", attempt "
+               + std::to_string(st.undo_attempt);
+    PLOG(warn, self, "{}; again in {} ms", why, delay.count());
+    publish_rollback(self, std::move(why));
+    ++st.undo_attempt;
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::undo_retry, wall_ms() + delay.count(),
+                undo_retry_atom::value);
+    return;
+  }
+  st.undo_attempt = 1;
+  pb::JournalRecord rec;
+  auto* u = rec.mutable_undone();
+  u->set_undone_lsn(item.lsn);
+  u->set_proc_id(item.proc_id);
+  u->set_state(item.state);
+  u->set_data(r.data);
+  u->set_data_version(st.env->types->find(st.rb_image->find(item.proc_id)->type)->version);
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  st.busy = true;
+  journal_append(self, std::move(batch), [self] {
+    auto& st = self->state;
+    st.busy = false;
+    ++st.plan_pos;
+    run_rollback(self, st.rb_image);
+  });
+}
+
+void release_remote_children(const std::vector<proc_update>& procs, journal_batch& batch,
+                             outbox_staging& staged) {
+  // The tree ended: its fragments on other nodes can go (nothing can order them undone).
+  for (const auto& u : procs) {
+    if (u.node.empty())
+      continue;
+    pb::PeerMessage m;
+    m.mutable_release()->set_proc_id(u.id);
+    staged.add(batch, u.node, m);
+  }
+}
+
+void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string result_json,
+                     std::function<void()> after_commit) {
+  auto& st = self->state;
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, step));
+  pb::JournalRecord fin;
+  fin.mutable_finished()->set_proc_id(st.id);
+  fin.mutable_finished()->set_state(pb::SUCCESS);
+  fin.mutable_finished()->set_result_json(result_json);
+  batch.entries.push_back(make_entry(st.root_id, fin));
+  pb::PeerMessage m;
+  auto* e = m.mutable_end();
+  e->set_proc_id(st.id);
+  e->set_state(pb::SUCCESS);
+  e->set_result_json(result_json);
+  auto staged = std::make_shared<outbox_staging>();
+  staged->add(batch, st.parent_node, m);
+  st.finishing = true;
+  journal_append_lsn(
+    self, std::move(batch),
+    [self, staged, after_commit, result = std::move(result_json)](uint64_t lsn, size_t n) {
+      auto& st = self->state;
+      staged->hand_over(st.env->outbox, lsn, n);
+      after_commit();
+      st.busy = false;
+      st.status = proc_state::success;
+      PLOG(debug, self, "SUCCESS (fragment of a tree on node {})", st.parent_node);
+      auto procs = std::move(st.finished_subtree);
+      auto u = current_update(self);
+      u.state = proc_state::success;
+      u.result_json = result;
+      u.ended = true;
+      procs.push_back(std::move(u));
+      self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
+      self->send(st.env->executor, fragment_done_atom::value,
+                 tree_done{st.root_id, std::move(procs), {}});
+      self->quit();
+    });
+}
+
+void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_back) {
+  auto& st = self->state;
+  pb::JournalRecord rec;
+  auto* s = rec.mutable_summary();
+  s->set_finished_at_ms(wall_ms());
+  for (const auto& u : procs) {
+    auto* ps = s->add_procs();
+    ps->set_proc_id(u.id);
+    ps->set_parent_id(u.parent_id);
+    ps->set_type(u.type);
+    ps->set_state(to_pb(u.state));
+    ps->set_result_json(u.result_json);
+    ps->set_error(u.error);
+    for (auto c : u.children)
+      ps->add_children(c);
+    ps->set_nonce(u.nonce);
+    ps->set_bypassed(u.bypassed);
+  }
+  // Only the summary is written: the fold lets it supersede the tree's earlier records, and
+  // the executor deletes those soon, together with its neighbours' (collect_finished in
+  // executor_retention.cpp; a range delete here per tree made RocksDB stall).
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  auto summary = batch.entries.back().record;
+  auto staged = std::make_shared<outbox_staging>();
+  release_remote_children(procs, batch, *staged);
+  st.finishing = true;
+  if (st.is_fragment()) {
+    // The parent's node learns that this fragment rolled back (it failed here, or its
+    // parent ordered it); it stays, as this summary, until released.
+    pb::PeerMessage m;
+    auto* e = m.mutable_end();
+    e->set_proc_id(st.id);
+    e->set_state(rolled_back ? pb::ROLLEDBACK : pb::SUCCESS);
+    e->set_error(st.failure);
+    staged->add(batch, st.parent_node, m);
+  }
+  st.busy = true;
+  journal_append_lsn(self, std::move(batch),
+                     [self, procs = std::move(procs), rolled_back, summary = std::move(summary),
+                      staged](uint64_t lsn, size_t n) mutable {
+                       auto& st = self->state;
+                       staged->hand_over(st.env->outbox, lsn, n);
+                       st.busy = false;
+                       PLOG(debug, self, "tree finished ({})",
+                            rolled_back ? "ROLLEDBACK" : "SUCCESS");
+                       self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
+                       self->send(st.env->executor, tree_done_atom::value,
+                                  tree_done{st.root_id, std::move(procs), std::move(summary)});
+                       self->quit();
+                     });
+}
+
+}  // namespace proctor

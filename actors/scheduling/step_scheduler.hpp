@@ -1,0 +1,44 @@
+// The scheduler actor: the only place that decides which step runs next. It owns the run
+// slots (the concurrency limit, one worker thread each), orders ready procedures by
+// priority, and within a priority round-robins between roots so that one huge tree cannot
+// starve the others. A yielded procedure goes to the back of its root's queue.
+//
+// Messages:
+//   (ready_atom, step_job)   queue a step; it runs when a slot is free and its turn comes
+//   (slot_atom)              a worker finished a job
+//   (stats_atom)             -> step_scheduler_stats
+//   (unlock_atom, id)        a procedure ended: release its locks
+//   (unlock_tree_atom, root) a tree ended: release the locks of all its procedures
+//   (restore_locks_atom, id, root, lock_set)  recovery: locks held before the crash
+//   (cancel_atom, id)        -> bool  drops the procedure's queued step (false: it runs)
+//   (locks_atom)             -> std::string  a serialized pb::Response whose `locks` lists
+//                               the held locks, then those awaited by blocked steps
+// A job whose locks conflict waits (its procedure is told: lock_wait_atom, "name") and is
+// retried whenever locks are released. A running step slower than `stuck_after` is reported
+// once (log and the stuck_steps gauge).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include <caf/all.hpp>
+
+namespace proctor {
+
+struct step_scheduler_stats {
+  size_t queued = 0;
+  size_t running = 0;
+  size_t slots = 0;
+  uint64_t dispatched = 0;
+  size_t lock_waiting = 0;  ///< jobs waiting for a lock
+  size_t lock_owners = 0;   ///< procedures holding locks
+  size_t stuck = 0;         ///< running steps older than stuck_after
+};
+
+/// Spawns the scheduler with `workers` run slots.
+caf::actor spawn_step_scheduler(caf::actor_system& sys, size_t workers,
+                                std::chrono::milliseconds stuck_after = std::chrono::seconds{30});
+
+}  // namespace proctor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_scheduler_stats)

@@ -1,0 +1,119 @@
+#include "actors/testing/crash_boundary.hpp"
+
+#include <proctor/journal.pb.h>
+
+namespace proctor::testing {
+
+namespace {
+
+/// The procedure a record belongs to, or 0 for records of the tree or node (summary, ...).
+uint64_t proc_of(const pb::JournalRecord& r) {
+  switch (r.body_case()) {
+    case pb::JournalRecord::kSubmitted:
+      return r.submitted().proc_id();
+    case pb::JournalRecord::kStep:
+      return r.step().proc_id();
+    case pb::JournalRecord::kFailed:
+      return r.failed().proc_id();
+    case pb::JournalRecord::kUndone:
+      return r.undone().proc_id();
+    case pb::JournalRecord::kFinished:
+      return r.finished().proc_id();
+    case pb::JournalRecord::kSuspended:
+      return r.suspended().proc_id();
+    case pb::JournalRecord::kTimer:
+      return r.timer().proc_id();
+    case pb::JournalRecord::kDelivered:
+      return r.delivered().proc_id();
+    default:
+      return 0;
+  }
+}
+
+int32_t state_of(const pb::JournalRecord& r) {
+  if (r.has_step())
+    return r.step().executed_state();
+  if (r.has_undone())
+    return r.undone().state();
+  if (r.has_failed())
+    return r.failed().failed_state();
+  return 0;
+}
+
+std::string kind_name(int kind) {
+  const auto* f = pb::JournalRecord::descriptor()->FindFieldByNumber(kind);
+  return f == nullptr ? "record " + std::to_string(kind) : f->name();
+}
+
+std::string position_name(const std::vector<uint32_t>& pos) {
+  std::string out = "root";
+  for (auto i : pos)
+    out += "/" + std::to_string(i);
+  return out;
+}
+
+}  // namespace
+
+std::string boundary_store::state_name(const std::string& type, int32_t state) const {
+  if (const auto* t = types_.find(type); t != nullptr && t->make)
+    if (auto p = t->make())
+      return p->state_name(state);
+  return std::to_string(state);
+}
+
+std::optional<boundary> boundary_store::name(const std::string& value) {
+  pb::JournalRecord r;
+  if (!r.ParseFromString(value) || r.body_case() == pb::JournalRecord::BODY_NOT_SET)
+    return std::nullopt;
+  boundary b;
+  b.kind = static_cast<int>(r.body_case());
+  b.state = state_of(r);
+  auto id = proc_of(r);
+  if (r.has_submitted()) {
+    auto& p = procs_[id];
+    if (auto parent = procs_.find(r.submitted().parent_id()); parent != procs_.end()) {
+      p.position = parent->second.position;
+      p.position.push_back(parent->second.children++);
+    }
+    p.type = r.submitted().type();
+  }
+  std::string type;
+  if (auto p = procs_.find(id); id != 0 && p != procs_.end()) {
+    b.position = p->second.position;
+    b.occurrence = p->second.written[b.kind]++;
+    type = p->second.type;
+  } else {
+    b.occurrence = tree_written_[b.kind]++;
+  }
+  b.label = (id == 0 ? std::string("tree") : position_name(b.position)) + ": " + kind_name(b.kind)
+            + " #" + std::to_string(b.occurrence + 1);
+  if (r.has_step() || r.has_undone() || r.has_failed())
+    b.label += " (" + state_name(type, b.state) + ")";
+  return b;
+}
+
+rocksdb::Status boundary_store::write(const std::vector<store_op>& ops) {
+  std::lock_guard<std::mutex> g(mtx_);
+  // A write that deletes is a finished tree's garbage collection (which may re-put its
+  // summary): it comes after the end, when the node happens to get to it.
+  for (const auto& op : ops)
+    if (op.what != store_op::kind::put)
+      return inner_->write(ops);
+  bool hit = false;
+  for (const auto& op : ops) {
+    if (auto b = name(op.value)) {
+      hit = hit || (target_ && *b == *target_);
+      seen_.push_back(std::move(*b));
+    }
+  }
+  if (hit) {
+    // The fault store counts from now: its next write is this one.
+    inner_->crash_at(1, after_);
+    target_.reset();
+    if (fired_ != nullptr)
+      *fired_ = true;
+  }
+  return inner_->write(ops);
+}
+
+}  // namespace proctor::testing

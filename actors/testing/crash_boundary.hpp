@@ -1,0 +1,106 @@
+// Journal boundaries named by record identity, for the crash harness (crash_harness.hpp).
+//
+// A tree with concurrent children does not write its journal the same way twice: group
+// commit merges appends differently and the children's steps interleave differently, so
+// "the k-th write" names a different moment in every run. What is the same in every run is
+// the set of records the tree writes. A boundary is therefore named by a record: the
+// position of its procedure in the tree (root, root/0, root/0/1: the n-th child its parent
+// spawned), the record's kind, and how many records of that kind the procedure wrote
+// before it (its n-th step commit). A crash "before" a boundary refuses the write that
+// carries that record, and every later one; "after" lets it through and refuses the rest.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "persistence/fault_store.hpp"
+#include <proctor/registry.hpp>
+
+namespace proctor::testing {
+
+/// One journal record of a run, by what it is rather than by id or write count.
+struct boundary {
+  std::vector<uint32_t> position;  ///< child indexes from the root ({} = the root)
+  int kind = 0;                    ///< JournalRecord's body field number
+  uint32_t occurrence = 0;         ///< records of this kind the procedure wrote before
+  int32_t state = 0;               ///< the step's or undo's state, else 0
+  std::string label;               ///< "root/1: step #2 (LEDGER_STEP)"; not compared
+
+  bool operator<(const boundary& o) const {
+    return std::tie(position, kind, occurrence, state)
+           < std::tie(o.position, o.kind, o.occurrence, o.state);
+  }
+  bool operator==(const boundary& o) const {
+    return std::tie(position, kind, occurrence, state)
+           == std::tie(o.position, o.kind, o.occurrence, o.state);
+  }
+};
+
+/// A journal store for one node incarnation: names every record written through it and,
+/// when armed, freezes the underlying fault_store just before or after the write that
+/// carries a given record. A finished tree's garbage collection (a write that deletes,
+/// with whatever it puts) is not a boundary: it comes after the end the harness waits for,
+/// and whether it comes before the node stops is timing. For the same reason the harness
+/// takes the clean run's records when it sees the end, not when the node stops.
+class boundary_store : public journal_store {
+public:
+  boundary_store(std::shared_ptr<fault_store> inner, const registry& types)
+      : inner_(std::move(inner)), types_(types) {}
+
+  /// Crash at `target` (before or after its write) when it comes; `*fired` (if given) is
+  /// set then.
+  void arm(boundary target, bool after, bool* fired = nullptr) {
+    std::lock_guard<std::mutex> g(mtx_);
+    target_ = std::move(target);
+    after_ = after;
+    fired_ = fired;
+  }
+
+  /// Every record written so far, in write order.
+  std::vector<boundary> seen() const {
+    std::lock_guard<std::mutex> g(mtx_);
+    return seen_;
+  }
+
+  fault_store& faults() { return *inner_; }
+  bool frozen() const { return inner_->frozen(); }
+  uint64_t writes() const { return inner_->writes(); }
+
+  rocksdb::Status write(const std::vector<store_op>& ops) override;
+  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
+    return inner_->scan(fn);
+  }
+  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
+    return inner_->read_tree(root_id, out);
+  }
+
+private:
+  struct proc_info {
+    std::vector<uint32_t> position;
+    std::string type;
+    uint32_t children = 0;
+    std::map<int, uint32_t> written;  ///< records per kind so far
+  };
+
+  /// Names the record in `value`, or nullopt if it is none (or not parsable).
+  std::optional<boundary> name(const std::string& value);
+  std::string state_name(const std::string& type, int32_t state) const;
+
+  std::shared_ptr<fault_store> inner_;
+  const registry& types_;
+  mutable std::mutex mtx_;
+  std::map<uint64_t, proc_info> procs_;
+  std::map<int, uint32_t> tree_written_;  ///< records of no procedure, per kind
+  std::vector<boundary> seen_;
+  std::optional<boundary> target_;
+  bool after_ = false;
+  bool* fired_ = nullptr;
+};
+
+}  // namespace proctor::testing

@@ -1,0 +1,361 @@
+#include <proctor/crash_harness.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/testing/crash_boundary.hpp"
+#include "actors/node/node.hpp"
+#include "actors/base/rpc.hpp"
+#include "persistence/fault_store.hpp"
+
+namespace proctor::testing {
+
+namespace {
+
+/// Counts how often each step and undo ran (shared by every wrapped procedure).
+struct execution_log {
+  std::mutex mtx;
+  std::map<step_key, int> counts;
+
+  void add(step_key k) {
+    std::lock_guard<std::mutex> g(mtx);
+    ++counts[std::move(k)];
+  }
+  std::map<step_key, int> take() {
+    std::lock_guard<std::mutex> g(mtx);
+    return std::exchange(counts, {});
+  }
+};
+
+/// Forwards to the author's procedure and records every step and undo it runs.
+class counting_procedure : public procedure {
+public:
+  counting_procedure(std::unique_ptr<procedure> inner, std::string type,
+                     std::shared_ptr<execution_log> log)
+      : inner_(std::move(inner)), type_(std::move(type)), log_(std::move(log)) {}
+
+  google::protobuf::Message& data() override { return inner_->data(); }
+  int32_t initial_state() const override { return inner_->initial_state(); }
+  outcome execute(int32_t state, context& ctx) override {
+    log_->add(step_key{type_, state, false, inner_->data().SerializeAsString()});
+    return inner_->execute(state, ctx);
+  }
+  void rollback(int32_t state, context& ctx) override {
+    log_->add(step_key{type_, state, true, inner_->data().SerializeAsString()});
+    inner_->rollback(state, ctx);
+  }
+  bool rollback_supported(int32_t state) const override {
+    return inner_->rollback_supported(state);
+  }
+  std::string validate() const override { return inner_->validate(); }
+  std::string state_name(int32_t state) const override { return inner_->state_name(state); }
+  lock_set locks() const override { return inner_->locks(); }
+  bool resume_on_timeout() const override { return inner_->resume_on_timeout(); }
+
+private:
+  std::unique_ptr<procedure> inner_;
+  std::string type_;
+  std::shared_ptr<execution_log> log_;
+};
+
+registry counting_registry(const registry& types, const std::shared_ptr<execution_log>& log) {
+  registry out;
+  for (const auto& name : types.names()) {
+    auto t = *types.find(name);
+    auto make = t.make;
+    t.make = [make, name, log] {
+      return std::unique_ptr<procedure>(new counting_procedure(make(), name, log));
+    };
+    out.add(std::move(t));
+  }
+  return out;
+}
+
+class quiet_config : public caf::actor_system_config {
+public:
+  quiet_config() { tune_actor_system(*this); }
+};
+
+/// One incarnation of a node over `dir`; `crash` configures the store's crash point.
+class incarnation {
+public:
+  incarnation(const registry& types, const std::string& dir, size_t workers,
+              const std::function<void(boundary_store&)>& crash)
+      : sys_(cfg_), node_(sys_, types) {
+    std::string err;
+    std::shared_ptr<journal_store> inner = open_rocksdb_store(dir, &err);
+    if (!inner)
+      throw std::runtime_error("cannot open " + dir + ": " + err);
+    store_ =
+      std::make_shared<boundary_store>(std::make_shared<fault_store>(std::move(inner)), types);
+    if (crash)
+      crash(*store_);
+    node_options o;
+    o.data_dir = dir;
+    o.workers = workers;
+    o.store = store_;
+    o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
+    o.on_journal_fatal = [](const std::string&) {};  // a frozen store is the simulated crash
+    auto started = node_.start(o);
+    if (!started)
+      throw std::runtime_error("node did not start: " + sys_.render(started.error()));
+  }
+
+  ~incarnation() { node_.stop(); }
+
+  /// Sends one request; nullopt when no answer came within `timeout` (e.g. frozen journal).
+  std::optional<pb::Response> call(const pb::Request& req, std::chrono::milliseconds timeout) {
+    caf::scoped_actor self{sys_};
+    std::optional<pb::Response> out;
+    self->request(node_.executor(), timeout, rpc_atom::value, req.SerializeAsString())
+      .receive(
+        [&](const std::string& bytes) {
+          pb::Response r;
+          if (r.ParseFromString(bytes))
+            out = std::move(r);
+        },
+        [&](caf::error&) {});
+    return out;
+  }
+
+  bool frozen() const { return store_->frozen(); }
+  uint64_t writes() const { return store_->writes(); }
+  std::vector<boundary> records() const { return store_->seen(); }
+
+private:
+  quiet_config cfg_;
+  caf::actor_system sys_;
+  node node_;
+  std::shared_ptr<boundary_store> store_;
+};
+
+constexpr const char* nonce = "crash-harness";
+
+class runner {
+public:
+  explicit runner(const crash_matrix_options& o)
+      : opts_(o), log_(std::make_shared<execution_log>()),
+        types_(counting_registry(*o.types, log_)) {}
+
+  /// Runs the procedure to its end in a fresh directory. `crash(i, store)` arms the store of
+  /// incarnation i (0 = first) or leaves it alone. `first_records`, if given, receives the
+  /// records the first incarnation wrote, in write order.
+  crash_run run(const std::string& label, const std::function<void(int, boundary_store&)>& crash,
+                std::vector<boundary>* first_records = nullptr) {
+    crash_run out;
+    out.label = label;
+    auto dir = opts_.work_dir + "/run-" + std::to_string(++counter_);
+    std::filesystem::remove_all(dir);
+    if (opts_.reset)
+      opts_.reset();
+    log_->take();
+    auto deadline = std::chrono::steady_clock::now() + opts_.run_timeout;
+    uint64_t id = 0;
+    for (int i = 0;; ++i) {
+      incarnation inc(types_, dir, opts_.workers, [&](boundary_store& s) {
+        if (crash)
+          crash(i, s);
+      });
+      bool crashed = false;
+      // Submit (again, after a crash: the nonce makes it idempotent) until it is durable.
+      while (id == 0 && !crashed) {
+        pb::Request req;
+        auto* s = req.mutable_submit();
+        s->set_type(opts_.type);
+        s->set_args_json(opts_.args_json);
+        s->set_nonce(nonce);
+        auto r = inc.call(req, std::chrono::milliseconds{200});
+        if (r && r->code() != pb::Response::OK)
+          throw std::runtime_error(label + ": submit refused: " + r->error());
+        if (r)
+          id = r->id();
+        crashed = inc.frozen();
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error(label + ": the submit never became durable");
+      }
+      while (!crashed) {
+        pb::Request req;
+        req.mutable_wait()->set_id(id);
+        req.mutable_wait()->set_timeout_ms(20);
+        auto r = inc.call(req, std::chrono::seconds{5});
+        if (r && r->code() == pb::Response::OK) {
+          out.root = r->status();
+          if (i == 0 && first_records != nullptr)
+            *first_records = inc.records();
+          break;
+        }
+        if (r && r->code() != pb::Response::TIMEOUT)
+          throw std::runtime_error(label + ": the procedure was lost: " + r->error());
+        crashed = inc.frozen();
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error(label + ": did not end within the run timeout");
+      }
+      out.journal_writes += inc.writes();
+      if (!crashed)
+        break;
+      ++out.crashes;
+      if (out.crashes > 10000)
+        throw std::runtime_error(label + ": crashes without end");
+    }
+    out.executions = log_->take();
+    std::filesystem::remove_all(dir);
+    return out;
+  }
+
+private:
+  const crash_matrix_options& opts_;
+  std::shared_ptr<execution_log> log_;
+  registry types_;
+  int counter_ = 0;
+};
+
+std::string describe(const step_key& k) {
+  std::ostringstream o;
+  o << k.type << (k.undo ? " undo of state " : " state ") << k.state << " (data " << k.data.size()
+    << " bytes)";
+  return o.str();
+}
+
+void compare(const crash_run& clean, const crash_run& r, bool bounded,
+             std::vector<std::string>* failures) {
+  auto fail = [&](const std::string& what) { failures->push_back(r.label + ": " + what); };
+  if (r.root.state() != clean.root.state())
+    fail("ended " + pb::ProcState_Name(r.root.state()) + ", the clean run ended "
+         + pb::ProcState_Name(clean.root.state()) + " (" + r.root.error() + ")");
+  for (const auto& [k, n] : clean.executions) {
+    auto i = r.executions.find(k);
+    int got = i == r.executions.end() ? 0 : i->second;
+    if (got < n)
+      fail(describe(k) + " ran " + std::to_string(got) + " time(s), the clean run "
+           + std::to_string(n));
+    else if (bounded && got > 2 * n)
+      fail(describe(k) + " ran " + std::to_string(got) + " time(s): more than twice");
+  }
+}
+
+}  // namespace
+
+namespace {
+
+/// At most `max` characters of `s`: a failure message must not drown the summary.
+std::string clip(const std::string& s, size_t max = 400) {
+  return s.size() <= max ? s : s.substr(0, max) + " [...]";
+}
+
+}  // namespace
+
+std::string crash_report::summary() const {
+  constexpr size_t max_listed = 20;
+  std::ostringstream o;
+  o << runs << " run(s), " << crashes << " crash(es) over " << boundaries << " journal boundaries; "
+    << failures.size() << " failure(s)";
+  if (!failing_boundaries.empty()) {
+    o << "\n  failing boundaries (" << failing_boundaries.size() << "):";
+    for (size_t i = 0; i < failing_boundaries.size() && i < 3 * max_listed; ++i)
+      o << "\n    " << failing_boundaries[i];
+    if (failing_boundaries.size() > 3 * max_listed)
+      o << "\n    ... and " << failing_boundaries.size() - 3 * max_listed << " more";
+  }
+  for (size_t i = 0; i < failures.size() && i < max_listed; ++i)
+    o << "\n  " << clip(failures[i]);
+  if (failures.size() > max_listed)
+    o << "\n  ... and " << failures.size() - max_listed << " more failure(s)";
+  if (!unreached.empty())
+    o << "\n  " << unreached.size() << " boundary(ies) of the clean run never came in a crash"
+      << " run (the tree does not write the same records every run), e.g. " << unreached.front();
+  return o.str();
+}
+
+crash_report run_crash_matrix(const crash_matrix_options& opts) {
+  crash_report rep;
+  if (opts.types == nullptr || opts.types->find(opts.type) == nullptr) {
+    rep.failures.push_back("type '" + opts.type + "' is not registered");
+    return rep;
+  }
+  auto level = spdlog::get_level();
+  // The simulated crashes make the journal log errors by the dozen; PROCTOR_HARNESS_LOG=1
+  // keeps the node's log for debugging a failing matrix.
+  if (const char* l = std::getenv("PROCTOR_HARNESS_LOG"); l == nullptr)
+    spdlog::set_level(spdlog::level::off);
+  else if (std::string_view(l) == "debug")
+    spdlog::set_level(spdlog::level::debug);
+  struct restore {
+    spdlog::level::level_enum l;
+    ~restore() { spdlog::set_level(l); }
+  } restore_level{level};
+  std::filesystem::create_directories(opts.work_dir);
+  runner r(opts);
+  // One run, whatever happens in it: a run that throws (a lost procedure, a timeout) is one
+  // failing boundary, and the matrix goes on to the next.
+  auto attempt = [&](const std::string& label, const std::function<void(crash_run&)>& body) {
+    size_t before = rep.failures.size();
+    try {
+      crash_run run;
+      run.label = label;
+      body(run);
+      ++rep.runs;
+      rep.crashes += static_cast<size_t>(run.crashes);
+      if (opts.check)
+        if (auto why = opts.check(run); !why.empty())
+          rep.failures.push_back(run.label + ": " + why);
+    } catch (const std::exception& e) {
+      ++rep.runs;
+      rep.failures.push_back(e.what());
+    }
+    if (rep.failures.size() > before)
+      rep.failing_boundaries.push_back(label);
+  };
+
+  crash_run clean;
+  std::vector<boundary> records;
+  attempt("clean", [&](crash_run& run) {
+    run = r.run("clean", {}, &records);
+    clean = run;
+  });
+  if (!rep.failures.empty())
+    return rep;
+  // Boundaries in a canonical order (tree position, record kind, occurrence), so that the
+  // matrix is the same however this clean run's writes were merged and interleaved.
+  std::sort(records.begin(), records.end());
+  records.erase(std::unique(records.begin(), records.end()), records.end());
+  rep.boundaries = records.size();
+  for (const auto& b : records)
+    rep.boundary_labels.push_back(b.label);
+
+  for (const auto& b : records) {
+    for (bool after : {false, true}) {
+      if ((after && !opts.crash_after) || (!after && !opts.crash_before))
+        continue;
+      auto label = std::string("crash ") + (after ? "after " : "before ") + b.label;
+      attempt(label, [&](crash_run& run) {
+        bool fired = false;
+        run = r.run(label, [&](int i, boundary_store& s) {
+          if (i == 0)
+            s.arm(b, after, &fired);
+        });
+        if (!fired)
+          rep.unreached.push_back(label);
+        compare(clean, run, true, &rep.failures);
+      });
+    }
+  }
+  if (opts.chained) {
+    // HBase's double execution: every incarnation lets one write through (the one the
+    // previous incarnation was killed before) and is killed before the next.
+    attempt("chained", [&](crash_run& run) {
+      run = r.run("chained", [](int, boundary_store& s) { s.faults().crash_at(2, false); });
+      compare(clean, run, false, &rep.failures);
+    });
+  }
+  return rep;
+}
+
+}  // namespace proctor::testing

@@ -1,0 +1,105 @@
+#include "actors/wire/json/views_json.hpp"
+
+#include <map>
+#include <vector>
+
+#include "actors/wire/wall_clock.hpp"
+#include "actors/wire/json/json_writer.hpp"
+#include "actors/wire/json/status_json.hpp"
+
+namespace proctor {
+
+namespace {
+
+ordered_json time_field(int64_t ms) {
+  return ms <= 0 ? ordered_json(nullptr) : ordered_json(utc_text(ms));
+}
+
+std::string state_field(int state) {
+  return pb::ProcState_IsValid(state) ? pb::ProcState_Name(static_cast<pb::ProcState>(state))
+                                      : std::string("UNKNOWN");
+}
+
+struct tree_index {
+  std::map<uint64_t, const pb::ProcStatus*> by_id;
+  int64_t now_ms = 0;
+
+  ordered_json object(json_writer& w, const pb::ProcStatus& s) const {
+    auto end = s.ended_at_ms() != 0 ? s.ended_at_ms() : now_ms;
+    auto duration =
+      s.started_at_ms() != 0 ? ordered_json(end - s.started_at_ms()) : ordered_json(nullptr);
+    auto children = ordered_json::array();
+    size_t done = 0;
+    for (auto c : s.children()) {
+      auto i = by_id.find(c);
+      if (i == by_id.end() || i->second == &s)
+        continue;
+      children.push_back(object(w, *i->second));
+      done += has_ended(*i->second) ? 1 : 0;
+    }
+    auto total = children.size();
+    json_members j(16);
+    j("id", s.id())("type", s.type())("state", state_field(s.state()))(
+      "waiting_for", s.waiting_for())("node", s.node())("parent_id", s.parent_id())(
+      "error", s.error())("result", result_json_value(w, s.result_json()))(
+      "started_at", time_field(s.started_at_ms()))("since", time_field(s.since_ms()))(
+      "ended_at", time_field(s.ended_at_ms()))("duration_ms", std::move(duration))(
+      "bypassed", s.bypassed())("done", done)("total", total)("children", std::move(children));
+    return j.take();
+  }
+};
+
+}  // namespace
+
+std::string tree_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs,
+                         int64_t now_ms) {
+  if (xs.empty())
+    return "null";
+  tree_index t;
+  t.now_ms = now_ms;
+  for (const auto& s : xs)
+    t.by_id.emplace(s.id(), &s);
+  json_writer w;
+  return w.dump(t.object(w, xs[0]));
+}
+
+std::string history_to_json(const pb::History& h) {
+  json_writer w;
+  auto entries = ordered_json::array();
+  int64_t previous = 0;
+  for (const auto& e : h.entries()) {
+    auto since =
+      previous != 0 && e.at_ms() != 0 ? ordered_json(e.at_ms() - previous) : ordered_json(nullptr);
+    if (e.at_ms() != 0)
+      previous = e.at_ms();
+    entries.push_back({{"lsn", e.lsn()},
+                       {"kind", e.kind()},
+                       {"state", e.state()},
+                       {"state_name", e.state_name()},
+                       {"next_state", e.next_state()},
+                       {"next_state_name", e.next_state_name()},
+                       {"attempt", e.attempt()},
+                       {"at", time_field(e.at_ms())},
+                       {"at_ms", e.at_ms()},
+                       {"took_us", e.took_us()},
+                       {"since_previous_ms", std::move(since)},
+                       {"detail", e.detail()}});
+  }
+  return w.dump({{"status", status_json_value(w, h.status())},
+                 {"note", h.note()},
+                 {"entries", std::move(entries)}});
+}
+
+std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>& xs) {
+  auto list = ordered_json::array();
+  for (const auto& l : xs)
+    list.push_back({{"resource", l.resource()},
+                    {"mode", l.exclusive() ? "exclusive" : "shared"},
+                    {"proc_id", l.proc_id()},
+                    {"root_id", l.root_id()},
+                    {"held", l.held()},
+                    {"blocked_by", l.blocked_by()}});
+  return json_writer{}.dump(list);
+}
+
+}  // namespace proctor

@@ -1,0 +1,40 @@
+// The JSON of the operator views (`proctor tree --json`, `history --json`, `locks --json`):
+// one line each, keys always in the order shown. Times are UTC text ("2026-11-25T06:40:12Z"
+// style, as `nodes`), null when not known; durations in ms.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <google/protobuf/repeated_field.h>
+
+#include <proctor/wire.pb.h>
+
+namespace proctor {
+
+/// A tree as `tree` answers it (root first, depth first) as one nested object:
+///   {"id":5,"type":"demo.tree","state":"WAITING","waiting_for":"children","node":"",
+///    "parent_id":0,"error":"","result":null,"started_at":"…","since":"…","ended_at":null,
+///    "duration_ms":1200,"bypassed":false,"done":1,"total":2,"children":[{…},{…}]}
+/// `done`/`total`: its direct children that ended, of all; `duration_ms`: from its submit
+/// to its end (to `now_ms` while it runs). Children not in the list are left out.
+std::string tree_to_json(const google::protobuf::RepeatedPtrField<pb::ProcStatus>& xs,
+                         int64_t now_ms);
+
+/// A history as {"status":{status_to_json},"note":"","entries":[{"lsn":12,"kind":"step",
+/// "state":2,"state_name":"DEBIT","next_state":3,"next_state_name":"CREDIT","attempt":1,
+/// "at":"…","at_ms":1764052812345,"took_us":2100,"since_previous_ms":12,"detail":""}, …]}.
+/// `since_previous_ms`: from the previous entry with a time to this one (null when either
+/// is not known).
+std::string history_to_json(const pb::History& h);
+
+/// Locks as [{"resource":"ns/t","mode":"exclusive","proc_id":5,"root_id":5,"held":true,
+/// "blocked_by":""}, …]: the held ones, then the awaited ones.
+std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>& xs);
+
+/// A procedure's end time in a `tree` answer: ended_at_ms, or 0 while it runs.
+inline bool has_ended(const pb::ProcStatus& s) {
+  return s.ended_at_ms() != 0;
+}
+
+}  // namespace proctor

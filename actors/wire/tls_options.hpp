@@ -1,0 +1,38 @@
+// Mutual TLS settings (docs/tls.md), shared by a node's sockets (actors/cluster/tls.hpp, through
+// CAF's OpenSSL module) and the blocking client (actors/wire/tls_client.hpp, OpenSSL directly).
+// Both sides present a certificate and require the other side's to chain to the CA; neither
+// checks host names: any certificate the CA signed is trusted, as a node or as a client.
+// No CAF here: the CLI links this without an actor system.
+#pragma once
+
+#include <string>
+
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+
+namespace proctor {
+
+struct tls_options {
+  std::string cert;  ///< PEM certificate (chain) this side presents
+  std::string key;   ///< PEM private key of `cert`, not encrypted
+  std::string ca;    ///< PEM CA certificate(s) the other side's certificate must chain to
+
+  /// Any of the three set (check_tls_options wants all three then).
+  bool enabled() const noexcept { return !cert.empty() || !key.empty() || !ca.empty(); }
+};
+
+/// "" when `o` is empty, or when all three are set, readable, hold what they should and the
+/// key belongs to the certificate; otherwise one line naming the option and file, e.g.
+/// "cannot read --tls-key /etc/proctor/a.key: No such file or directory".
+std::string check_tls_options(const tls_options& o);
+
+/// A TLS context presenting o.cert/o.key and requiring the other side's certificate to chain
+/// to o.ca (SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT), TLS 1.2 at least. nullptr
+/// and a one-line `*why` (as check_tls_options) when a file does not do. Free it with
+/// SSL_CTX_free.
+ssl_ctx_st* make_tls_context(const tls_options& o, std::string* why);
+
+/// The reason of OpenSSL's latest error on this thread ("certificate verify failed"), or
+/// `fallback` when there is none; clears the thread's error queue.
+std::string tls_error_text(const std::string& fallback);
+
+}  // namespace proctor

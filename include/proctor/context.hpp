@@ -1,0 +1,76 @@
+// What a running step may know about itself and its tree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <proctor/proc_state.hpp>
+
+namespace proctor {
+
+/// How a child ended, as its parent sees it when it runs again after `spawn`.
+struct child_result {
+  uint64_t id = 0;
+  proc_state state = proc_state::success;
+  std::string result_json;
+  std::string error;
+};
+
+/// Passed to every step and rollback handler. Valid only during the call.
+class context {
+public:
+  /// This procedure's id, its root's id and its parent's id (0 for a root).
+  uint64_t id() const noexcept { return id_; }
+  uint64_t root_id() const noexcept { return root_id_; }
+  uint64_t parent_id() const noexcept { return parent_id_; }
+  bool is_root() const noexcept { return parent_id_ == 0; }
+
+  /// How often this state has started in this incarnation of the procedure, counting this
+  /// time (1 = first time): forward retries and yields count; a restart after a crash or a
+  /// node restart begins again at 1 (keep a durable count yourself if you need one).
+  int attempt() const noexcept { return attempt_; }
+
+  /// The children spawned by the step that preceded this one, with how they ended.
+  const std::vector<child_result>& children() const noexcept { return children_; }
+
+  /// The payload of the event that woke this procedure ("" if none).
+  const std::string& event_payload() const noexcept { return event_payload_; }
+  /// True when a suspend's deadline passed before its event arrived.
+  bool event_timed_out() const noexcept { return event_timed_out_; }
+
+  /// In a rollback handler: true when it undoes a committed step, and the procedure's data
+  /// is what that step committed (so the undo knows what the step obtained: an address, a
+  /// resource id); false when it undoes a state that may have run only partly (it failed,
+  /// or a stop or crash came while it ran), and the data is what that state started with.
+  bool undo_of_committed_step() const noexcept { return undo_committed_; }
+
+  /// The name of the node this step runs on ("" for a node started without --name), and the
+  /// names of every node of the cluster as this node knows them (itself and its peers,
+  /// sorted): where `child(...).on_node(name)` may place a child.
+  const std::string& node() const noexcept { return node_ ? *node_ : empty_name(); }
+  const std::vector<std::string>& nodes() const noexcept {
+    static const std::vector<std::string> none;
+    return nodes_ ? *nodes_ : none;
+  }
+
+  // -- set by the runtime ---------------------------------------------------------------------
+  const std::string* node_ = nullptr;
+  const std::vector<std::string>* nodes_ = nullptr;
+  uint64_t id_ = 0;
+  uint64_t root_id_ = 0;
+  uint64_t parent_id_ = 0;
+  int attempt_ = 1;
+  std::vector<child_result> children_;
+  std::string event_payload_;
+  bool event_timed_out_ = false;
+  bool undo_committed_ = false;
+
+private:
+  static const std::string& empty_name() {
+    static const std::string none;
+    return none;
+  }
+};
+
+}  // namespace proctor

@@ -1,0 +1,163 @@
+// What a step decides. A step returns exactly one outcome; nothing it decides takes effect
+// until the journal record that carries it is durable.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/message.h>
+
+namespace proctor {
+
+/// A child procedure requested by `spawn`: a registered type and its serialized data.
+struct child_spec {
+  std::string type;
+  std::string data;  ///< the child's data message, serialized (see `child()`)
+  int32_t priority = 0;
+  /// The node the child runs on ("" or this node's name: here). A child elsewhere is, for
+  /// its parent, a child like any other: its end comes back, a failure of the tree rolls it
+  /// back there (docs/cluster.md).
+  std::string node{};
+  /// Placed by the spawn step on whichever node of the cluster has the type registered and
+  /// holds the fewest procedures that have not ended (this node included; a node that is up
+  /// before one that is down). The choice is journaled with the spawn, so a restart keeps it.
+  bool any_node = false;
+
+  /// Places the child on the node named `name` (one of `ctx.nodes()`).
+  child_spec on_node(std::string name) && {
+    node = std::move(name);
+    any_node = false;
+    return std::move(*this);
+  }
+
+  /// Places the child wherever its type is registered, on the least loaded such node.
+  child_spec on_any_node() && {
+    node.clear();
+    any_node = true;
+    return std::move(*this);
+  }
+};
+
+/// Builds a child_spec from the child's data message.
+inline child_spec child(std::string type, const google::protobuf::Message& data,
+                        int32_t priority = 0) {
+  return child_spec{std::move(type), data.SerializeAsString(), priority};
+}
+
+class outcome {
+public:
+  enum class kind : uint8_t { done, next, fail, yield, spawn, suspend, wait, call };
+
+  // -- constructors -------------------------------------------------------------------------
+
+  /// Finished: SUCCESS with an optional result (a JSON text, "" for none).
+  static outcome done(std::string result_json = {}) {
+    outcome o(kind::done);
+    o.result_json_ = std::move(result_json);
+    return o;
+  }
+
+  /// Finished: SUCCESS with the JSON mapping of a protobuf message as result.
+  static outcome done(const google::protobuf::Message& result);
+
+  /// Persist, then run `state` next.
+  static outcome next(int32_t state) {
+    outcome o(kind::next);
+    o.state_ = state;
+    return o;
+  }
+
+  /// Business failure: the procedure fails and its tree rolls back.
+  static outcome fail(std::string error) {
+    outcome o(kind::fail);
+    o.error_ = std::move(error);
+    return o;
+  }
+
+  /// Back of the run queue without persisting anything; `state` runs again later.
+  static outcome yield(int32_t state) {
+    outcome o(kind::yield);
+    o.state_ = state;
+    return o;
+  }
+
+  /// Persist this step and the children atomically; run `state` once every child ended.
+  static outcome spawn(std::vector<child_spec> children, int32_t state) {
+    outcome o(kind::spawn);
+    o.children_ = std::move(children);
+    o.state_ = state;
+    return o;
+  }
+
+  /// Wait for the external event `key`, then run `state`; `timeout` 0 waits forever.
+  static outcome suspend(std::string key, int32_t state,
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    outcome o(kind::suspend);
+    o.event_key_ = std::move(key);
+    o.state_ = state;
+    o.duration_ = timeout;
+    return o;
+  }
+
+  /// Sends `request` to the service `service` and runs `state` with the reply
+  /// (`ctx.event_payload()`), which is journaled before the procedure acts on it. `service`
+  /// names a service of this node ("billing") or of another ("host:port/billing"). The
+  /// request may be delivered more than once (after a crash it is sent again): services
+  /// deduplicate by the call id they receive. A failed call or a passed `timeout` fails the
+  /// procedure unless `resume_on_timeout()`.
+  static outcome call(std::string service, std::string request, int32_t state,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    outcome o(kind::call);
+    o.event_key_ = std::move(service);
+    o.result_json_ = std::move(request);
+    o.state_ = state;
+    o.duration_ = timeout;
+    return o;
+  }
+
+  /// WAITING_TIMEOUT for `duration`, then run `state`.
+  static outcome wait(std::chrono::milliseconds duration, int32_t state) {
+    outcome o(kind::wait);
+    o.duration_ = duration;
+    o.state_ = state;
+    return o;
+  }
+
+  // -- observers ------------------------------------------------------------------------------
+
+  kind what() const noexcept { return kind_; }
+  /// The state that runs next (next, yield, spawn, suspend, wait).
+  int32_t state() const noexcept { return state_; }
+  const std::string& result_json() const noexcept { return result_json_; }
+  const std::string& error() const noexcept { return error_; }
+  const std::vector<child_spec>& children() const noexcept { return children_; }
+  std::vector<child_spec>& children() noexcept { return children_; }
+  const std::string& event_key() const noexcept { return event_key_; }
+  /// call: the service and the request.
+  const std::string& service() const noexcept { return event_key_; }
+  const std::string& request() const noexcept { return result_json_; }
+  std::chrono::milliseconds duration() const noexcept { return duration_; }
+
+private:
+  explicit outcome(kind k) : kind_(k) {}
+
+  kind kind_;
+  int32_t state_ = 0;
+  std::string result_json_;
+  std::string error_;
+  std::vector<child_spec> children_;
+  std::string event_key_;
+  std::chrono::milliseconds duration_{0};
+};
+
+/// Thrown by a step (or returned through `outcome::fail`) for a business failure: the
+/// procedure fails and its tree rolls back. Any other exception is a crash, handled by the
+/// supervisor (restart from the last journaled state).
+class procedure_failure : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace proctor

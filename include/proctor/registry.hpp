@@ -1,0 +1,194 @@
+// Procedure types by stable name and version. Recovery recreates a procedure from the type
+// name stored in its journal records, so a name, once used, must keep meaning the same type.
+// A type's version says which code wrote its journaled data; a type that changes its data
+// declares the upgrades from older versions with it:
+//
+//   types.add<copy_file>("example.copy_file", /*version=*/3)
+//     .upgrade(1, [](const std::string& v1) { return v1_to_v2(v1); })  // bytes to bytes
+//     .upgrade(2, [](example::CopyData& d) { d.set_mode(0644); })        // parsed, in place
+//     .child_only();                                                     // spawned only
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <proctor/policy.hpp>
+#include <proctor/procedure.hpp>
+
+namespace proctor {
+
+/// Turns a procedure's data as serialized by version v of its type into version v + 1's.
+/// Throws on data it cannot upgrade (recovery then quarantines the tree).
+using upgrade_fn = std::function<std::string(const std::string&)>;
+
+struct procedure_type {
+  std::string name;
+  uint32_t version = 1;
+  std::function<std::unique_ptr<procedure>()> make;
+  supervision_policy supervision;
+  retry_policy retry;
+  /// The type's steps and undos never block and finish in microseconds (no I/O, no sleep):
+  /// they run on the procedure actor's own thread when their turn comes, saving the hand-off
+  /// to a worker thread. Leave false for anything that touches a disk or the network.
+  bool nonblocking = false;
+  /// False when the type keeps procedure::locks() (no locks): recovery then need not build
+  /// each procedure of the type to ask. add<T>() finds out; true is always safe.
+  bool declares_locks = true;
+  /// Upgrades of journaled data, by the version each upgrades from (v to v + 1). Data of an
+  /// older version is upgraded step by step when it is loaded; data of a newer version, or
+  /// of an older one with a gap in this chain, is never run (its tree is quarantined).
+  std::map<uint32_t, upgrade_fn> upgrades{};
+  /// Only a parent procedure may spawn it: a client's submit of it as a root is refused.
+  bool child_only = false;
+  /// What a procedure of this type does while a child it placed on another node cannot be
+  /// reached.
+  node_loss_policy node_loss{};
+};
+
+/// What `registry::add<T>` returns: the type just registered, to declare its upgrades and
+/// flags in the same statement. False (and declaring nothing) if the name was taken.
+/// Declaring an upgrade that cannot apply (from version 0, from the registered version or
+/// later, twice from one version, of another data message) throws std::invalid_argument:
+/// a mistake in the program, found when the node starts.
+class type_declaration {
+public:
+  explicit type_declaration(procedure_type* t) noexcept : type_(t) {}
+
+  /// Declares how data of version `from` becomes version `from + 1`. `f` is either
+  /// `std::string(const std::string&)` (serialized to serialized: for changes a parse cannot
+  /// bridge, such as a field's type) or `void(Data&)` (the type's data message, parsed from
+  /// the old bytes, changed in place: for added or renamed fields).
+  template <class F>
+  type_declaration& upgrade(uint32_t from, F f) {
+    if (type_ == nullptr)
+      return *this;
+    if constexpr (std::is_invocable_r_v<std::string, F, const std::string&>) {
+      add_upgrade(from, upgrade_fn(std::move(f)));
+    } else {
+      using data_t = typename upgrade_arg<decltype(std::function{f})>::type;
+      static_assert(std::is_base_of_v<google::protobuf::Message, data_t>,
+                    "an upgrade takes the serialized data (const std::string&) or the type's "
+                    "data message (Data&)");
+      check_data_type(from, dynamic_cast<data_t*>(&type_->make()->data()) != nullptr);
+      add_upgrade(from, [make = type_->make, f = std::move(f)](const std::string& bytes) {
+        auto p = make();
+        auto& d = static_cast<data_t&>(p->data());
+        if (!d.ParseFromString(bytes))
+          throw std::runtime_error("unparsable data");
+        f(d);
+        return d.SerializeAsString();
+      });
+    }
+    return *this;
+  }
+
+  /// Declares the type child-only: only a parent procedure can spawn it.
+  type_declaration& child_only(bool yes = true) {
+    if (type_ != nullptr)
+      type_->child_only = yes;
+    return *this;
+  }
+
+  /// Declares the type's steps and undos nonblocking (procedure_type::nonblocking): no I/O,
+  /// no sleep, microseconds each. A step of such a type that needs no lock runs on its
+  /// procedure's actor without waiting for a run slot.
+  type_declaration& nonblocking(bool yes = true) {
+    if (type_ != nullptr)
+      type_->nonblocking = yes;
+    return *this;
+  }
+
+  /// What procedures of this type do while a child they placed on another node cannot be
+  /// reached: wait (the default), or fail their tree after a deadline.
+  type_declaration& on_node_loss(node_loss_policy p) {
+    if (type_ != nullptr)
+      type_->node_loss = p;
+    return *this;
+  }
+
+  /// False if the name was taken.
+  explicit operator bool() const noexcept { return type_ != nullptr; }
+
+private:
+  template <class Sig>
+  struct upgrade_arg;
+  template <class R, class A>
+  struct upgrade_arg<std::function<R(A)>> {
+    using type = std::remove_cvref_t<A>;
+  };
+
+  void add_upgrade(uint32_t from, upgrade_fn f);
+  void check_data_type(uint32_t from, bool matches) const;
+
+  procedure_type* type_;
+};
+
+class registry {
+public:
+  /// Registers `T` (default-constructible, derived from `procedure`) under `name`.
+  /// Converts to false if the name is taken (or `version` is 0, see add(procedure_type)).
+  template <class T>
+  type_declaration add(std::string name, uint32_t version = 1, supervision_policy sup = {},
+                       retry_policy retry = {}) {
+    procedure_type t;
+    t.name = std::move(name);
+    t.version = version;
+    t.make = [] { return std::unique_ptr<procedure>(new T()); };
+    t.supervision = sup;
+    t.retry = retry;
+    t.declares_locks = !std::is_same_v<decltype(&T::locks), lock_set (procedure::*)() const>;
+    return type_declaration(insert(std::move(t)));
+  }
+
+  /// Registers `t`. Returns false if its name is taken (or its version is 0: version 0 in
+  /// the journal means "the version the procedure was submitted with").
+  bool add(procedure_type t) { return insert(std::move(t)) != nullptr; }
+
+  /// The type registered under `name`, or nullptr.
+  const procedure_type* find(std::string_view name) const;
+
+  /// A new procedure of `type` with its data parsed from `args_json` ("" = {}) and validated.
+  /// On error returns nullptr and sets `*error` to a one-line reason.
+  std::unique_ptr<procedure> make_from_json(std::string_view type, const std::string& args_json,
+                                            std::string* error) const;
+
+  /// A procedure of `type` with its data parsed from serialized bytes of the registered
+  /// version (a spawn's, or a test's).
+  std::unique_ptr<procedure> make_from_bytes(std::string_view type, const std::string& bytes,
+                                             std::string* error) const;
+
+  /// A procedure of `type` from journaled data written by `version` of the type (0: the
+  /// registered one), upgraded to the registered version. Every procedure made from the
+  /// journal is made here. On error (unknown type, a newer version, an older one without
+  /// an upgrade path, an upgrade that throws, data that does not parse) returns nullptr and
+  /// sets `*error` to a one-line reason.
+  std::unique_ptr<procedure> make_from_journal(std::string_view type, uint32_t version,
+                                               const std::string& bytes, std::string* error) const;
+
+  /// "" if data written by `version` of `type` can be upgraded to the registered version
+  /// (without running the upgrades), else why not, as a phrase that follows "... was":
+  /// "written by version 3; this node knows version 2 (no downgrade)".
+  std::string version_problem(const procedure_type& t, uint32_t version) const;
+
+  /// Why `type` is not known here, with the nearest registered name when one is close and
+  /// the registered names otherwise: "unknown procedure type 'demo.leger' (did you mean
+  /// 'demo.ledger'?)".
+  std::string unknown_type_error(std::string_view type) const;
+
+  /// Registered type names, sorted.
+  std::vector<std::string> names() const;
+
+private:
+  procedure_type* insert(procedure_type t);
+
+  std::map<std::string, procedure_type, std::less<>> types_;
+};
+
+}  // namespace proctor

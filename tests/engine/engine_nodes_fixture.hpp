@@ -1,0 +1,250 @@
+// Test support for trees across nodes, in one process: three nodes (a, b, c; numbers 1-3)
+// over their own data directories, their outboxes connected by a transport that hands each
+// request to the named node's executor (and can cut a node off, or restart it).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "tests/engine/engine_probe.hpp"
+#include "actors/node/node.hpp"
+#include "actors/cluster/outbox.hpp"
+#include "actors/cluster/peer_link.hpp"
+#include "actors/wire/wall_clock.hpp"
+#include "actors/base/rpc.hpp"
+#include "procedures/demo.hpp"
+#include <proctor/wire.pb.h>
+
+namespace proctor::testing {
+
+namespace fs = std::filesystem;
+
+/// Routes (peer_request_atom, name, bytes, timeout) to the named node's executor.
+struct switchboard {
+  std::mutex mtx;
+  std::map<std::string, caf::actor> executors;
+  std::set<std::string> cut;  ///< nodes nobody reaches
+
+  caf::actor executor(const std::string& name) {
+    std::lock_guard<std::mutex> g(mtx);
+    if (cut.count(name) > 0)
+      return {};
+    auto i = executors.find(name);
+    return i == executors.end() ? caf::actor{} : i->second;
+  }
+};
+
+inline caf::behavior transport_fn(caf::event_based_actor* self, std::shared_ptr<switchboard> sb) {
+  return {
+    [self, sb](peer_request_atom, const std::string& peer, const std::string& bytes,
+               uint32_t) -> caf::result<std::string> {
+      auto e = sb->executor(peer);
+      if (!e)
+        return caf::make_error(caf::sec::request_receiver_down, "node " + peer + " unreachable");
+      auto rp = self->make_response_promise<std::string>();
+      spdlog::debug("transport: {} bytes to node {}", bytes.size(), peer);
+      self->request(e, std::chrono::seconds{30}, rpc_atom::value, bytes)
+        .then([rp](std::string& r) mutable { rp.deliver(std::move(r)); },
+              [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    // The in-process nodes have no links: no peer status to report.
+    [](peer_subscribe_atom, const caf::actor&) {},
+  };
+}
+
+class nodes_fixture : public ::testing::Test {
+protected:
+  void SetUp() override {
+    // PROCTOR_TEST_LOG=debug (or info) shows the nodes' logs.
+    const char* lvl = std::getenv("PROCTOR_TEST_LOG");
+    spdlog::set_level(lvl != nullptr ? spdlog::level::from_str(lvl) : spdlog::level::warn);
+    char tmpl[] = "/tmp/proctor-nodes-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    fs::create_directories(dir_ + "/ledger");
+    register_demo_procedures(types_);
+    register_probe(types_);
+    tune_actor_system(cfg_);
+    sys_ = std::make_unique<caf::actor_system>(cfg_);
+    sb_ = std::make_shared<switchboard>();
+    transport_ = sys_->spawn(transport_fn, sb_);
+    for (std::string name : {"a", "b", "c"})
+      start_node(name);
+  }
+
+  /// Starts node `name` on its data directory (again, after stop_node).
+  void start_node(const std::string& name) {
+    auto n = std::make_unique<node>(*sys_, types_);
+    node_options o;
+    o.data_dir = dir_ + "/" + name;
+    o.workers = workers_;
+    o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
+    o.name = name;
+    o.number = static_cast<uint16_t>(name[0] - 'a' + 1);
+    for (std::string p : {"a", "b", "c"})
+      if (p != name)
+        o.peer_names.push_back(p);
+    o.transport = transport_;
+    // A request in flight to a node stopped here is never answered (its executor's promise
+    // goes with it; over TCP the closed connection says so at once).
+    o.peer_reply_timeout = std::chrono::milliseconds{1'000};
+    if (hibernate_after_)
+      o.executor.hibernate_after = *hibernate_after_;
+    // A node stopped just before lets go of the directory's lock when its journal's thread
+    // ends.
+    caf::expected<recovery_report> r = caf::make_error(caf::sec::runtime_error);
+    ASSERT_TRUE(eventually(
+      [&] {
+        r = n->start(o);
+        return static_cast<bool>(r);
+      },
+      std::chrono::seconds{10}))
+      << sys_->render(r.error());
+    nodes_[name] = std::move(n);
+    uncut(name);
+  }
+
+  /// Stops node `name` (cut off meanwhile): like a crash, nothing that was not durable is
+  /// acknowledged, and the restart recovers from its journal.
+  void stop_node(const std::string& name) {
+    cut(name);
+    nodes_.at(name)->stop();
+    nodes_.erase(name);
+  }
+
+  /// Tells the other nodes that node `name` is up (or down), as its link would: the
+  /// in-process nodes have none, so they know nothing of each other's state otherwise.
+  void report(const std::string& name, bool up) {
+    peer_status s;
+    s.name = name;
+    s.up = up;
+    s.since_ms = wall_ms();
+    s.number = static_cast<uint16_t>(name[0] - 'a' + 1);
+    if (!up)
+      s.reason = "reported down by the test";
+    for (auto& [n, x] : nodes_)
+      if (n != name)
+        caf::anon_send(x->executor(), peer_status_atom::value, s);
+  }
+
+  void cut(const std::string& name) {
+    std::lock_guard<std::mutex> g(sb_->mtx);
+    sb_->cut.insert(name);
+  }
+
+  /// Makes `name` reachable again and asks every outbox to deliver to it at once.
+  void uncut(const std::string& name) {
+    {
+      std::lock_guard<std::mutex> g(sb_->mtx);
+      sb_->cut.erase(name);
+      if (nodes_.count(name) > 0)
+        sb_->executors[name] = nodes_.at(name)->executor();
+    }
+    for (auto& [n, x] : nodes_)
+      caf::anon_send(x->outbox(), outbox_kick_atom::value, name);
+  }
+
+  void TearDown() override {
+    for (auto& [name, n] : nodes_)
+      n->stop();
+    caf::anon_send_exit(transport_, caf::exit_reason::user_shutdown);
+    nodes_.clear();
+    sys_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  pb::Response call(const std::string& at, const pb::Request& req,
+                    std::chrono::milliseconds timeout = std::chrono::seconds{30}) {
+    caf::scoped_actor self{*sys_};
+    pb::Response resp;
+    self->request(nodes_.at(at)->executor(), timeout, rpc_atom::value, req.SerializeAsString())
+      .receive([&](const std::string& bytes) { EXPECT_TRUE(resp.ParseFromString(bytes)); },
+               [&](caf::error& e) {
+                 resp.set_code(pb::Response::INTERNAL);
+                 resp.set_error(sys_->render(e));
+               });
+    return resp;
+  }
+
+  uint64_t submit(const std::string& at, const std::string& args,
+                  const std::string& type = "demo.ledger") {
+    pb::Request req;
+    req.mutable_submit()->set_type(type);
+    req.mutable_submit()->set_args_json(args);
+    auto r = call(at, req);
+    EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
+    return r.id();
+  }
+
+  pb::ProcStatus wait(const std::string& at, uint64_t id) {
+    pb::Request req;
+    req.mutable_wait()->set_id(id);
+    req.mutable_wait()->set_timeout_ms(30'000);
+    auto r = call(at, req, std::chrono::seconds{40});
+    EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
+    return r.status();
+  }
+
+  /// Procedures the node holds (any state).
+  size_t procs_on(const std::string& at) {
+    pb::Request req;
+    req.mutable_list()->set_all(true);
+    return static_cast<size_t>(call(at, req).list_size());
+  }
+
+  /// Fragments (roots of trees whose parent runs on another node) the node holds.
+  size_t fragments_on(const std::string& at) {
+    pb::Request req;
+    req.mutable_list()->set_all(true);
+    size_t n = 0;
+    auto r = call(at, req);
+    for (const auto& p : r.list())
+      n += p.id() == p.root_id() && p.parent_id() != 0 ? 1 : 0;
+    return n;
+  }
+
+  size_t ledger_files() {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir_ + "/ledger"))
+      n += e.path().filename() == "undo.log" ? 0 : 1;
+    return n;
+  }
+
+  template <class Pred>
+  bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds{20}) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      if (pred())
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds{5});
+    }
+    return pred();
+  }
+
+  std::string args(const std::string& extra) {
+    return R"({"ledger_dir":")" + dir_ + R"(/ledger","spread":true,"undo_log":true)" + extra + "}";
+  }
+
+  std::string dir_;
+  /// The nodes' hibernate_after (set before SetUp: in a derived fixture's constructor).
+  std::optional<std::chrono::milliseconds> hibernate_after_;
+  size_t workers_ = 2;  ///< the nodes' run slots (likewise)
+  registry types_;
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+  std::shared_ptr<switchboard> sb_;
+  caf::actor transport_;
+  std::map<std::string, std::unique_ptr<node>> nodes_;
+};
+
+}  // namespace proctor::testing

@@ -1,0 +1,148 @@
+// Trees across real proctord processes: three named nodes on 127.0.0.1 (free ports, temp
+// directories), each with the other two as --peers. demo.ledger spreads its children over
+// the nodes; its ledger files (one per committed step) and its undo log say what ran and
+// what was undone, in which order, whatever happened to the processes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/process/cluster_fixture.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using proctor::test::cluster;
+using proctor::test::eventually;
+using proctor::test::node;
+using proctor::test::parse_json;
+using proctor::test::state_of;
+namespace fs = std::filesystem;
+
+TEST_F(cluster, a_spread_tree_succeeds_with_every_step_once) {
+  auto id = submit(0, R"(,"steps":3,"children":6,"depth":1)");
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(final_state(0, id), "SUCCESS") << nodes_[0]->log_tail();
+  EXPECT_EQ(ledger_files(), 3u + 6 * 3);
+  // A child on another node sees the tree's root as ctx.root_id(), as a local one does
+  // (demo.ledger names its files <root>.<procedure>.<step>).
+  for (const auto& f : fs::directory_iterator(ledger())) {
+    if (f.path().filename() == "undo.log")
+      continue;
+    EXPECT_EQ(f.path().filename().string().rfind(std::to_string(id) + ".", 0), 0u) << f.path();
+  }
+}
+
+TEST_F(cluster, a_failing_spread_tree_is_undone_on_every_node_in_reverse_causal_order) {
+  // Step 0 spawns two children per node, step 1 runs after they ended, step 2 fails.
+  auto id = submit(0, R"(,"steps":4,"children":6,"depth":1,"fail_at":2)");
+  ASSERT_NE(id, 0u);
+  EXPECT_EQ(final_state(0, id), "ROLLEDBACK") << nodes_[0]->log_tail();
+  EXPECT_EQ(ledger_files(), 0u);
+  // undo.log: "<node> <id> <parent> <step>" in the order the undos ran (O_APPEND).
+  std::ifstream in(ledger() / "undo.log");
+  std::string node_name;
+  uint64_t pid = 0, parent = 0;
+  int step = 0;
+  size_t line = 0, root1 = SIZE_MAX, root0 = SIZE_MAX;
+  std::vector<std::pair<size_t, std::string>> children;
+  while (in >> node_name >> pid >> parent >> step) {
+    if (pid == id && step == 1)
+      root1 = line;
+    if (pid == id && step == 0)
+      root0 = line;
+    if (parent == id)
+      children.emplace_back(line, node_name);
+    ++line;
+  }
+  ASSERT_NE(root1, SIZE_MAX);
+  ASSERT_NE(root0, SIZE_MAX);
+  EXPECT_EQ(children.size(), 6u * 4);
+  std::set<std::string> where;
+  for (auto& [at, n] : children) {
+    where.insert(n);
+    EXPECT_GT(at, root1) << "a child on " << n << " was undone before the step that saw it end";
+    EXPECT_LT(at, root0) << "a child on " << n << " was undone after the step that spawned it";
+  }
+  EXPECT_EQ(where, (std::set<std::string>{"a", "b", "c"}));
+}
+
+TEST_F(cluster, sigkilled_nodes_come_back_and_their_trees_end_with_every_step_once) {
+  // Children sleep at each step, so the kills come while fragments run on b and c.
+  auto ok = submit(0, R"(,"steps":3,"children":9,"depth":1,"step_sleep_ms":150)");
+  auto bad = submit(0, R"(,"steps":3,"children":6,"depth":1,"step_sleep_ms":150,"fail_at":1)");
+  ASSERT_NE(ok, 0u);
+  ASSERT_NE(bad, 0u);
+  std::this_thread::sleep_for(300ms);  // a pace for the test's shape, not a synchronisation
+  nodes_[1]->kill();
+  nodes_[2]->kill();
+  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
+  nodes_[0]->kill();  // the roots' node too, while the others carry on
+  ASSERT_TRUE(nodes_[2]->start()) << nodes_[2]->log_tail();
+  ASSERT_TRUE(nodes_[0]->start()) << nodes_[0]->log_tail();
+  EXPECT_EQ(final_state(0, ok), "SUCCESS") << nodes_[0]->log_tail();
+  EXPECT_EQ(final_state(0, bad), "ROLLEDBACK") << nodes_[0]->log_tail();
+  // The successful tree's files, each exactly once; none of the rolled-back one's.
+  EXPECT_EQ(ledger_files(), 3u + 9 * 3);
+}
+
+TEST_F(cluster, a_hung_node_holds_its_part_of_the_tree_until_it_wakes) {
+  // b accepts connections (the kernel does) but answers nothing while stopped: deliveries
+  // to it time out and are tried again; nothing is lost, and the tree ends once it wakes.
+  ASSERT_EQ(::kill(nodes_[1]->pid(), SIGSTOP), 0);
+  auto id = submit(0, R"(,"steps":2,"children":3,"depth":1)");
+  ASSERT_NE(id, 0u);
+  EXPECT_TRUE(eventually(
+    [&] {
+      auto r = nodes_[0]->ctl({"status", std::to_string(id), "--json"}, 10s);
+      auto v = parse_json(r.out);
+      return v && state_of(*v) == "WAITING";
+    },
+    20s));
+  std::this_thread::sleep_for(500ms);  // deliveries to b are in flight or failing meanwhile
+  ASSERT_EQ(::kill(nodes_[1]->pid(), SIGCONT), 0);
+  EXPECT_EQ(final_state(0, id), "SUCCESS") << nodes_[0]->log_tail();
+  EXPECT_EQ(ledger_files(), 2u + 3 * 2);
+}
+
+TEST_F(cluster, any_node_answers_for_any_procedure_and_says_when_its_node_is_unreachable) {
+  auto id = submit(0, R"(,"steps":2,"children":3,"depth":1)");
+  ASSERT_NE(id, 0u);
+  // wait and status asked at c, about a tree of a: the same answer as a's.
+  auto w = nodes_[2]->ctl({"wait", std::to_string(id), "--timeout-s", "60"}, 90s);
+  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
+  auto at_a = nodes_[0]->ctl({"status", std::to_string(id), "--json"}, 30s);
+  auto at_c = nodes_[2]->ctl({"status", std::to_string(id), "--json"}, 30s);
+  EXPECT_EQ(at_c.exit_code, 0) << at_c.err;
+  EXPECT_EQ(at_c.out, at_a.out);
+  // abort at b of a running tree of a: acknowledged there, rolled back at a.
+  auto slow = submit(0, R"(,"steps":3,"children":3,"depth":1,"step_sleep_ms":300)");
+  auto ab = nodes_[1]->ctl({"abort", std::to_string(slow)}, 30s);
+  EXPECT_EQ(ab.exit_code, 0) << ab.err;
+  EXPECT_EQ(final_state(0, slow), "ROLLEDBACK");
+  // An unknown id of a: NOT_FOUND from a, relayed (exit 1); a down: exit 3, saying so.
+  auto missing = nodes_[1]->ctl({"status", std::to_string(id + 100000)}, 30s);
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  nodes_[0]->kill();
+  auto down = nodes_[1]->ctl({"status", std::to_string(id)}, 60s);
+  EXPECT_EQ(down.exit_code, 3) << down.out << down.err;
+  EXPECT_NE(down.err.find("node a"), std::string::npos) << down.err;
+  EXPECT_NE(down.err.find("unreachable"), std::string::npos) << down.err;
+}
+
+TEST_F(cluster, a_node_name_is_fixed_by_its_data_directory) {
+  nodes_[1]->stop();
+  node renamed{dir_.path() / "b", ports_[1], {"--name", "x"}};
+  EXPECT_FALSE(renamed.start(20s));
+  EXPECT_NE(renamed.log_tail().find("belongs to node 'b'"), std::string::npos)
+    << renamed.log_tail();
+}
+
+}  // namespace

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""The web console in a real browser (docs/web-console.md).
+
+Starts a proctord with --http and a token (from a file), submits a ledger tree whose
+children are held in flight by closed gates, and opens the console in headless Chromium:
+the tree and the histories must show the states the CLI reports; an abort without the
+token must be refused and change nothing (checked with `proctor status`); with the token
+it must roll the tree back (checked with `proctor wait`). Any error in the browser's
+console fails the test, except the refused abort's own 401 that Chromium logs.
+
+Exit codes: 0 passed, 1 failed, 77 skipped (no chromium, chromedriver or selenium).
+
+    python3 tests/process/console_browser_test.py --bin build/bin [--show] [--screenshot F.png]
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+LIMIT = 60  # seconds: a bound on each wait for a condition, not a pace
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise Failure(message)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(cond, what, limit=LIMIT, interval=0.05):
+    """Polls `cond` until it returns something true, at most `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise Failure(f"timed out after {limit}s waiting for {what}")
+        time.sleep(interval)
+
+
+class Node:
+    def __init__(self, bin_dir, work):
+        self.bin = bin_dir
+        self.work = work
+        self.port = free_port()
+        self.http_port = free_port()
+        self.token = "console-test-token-4f1c"
+        self.token_file = os.path.join(work, "token")
+        with open(self.token_file, "w") as f:
+            f.write(self.token + "\n")
+        self.log_path = os.path.join(work, "node.log")
+        self.proc = None
+
+    def start(self):
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [os.path.join(self.bin, "proctord"), "--data-dir", os.path.join(self.work, "data"),
+             "--listen", f"127.0.0.1:{self.port}", "--workers", "4",
+             "--http", f"127.0.0.1:{self.http_port}", "--http-token-file", self.token_file],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        wait_until(lambda: self.proc.poll() is not None or self.ctl("list").returncode == 0,
+                   "proctord to answer")
+        check(self.proc.poll() is None, "proctord exited at start:\n" + self.log_tail())
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def ctl(self, *args, timeout=60):
+        return subprocess.run(
+            [os.path.join(self.bin, "proctor"), "--node", f"127.0.0.1:{self.port}", *args],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def json(self, *args):
+        r = self.ctl(*args)
+        check(r.returncode == 0, f"proctor {' '.join(args)} failed: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+    def log_tail(self, n=30):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+
+def make_browser(show):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    if not show:
+        opts.add_argument("--headless=new")
+    for a in ("--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
+        opts.add_argument(a)
+    opts.binary_location = find_chromium()
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")),
+                            options=opts)
+
+
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def console_errors(driver, allowed):
+    """The browser console's errors, less those that contain every part of one of `allowed`."""
+    out = []
+    for entry in driver.get_log("browser"):
+        if entry.get("level") != "SEVERE":
+            continue
+        msg = entry.get("message", "")
+        if any(all(part in msg for part in parts) for parts in allowed):
+            continue
+        out.append(msg)
+    return out
+
+
+def run(node, driver, work):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    def css_wait(selector, what):
+        try:
+            return WebDriverWait(driver, LIMIT).until(
+                lambda d: d.find_elements(By.CSS_SELECTOR, selector))
+        except Exception:
+            raise Failure(f"the page did not show {what} ({selector}) within {LIMIT}s")
+
+    def text_wait(selector, pred, what):
+        try:
+            return WebDriverWait(driver, LIMIT).until(
+                lambda d: [e for e in d.find_elements(By.CSS_SELECTOR, selector) if pred(e.text)])
+        except Exception:
+            raise Failure(f"the page did not show {what} ({selector}) within {LIMIT}s")
+
+    # A root with two children: each child commits steps 0 and 1, then waits at the closed
+    # gate of step 2 (runnable, nothing journaled); undos may run (their gates are open).
+    gate, ledger = os.path.join(work, "gate"), os.path.join(work, "ledger")
+    os.makedirs(gate)
+    os.makedirs(ledger)
+    for name in ("step.0", "step.1", "undo.0", "undo.1"):
+        open(os.path.join(gate, name), "w").close()
+    args = json.dumps({"steps": 3, "children": 2, "depth": 1, "ledger_dir": ledger,
+                       "gate_dir": gate})
+    r = node.ctl("submit", "demo.ledger", "--args-json", args)
+    check(r.returncode == 0, f"submit failed: {r.stderr}")
+    root = int(r.stdout.strip())
+
+    def children_held():
+        tree = node.json("tree", str(root), "--json")
+        kids = tree.get("children", [])
+        if tree["state"] != "WAITING" or len(kids) != 2:
+            return None
+        for k in kids:
+            steps = [e for e in node.json("history", str(k["id"]), "--json")["entries"]
+                     if e["kind"] == "step"]
+            if len(steps) < 2:
+                return None
+        return tree
+    tree = wait_until(children_held, "both children to commit two steps")
+    kids = [k["id"] for k in tree["children"]]
+
+    driver.get(f"http://127.0.0.1:{node.http_port}/#proc={root}")
+    check("Proctor" in driver.title, f"unexpected page title {driver.title!r}")
+
+    # The tree: the root waiting for its children, none of them ended (0/2), each child in
+    # the state the CLI reports.
+    css_wait(f'#tree .node[data-id="{root}"][data-state="WAITING"]', "the root WAITING")
+    css_wait(f'#tree .node[data-id="{root}"] .progress[data-done="0"][data-total="2"]',
+             "the root's progress 0/2")
+    for k in tree["children"]:
+        css_wait(f'#tree .node[data-id="{k["id"]}"][data-state="{k["state"]}"]',
+                 f"child {k['id']} {k['state']}")
+
+    # The list: the root's row, with its state; a state filter that excludes it.
+    css_wait(f'#procs tbody tr[data-id="{root}"][data-state="WAITING"]', "the root in the list")
+    Select(driver.find_element(By.ID, "f-state")).select_by_value("SUCCESS")
+    WebDriverWait(driver, LIMIT).until(
+        lambda d: not d.find_elements(By.CSS_SELECTOR, f'#procs tbody tr[data-id="{root}"]'))
+    Select(driver.find_element(By.ID, "f-state")).select_by_value("")
+    css_wait(f'#procs tbody tr[data-id="{root}"]', "the root back in the unfiltered list")
+
+    # The history of a child, picked in the tree: the same entries as `proctor history`,
+    # its two steps drawn on the timeline.
+    driver.find_element(By.CSS_SELECTOR, f'#tree .node[data-id="{kids[0]}"]').click()
+    cli_history = node.json("history", str(kids[0]), "--json")
+    want = [str(e["lsn"]) for e in cli_history["entries"]]
+    css_wait(f'#history-table tbody tr[data-lsn="{want[-1]}"]', "the child's last entry")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#history-table tbody tr")
+    check([r.get_attribute("data-lsn") for r in rows] == want,
+          f"history rows {[r.get_attribute('data-lsn') for r in rows]} != CLI's {want}")
+    check(len(driver.find_elements(By.CSS_SELECTOR, '#timeline g.entry[data-kind="step"] rect')) >= 2,
+          "the timeline does not show the child's two steps")
+    text_wait("#sel-id", lambda t: t == str(kids[0]), "the child selected")
+
+    # Locks (none here) and the metrics charts fed by /api/metrics.
+    css_wait("#locks-none:not([hidden])", "no locks")
+    text_wait("#v-steps", lambda t: t != "", "a steps/s value")
+
+    # Abort without the token: refused (401), nothing changes.
+    driver.find_element(By.CSS_SELECTOR, f'#tree .node[data-id="{root}"]').click()
+    text_wait("#sel-id", lambda t: t == str(root), "the root selected")
+    abort = driver.find_element(By.ID, "abort")
+    check(abort.is_enabled(), "the abort button is disabled: " +
+          driver.find_element(By.ID, "actions-why").text)
+    abort.click()
+    text_wait("#abort", lambda t: t.startswith("Really abort"), "the abort button armed")
+    abort.click()
+    css_wait('#action-result[data-status="401"]', "the abort refused with 401")
+    check(node.json("status", str(root))["state"] == "WAITING",
+          "an abort without the token changed the root's state")
+    for k in kids:
+        check(node.json("status", str(k))["state"] not in ("ROLLEDBACK", "FAILED", "SUCCESS"),
+              f"an abort without the token ended child {k}")
+
+    # With the token: accepted, and the tree rolls back.
+    driver.find_element(By.ID, "token").send_keys(node.token)
+    abort.click()
+    text_wait("#abort", lambda t: t.startswith("Really abort"), "the abort button armed")
+    abort.click()
+    css_wait('#action-result[data-status="200"]', "the abort accepted")
+    r = node.ctl("wait", str(root), "--timeout-s", str(LIMIT))
+    check(r.returncode == 1 and json.loads(r.stdout)["state"] == "ROLLEDBACK",
+          f"the aborted root did not end ROLLEDBACK: {r.stdout} {r.stderr}")
+    for k in kids:
+        check(node.json("status", str(k))["state"] == "ROLLEDBACK", f"child {k} not rolled back")
+    css_wait(f'#tree .node[data-id="{root}"][data-state="ROLLEDBACK"]', "the root ROLLEDBACK")
+    css_wait("#abort:disabled", "the abort button disabled once the root ended")
+
+    errors = console_errors(driver, [(f"/api/procs/{root}/abort", "401")])
+    check(not errors, "errors in the browser's console:\n  " + "\n  ".join(errors))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", required=True, help="directory of proctord and proctor")
+    ap.add_argument("--show", action="store_true", help="a visible browser, not headless")
+    ap.add_argument("--screenshot", help="save the page as this PNG at the end (pass or fail)")
+    a = ap.parse_args()
+
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        print(f"SKIP: python3-selenium is not installed for {sys.executable} "
+              "(apt-get install python3-selenium)")
+        return SKIP
+    if not find_chromium() or not shutil.which("chromedriver"):
+        print("SKIP: chromium or chromedriver not found (apt-get install chromium chromium-driver)")
+        return SKIP
+
+    work = tempfile.mkdtemp(prefix="proctor-console-")
+    node = Node(os.path.abspath(a.bin), work)
+    driver = None
+    try:
+        node.start()
+        driver = make_browser(a.show)
+        run(node, driver, work)
+        print("PASS: console_browser")
+        return 0
+    except Failure as e:
+        print(f"FAIL: {e}")
+        if driver:
+            try:
+                print("page text:\n" + driver.find_element("tag name", "body").text[:3000])
+            except Exception:
+                pass
+        print("node log (last lines):\n" + node.log_tail())
+        return 1
+    finally:
+        if driver:
+            if a.screenshot:
+                driver.save_screenshot(a.screenshot)
+            driver.quit()
+        node.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

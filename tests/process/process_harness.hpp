@@ -1,0 +1,202 @@
+// A harness for process-level tests: real `proctord` nodes started as child processes on
+// free loopback ports with temporary data directories, driven through the `proctor` CLI,
+// killed with SIGKILL or stopped with SIGTERM.
+//
+//   proctor::test::temp_dir dir;
+//   proctor::test::node n{dir.path() / "data"};
+//   ASSERT_TRUE(n.start()) << n.log_tail();
+//   auto r = n.ctl({"submit", "demo.ledger", "--args-json", R"({"steps":3})"});
+//   ASSERT_EQ(r.exit_code, 0) << r.err;
+//   n.kill();                 // SIGKILL
+//   ASSERT_TRUE(n.start());   // same data dir, same port
+//
+// Binaries come from PROCTOR_BIN_DIR (a compile definition), or from the environment
+// variable of the same name when set. Children are started with fork/exec and get SIGKILL
+// when the thread that started them exits (PR_SET_PDEATHSIG), so a test that crashes or is
+// killed by ctest's timeout leaves no node behind: start nodes from the test's own thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <google/protobuf/struct.pb.h>
+
+namespace proctor::test {
+
+/// The path of binary `name` (e.g. "proctord") in the build's bin directory.
+std::filesystem::path bin_path(const std::string& name);
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound, then released), picked at
+/// random below the kernel's ephemeral range: a node restarted on its port must not find it
+/// taken by the source port of some outgoing connection meanwhile (a peer's reconnect, a
+/// CLI call of a test running beside it), which ports from bind(0) could be.
+uint16_t free_port();
+
+/// A fresh directory under the system's temp directory, removed with its contents on
+/// destruction.
+class temp_dir {
+public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
+
+/// How a child process ended.
+struct run_result {
+  /// The exit status; 128 + signal number if a signal ended it; -1 if it could not be started
+  /// (then `err` says why).
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  /// True if the harness killed it because it ran past its time limit.
+  bool timed_out = false;
+};
+
+/// Runs `program` with `args` (no shell involved), stdin from /dev/null, and captures its
+/// stdout and stderr. A child still running after `limit` is killed with SIGKILL.
+run_result run_program(const std::filesystem::path& program, const std::vector<std::string>& args,
+                       std::chrono::milliseconds limit = std::chrono::seconds{120});
+
+/// Runs the `proctor` CLI with `args`.
+run_result run_proctor(const std::vector<std::string>& args,
+                       std::chrono::milliseconds limit = std::chrono::seconds{120});
+
+/// One `proctord` child process. Its data dir and port stay the same across restarts, so
+/// `kill()` followed by `start()` is a crash and recovery. Its stdout and stderr are appended
+/// to `log_file()`. The destructor kills a running node with SIGKILL.
+class node {
+public:
+  /// `data_dir` is passed as --data-dir; `port` 0 picks a free one; `extra_args` are
+  /// appended to the command line (e.g. {"--workers", "4"}). The log goes beside the data
+  /// dir, as `<data_dir>.log`.
+  explicit node(std::filesystem::path data_dir, uint16_t port = 0,
+                std::vector<std::string> extra_args = {});
+  ~node();
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  /// Starts the process and waits until it answers `list --json` (at most `ready_limit`).
+  /// False if it did not come up (it is killed then); see `log_tail()`.
+  /// The default limit is a bound for a node that does not come up, not a pace: on a loaded
+  /// machine RocksDB's open alone has taken 2 s.
+  bool start(std::chrono::milliseconds ready_limit = std::chrono::seconds{60});
+
+  /// Starts the process without waiting for it to answer (a standby answers only once it
+  /// has taken over). False if it could not be started.
+  bool launch();
+
+  /// Waits until the running process answers `list --json` (at most `limit`).
+  bool wait_ready(std::chrono::milliseconds limit = std::chrono::seconds{60});
+
+  /// SIGKILL and reap. No-op if not running.
+  void kill();
+
+  /// SIGTERM and reap, waiting at most `limit` (then SIGKILL). Returns the exit code as in
+  /// run_result (128 + signal if a signal ended it), or -1 if it was not running.
+  int stop(std::chrono::milliseconds limit = std::chrono::seconds{30});
+
+  /// True while the process has not exited (reaps it if it has).
+  bool running();
+
+  /// Runs `proctor --node 127.0.0.1:<port> args...`.
+  run_result ctl(const std::vector<std::string>& args,
+                 std::chrono::milliseconds limit = std::chrono::seconds{120}) const;
+
+  pid_t pid() const noexcept { return pid_; }
+  uint16_t port() const noexcept { return port_; }
+  /// "127.0.0.1:<port>"
+  std::string address() const;
+  const std::filesystem::path& data_dir() const noexcept { return data_dir_; }
+  const std::filesystem::path& log_file() const noexcept { return log_; }
+  /// The last `lines` lines of the log, for failure messages.
+  std::string log_tail(size_t lines = 20) const;
+
+  /// The exit code of the last run once it ended (as in run_result), -1 before.
+  int last_exit_code() const noexcept { return last_exit_code_; }
+
+private:
+  /// Waits up to `limit` for the child to exit; true if it was reaped.
+  bool reap(std::chrono::milliseconds limit);
+
+  std::filesystem::path data_dir_;
+  uint16_t port_;
+  std::vector<std::string> extra_args_;
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+  int last_exit_code_ = -1;
+};
+
+/// Polls `cond` every `interval` until it holds or `limit` passes; returns its last value.
+template <class Cond>
+bool eventually(Cond cond, std::chrono::milliseconds limit = std::chrono::seconds{10},
+                std::chrono::milliseconds interval = std::chrono::milliseconds{50});
+
+// -- reading what the CLI printed ----------------------------------------------------------
+
+/// `s` without trailing newlines and spaces.
+std::string trim(std::string s);
+
+/// The non-empty lines of `text`.
+std::vector<std::string> lines(const std::string& text);
+
+/// A procedure id printed alone (as `submit` does), or nullopt.
+std::optional<uint64_t> parse_id(const std::string& text);
+
+/// One JSON value (a `status` object, a `list` array), or nullopt if `text` is not JSON.
+std::optional<google::protobuf::Value> parse_json(const std::string& text);
+
+/// A field of a JSON object (a null value when missing).
+const google::protobuf::Value& field(const google::protobuf::Value& v, const std::string& key);
+
+/// The "state" and "id" of a status object.
+std::string state_of(const google::protobuf::Value& v);
+uint64_t id_of(const google::protobuf::Value& v);
+
+/// A run_result for failure messages.
+std::string describe(const run_result& r);
+
+/// The value of metric `name` (no labels) in node `n`'s `proctor metrics`; -1 if absent.
+double metric(const node& n, const std::string& name);
+
+// -- ledgers ----------------------------------------------------------------------------------
+
+/// The names of the files in `dir` (none if it cannot be read).
+std::set<std::string> file_names(const std::filesystem::path& dir);
+
+/// How many files `dir` holds (0 if it cannot be read).
+size_t count_files(const std::filesystem::path& dir);
+
+}  // namespace proctor::test
+
+// -- template implementation ----------------------------------------------------------------
+
+#include <thread>
+
+namespace proctor::test {
+
+template <class Cond>
+bool eventually(Cond cond, std::chrono::milliseconds limit, std::chrono::milliseconds interval) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (cond())
+      return true;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+}  // namespace proctor::test

@@ -1,0 +1,694 @@
+// Torture: a seeded mixed workload on one node — demo.ledger roots and trees, some failing on
+// purpose, demo.wait_event waiters woken by events sent at random points (some before their
+// waiter exists, some before a kill, some after), waiters that time out, demo.flaky procedures
+// that crash — with ten SIGKILLs at random moments and a restart after each. Submits and
+// events run in a traffic thread while the kill timer runs, so kills also cut CLI calls off;
+// those are retried after the restart (submits with their nonce), and between them the
+// thread polls `status` of random roots (a root once seen SUCCESS or ROLLEDBACK must stay so).
+// At the end every root must have ended as its args demand, every ledger must be exact (its
+// tree's procedures × steps files, <root>.<proc>.<step>, or none after a rollback), the roots
+// listed must be exactly those submitted, and nothing may be stuck or quarantined.
+//
+// The seed comes from PROCTOR_TORTURE_SEED (else the clock) and is printed, and named in every
+// failure; PROCTOR_TORTURE_SEED=<seed> replays the same workload and kill delays (the node's
+// own timing differs from run to run, so a replay is likely, not certain, to hit the same
+// interleaving).
+#include <gtest/gtest.h>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/process/process_harness.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using google::protobuf::Value;
+using proctor::test::field;
+using proctor::test::file_names;
+using proctor::test::node;
+using proctor::test::parse_id;
+using proctor::test::parse_json;
+using proctor::test::run_result;
+using proctor::test::temp_dir;
+using proctor::test::trim;
+using clock_type = std::chrono::steady_clock;
+
+constexpr int kills = 10;
+// Round r < kills runs while the kill timer runs and ends with SIGKILL r + 1; round `kills`
+// runs after the last restart. Round -1 is the batch submitted up front.
+constexpr int final_round = kills;
+// How long the final `wait`s may take in all: bounds a run in which something is stuck.
+constexpr auto final_wait_budget = 120s;  // a bound for failures, not a pace
+
+// -- small helpers ------------------------------------------------------------------------------
+
+std::string describe_run(const run_result& r) {
+  return "exit " + std::to_string(r.exit_code) + (r.timed_out ? " (timed out)" : "")
+         + ", stdout: " + trim(r.out) + ", stderr: " + trim(r.err);
+}
+
+std::string join(const std::set<std::string>& s, size_t max = 12) {
+  std::string out;
+  size_t n = 0;
+  for (auto& x : s) {
+    if (n++ == max) {
+      out += "... (" + std::to_string(s.size()) + " in all)";
+      break;
+    }
+    out += x + " ";
+  }
+  return "[" + out + "]";
+}
+
+std::set<std::string> minus(const std::set<std::string>& a, const std::set<std::string>& b) {
+  std::set<std::string> out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::inserter(out, out.end()));
+  return out;
+}
+
+/// The seed: PROCTOR_TORTURE_SEED if set (decimal or 0x hex), else from the clock.
+std::optional<uint64_t> torture_seed() {
+  const char* s = std::getenv("PROCTOR_TORTURE_SEED");
+  if (s == nullptr || *s == '\0')
+    return static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count())
+           ^ (static_cast<uint64_t>(::getpid()) << 40);
+  char* end = nullptr;
+  errno = 0;
+  uint64_t v = std::strtoull(s, &end, 0);
+  if (errno != 0 || end == s || *end != '\0')
+    return std::nullopt;
+  return v;
+}
+
+// -- the workload -------------------------------------------------------------------------------
+
+enum class kind { ledger, waiter, timeout, flaky };
+
+const char* kind_name(kind k) {
+  switch (k) {
+    case kind::ledger:
+      return "demo.ledger";
+    case kind::waiter:
+      return "demo.wait_event (event)";
+    case kind::timeout:
+      return "demo.wait_event (timeout)";
+    case kind::flaky:
+      return "demo.flaky";
+  }
+  return "?";
+}
+
+/// One root of the workload: what is submitted and what it must end as.
+struct root_spec {
+  kind k = kind::ledger;
+  std::string type;
+  std::string args;
+  std::string nonce;
+  fs::path dir;  // ledger and flaky: the root's own ledger dir
+  // demo.ledger
+  int steps = 0, children = 0, depth = 0, sleep_ms = 0, fail_at = -1;
+  // demo.wait_event
+  std::string key, payload;
+  int timeout_ms = 0;
+  // demo.flaky
+  int crash_times = 0;
+
+  int submit_round = -1;
+  int event_round = -1;  // waiters: when their event is sent
+
+  std::optional<uint64_t> id;
+  int submit_attempts = 0;
+  int event_attempts = 0;
+  run_result wait;
+
+  bool must_succeed() const { return !(k == kind::timeout || (k == kind::ledger && fail_at >= 0)); }
+
+  /// Procedures in its tree (ledger roots).
+  size_t tree_size() const {
+    size_t total = 1, level = 1;
+    for (int d = 0; d < depth; ++d)
+      total += (level *= static_cast<size_t>(children));
+    return total;
+  }
+
+  std::string what() const {
+    return std::string(kind_name(k)) + " root " + (id ? std::to_string(*id) : "(no id)") + " args "
+           + args + (k == kind::waiter ? " event payload " + payload : "") + " submitted in round "
+           + std::to_string(submit_round)
+           + (submit_attempts > 1 ? " (" + std::to_string(submit_attempts) + " tries)" : "")
+           + (k == kind::waiter ? ", event in round " + std::to_string(event_round) : "")
+           + (event_attempts > 1 ? " (" + std::to_string(event_attempts) + " tries)" : "");
+  }
+};
+
+struct action {
+  enum { submit, event } what;
+  size_t root;
+  int at_ms = 0;  // when in its round it runs (rounds before the last kill)
+};
+
+std::string random_payload(std::mt19937_64& rng, const std::string& key) {
+  auto n = std::to_string(std::uniform_int_distribution<int>(0, 1000000)(rng));
+  switch (std::uniform_int_distribution<int>(0, 3)(rng)) {
+    case 0:
+      return R"({"key":")" + key + R"(","n":)" + n
+             + R"(,"list":[1,"two",null],"nested":{"ok":true}})";
+    case 1:
+      return "\"payload " + n + " for " + key + "\"";
+    case 2:
+      return n;
+    default:
+      return "[" + n + R"(,"x",{"y":false}])";
+  }
+}
+
+/// Builds the workload for `seed`: the roots, and per round the actions that run then.
+struct workload {
+  std::vector<root_spec> roots;
+  std::vector<action> up_front;
+  std::vector<std::vector<action>> rounds = std::vector<std::vector<action>>(final_round + 1);
+  std::vector<int> kill_delays_ms;
+
+  workload(std::mt19937_64& rng, uint64_t seed, const fs::path& ledgers) {
+    auto chance = [&](double p) { return std::bernoulli_distribution(p)(rng); };
+    auto between = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    // About half of each kind up front, the rest spread over the rounds before the last kill
+    // and the final round.
+    auto pick_round = [&] { return chance(0.5) ? -1 : between(0, final_round); };
+    auto add = [&](kind k) -> root_spec& {
+      auto& r = roots.emplace_back();
+      r.k = k;
+      r.nonce = "torture-" + std::to_string(seed) + "-" + std::to_string(roots.size() - 1);
+      r.submit_round = pick_round();
+      return r;
+    };
+
+    for (int i = 0; i < 40; ++i) {
+      auto& r = add(kind::ledger);
+      r.type = "demo.ledger";
+      r.dir = ledgers / ("root-" + std::to_string(roots.size() - 1));
+      r.steps = between(1, 5);
+      if (chance(0.35)) {
+        r.children = between(1, 3);
+        r.depth = between(1, 2);
+      }
+      r.sleep_ms = between(0, 30);
+      if (chance(0.3))
+        r.fail_at = between(0, r.steps - 1);
+      r.args = R"({"ledger_dir":")" + r.dir.string() + R"(","steps":)" + std::to_string(r.steps)
+               + R"(,"step_sleep_ms":)" + std::to_string(r.sleep_ms);
+      if (r.children > 0)
+        r.args +=
+          R"(,"children":)" + std::to_string(r.children) + R"(,"depth":)" + std::to_string(r.depth);
+      if (r.fail_at >= 0)
+        r.args += R"(,"fail_at":)" + std::to_string(r.fail_at);
+      r.args += "}";
+    }
+    for (int i = 0; i < 10; ++i) {
+      auto& r = add(kind::waiter);
+      r.type = "demo.wait_event";
+      r.key = "torture-" + std::to_string(seed) + "-event-" + std::to_string(i);
+      r.payload = random_payload(rng, r.key);
+      r.args = R"({"key":")" + r.key + "\"}";
+      // Independent of the submit round: some events come before their waiter exists.
+      r.event_round = between(0, final_round);
+    }
+    for (int i = 0; i < 5; ++i) {
+      auto& r = add(kind::timeout);
+      r.type = "demo.wait_event";
+      r.key = "torture-" + std::to_string(seed) + "-never-" + std::to_string(i);
+      r.timeout_ms = between(200, 2000);
+      r.args = R"({"key":")" + r.key + R"(","timeout_ms":)" + std::to_string(r.timeout_ms) + "}";
+    }
+    for (int i = 0; i < 3; ++i) {
+      auto& r = add(kind::flaky);
+      r.type = "demo.flaky";
+      r.dir = ledgers / ("root-" + std::to_string(roots.size() - 1));
+      r.crash_times = between(1, 2);
+      r.args = R"({"ledger_dir":")" + r.dir.string() + R"(","crash_times":)"
+               + std::to_string(r.crash_times) + "}";
+    }
+
+    for (size_t i = 0; i < roots.size(); ++i) {
+      auto& r = roots[i];
+      (r.submit_round < 0 ? up_front : rounds[static_cast<size_t>(r.submit_round)])
+        .push_back({action::submit, i});
+      if (r.k == kind::waiter)
+        rounds[static_cast<size_t>(r.event_round)].push_back({action::event, i});
+    }
+    std::shuffle(up_front.begin(), up_front.end(), rng);
+    for (auto& round : rounds) {
+      for (auto& a : round)
+        a.at_ms = between(0, 650);
+      std::sort(round.begin(), round.end(),
+                [](const action& a, const action& b) { return a.at_ms < b.at_ms; });
+    }
+    for (int k = 0; k < kills; ++k)
+      kill_delays_ms.push_back(between(50, 600));
+  }
+};
+
+/// Runs one submit or event; true once the node acknowledged it (exit 0). A call cut off by a
+/// kill (exit 3) returns false, to be retried after the restart; anything else is a problem.
+bool perform(const node& n, const action& a, std::vector<root_spec>& roots,
+             std::vector<std::string>& problems) {
+  auto& r = roots[a.root];
+  if (a.what == action::submit) {
+    ++r.submit_attempts;
+    auto res = n.ctl({"submit", r.type, "--args-json", r.args, "--nonce", r.nonce}, 30s);
+    if (res.exit_code == 3)
+      return false;
+    auto id = parse_id(res.out);
+    if (res.exit_code != 0 || !id) {
+      problems.push_back("submit of " + r.what() + ": " + describe_run(res));
+      return true;  // not retried: the failure is reported
+    }
+    if (r.id && *r.id != *id)
+      problems.push_back("submit of " + r.what() + " with its nonce again returned id "
+                         + std::to_string(*id));
+    r.id = id;
+    return true;
+  }
+  ++r.event_attempts;
+  auto res = n.ctl({"event", r.key, "--payload-json", r.payload}, 30s);
+  if (res.exit_code == 3)
+    return false;
+  if (res.exit_code != 0)
+    problems.push_back("event for " + r.what() + ": " + describe_run(res));
+  return true;
+}
+
+/// One procedure of `list --all --json`.
+struct proc_status {
+  uint64_t id = 0, root_id = 0, parent_id = 0;
+  std::string type, state, error;
+  std::vector<uint64_t> children;
+};
+
+std::optional<std::vector<proc_status>> list_procedures(const node& n, bool all, std::string* raw) {
+  std::vector<std::string> cmd{"list", "--json"};
+  if (all)
+    cmd.push_back("--all");
+  auto r = n.ctl(cmd, 30s);
+  *raw = describe_run(r);
+  auto v = parse_json(r.out);
+  if (r.exit_code != 0 || !v || !v->has_list_value())
+    return std::nullopt;
+  std::vector<proc_status> out;
+  for (auto& p : v->list_value().values()) {
+    proc_status s;
+    s.id = static_cast<uint64_t>(field(p, "id").number_value());
+    s.root_id = static_cast<uint64_t>(field(p, "root_id").number_value());
+    s.parent_id = static_cast<uint64_t>(field(p, "parent_id").number_value());
+    s.type = field(p, "type").string_value();
+    s.state = field(p, "state").string_value();
+    s.error = field(p, "error").string_value();
+    for (auto& c : field(p, "children").list_value().values())
+      s.children.push_back(static_cast<uint64_t>(c.number_value()));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// The node log's lines about root `id` and about starts and recoveries, for failure messages.
+std::string log_lines_of(const node& n, uint64_t id, size_t max = 60) {
+  std::ifstream in{n.log_file()};
+  std::deque<std::string> lines;
+  auto a = "[proc " + std::to_string(id) + " ";
+  auto b = " root " + std::to_string(id) + "]";
+  auto c = "[root " + std::to_string(id) + "]";
+  for (std::string l; std::getline(in, l);)
+    if (l.find(a) != std::string::npos || l.find(b) != std::string::npos
+        || l.find(c) != std::string::npos || l.find("recovery") != std::string::npos
+        || l.find("node started") != std::string::npos) {
+      lines.push_back(l);
+      if (lines.size() > max)
+        lines.pop_front();
+    }
+  std::string out;
+  for (auto& l : lines)
+    out += l + "\n";
+  return out;
+}
+
+bool terminal(const std::string& state) {
+  return state == "SUCCESS" || state == "ROLLEDBACK";
+}
+
+// -- the test -----------------------------------------------------------------------------------
+
+TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
+  auto seed_opt = torture_seed();
+  ASSERT_TRUE(seed_opt) << "PROCTOR_TORTURE_SEED is not a number: "
+                        << std::getenv("PROCTOR_TORTURE_SEED");
+  const uint64_t seed = *seed_opt;
+  const std::string replay = "PROCTOR_TORTURE_SEED=" + std::to_string(seed);
+  std::cout << "  torture seed " << seed << " (replay with " << replay << ")" << std::endl;
+  SCOPED_TRACE(replay);
+  auto t0 = clock_type::now();
+
+  temp_dir dir;
+  auto ledgers = dir.path() / "ledgers";
+  std::mt19937_64 rng{seed};
+  workload w{rng, seed, ledgers};
+  auto& roots = w.roots;
+  for (auto& r : roots)
+    if (!r.dir.empty())
+      fs::create_directories(r.dir);
+
+  // Two run slots keep work pending across several kills. Waiting roots hibernate at once,
+  // soon, or rarely, by seed (not drawn from `rng`: the workload of a seed stays the same).
+  const int hibernate_ms = std::array{0, 50, 1000}[seed % 3];
+  node n{dir.path() / "data",
+         0,
+         {"--workers", "2", "--hibernate-after-ms", std::to_string(hibernate_ms)}};
+  ASSERT_TRUE(n.start()) << replay << "\n" << n.log_tail();
+
+  std::vector<std::string> problems;
+  auto report_problems = [&] {
+    for (size_t i = 0; i < problems.size() && i < 10; ++i)
+      ADD_FAILURE() << replay << ": " << problems[i];
+    if (problems.size() > 10)
+      ADD_FAILURE() << replay << ": and " << problems.size() - 10 << " more like these";
+    problems.clear();
+  };
+
+  // Up front: every submit must be acknowledged (no kill is coming yet).
+  for (auto& a : w.up_front)
+    if (!perform(n, a, roots, problems))
+      problems.push_back("submit of " + roots[a.root].what() + " got no answer\n" + n.log_tail());
+  report_problems();
+
+  // Ten rounds of traffic cut off by a SIGKILL at a random moment, a restart after each.
+  std::vector<action> carried;  // cut off by a kill or not reached: next round, first thing
+  size_t cut_off_submits = 0, cut_off_events = 0;
+  long max_restart_ms = 0;
+  std::string kill_log;
+  size_t polls = 0;
+  std::map<uint64_t, std::string> ended;  // roots seen SUCCESS or ROLLEDBACK: final states
+  for (int round = 0; round < kills; ++round) {
+    std::vector<action> todo = carried;
+    for (auto& a : todo)
+      a.at_ms = 0;
+    todo.insert(todo.end(), w.rounds[static_cast<size_t>(round)].begin(),
+                w.rounds[static_cast<size_t>(round)].end());
+    carried.clear();
+    std::atomic<bool> stop{false};
+    size_t cut = 0;
+    // The traffic: the round's submits and events at their moments, and between them `status`
+    // polls of random roots, so that the kill nearly always cuts a call off. One CLI call at a
+    // time, which keeps the order of submits and events as the seed says.
+    std::thread traffic([&] {
+      std::mt19937_64 poll_rng{seed + static_cast<uint64_t>(round)};
+      auto began = clock_type::now();
+      size_t next = 0;
+      while (!stop.load()) {
+        if (next < todo.size()
+            && clock_type::now() >= began + std::chrono::milliseconds{todo[next].at_ms}) {
+          auto& a = todo[next];
+          if (perform(n, a, roots, problems)) {
+            ++next;
+            continue;
+          }
+          if (!stop.load())
+            problems.push_back("a live node did not answer (exit 3) a call for "
+                               + roots[a.root].what());
+          ++cut;
+          (a.what == action::submit ? cut_off_submits : cut_off_events)++;
+          break;
+        }
+        std::vector<const root_spec*> known;
+        for (auto& r : roots)
+          if (r.id)
+            known.push_back(&r);
+        if (known.empty()) {
+          std::this_thread::sleep_for(5ms);
+          continue;
+        }
+        auto& r = *known[std::uniform_int_distribution<size_t>(0, known.size() - 1)(poll_rng)];
+        auto res = n.ctl({"status", std::to_string(*r.id), "--json"}, 30s);
+        ++polls;
+        if (res.exit_code == 3 && stop.load())
+          break;
+        auto v = parse_json(res.out);
+        auto state = v && v->has_struct_value() ? field(*v, "state").string_value() : "";
+        static const std::set<std::string> states{"INITIALIZING",    "RUNNABLE",   "WAITING",
+                                                  "WAITING_TIMEOUT", "ROLLEDBACK", "SUCCESS",
+                                                  "FAILED"};
+        if (res.exit_code != 0 || !states.count(state)) {
+          problems.push_back("status of " + r.what() + ": " + describe_run(res));
+          std::this_thread::sleep_for(10ms);  // no busy loop when the CLI itself fails
+          continue;
+        }
+        auto [it, first] = ended.emplace(*r.id, state);
+        if (first && !terminal(state))
+          ended.erase(it);
+        else if (!first && it->second != state)
+          problems.push_back(r.what() + " ended " + it->second + ", later status says "
+                             + trim(res.out));
+      }
+      for (; next < todo.size(); ++next)
+        carried.push_back(todo[next]);
+    });
+    // The one sleep that is the point: a random moment to kill at.
+    int delay = w.kill_delays_ms[static_cast<size_t>(round)];
+    std::this_thread::sleep_for(std::chrono::milliseconds{delay});
+    stop = true;
+    n.kill();
+    traffic.join();
+    size_t files = 0;
+    for (auto& r : roots)
+      if (!r.dir.empty())
+        files += file_names(r.dir).size();
+    kill_log +=
+      " " + std::to_string(delay) + "ms(" + std::to_string(files) + "f" + (cut ? ",cut" : "") + ")";
+    report_problems();
+
+    auto restart = clock_type::now();
+    ASSERT_TRUE(n.start(30s)) << replay << ": restart " << round + 1 << " failed\n"
+                              << n.log_tail(40);
+    max_restart_ms = std::max<long>(
+      max_restart_ms,
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - restart).count());
+  }
+
+  // After the last restart: what is left, and the final round; every call must be answered.
+  std::vector<action> todo = carried;
+  todo.insert(todo.end(), w.rounds[final_round].begin(), w.rounds[final_round].end());
+  for (auto& a : todo)
+    if (!perform(n, a, roots, problems))
+      problems.push_back(std::string(a.what == action::submit ? "submit" : "event") + " for "
+                         + roots[a.root].what() + " got no answer after the last restart\n"
+                         + n.log_tail());
+  report_problems();
+  for (auto& r : roots)
+    ASSERT_TRUE(r.id) << replay << ": never got an id: " << r.what();
+
+  // Wait for every root, within one overall budget.
+  auto wait_deadline = clock_type::now() + final_wait_budget;
+  for (auto& r : roots) {
+    auto left = std::chrono::duration_cast<std::chrono::seconds>(wait_deadline - clock_type::now());
+    auto t = std::clamp<long>(left.count(), 1, 30);
+    r.wait = n.ctl({"wait", std::to_string(*r.id), "--timeout-s", std::to_string(t)},
+                   std::chrono::seconds{t + 30});
+  }
+
+  std::string raw_all;
+  auto all = list_procedures(n, true, &raw_all);
+  ASSERT_TRUE(all) << replay << ": list --all --json: " << raw_all;
+  std::map<uint64_t, const proc_status*> by_id;
+  std::map<uint64_t, size_t> per_root;
+  for (auto& p : *all) {
+    EXPECT_TRUE(by_id.emplace(p.id, &p).second) << replay << ": id " << p.id << " listed twice";
+    ++per_root[p.root_id];
+  }
+
+  // Every root ended as its args demand, and its ledger is exact.
+  size_t bad = 0, ledger_files = 0, tree_roots = 0, failing = 0;
+  for (auto& r : roots) {
+    auto id = *r.id;
+    std::vector<std::string> why;
+    auto v = parse_json(r.wait.out);
+    std::string state = v && v->has_struct_value() ? field(*v, "state").string_value() : "";
+    std::string want_state = r.must_succeed() ? "SUCCESS" : "ROLLEDBACK";
+    if (r.wait.exit_code != 0 && r.wait.exit_code != 1)
+      why.push_back("did not end (stuck?): wait " + describe_run(r.wait));
+    else if (state != want_state || r.wait.exit_code != (r.must_succeed() ? 0 : 1))
+      why.push_back("ended " + state + " (wait exit " + std::to_string(r.wait.exit_code)
+                    + "), expected " + want_state + ": " + trim(r.wait.out));
+
+    if (r.children > 0)
+      ++tree_roots;
+    if (r.fail_at >= 0)
+      ++failing;
+    auto have = file_names(r.dir);
+    ledger_files += have.size();
+    switch (r.k) {
+      case kind::ledger: {
+        // The tree, as listed: breadth first from the root, `children` per inner procedure,
+        // none below `depth`, none spawned at all if the root failed at its first step.
+        bool spawns = r.children > 0 && r.fail_at != 0;
+        std::vector<std::pair<uint64_t, int>> tree{{id, 0}};
+        for (size_t i = 0; i < tree.size(); ++i) {
+          auto [pid, level] = tree[i];
+          auto it = by_id.find(pid);
+          if (it == by_id.end()) {
+            why.push_back("procedure " + std::to_string(pid) + " of the tree is not listed");
+            continue;
+          }
+          auto& p = *it->second;
+          if (p.root_id != id || (pid != id && p.state != state))
+            why.push_back("procedure " + std::to_string(pid) + " has root_id "
+                          + std::to_string(p.root_id) + ", state " + p.state);
+          size_t want_children = spawns && level < r.depth ? static_cast<size_t>(r.children) : 0;
+          if (p.children.size() != want_children)
+            why.push_back("procedure " + std::to_string(pid) + " at level " + std::to_string(level)
+                          + " has " + std::to_string(p.children.size()) + " children, expected "
+                          + std::to_string(want_children));
+          for (auto c : p.children) {
+            auto ci = by_id.find(c);
+            if (ci != by_id.end() && ci->second->parent_id != pid)
+              why.push_back("child " + std::to_string(c) + " names parent "
+                            + std::to_string(ci->second->parent_id));
+            tree.push_back({c, level + 1});
+          }
+        }
+        size_t want_size = spawns ? r.tree_size() : 1;
+        if (tree.size() != want_size || per_root[id] != want_size)
+          why.push_back("tree of " + std::to_string(tree.size()) + " procedures reached, "
+                        + std::to_string(per_root[id]) + " listed with its root_id, expected "
+                        + std::to_string(want_size));
+        std::set<std::string> want;
+        if (r.must_succeed())
+          for (auto& [pid, level] : tree)
+            for (int s = 0; s < r.steps; ++s)
+              want.insert(std::to_string(id) + "." + std::to_string(pid) + "." + std::to_string(s));
+        if (have != want)
+          why.push_back("ledger has " + std::to_string(have.size()) + " files, expected "
+                        + std::to_string(want.size()) + "; missing " + join(minus(want, have))
+                        + ", unexpected " + join(minus(have, want)));
+        if (r.fail_at >= 0 && v
+            && field(*v, "error").string_value().find("fail_at") == std::string::npos)
+          why.push_back("error does not name fail_at: " + field(*v, "error").string_value());
+        break;
+      }
+      case kind::waiter: {
+        auto want = parse_json(r.payload);
+        if (state == "SUCCESS"
+            && !(want
+                 && google::protobuf::util::MessageDifferencer::Equals(field(*v, "result"), *want)))
+          why.push_back("result is not the event's payload " + r.payload + ": " + trim(r.wait.out));
+        break;
+      }
+      case kind::timeout:
+        if (state == "ROLLEDBACK"
+            && field(*v, "error").string_value().find("timed out") == std::string::npos)
+          why.push_back("error does not say it timed out: " + trim(r.wait.out));
+        break;
+      case kind::flaky: {
+        auto id_s = std::to_string(id);
+        std::set<std::string> want{id_s + "." + id_s + ".prepared", id_s + ".attempts"};
+        if (have != want)
+          why.push_back("ledger " + join(have) + ", expected " + join(want));
+        int attempts = -1;
+        std::ifstream{r.dir / (id_s + ".attempts")} >> attempts;
+        if (attempts <= r.crash_times)
+          why.push_back("risky step ran " + std::to_string(attempts) + " times, crash_times "
+                        + std::to_string(r.crash_times));
+        break;
+      }
+    }
+    if (per_root[id] == 0)
+      why.push_back("not in list --all");
+    if (auto e = ended.find(id); e != ended.end() && e->second != state)
+      why.push_back("a status poll saw it " + e->second + " before the end");
+    if (!why.empty()) {
+      std::string all_why;
+      for (auto& x : why)
+        all_why += "\n  - " + x;
+      if (bad++ < 8)
+        ADD_FAILURE() << replay << ": " << r.what() << all_why
+                      << "\n  its ledger: " << join(have, 30) << "\n  node log lines:\n"
+                      << log_lines_of(n, id);
+    }
+  }
+  EXPECT_EQ(bad, 0u) << replay << ": " << bad << " of " << roots.size() << " roots ended wrong\n"
+                     << n.log_tail(30);
+
+  // Nothing stuck, nothing extra: the roots listed are exactly ours, every procedure ended,
+  // and nothing is quarantined.
+  std::string raw_roots;
+  auto listed = list_procedures(n, false, &raw_roots);
+  ASSERT_TRUE(listed) << replay << ": list --json: " << raw_roots;
+  std::set<std::string> want_ids, listed_ids;
+  for (auto& r : roots)
+    want_ids.insert(std::to_string(*r.id));
+  for (auto& p : *listed) {
+    listed_ids.insert(std::to_string(p.id));
+    EXPECT_TRUE(terminal(p.state)) << replay << ": root " << p.id << " is " << p.state;
+  }
+  EXPECT_EQ(listed_ids, want_ids) << replay << ": missing from list "
+                                  << join(minus(want_ids, listed_ids)) << ", unexpected "
+                                  << join(minus(listed_ids, want_ids));
+  size_t unended = 0;
+  for (auto& p : *all)
+    if (!terminal(p.state) && unended++ < 10)
+      ADD_FAILURE() << replay << ": procedure " << p.id << " (root " << p.root_id << ") is "
+                    << p.state;
+  for (auto& [root, count] : per_root)
+    EXPECT_TRUE(want_ids.count(std::to_string(root)))
+      << replay << ": " << count << " procedure(s) listed under unknown root " << root;
+  auto q = n.ctl({"quarantine"}, 30s);
+  EXPECT_EQ(q.exit_code, 0) << replay << ": quarantine: " << describe_run(q);
+  auto qv = parse_json(q.out);
+  EXPECT_TRUE(qv && qv->has_list_value() && qv->list_value().values_size() == 0)
+    << replay << ": quarantined trees: " << trim(q.out);
+  EXPECT_TRUE(n.running()) << replay << "\n" << n.log_tail();
+
+  auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  size_t ledgers_n = 0, waiters = 0, timeouts = 0, flakies = 0;
+  for (auto& r : roots)
+    (r.k == kind::ledger    ? ledgers_n
+     : r.k == kind::waiter  ? waiters
+     : r.k == kind::timeout ? timeouts
+                            : flakies)++;
+  std::ostringstream line;
+  line.precision(1);
+  line << std::fixed << "  torture seed " << seed << ": " << roots.size() << " roots (" << ledgers_n
+       << " ledger [" << tree_roots << " trees, " << failing << " failing], " << waiters
+       << " waiters, " << timeouts << " timeouts, " << flakies << " flaky), " << all->size()
+       << " procedures, hibernation after " << hibernate_ms << " ms, " << kills << " SIGKILLs at"
+       << kill_log << "; " << cut_off_submits << " submits and " << cut_off_events
+       << " events cut off and retried, " << polls
+       << " status polls; restarts <= " << max_restart_ms << " ms; " << ledger_files
+       << " ledger files; " << (bad == 0 ? "all as expected" : "FAILURES") << " in " << secs
+       << " s";
+  std::cout << line.str() << std::endl;
+  n.kill();
+}
+
+}  // namespace
