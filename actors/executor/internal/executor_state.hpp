@@ -22,6 +22,7 @@
 #include "actors/cluster/peer_link.hpp"
 #include "actors/executor/internal/proc_record.hpp"
 #include "actors/base/incremental_map.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
 #include <proctor/wire.pb.h>
