@@ -54,7 +54,7 @@ bool valid_name(const std::string& name) {
 
 }  // namespace
 
-caf::expected<node_identity> settle_identity(const std::string& data_dir,
+caf::expected<node_identity> stored_identity(const std::string& data_dir,
                                              const std::string& requested) {
   if (!requested.empty() && !valid_name(requested))
     return fail("node name '" + requested + "' is not valid (1-64 letters, digits, '-', '_', '.')");
@@ -72,15 +72,21 @@ caf::expected<node_identity> settle_identity(const std::string& data_dir,
     if (stored.name.empty() || stored.number == 0)
       return fail(path + " is damaged (expected name=... and number=...); not starting");
   }
-  if (!stored.name.empty()) {
-    if (!requested.empty() && requested != stored.name)
-      return fail("the data directory " + data_dir + " belongs to node '" + stored.name + "', not '"
-                  + requested + "' (a node's name is fixed by its data directory)");
+  if (!stored.name.empty() && !requested.empty() && requested != stored.name)
+    return fail("the data directory " + data_dir + " belongs to node '" + stored.name + "', not '"
+                + requested + "' (a node's name is fixed by its data directory)");
+  return stored;
+}
+
+caf::expected<node_identity> settle_identity(const std::string& data_dir,
+                                             const std::string& requested) {
+  auto stored = stored_identity(data_dir, requested);
+  if (!stored || !stored->name.empty())
     return stored;
-  }
   if (requested.empty())
     return node_identity{};
   node_identity id{requested, node_number_of(requested)};
+  auto path = data_dir + "/NODE";
   std::ostringstream text;
   text << "name=" << id.name << "\nnumber=" << id.number << "\n";
   if (!write_durably(data_dir, path, text.str()))

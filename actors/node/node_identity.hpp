@@ -19,6 +19,13 @@ struct node_identity {
 /// The number a node of this name gets: 12 bits, never 0 (FNV-1a of the name).
 uint16_t node_number_of(const std::string& name);
 
+/// The identity kept in `data_dir`, read only: what is stored (nothing: an empty identity),
+/// or a one-line error when `requested` is not a valid name, the file is damaged, or it names
+/// another node than `requested` (non-empty). A standby checks this before it waits, so a
+/// wrong --name is refused at its start, not when the active process dies.
+caf::expected<node_identity> stored_identity(const std::string& data_dir,
+                                             const std::string& requested);
+
 /// The identity kept in `data_dir` (which must exist). With `requested` non-empty: stored
 /// on the first start; a later start with another name is refused with a one-line error
 /// naming both. With `requested` empty: whatever is stored (nothing: unnamed).

@@ -17,6 +17,8 @@
 
 #include "actors/node/node.hpp"
 #include "actors/cluster/peer_transport.hpp"
+#include "actors/base/errors.hpp"
+#include "actors/node/node_identity.hpp"
 #include "actors/node/standby.hpp"
 #include "actors/cluster/tls.hpp"
 #include "actors/wire/endpoint.hpp"
@@ -200,6 +202,15 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       so.fence_after = std::chrono::milliseconds{fence_after_ms};
     so.stop_requested = [&sigs] { return signal_pending(sigs); };
     so.tls = tls;
+    if (standby) {
+      // What a standby can check before it waits, so that a wrong --name is refused now and
+      // not when the active process dies, leaving the node with no process at all.
+      if (auto id = stored_identity(data_dir, name); !id) {
+        std::cerr << program << ": " << error_text(sys, id.error()) << "\n";
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+    }
     auto dir = take_directory(so, standby);
     if (!dir.lock) {
       if (!dir.error.empty()) {

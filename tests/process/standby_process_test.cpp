@@ -303,4 +303,26 @@ TEST_F(standby, an_active_whose_epoch_was_taken_exits_without_writing) {
   EXPECT_EQ(ledger_files(), 1u);
 }
 
+// A standby started with another --name than its data directory's is refused at its start,
+// while the active runs (it used to wait without a word and fail only when the active died,
+// leaving the node with no process), and nothing of the directory changes.
+TEST(standby_checks, a_wrong_name_is_refused_at_start_not_at_takeover) {
+  temp_dir dir;
+  node active{dir.path() / "data", 0, {"--name", "n1"}};
+  ASSERT_TRUE(active.start()) << active.log_tail();
+  auto before = fs::last_write_time(dir.path() / "data" / "NODE");
+  auto r = run_program(bin_path("proctord"),
+                       {"--data-dir", (dir.path() / "data").string(), "--listen",
+                        "127.0.0.1:" + std::to_string(free_port()), "--name", "n2", "--standby"},
+                       60s);
+  EXPECT_FALSE(r.timed_out) << "the standby waited instead of refusing its --name";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("belongs to node 'n1', not 'n2'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("proctord: the data directory "), std::string::npos) << r.err;
+  EXPECT_EQ(fs::last_write_time(dir.path() / "data" / "NODE"), before);
+  EXPECT_TRUE(active.running());
+  auto l = active.ctl({"list", "--json"});
+  EXPECT_EQ(l.exit_code, 0) << l.err;
+}
+
 }  // namespace
