@@ -160,11 +160,12 @@ def run(node, driver, work):
             raise Failure(f"the page did not show {what} ({selector}) within {LIMIT}s")
 
     # A root with two children: each child commits steps 0 and 1, then waits at the closed
-    # gate of step 2 (runnable, nothing journaled); undos may run (their gates are open).
+    # gate of step 2 (runnable, nothing journaled); the children's undos may run (their gate
+    # is open), the root's waits at its closed gate (undo.1) until the test opens it.
     gate, ledger = os.path.join(work, "gate"), os.path.join(work, "ledger")
     os.makedirs(gate)
     os.makedirs(ledger)
-    for name in ("step.0", "step.1", "undo.0", "undo.1"):
+    for name in ("step.0", "step.1", "undo.0"):
         open(os.path.join(gate, name), "w").close()
     args = json.dumps({"steps": 3, "children": 2, "depth": 1, "ledger_dir": ledger,
                        "gate_dir": gate})
@@ -212,9 +213,18 @@ def run(node, driver, work):
     cli_history = node.json("history", str(kids[0]), "--json")
     want = [str(e["lsn"]) for e in cli_history["entries"]]
     css_wait(f'#history-table tbody tr[data-lsn="{want[-1]}"]', "the child's last entry")
-    rows = driver.find_elements(By.CSS_SELECTOR, "#history-table tbody tr")
-    check([r.get_attribute("data-lsn") for r in rows] == want,
-          f"history rows {[r.get_attribute('data-lsn') for r in rows]} != CLI's {want}")
+    def history_lsns():
+        # The table is redrawn at each poll: rows found before a redraw are stale.
+        from selenium.common.exceptions import StaleElementReferenceException
+        try:
+            return [r.get_attribute("data-lsn")
+                    for r in driver.find_elements(By.CSS_SELECTOR, "#history-table tbody tr")]
+        except StaleElementReferenceException:
+            return None
+    try:
+        WebDriverWait(driver, LIMIT).until(lambda d: history_lsns() == want)
+    except Exception:
+        raise Failure(f"history rows {history_lsns()} != CLI's {want}")
     check(len(driver.find_elements(By.CSS_SELECTOR, '#timeline g.entry[data-kind="step"] rect')) >= 2,
           "the timeline does not show the child's two steps")
     text_wait("#sel-id", lambda t: t == str(kids[0]), "the child selected")
@@ -245,6 +255,16 @@ def run(node, driver, work):
     text_wait("#abort", lambda t: t.startswith("Really abort"), "the abort button armed")
     abort.click()
     css_wait('#action-result[data-status="200"]', "the abort accepted")
+    # Rolling back (the root's undo waits at its gate): FAILED, yet not over, so the actions
+    # stay open (they were disabled as if it had ended).
+    wait_until(lambda: node.json("status", str(root))["state"] == "FAILED" or None,
+               "the root FAILED while its rollback waits")
+    css_wait(f'#tree .node[data-id="{root}"][data-state="FAILED"]', "the root FAILED")
+    text_wait("#status", lambda t: "waiting for" in t, "the root's rollback waiting")
+    check(abort.is_enabled() and driver.find_element(By.ID, "bypass").is_enabled(),
+          "abort/bypass disabled while the root rolls back: "
+          + driver.find_element(By.ID, "actions-why").text)
+    open(os.path.join(gate, "undo.1"), "w").close()
     r = node.ctl("wait", str(root), "--timeout-s", str(LIMIT))
     check(r.returncode == 1 and json.loads(r.stdout)["state"] == "ROLLEDBACK",
           f"the aborted root did not end ROLLEDBACK: {r.stdout} {r.stderr}")

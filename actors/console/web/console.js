@@ -92,6 +92,9 @@ async function refreshDetail() {
   if (hist.ok) {
     const s = hist.body.status;
     page.state = s.state;
+    // FAILED with something to wait for: its rollback (or a retry forward past its point of
+    // no return) is still under way, and an operator may still abort or bypass.
+    page.rollingBack = s.state === 'FAILED' && !!s.waiting_for;
     $('status').replaceChildren(...[el('b', {}, s.type), stateBadge(s.state),
       s.waiting_for ? el('span', { class: 'note' }, `waiting for ${s.waiting_for}`) : null,
       s.error ? el('span', { class: 'note' }, `error: ${s.error.split('\n')[0]}`) : null,
@@ -99,6 +102,7 @@ async function refreshDetail() {
     renderHistory($('timeline'), $('history-table').tBodies[0], $('history-note'), hist.body);
   } else {
     page.state = null;
+    page.rollingBack = false;
     $('status').replaceChildren(el('span', { class: 'note' }, hist.body.error));
   }
   updateActions();
@@ -119,7 +123,9 @@ function disarm() {
 function updateActions() {
   let why = '';
   if (page.readOnly) why = page.why;
-  else if (page.state && ended(page.state)) why = `procedure ${page.selected} has ended`;
+  else if (page.state && ended(page.state) && !page.rollingBack) {
+    why = `procedure ${page.selected} has ended`;
+  }
   for (const b of [$('abort'), $('bypass')]) b.disabled = !!why;
   $('force').disabled = !!why;
   if (!why && !page.token) why = 'needs the token (field at the top)';
