@@ -31,6 +31,9 @@ struct peer_status {
   int64_t started_at_ms = 0;
   std::vector<std::string> types;  ///< its registered procedure types (sorted)
   bool types_known = false;
+  /// Heartbeat answers from the peer's address that refused this node or named another node
+  /// (a --peers mistake on one side), counted since the link started.
+  uint64_t refusals = 0;
 
   /// "node b unreachable since 2026-11-25T06:40:12Z (no answer to heartbeats for 3 s)".
   std::string unreachable_text() const;

@@ -227,8 +227,9 @@ void sweep(client_broker* self) {
     answer(self, l.hdl, l.generation, l.seq, error_response(pb::Response::INTERNAL, why));
   }
   for (auto hdl : silent) {
-    spdlog::warn("client connection {}: no request within {} s of connecting; closing it", hdl.id(),
-                 first_request_timeout.count());
+    spdlog::warn(
+      "client connection {} from {}:{}: no request within {} s of connecting; closing it", hdl.id(),
+      self->remote_addr(hdl), self->remote_port(hdl), first_request_timeout.count());
     st.conns.erase(hdl);
     self->close(hdl);  // from the sweep, not a data handler: closing here is safe
   }

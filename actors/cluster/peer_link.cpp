@@ -1,5 +1,7 @@
 #include "actors/cluster/peer_link.hpp"
 
+#include "actors/base/log_rate.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -128,6 +130,7 @@ void send_ping(link_actor* self) {
   pb::Request req;
   req.mutable_ping()->set_from(st.cfg.self_name);
   req.mutable_ping()->set_want_types(st.want_types);
+  req.mutable_ping()->set_to(st.cfg.peer_name);
   req.set_tag(++st.next_tag);
   st.ping_tag = req.tag();
   st.ping_sent = clock_type::now();
@@ -185,8 +188,15 @@ void on_pong(link_actor* self, const pb::Response& r) {
                  ? "it refuses this node: " + r.error()
                  : st.status.address + " answers as node '" + r.pong().name() + "', not '"
                      + st.cfg.peer_name + "'";
-    spdlog::error("link to node {}: {}", st.cfg.peer_name, why);
-    return go_down(self, why, false);
+    // Every heartbeat gets the same answer until someone fixes --peers: logged at a falling
+    // rate, counted in proctor_peer_refusals_total.
+    auto n = ++st.status.refusals;
+    if (log_nth(n))
+      spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
+                    st.cfg.peer_name, why, n);
+    go_down(self, why, false);
+    notify(self);  // the count, for the metric, also when the reason stays the same
+    return;
   }
   // Every answer goes to the parent, not only a change: its load (`live`) is what
   // placement on any node weighs.

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
+#include "actors/base/log_rate.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/cluster/peer_link.hpp"
@@ -20,8 +21,22 @@ namespace proctor::exec_detail {
 
 void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp) {
   auto& st = self->state;
-  if (auto why = not_a_peer(self, req.from()); !why.empty())
-    return reply(rp, error_reply(pb::Response::BAD_REQUEST, why));
+  auto not_peer = not_a_peer(self, req.from());
+  auto misdirected = not_peer;
+  if (misdirected.empty() && !req.to().empty() && req.to() != st.env->node_name)
+    misdirected = "node '" + req.from() + "' expects node '" + req.to()
+                  + "' at this address, but this is node '" + st.env->node_name
+                  + "': its --peers names the wrong address for '" + req.to() + "'";
+  if (!misdirected.empty()) {
+    // The node contacted says so too (the asking one refuses the answer), at a falling rate:
+    // heartbeats repeat it every half second until --peers is fixed.
+    auto n = ++st.misdirected_pings;
+    if (log_nth(n))
+      spdlog::warn("heartbeat from node '{}': {} ({} so far; logged at a falling rate)", req.from(),
+                   misdirected, n);
+  }
+  if (!not_peer.empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, not_peer));
   pb::Response r;
   auto* info = r.mutable_pong();
   info->set_name(st.env->node_name);
@@ -32,6 +47,13 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
     for (const auto& t : st.env->types->names())
       info->add_types(t);
   reply(rp, encode(r));
+}
+
+uint64_t peer_refusals(executor_actor* self) {
+  uint64_t n = 0;
+  for (const auto& p : self->state.env->cluster->all())
+    n += p.refusals;
+  return n;
 }
 
 void on_peer_status(executor_actor* self, const peer_status& s) {

@@ -262,7 +262,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                                     st.env->epoch, st.env->started_at_ms,
                                     st.env->takeover_ms.load(), st.env->passivation_attempts.load(),
                                     st.env->dormant_procedures.load(), st.calls.size(),
-                                    st.env->queued_wakes.load()}));
+                                    st.env->queued_wakes.load(), st.misdirected_pings,
+                                    peer_refusals(self)}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

@@ -169,6 +169,14 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
           "Wake-ups of dormant procedures that waited until a sibling's actor went down (a "
           "parent spawns at most max_live_children of its children for them at once).",
           g.queued_wakes);
+  counter("proctor_misdirected_heartbeats_total",
+          "Heartbeats this node answered from a node not in its --peers, or from one that "
+          "expects another node at this address (a --peers mistake on that node).",
+          g.misdirected_pings);
+  counter("proctor_peer_refusals_total",
+          "Heartbeat answers from a peer's address that refused this node or named another "
+          "node (a --peers mistake on one side).",
+          g.peer_refusals);
   gauge("proctor_calls_in_flight",
         "Calls to services made for waiting procedures and not answered yet (each by a "
         "caller actor, whether the procedure has its actor or not).",

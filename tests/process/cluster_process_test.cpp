@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -143,6 +144,44 @@ TEST_F(cluster, a_node_name_is_fixed_by_its_data_directory) {
   EXPECT_FALSE(renamed.start(20s));
   EXPECT_NE(renamed.log_tail().find("belongs to node 'b'"), std::string::npos)
     << renamed.log_tail();
+}
+
+/// Lines of `file` that contain `text`.
+size_t lines_with(const fs::path& file, const std::string& text) {
+  std::ifstream in(file);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    n += line.find(text) != std::string::npos;
+  return n;
+}
+
+// Node p believes node q is at r's address. Every heartbeat answer names r: p refuses it and
+// logs it at a falling rate (it logged an error line every 0.5-2 s forever), both nodes count
+// it in a metric, and r, which logged nothing, says which node expects whom at its address.
+TEST(cluster_config, a_wrong_peers_name_is_logged_at_a_falling_rate_and_counted_on_both_sides) {
+  proctor::test::temp_dir dir;
+  auto port_p = proctor::test::free_port();
+  auto port_r = proctor::test::free_port();
+  node r{
+    dir.path() / "r", port_r, {"--name", "r", "--peers", "p=127.0.0.1:" + std::to_string(port_p)}};
+  node p{
+    dir.path() / "p", port_p, {"--name", "p", "--peers", "q=127.0.0.1:" + std::to_string(port_r)}};
+  ASSERT_TRUE(r.start()) << r.log_tail();
+  ASSERT_TRUE(p.start()) << p.log_tail();
+  using proctor::test::metric;
+  ASSERT_TRUE(eventually([&] { return metric(p, "proctor_peer_refusals_total") >= 6; }, 90s, 250ms))
+    << p.log_tail();
+  auto lines = lines_with(p.log_file(), "answers as node 'r', not 'q'");
+  auto answers = metric(p, "proctor_peer_refusals_total");
+  EXPECT_GE(lines, 1u) << p.log_tail();
+  // The 1st, 2nd, 4th, 8th, ... answer: at most log2(answers) + 1 lines.
+  EXPECT_LE(static_cast<double>(lines), std::floor(std::log2(answers)) + 1)
+    << lines << " lines for " << answers << " answers\n"
+    << p.log_tail();
+  EXPECT_GE(metric(r, "proctor_misdirected_heartbeats_total"), 1) << r.log_tail();
+  EXPECT_GE(
+    lines_with(r.log_file(), "node 'p' expects node 'q' at this address, but this is node 'r'"), 1u)
+    << r.log_tail();
 }
 
 }  // namespace

@@ -150,7 +150,9 @@ struct executor_state {
   /// Ends of such children journaled here (a serialized pb::RemoteEnd), told again to
   /// whoever registers for the child later; forgotten when the tree ends.
   std::unordered_map<uint64_t, std::string> remote_ends;
-  uint64_t undos = 0;          ///< undos done
+  uint64_t undos = 0;  ///< undos done
+  /// Heartbeats from nodes not in --peers, or expecting another node at this address.
+  uint64_t misdirected_pings = 0;
   uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
 
   // -- recovery (executor_recovery.cpp) ------------------------------------------------------
@@ -339,6 +341,8 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
 /// A peer's status as its link sees it: kept for procedure actors; the procedures that wait
 /// for that peer are told when it goes down or comes back, its outbox kicked when it is up.
 void on_peer_status(executor_actor* self, const peer_status& s);
+/// Peers' heartbeat answers that refused this node or named another node, over all peers.
+uint64_t peer_refusals(executor_actor* self);
 /// Answers `nodes`: this node and each peer as seen from here.
 void handle_nodes(executor_actor* self, promise_t rp);
 /// A list not limited to this node (`local` unset) on a node with peers: asks each peer for
