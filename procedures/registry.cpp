@@ -98,6 +98,13 @@ std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
     opts.ignore_unknown_fields = false;
     st = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(args.data(), args.size()), &p->data(), opts);
+    // Its parser takes a single value where a list belongs (and has no option not to):
+    // refused here, naming the field, rather than run on data the submitter did not mean.
+    if (st.ok())
+      if (auto why = json_shape_error(args, p->data().GetDescriptor()); !why.empty()) {
+        *error = "malformed args JSON for '" + one_line(std::string(type)) + "': " + one_line(why);
+        return nullptr;
+      }
   }
   if (!st.ok()) {
     std::string why(st.message());
