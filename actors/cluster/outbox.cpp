@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "persistence/keys.hpp"
 #include <proctor/wire.pb.h>
 
@@ -131,7 +132,7 @@ void deliver(outbox_actor* self, const std::string& peer) {
           .then([](uint64_t) {}, [](caf::error&) {});
         deliver(self, peer);
       },
-      [self, peer](caf::error& e) { delivery_failed(self, peer, self->system().render(e)); });
+      [self, peer](caf::error& e) { delivery_failed(self, peer, error_text(self->system(), e)); });
 }
 
 caf::behavior outbox_fn(outbox_actor* self, outbox_config cfg, std::vector<outbox_item> recovered) {

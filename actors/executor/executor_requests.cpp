@@ -152,7 +152,8 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
           return reply(rp, error_reply(pb::Response::REFUSED,
                                        "procedure " + std::to_string(id)
                                          + " already ended (its end was being written)"));
-        reply(rp, error_reply(pb::Response::INTERNAL, "abort failed: " + self->system().render(e)));
+        reply(rp, error_reply(pb::Response::INTERNAL,
+                              "abort failed: " + error_text(self->system(), e)));
       });
 }
 
@@ -291,7 +292,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
           },
           [self, rp](caf::error& e) mutable {
             reply(rp, error_reply(pb::Response::INTERNAL,
-                                  "service failed: " + self->system().render(e)));
+                                  "service failed: " + error_text(self->system(), e)));
           });
       return;
     }
