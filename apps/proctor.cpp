@@ -161,6 +161,12 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
       }
     }
     case command::verb::abort:
+      // What the node did ("abort of procedure 12 accepted: its tree rolls back"); a node
+      // of an older version answers nothing.
+      print_text(resp.text().empty()
+                   ? "abort of procedure " + std::to_string(cmd.request.abort().id()) + " accepted"
+                   : resp.text());
+      return exit_ok;
     case command::verb::release:
       if (resp.has_status())
         std::cout << proctor::status_to_json(resp.status()) << '\n';

@@ -157,7 +157,108 @@ bool parse_object(simdjson::ondemand::parser& parser, simdjson::padded_string_vi
   return doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
 }
 
+/// What a JSON value is, for a message about it.
+const char* json_kind(simdjson::dom::element v) {
+  switch (v.type()) {
+    case simdjson::dom::element_type::ARRAY:
+      return "a list (JSON array)";
+    case simdjson::dom::element_type::OBJECT:
+      return "an object";
+    case simdjson::dom::element_type::STRING:
+      return "a string";
+    case simdjson::dom::element_type::INT64:
+    case simdjson::dom::element_type::UINT64:
+    case simdjson::dom::element_type::DOUBLE:
+      return "a number";
+    case simdjson::dom::element_type::BOOL:
+      return "a boolean";
+    case simdjson::dom::element_type::NULL_VALUE:
+      return "null";
+  }
+  return "a value";
+}
+
+/// Messages whose JSON form is their own (a Struct is any object, a Duration a string):
+/// nothing of theirs is checked.
+bool well_known(const Descriptor* d) {
+  return d->file()->package() == "google.protobuf";
+}
+
+std::string check_object(simdjson::dom::object object, const Descriptor* d,
+                         const std::string& path);
+
+/// One value of field `f` (of a repeated field: one element) at `path`.
+std::string check_single(simdjson::dom::element v, const FieldDescriptor* f,
+                         const std::string& path) {
+  if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || well_known(f->message_type()))
+    return {};
+  simdjson::dom::object object;
+  if (v.get_object().get(object))
+    return {};  // not an object: protobuf's parser refuses it already
+  return check_object(object, f->message_type(), path);
+}
+
+std::string check_field(simdjson::dom::element v, const FieldDescriptor* f,
+                        const std::string& path) {
+  if (v.is_null())
+    return {};  // the field's default, for a list or map an empty one
+  if (f->is_map()) {
+    simdjson::dom::object object;
+    if (v.get_object().get(object))
+      return "field '" + path + "' takes a map (a JSON object), not " + json_kind(v);
+    const auto* value_field = f->message_type()->map_value();
+    for (auto member : object) {
+      auto why = check_single(member.value, value_field, path + "." + std::string(member.key));
+      if (!why.empty())
+        return why;
+    }
+    return {};
+  }
+  if (f->is_repeated()) {
+    simdjson::dom::array array;
+    if (v.get_array().get(array))
+      return "field '" + path + "' takes a list (a JSON array), not " + json_kind(v);
+    size_t i = 0;
+    for (auto element : array) {
+      auto at = path + "[" + std::to_string(i++) + "]";
+      if (element.is_array())
+        return "field '" + path + "' takes a list of values, not a list of lists (" + at
+               + " is a list)";
+      auto why = check_single(element, f, at);
+      if (!why.empty())
+        return why;
+    }
+    return {};
+  }
+  return check_single(v, f, path);
+}
+
+std::string check_object(simdjson::dom::object object, const Descriptor* d,
+                         const std::string& path) {
+  for (auto member : object) {
+    const auto* f = find_field(d, member.key);
+    if (f == nullptr)
+      continue;  // protobuf's parser accepted it: an unknown name would have been refused
+    auto name = path.empty() ? std::string(member.key) : path + "." + std::string(member.key);
+    auto why = check_field(member.value, f, name);
+    if (!why.empty())
+      return why;
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string json_shape_error(std::string_view text, const Descriptor* d) {
+  if (well_known(d))
+    return {};
+  simdjson::dom::parser parser;
+  simdjson::padded_string copy(text);
+  simdjson::dom::object object;
+  if (parser.parse(copy).get_object().get(object))
+    return {};  // not an object: protobuf's parser has the say
+  return check_object(object, d, "");
+}
 
 bool parse_flat_json(std::string_view text, Message* msg) {
   msg->Clear();

@@ -8,8 +8,10 @@
 // JSON parser of our own. (Without -march flags On Demand runs simdjson's portable kernel.)
 #pragma once
 
+#include <string>
 #include <string_view>
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
 namespace proctor {
@@ -24,5 +26,13 @@ namespace proctor {
 /// Returns false for anything else, valid or not, leaving `*msg` cleared: the caller then
 /// uses JsonStringToMessage, which gives the result or the error message.
 bool parse_flat_json(std::string_view text, google::protobuf::Message* msg);
+
+/// Run on a text JsonStringToMessage accepted into a message of type `d`: "" if every field
+/// in it has the JSON form of its kind, else why not, naming the field by its path as written
+/// ("field 'order.items' takes a list (a JSON array), not an object"). Protobuf's parser
+/// (3.21) takes a single value where a list belongs (`{"items":{...}}` as a list of one,
+/// `{"tags":"a"}` as ["a"]) and flattens lists of lists; a submit refuses both. Well-known
+/// types (google.protobuf.*, whose JSON forms are their own) are not looked into.
+std::string json_shape_error(std::string_view text, const google::protobuf::Descriptor* d);
 
 }  // namespace proctor

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <proctor/demo.pb.h>
+#include <proctor/registry.hpp>
 
 namespace proctor {
 namespace {
@@ -64,6 +65,23 @@ constexpr const char* flat_proto = R"pb(
     field {
       name: "kind" number: 21 label: LABEL_OPTIONAL type: TYPE_ENUM
       type_name: ".proctor.test.Kind"
+    }
+    field {
+      name: "items" number: 22 label: LABEL_REPEATED type: TYPE_MESSAGE
+      type_name: ".proctor.test.Flat"
+    }
+    field {
+      name: "tags" number: 23 label: LABEL_REPEATED type: TYPE_MESSAGE
+      type_name: ".proctor.test.Flat.TagsEntry"
+    }
+    nested_type {
+      name: "TagsEntry"
+      field { name: "key" number: 1 label: LABEL_OPTIONAL type: TYPE_STRING }
+      field {
+        name: "value" number: 2 label: LABEL_OPTIONAL type: TYPE_MESSAGE
+        type_name: ".proctor.test.Flat"
+      }
+      options { map_entry: true }
     }
     oneof_decl { name: "pick" }
     oneof_decl { name: "_opt_i32" }
@@ -250,6 +268,63 @@ TEST_F(flat_json_test, refuses_well_known_types) {
   EXPECT_FALSE(parse_flat_json(R"({"seconds":5})", &duration));
   google::protobuf::UInt32Value wrapper;
   EXPECT_FALSE(parse_flat_json(R"({"value":1})", &wrapper));
+}
+
+// Protobuf's parser takes a single value where a list belongs (as a list of one) and
+// flattens lists of lists; a submit must refuse both, naming the field.
+TEST_F(flat_json_test, a_single_value_where_a_list_belongs_is_refused_naming_the_field) {
+  /// A procedure whose data is the run-time Flat message, registered as a type.
+  class flat_procedure : public procedure {
+  public:
+    explicit flat_procedure(const Message& prototype) : data_(prototype.New()) {}
+    Message& data() override { return *data_; }
+    int32_t initial_state() const override { return 1; }
+    outcome execute(int32_t, context&) override { return outcome::done(); }
+    void rollback(int32_t, context&) override {}
+
+  private:
+    std::unique_ptr<Message> data_;
+  };
+  registry r;
+  r.add(procedure_type{"t.flat",
+                       1,
+                       [p = flat_] { return std::unique_ptr<procedure>(new flat_procedure(*p)); },
+                       {},
+                       {}});
+  auto refused = [&](const std::string& json) {
+    std::string err;
+    EXPECT_EQ(r.make_from_json("t.flat", json, &err), nullptr) << json;
+    return err;
+  };
+  auto accepted = [&](const std::string& json) {
+    std::string err;
+    auto p = r.make_from_json("t.flat", json, &err);
+    EXPECT_NE(p, nullptr) << json << ": " << err;
+    return p ? p->data().ShortDebugString() : std::string{};
+  };
+  const std::string why = "malformed args JSON for 't.flat': ";
+  EXPECT_EQ(refused(R"({"items":{"i32":1}})"),
+            why + "field 'items' takes a list (a JSON array), not an object");
+  EXPECT_EQ(refused(R"({"i32":2,"rep":7})"),
+            why + "field 'rep' takes a list (a JSON array), not a number");
+  EXPECT_EQ(refused(R"({"nested":{"items":{}}})"),
+            why + "field 'nested.items' takes a list (a JSON array), not an object");
+  EXPECT_EQ(refused(R"({"items":[{"i32":1},{"rep":7}]})"),
+            why + "field 'items[1].rep' takes a list (a JSON array), not a number");
+  EXPECT_EQ(refused(R"({"nested":{"text":"a","rep":3}})"),
+            why + "field 'nested.rep' takes a list (a JSON array), not a number");
+  EXPECT_EQ(refused(R"({"items":[[{"i32":1}]]})"),
+            why + "field 'items' takes a list of values, not a list of lists (items[0] is a list)");
+  EXPECT_EQ(refused(R"({"tags":{"a":{"items":{"i32":1}}}})"),
+            why + "field 'tags.a.items' takes a list (a JSON array), not an object");
+  // What protobuf refuses itself keeps its own message.
+  EXPECT_EQ(refused(R"({"tags":[1]})").rfind(why, 0), 0u);
+  // The forms meant are taken.
+  EXPECT_EQ(accepted(R"({"items":[{"i32":1},{"rep":[1,2]}]})"),
+            "items { i32: 1 } items { rep: 1 rep: 2 }");
+  EXPECT_EQ(accepted(R"({"items":null,"rep":[]})"), "");
+  EXPECT_EQ(accepted(R"({"tags":{"a":{"i32":3}}})"), "tags { key: \"a\" value { i32: 3 } }");
+  EXPECT_EQ(accepted(R"({"i32":4})"), "i32: 4");
 }
 
 /// Random flat objects from small alphabets of names, values and separators.

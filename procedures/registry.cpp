@@ -64,10 +64,15 @@ void type_declaration::check_data_type(uint32_t from, bool matches) const {
 
 procedure_type* registry::insert(procedure_type t) {
   if (t.version == 0)
-    return nullptr;
+    throw std::invalid_argument("procedure type '" + one_line(t.name)
+                                + "' registered with version 0: versions start at 1 (0 in the "
+                                  "journal means the version a procedure was submitted with)");
+  if (const auto* taken = find(t.name))
+    throw std::logic_error("procedure type '" + one_line(t.name)
+                           + "' is already registered (version " + std::to_string(taken->version)
+                           + "); each name is registered once");
   auto name = t.name;
-  auto [i, fresh] = types_.emplace(std::move(name), std::move(t));
-  return fresh ? &i->second : nullptr;
+  return &types_.emplace(std::move(name), std::move(t)).first->second;
 }
 
 const procedure_type* registry::find(std::string_view name) const {
@@ -93,6 +98,13 @@ std::unique_ptr<procedure> registry::make_from_json(std::string_view type,
     opts.ignore_unknown_fields = false;
     st = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(args.data(), args.size()), &p->data(), opts);
+    // Its parser takes a single value where a list belongs (and has no option not to):
+    // refused here, naming the field, rather than run on data the submitter did not mean.
+    if (st.ok())
+      if (auto why = json_shape_error(args, p->data().GetDescriptor()); !why.empty()) {
+        *error = "malformed args JSON for '" + one_line(std::string(type)) + "': " + one_line(why);
+        return nullptr;
+      }
   }
   if (!st.ok()) {
     std::string why(st.message());

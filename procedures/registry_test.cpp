@@ -131,12 +131,19 @@ TEST(registry_test, default_version_is_one) {
   EXPECT_EQ(r.find("t.counting")->version, 1u);
 }
 
-TEST(registry_test, duplicate_name_is_refused_and_keeps_the_first) {
+TEST(registry_test, duplicate_name_throws_naming_the_type_and_keeps_the_first) {
   registry r;
   ASSERT_TRUE(r.add<counting>("t.x", 1));
-  EXPECT_FALSE(r.add<other>("t.x", 2));
-  EXPECT_FALSE(r.add(
-    procedure_type{"t.x", 5, [] { return std::unique_ptr<procedure>(new other()); }, {}, {}}));
+  try {
+    r.add<other>("t.x", 2);
+    ADD_FAILURE() << "a second add of t.x did not throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_STREQ(e.what(), "procedure type 't.x' is already registered (version 1); each name is "
+                           "registered once");
+  }
+  EXPECT_THROW(
+    r.add(procedure_type{"t.x", 5, [] { return std::unique_ptr<procedure>(new other()); }, {}, {}}),
+    std::logic_error);
   const auto* t = r.find("t.x");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->version, 1u);

@@ -142,16 +142,23 @@ TEST(registry_versions_test, upgrades_that_cannot_apply_are_refused_at_registrat
   }
 }
 
-TEST(registry_versions_test, a_taken_name_declares_nothing) {
+TEST(registry_versions_test, a_taken_name_throws_and_declares_nothing) {
   registry r;
   ASSERT_TRUE(r.add<counter>("t.counter", 2));
-  auto again = r.add<counter>("t.counter", 5).upgrade(1, [](pb::NoopData&) {}).child_only();
-  EXPECT_FALSE(again);
+  // The upgrade and the flag chained on the second add are never declared: it throws first.
+  EXPECT_THROW(r.add<counter>("t.counter", 5).upgrade(1, [](pb::NoopData&) {}).child_only(),
+               std::logic_error);
   EXPECT_EQ(r.find("t.counter")->version, 2u);
   EXPECT_TRUE(r.find("t.counter")->upgrades.empty());
   EXPECT_FALSE(r.find("t.counter")->child_only);
   // Version 0 is not a version: it means "the submitted one" in the journal.
-  EXPECT_FALSE(r.add<counter>("t.zero", 0));
+  try {
+    r.add<counter>("t.zero", 0);
+    ADD_FAILURE() << "version 0 did not throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'t.zero' registered with version 0"), std::string::npos)
+      << e.what();
+  }
   EXPECT_EQ(r.find("t.zero"), nullptr);
 }
 

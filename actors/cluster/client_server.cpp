@@ -9,6 +9,7 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "actors/base/rpc.hpp"
 #include "actors/cluster/tls.hpp"
 #include "actors/wire/wire_frame.hpp"
@@ -151,7 +152,7 @@ void ask_executor(client_broker* self, connection_handle hdl, uint64_t generatio
     .then([self, hdl, generation,
            seq](const std::string& reply) { answer(self, hdl, generation, seq, reply); },
           [self, hdl, generation, seq](caf::error& e) {
-            auto why = "node did not answer (" + self->system().render(e) + ")";
+            auto why = "node did not answer (" + error_text(self->system(), e) + ")";
             spdlog::warn("client request: {}", why);
             answer(self, hdl, generation, seq, error_response(pb::Response::INTERNAL, why));
           });

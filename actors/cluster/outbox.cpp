@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "persistence/keys.hpp"
 #include <proctor/wire.pb.h>
 

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "actors/base/node_env.hpp"
 #include "actors/base/rpc.hpp"
@@ -74,7 +75,7 @@ void call_local(caller_actor* self, const caf::actor& svc) {
   auto& st = self->state;
   self->request(svc, caf::infinite, service_call_atom::value, st.spec.call_id, st.spec.request)
     .then([self](std::string& reply) { on_reply(self, std::move(reply)); },
-          [self](caf::error& e) { fail(self, self->system().render(e), false); });
+          [self](caf::error& e) { fail(self, error_text(self->system(), e), false); });
 }
 
 /// host:port/service: the other node's client protocol (proto/WIRE.md). The round trip
@@ -122,7 +123,7 @@ void call_remote(caller_actor* self, size_t slash) {
           return fail(self, r.error(), false);
         on_reply(self, r.text());
       },
-      [self](caf::error& e) { fail(self, self->system().render(e), true); });
+      [self](caf::error& e) { fail(self, error_text(self->system(), e), true); });
 }
 
 void issue(caller_actor* self) {

@@ -196,7 +196,7 @@ void reload_root(executor_actor* self, uint64_t root_id) {
         start_root(self, image, image->failed && !image->rolled_back);
       },
       [self](caf::error& e) {
-        spdlog::critical("journal read failed: {}", self->system().render(e));
+        spdlog::critical("journal read failed: {}", error_text(self->system(), e));
       });
 }
 
@@ -233,7 +233,7 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
     // Read the tree once more to list it with what can be read of it.
     self->request(st.env->journal, caf::infinite, read_tree_atom::value, root_id)
       .then(
-        [self, root_id, why = self->system().render(m.reason)](journal_records& recs) {
+        [self, root_id, why = error_text(self->system(), m.reason)](journal_records& recs) {
           auto image = fold_tree(root_id, recs);
           quarantine(self, image, image.corrupt.empty() ? why : image.corrupt);
         },
@@ -242,7 +242,7 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
   }
   if (is(m.reason, errc::journal_failed))
     return;  // the journal fail-stops the node
-  auto why = self->system().render(m.reason);
+  auto why = error_text(self->system(), m.reason);
   if (!re.restarts.record_crash(std::chrono::steady_clock::now())) {
     auto msg = "escalated: root crashed more than "
                + std::to_string(re.restarts.policy().max_restarts) + " times within "

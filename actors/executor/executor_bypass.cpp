@@ -2,6 +2,7 @@
 // forced), wakes a hibernated root, and sends the order down its tree (proc_bypass.cpp).
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
@@ -117,8 +118,8 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
       },
       [self, rp, done](caf::error& e) mutable {
         done();
-        reply(rp,
-              error_reply(pb::Response::INTERNAL, "bypass failed: " + self->system().render(e)));
+        reply(rp, error_reply(pb::Response::INTERNAL,
+                              "bypass failed: " + error_text(self->system(), e)));
       });
 }
 

@@ -207,7 +207,7 @@ void on_rollback(executor_actor* self, const std::string& from, const pb::Remote
                    "past its point of no return on node " + self->state.env->node_name, done);
         },
         [self, id, done](caf::error& e) {
-          done(false, "fragment " + std::to_string(id) + ": " + self->system().render(e));
+          done(false, "fragment " + std::to_string(id) + ": " + error_text(self->system(), e));
         });
     return;
   }

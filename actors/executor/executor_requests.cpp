@@ -128,6 +128,19 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
     return reply(rp, error_reply(pb::Response::REFUSED, "the tree of procedure "
                                                           + std::to_string(req.id())
                                                           + " is restarting; retry"));
+  // What the node does, for the operator: the tree rolls back (it may be failing already).
+  auto accepted_text = "abort of procedure " + std::to_string(req.id()) + " accepted: ";
+  if (is_fragment(self, p->root_id))
+    accepted_text += "its part of the tree on this node (from procedure "
+                     + std::to_string(p->root_id)
+                     + ") rolls back, and the node of its parent rolls back the rest";
+  else if (p->root_id != req.id())
+    accepted_text += "its tree (root " + std::to_string(p->root_id) + ") rolls back";
+  else
+    accepted_text += "its tree rolls back";
+  if (auto root = st.procs.find(p->root_id);
+      root != st.procs.end() && root->second.state == proc_state::failed)
+    accepted_text += " (it was already failing: " + root->second.error() + ")";
   // No hibernation while the abort is on its way (it would reach no actor).
   auto done = [self, root_id = p->root_id] {
     auto r = self->state.roots.find(root_id);
@@ -137,14 +150,16 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
   ++r->second.requests_in_flight;
   self->request(r->second.handle, std::chrono::seconds{30}, abort_atom::value, req.id())
     .then(
-      [rp, id = req.id(), done](bool accepted) mutable {
+      [rp, id = req.id(), done, text = std::move(accepted_text)](bool accepted) mutable {
         done();
         if (!accepted)
           return reply(rp, error_reply(pb::Response::REFUSED,
                                        "procedure " + std::to_string(id)
                                          + " is past its point of no return; it cannot be "
                                            "aborted"));
-        reply(rp, encode(pb::Response{}));
+        pb::Response r;
+        r.set_text(text);
+        reply(rp, encode(r));
       },
       [self, rp, done, id = req.id()](caf::error& e) mutable {
         done();
@@ -152,7 +167,8 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
           return reply(rp, error_reply(pb::Response::REFUSED,
                                        "procedure " + std::to_string(id)
                                          + " already ended (its end was being written)"));
-        reply(rp, error_reply(pb::Response::INTERNAL, "abort failed: " + self->system().render(e)));
+        reply(rp, error_reply(pb::Response::INTERNAL,
+                              "abort failed: " + error_text(self->system(), e)));
       });
 }
 
@@ -292,7 +308,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
           },
           [self, rp](caf::error& e) mutable {
             reply(rp, error_reply(pb::Response::INTERNAL,
-                                  "service failed: " + self->system().render(e)));
+                                  "service failed: " + error_text(self->system(), e)));
           });
       return;
     }

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/executor/proc_history.hpp"
@@ -124,7 +125,7 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
       },
       [self, rp](caf::error& e) mutable {
         reply(rp, error_reply(pb::Response::INTERNAL,
-                              "journal read failed: " + self->system().render(e)));
+                              "journal read failed: " + error_text(self->system(), e)));
       });
 }
 
@@ -133,7 +134,7 @@ void handle_locks(executor_actor* self, promise_t rp) {
     .then([rp](std::string& bytes) mutable { reply(rp, std::move(bytes)); },
           [self, rp](caf::error& e) mutable {
             reply(rp, error_reply(pb::Response::INTERNAL,
-                                  "scheduler did not answer: " + self->system().render(e)));
+                                  "scheduler did not answer: " + error_text(self->system(), e)));
           });
 }
 

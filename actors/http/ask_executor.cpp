@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/base/errors.hpp"
 #include "actors/base/rpc.hpp"
 
 namespace proctor {
@@ -20,9 +21,10 @@ executor_answer ask_executor(caf::actor_system& sys, const caf::actor& executor,
           out.failure = "the node sent a malformed answer";
       },
       [&](caf::error& e) {
-        out.failure = e == caf::sec::request_timeout ? "the node did not answer within "
-                                                         + std::to_string(timeout.count()) + " ms"
-                                                     : "the node did not answer: " + sys.render(e);
+        out.failure =
+          e == caf::sec::request_timeout
+            ? "the node did not answer within " + std::to_string(timeout.count()) + " ms"
+            : "the node did not answer: " + error_text(sys, e);
       });
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include "actors/base/errors.hpp"
 #include "actors/http/http_serve.hpp"
 #include "actors/base/rpc.hpp"
 #include <proctor/wire.pb.h>
@@ -31,7 +32,7 @@ bool metrics_http::start(const std::string& host, uint16_t port, std::string* er
           ok = r.ParseFromString(bytes) && r.code() == pb::Response::OK;
           text = ok ? r.text() : r.error();
         },
-        [&](caf::error& e) { text = sys_.render(e); });
+        [&](caf::error& e) { text = error_text(sys_, e); });
     res.status = ok ? 200 : 503;
     res.set_content(text, "text/plain; version=0.0.4");
   });

@@ -1,5 +1,6 @@
 #include "actors/node/node.hpp"
 
+#include "actors/base/errors.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 
 #include "actors/node/node_identity.hpp"
@@ -34,7 +35,7 @@ caf::behavior node_supervisor(caf::event_based_actor* self, std::vector<caf::act
   self->set_down_handler([self, on_failure](caf::down_msg& m) {
     if (!m.reason || m.reason == caf::exit_reason::user_shutdown)
       return;
-    auto why = "a system actor of the node died (" + self->system().render(m.reason)
+    auto why = "a system actor of the node died (" + error_text(self->system(), m.reason)
                + "); the node fail-stops, a restart recovers from the journal";
     if (on_failure) {
       on_failure(why);

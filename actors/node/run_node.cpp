@@ -15,6 +15,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "actors/node/node.hpp"
 #include "actors/cluster/peer_transport.hpp"
 #include "actors/base/errors.hpp"
@@ -248,13 +249,13 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     }
     auto started = n.start(opts);
     if (!started) {
-      std::cerr << program << ": " << sys.render(started.error()) << "\n";
+      std::cerr << program << ": " << error_text(sys, started.error()) << "\n";
       spdlog::shutdown();
       std::_Exit(1);
     }
     auto p = n.serve_clients(listen_ep->host, listen_ep->port);
     if (!p) {
-      std::cerr << program << ": cannot listen on " << listen << ": " << sys.render(p.error())
+      std::cerr << program << ": cannot listen on " << listen << ": " << error_text(sys, p.error())
                 << "\n";
       n.stop();
       spdlog::shutdown();

@@ -111,7 +111,7 @@ void on_business_failure(proc_actor* self, int32_t state, const std::string& err
         maybe_finish_stop(self);
       },
       [self](caf::error& e) {
-        PLOG(warn, self, "root unreachable while failing: {}", self->system().render(e));
+        PLOG(warn, self, "root unreachable while failing: {}", error_text(self->system(), e));
         self->quit(e);
       });
 }

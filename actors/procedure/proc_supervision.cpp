@@ -45,7 +45,7 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
         maybe_join(self);
       },
       [self](caf::error& e) {
-        PLOG(critical, self, "journal read failed: {}", self->system().render(e));
+        PLOG(critical, self, "journal read failed: {}", error_text(self->system(), e));
         self->quit(caf::make_error(errc::journal_failed));
       });
 }
@@ -164,7 +164,7 @@ void on_down(proc_actor* self, caf::down_msg& m) {
   }
   if (normal || c->ended || c->restarting || st.stopping || st.failing || st.parked)
     return;
-  auto why = self->system().render(m.reason);
+  auto why = error_text(self->system(), m.reason);
   std::vector<supervised_child> children;
   children.reserve(st.children.size());
   for (auto& x : st.children)

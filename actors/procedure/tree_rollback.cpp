@@ -83,7 +83,7 @@ void rollback_after_stop(proc_actor* self) {
         });
       },
       [self](caf::error& e) {
-        PLOG(critical, self, "journal read failed: {}", self->system().render(e));
+        PLOG(critical, self, "journal read failed: {}", error_text(self->system(), e));
         self->quit(caf::make_error(errc::journal_failed));
       });
 }

@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
 #include "actors/testing/crash_boundary.hpp"
 #include "actors/node/node.hpp"
 #include "actors/base/rpc.hpp"
@@ -106,7 +107,7 @@ public:
     o.on_journal_fatal = [](const std::string&) {};  // a frozen store is the simulated crash
     auto started = node_.start(o);
     if (!started)
-      throw std::runtime_error("node did not start: " + sys_.render(started.error()));
+      throw std::runtime_error("node did not start: " + error_text(sys_, started.error()));
   }
 
   ~incarnation() { node_.stop(); }

@@ -28,6 +28,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/base/errors.hpp"
 #include "actors/node/node.hpp"
 #include "actors/base/rpc.hpp"
 #include "procedures/demo.hpp"
@@ -163,7 +164,8 @@ struct node_in_child {
     o.workers = workers;
     auto r = n->start(o);
     if (!r)
-      throw std::runtime_error("node start on " + dir + " failed: " + sys->render(r.error()));
+      throw std::runtime_error("node start on " + dir
+                               + " failed: " + proctor::error_text(*sys, r.error()));
     report = *r;
   }
 

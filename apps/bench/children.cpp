@@ -235,7 +235,7 @@ proctor::pb::Response call(caf::scoped_actor& self, const caf::actor& exec, cons
         if (!out.ParseFromString(bytes))
           err = "unparsable response";
       },
-      [&](caf::error& e) { err = self->system().render(e); });
+      [&](caf::error& e) { err = error_text(self->system(), e); });
   if (!err.empty())
     throw std::runtime_error("request failed: " + err);
   return out;

@@ -50,7 +50,7 @@ void burst_one_ended(caf::event_based_actor* self, const std::shared_ptr<burst_s
 void burst_submit(caf::event_based_actor* self, const std::shared_ptr<burst_state>& st) {
   auto i = st->next++;
   auto on_error = [self, st](caf::error& e) {
-    st->res.error = self->system().render(e);
+    st->res.error = error_text(self->system(), e);
     burst_finish(self, st);
   };
   self->request(st->exec, caf::infinite, rpc_atom::value, st->make(st->offset + i))
@@ -170,7 +170,7 @@ void pacer_send(caf::event_based_actor* self, const std::shared_ptr<pacer_state>
   ++st->outstanding;
   auto t_sub = clk::now();
   auto on_error = [self, st](caf::error& e) {
-    st->res.error = self->system().render(e);
+    st->res.error = error_text(self->system(), e);
     pacer_finish(self, st);
   };
   self->request(st->exec, caf::infinite, rpc_atom::value, st->req)

@@ -53,7 +53,7 @@ struct procedure_type {
 };
 
 /// What `registry::add<T>` returns: the type just registered, to declare its upgrades and
-/// flags in the same statement. False (and declaring nothing) if the name was taken.
+/// flags in the same statement (a name already taken throws instead, see registry::add).
 /// Declaring an upgrade that cannot apply (from version 0, from the registered version or
 /// later, twice from one version, of another data message) throws std::invalid_argument:
 /// a mistake in the program, found when the node starts.
@@ -113,7 +113,8 @@ public:
     return *this;
   }
 
-  /// False if the name was taken.
+  /// True: registry::add throws rather than return a declaration of nothing. Kept so that
+  /// `if (types.add<T>(...))` and `assert(types.add<T>(...))` still compile.
   explicit operator bool() const noexcept { return type_ != nullptr; }
 
 private:
@@ -133,7 +134,12 @@ private:
 class registry {
 public:
   /// Registers `T` (default-constructible, derived from `procedure`) under `name`.
-  /// Converts to false if the name is taken (or `version` is 0, see add(procedure_type)).
+  /// Registering a name twice is a mistake in the program, found when the node starts:
+  /// throws std::logic_error naming the type ("procedure type 'acme.part' is already
+  /// registered (version 1); each name is registered once"), and nothing chained on the
+  /// call (upgrades, flags) is declared. A `version` of 0 throws std::invalid_argument (a
+  /// std::logic_error too): version 0 in the journal means "the version the procedure was
+  /// submitted with".
   template <class T>
   type_declaration add(std::string name, uint32_t version = 1, supervision_policy sup = {},
                        retry_policy retry = {}) {
@@ -147,9 +153,9 @@ public:
     return type_declaration(insert(std::move(t)));
   }
 
-  /// Registers `t`. Returns false if its name is taken (or its version is 0: version 0 in
-  /// the journal means "the version the procedure was submitted with").
-  bool add(procedure_type t) { return insert(std::move(t)) != nullptr; }
+  /// Registers `t`. Throws as add<T>() does: std::logic_error if its name is taken,
+  /// std::invalid_argument if its version is 0.
+  type_declaration add(procedure_type t) { return type_declaration(insert(std::move(t))); }
 
   /// The type registered under `name`, or nullptr.
   const procedure_type* find(std::string_view name) const;
@@ -186,6 +192,7 @@ public:
   std::vector<std::string> names() const;
 
 private:
+  /// The type added; throws (never returns nullptr) on a taken name or version 0.
   procedure_type* insert(procedure_type t);
 
   std::map<std::string, procedure_type, std::less<>> types_;

@@ -180,6 +180,13 @@ TEST_F(supervision_test, past_the_intensity_supervisors_escalate_and_the_root_ro
   EXPECT_NE(s.error().find("escalated"), std::string::npos) << s.error();
   ASSERT_EQ(s.children_size(), 1);
   auto mid = s.children(0);
+  // Each supervisor's reason quotes the one below in its own words, down to the step's
+  // exception: no CAF rendering (error(1, 'proctor', ("..."))) anywhere in it.
+  auto leaf_id = status(mid).children_size() == 1 ? status(mid).children(0) : 0;
+  EXPECT_EQ(s.error(), "escalated: child " + std::to_string(mid)
+                         + " crashed more than 1 times within 60000 ms (last: child "
+                         + std::to_string(leaf_id)
+                         + " crashed more than 1 times within 60000 ms (last: always crashes))");
   EXPECT_EQ(status(mid).state(), pb::ROLLEDBACK);
   // mid restarted once by the root after its first escalation, then escalated again.
   EXPECT_EQ(starts(mid), 2);
@@ -194,6 +201,9 @@ TEST_F(supervision_test, a_crashing_root_escalates_to_a_rollback) {
   auto s = wait(id);
   EXPECT_EQ(s.state(), pb::ROLLEDBACK);
   EXPECT_NE(s.error().find("escalated"), std::string::npos) << s.error();
+  // The crash in the words of the step's exception, not CAF's rendering of the exit reason.
+  EXPECT_EQ(s.error().find("error("), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("(last: demo.flaky: simulated crash "), std::string::npos) << s.error();
   // The PREPARE step's file is undone.
   for (const auto& e : std::filesystem::directory_iterator(dir_ + "/ledger"))
     EXPECT_EQ(e.path().string().find(".prepared"), std::string::npos) << e.path();

@@ -443,6 +443,8 @@ TEST(cli, abort_of_a_waiting_procedure_rolls_it_back) {
   ASSERT_TRUE(f.reaches(id, "WAITING")) << f.n.log_tail();
   auto a = f.n.ctl({"abort", std::to_string(id)});
   EXPECT_EQ(a.exit_code, 0) << describe(a);
+  EXPECT_EQ(a.out, "abort of procedure " + std::to_string(id) + " accepted: its tree rolls back\n")
+    << describe(a);
   auto w = f.n.ctl({"wait", std::to_string(id), "--timeout-s", "30"});
   EXPECT_EQ(w.exit_code, 1) << describe(w);
   auto v = parse_json(w.out);
@@ -453,6 +455,39 @@ TEST(cli, abort_of_a_waiting_procedure_rolls_it_back) {
   auto e = f.n.ctl({"event", "cli-abort"});
   EXPECT_EQ(e.exit_code, 0) << describe(e);
   EXPECT_NE(e.out.find("0 waiting"), std::string::npos) << e.out;
+  f.n.kill();
+}
+
+TEST(cli, abort_of_a_child_says_its_tree_rolls_back) {
+  fixture f;
+  ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  // Two timers an hour away: the tree waits, a child's abort fails it.
+  auto far = std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch() + std::chrono::hours{1})
+               .count();
+  auto root = f.submit("demo.timers", R"({"count":2,"first_at_ms":)" + std::to_string(far) + "}");
+  std::optional<Value> s;
+  ASSERT_TRUE(eventually(
+    [&] {
+      s = f.status(root);
+      return s && state_of(*s) == "WAITING"
+             && field(*s, "children").list_value().values_size() == 2;
+    },
+    30s))
+    << f.n.log_tail();
+  auto child = static_cast<uint64_t>(field(*s, "children").list_value().values(0).number_value());
+  ASSERT_TRUE(f.reaches(child, "WAITING_TIMEOUT")) << f.n.log_tail();
+  auto a = f.n.ctl({"abort", std::to_string(child)});
+  EXPECT_EQ(a.exit_code, 0) << describe(a);
+  EXPECT_EQ(a.out, "abort of procedure " + std::to_string(child) + " accepted: its tree (root "
+                     + std::to_string(root) + ") rolls back\n")
+    << describe(a);
+  EXPECT_EQ(a.err, "") << describe(a);
+  auto w = f.n.ctl({"wait", std::to_string(root), "--timeout-s", "30"});
+  EXPECT_EQ(w.exit_code, 1) << describe(w);
+  // Once ended, an abort is refused as before (exit 1, one line).
+  auto again = f.n.ctl({"abort", std::to_string(child)});
+  expect_one_line_error(again);
   f.n.kill();
 }
 
