@@ -159,6 +159,22 @@ def run(node, driver, work):
         except Exception:
             raise Failure(f"the page did not show {what} ({selector}) within {LIMIT}s")
 
+    def click(selector, what):
+        # The tree is redrawn at each poll: an element found just before a redraw is stale,
+        # so find it again until the click lands.
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        def attempt(d):
+            try:
+                d.find_element(By.CSS_SELECTOR, selector).click()
+                return True
+            except StaleElementReferenceException:
+                return False
+        try:
+            WebDriverWait(driver, LIMIT).until(attempt)
+        except Exception:
+            raise Failure(f"could not click {what} ({selector}) within {LIMIT}s")
+
     # A root with two children: each child commits steps 0 and 1, then waits at the closed
     # gate of step 2 (runnable, nothing journaled); the children's undos may run (their gate
     # is open), the root's waits at its closed gate (undo.1) until the test opens it.
@@ -209,7 +225,7 @@ def run(node, driver, work):
 
     # The history of a child, picked in the tree: the same entries as `proctor history`,
     # its two steps drawn on the timeline.
-    driver.find_element(By.CSS_SELECTOR, f'#tree .node[data-id="{kids[0]}"]').click()
+    click(f'#tree .node[data-id="{kids[0]}"]', "the first child in the tree")
     cli_history = node.json("history", str(kids[0]), "--json")
     want = [str(e["lsn"]) for e in cli_history["entries"]]
     css_wait(f'#history-table tbody tr[data-lsn="{want[-1]}"]', "the child's last entry")
@@ -234,7 +250,7 @@ def run(node, driver, work):
     text_wait("#v-steps", lambda t: t != "", "a steps/s value")
 
     # Abort without the token: refused (401), nothing changes.
-    driver.find_element(By.CSS_SELECTOR, f'#tree .node[data-id="{root}"]').click()
+    click(f'#tree .node[data-id="{root}"]', "the root in the tree")
     text_wait("#sel-id", lambda t: t == str(root), "the root selected")
     abort = driver.find_element(By.ID, "abort")
     check(abort.is_enabled(), "the abort button is disabled: " +
