@@ -5,9 +5,11 @@
 // Exit codes: 0 ok; 1 the node answered with an error, or `wait` saw ROLLEDBACK / FAILED;
 // 2 `wait` timed out; 3 the node cannot be reached (or the connection dropped); 64 usage.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -263,6 +265,21 @@ int run(const command& cmd) {
   return report(cmd, std::get<proctor::pb::Response>(got));
 }
 
+/// Reads `path` (standard input for "-") whole into `*out`: "" or why it could not.
+std::string read_args_file(const std::string& path, std::string* out) {
+  std::FILE* f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    return std::strerror(errno);
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    out->append(buf, n);
+  std::string why = std::ferror(f) != 0 ? std::strerror(errno) : "";
+  if (f != stdin)
+    std::fclose(f);
+  return why;
+}
+
 /// The seven state names, as --state accepts them.
 std::vector<std::string> state_names() {
   std::vector<std::string> names;
@@ -311,11 +328,19 @@ int main(int argc, char** argv) {
 
   std::string type;
   std::string args_json;
+  std::string args_file;
   std::string nonce;
   int32_t priority = 0;
   auto* submit = app.add_subcommand("submit", "Submit a procedure; prints its id");
   submit->add_option("type", type, "Registered procedure type, e.g. demo.ledger")->required();
-  submit->add_option("--args-json", args_json, "The procedure's arguments as a JSON object");
+  auto* args_json_opt =
+    submit->add_option("--args-json", args_json, "The procedure's arguments as a JSON object");
+  submit
+    ->add_option("--args-file", args_file,
+                 "Read the arguments (a JSON object) from file PATH, or from standard input with "
+                 "-: for args too large for a command line")
+    ->type_name("PATH")
+    ->excludes(args_json_opt);
   submit->add_option("--nonce", nonce, "Deduplication key: a repeated nonce returns the same id");
   submit->add_option("--priority", priority, "Higher runs first (default 0)");
   submit->callback([&] {
@@ -429,6 +454,15 @@ int main(int argc, char** argv) {
   if (auto why = proctor::check_tls_options(cmd.tls); !why.empty()) {
     std::cerr << "error: " << why << '\n';
     return exit_usage;
+  }
+
+  if (cmd.what == verb::submit && !args_file.empty()) {
+    std::string text;
+    if (auto why = read_args_file(args_file, &text); !why.empty()) {
+      std::cerr << "error: --args-file " << args_file << ": " << why << '\n';
+      return exit_usage;
+    }
+    cmd.request.mutable_submit()->set_args_json(std::move(text));
   }
 
   cmd.addresses = *parse_addresses(cmd.node);

@@ -185,6 +185,52 @@ TEST(cli, malformed_or_invalid_args_json_is_a_one_line_error) {
   f.n.kill();
 }
 
+// The kernel refuses a command-line argument past 128 KiB ("Argument list too long"): args
+// that large come from a file, or from standard input.
+TEST(cli, args_of_a_mebibyte_come_from_a_file_or_standard_input) {
+  fixture f;
+  ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  auto big_request = [](char c) { return "big-" + std::string(1'000'000, c); };
+  auto args = [](const std::string& request) {
+    return R"({"service":"demo.echo","request":")" + request + "\"}";
+  };
+  auto file = f.dir.path() / "args.json";
+  // Each way: the submit takes it, and the echo's reply brings the whole request back.
+  for (bool from_stdin : {false, true}) {
+    SCOPED_TRACE(from_stdin ? "stdin" : "file");
+    auto request = big_request(from_stdin ? 'y' : 'x');
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << args(request);
+    ASSERT_GT(fs::file_size(file), 1'000'000u);
+    auto r = from_stdin ? run_proctor(
+               {"--node", f.n.address(), "submit", "demo.call", "--args-file", "-"}, 30s, file)
+                        : f.n.ctl({"submit", "demo.call", "--args-file", file.string()}, 30s);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    auto id = parse_id(r.out);
+    ASSERT_TRUE(id) << describe(r);
+    auto w = f.n.ctl({"wait", std::to_string(*id), "--timeout-s", "60"}, 90s);
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    EXPECT_NE(w.out.find(request), std::string::npos) << w.out.substr(0, 300);
+  }
+  // --args-file and --args-json are exclusive; a file that cannot be read sends nothing.
+  auto both = f.n.ctl({"submit", "demo.noop", "--args-json", "{}", "--args-file", file.string()});
+  EXPECT_EQ(both.exit_code, 64) << describe(both);
+  auto missing = (f.dir.path() / "no-such.json").string();
+  auto r = f.n.ctl({"submit", "demo.noop", "--args-file", missing});
+  expect_one_line_error(r, 64);
+  EXPECT_EQ(trim(r.err), "error: --args-file " + missing + ": No such file or directory");
+  // Over the node's limit: refused with the size and the limit, nothing created.
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << args(std::string(1 << 20, 'z'));
+  auto over = f.n.ctl({"submit", "demo.call", "--args-file", file.string()});
+  expect_one_line_error(over);
+  EXPECT_NE(over.err.find("more than the limit of 1048576"), std::string::npos) << over.err;
+  auto all = f.n.ctl({"list", "--json"});
+  ASSERT_EQ(all.exit_code, 0) << describe(all);
+  auto v = parse_json(all.out);
+  ASSERT_TRUE(v) << all.out.substr(0, 300);
+  EXPECT_EQ(v->list_value().values_size(), 2);
+  f.n.kill();
+}
+
 TEST(cli, usage_errors_exit_64) {
   EXPECT_EQ(run_proctor({"--node", "127.0.0.1:1", "no-such-command"}).exit_code, 64);
   EXPECT_EQ(run_proctor({"status", "1"}).exit_code, 64);  // no --node

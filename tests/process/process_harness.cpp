@@ -71,9 +71,10 @@ struct child_io {
   int out_fd = -1;
   int err_fd = -1;
   std::string out_file;  // used when out_fd < 0; stderr follows stdout then if err_fd < 0
+  std::string in_file;   // stdin: this file ("" = /dev/null)
 };
 
-/// fork + exec of `program` with `args`; stdin is /dev/null. The child is killed with SIGKILL
+/// fork + exec of `program` with `args`; stdin is /dev/null (or io.in_file). The child is killed with SIGKILL
 /// if the thread that started it exits, so a crashed test leaves no node behind. Returns the
 /// pid, or -1 with `*error` set when the program could not be executed.
 pid_t spawn_child(const std::filesystem::path& program, const std::vector<std::string>& args,
@@ -101,6 +102,7 @@ pid_t spawn_child(const std::filesystem::path& program, const std::vector<std::s
     if (out_file.get() < 0)
       throw_errno("open " + io.out_file);
   }
+  std::string in_path = io.in_file.empty() ? std::string("/dev/null") : io.in_file;
   int out_fd = io.out_fd >= 0 ? io.out_fd : out_file.get();
   int err_fd = io.err_fd >= 0 ? io.err_fd : out_fd;
   pid_t parent = ::getpid();
@@ -115,7 +117,7 @@ pid_t spawn_child(const std::filesystem::path& program, const std::vector<std::s
     };
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
       ::_exit(127);
-    int null_fd = ::open("/dev/null", O_RDONLY);
+    int null_fd = ::open(in_path.c_str(), O_RDONLY);
     if (null_fd < 0 || ::dup2(null_fd, 0) < 0)
       fail(errno);
     if (out_fd >= 0 && ::dup2(out_fd, 1) < 0)
@@ -215,7 +217,7 @@ temp_dir::~temp_dir() {
 }
 
 run_result run_program(const std::filesystem::path& program, const std::vector<std::string>& args,
-                       milliseconds limit) {
+                       milliseconds limit, const std::filesystem::path& stdin_file) {
   run_result result;
   int out_pipe[2];
   int err_pipe[2];
@@ -231,6 +233,7 @@ run_result run_program(const std::filesystem::path& program, const std::vector<s
   child_io io;
   io.out_fd = out_write.get();
   io.err_fd = err_write.get();
+  io.in_file = stdin_file.string();
   pid_t pid = spawn_child(program, args, io, &result.err);
   if (pid < 0)
     return result;
@@ -275,8 +278,9 @@ run_result run_program(const std::filesystem::path& program, const std::vector<s
   return result;
 }
 
-run_result run_proctor(const std::vector<std::string>& args, milliseconds limit) {
-  return run_program(bin_path("proctor"), args, limit);
+run_result run_proctor(const std::vector<std::string>& args, milliseconds limit,
+                       const std::filesystem::path& stdin_file) {
+  return run_program(bin_path("proctor"), args, limit, stdin_file);
 }
 
 // -- node -------------------------------------------------------------------------------------

@@ -65,14 +65,17 @@ struct run_result {
   bool timed_out = false;
 };
 
-/// Runs `program` with `args` (no shell involved), stdin from /dev/null, and captures its
-/// stdout and stderr. A child still running after `limit` is killed with SIGKILL.
+/// Runs `program` with `args` (no shell involved), stdin from `stdin_file` (/dev/null when
+/// empty), and captures its stdout and stderr. A child still running after `limit` is killed
+/// with SIGKILL.
 run_result run_program(const std::filesystem::path& program, const std::vector<std::string>& args,
-                       std::chrono::milliseconds limit = std::chrono::seconds{120});
+                       std::chrono::milliseconds limit = std::chrono::seconds{120},
+                       const std::filesystem::path& stdin_file = {});
 
-/// Runs the `proctor` CLI with `args`.
+/// Runs the `proctor` CLI with `args` (stdin as run_program's).
 run_result run_proctor(const std::vector<std::string>& args,
-                       std::chrono::milliseconds limit = std::chrono::seconds{120});
+                       std::chrono::milliseconds limit = std::chrono::seconds{120},
+                       const std::filesystem::path& stdin_file = {});
 
 /// One `proctord` child process. Its data dir and port stay the same across restarts, so
 /// `kill()` followed by `start()` is a crash and recovery. Its stdout and stderr are appended
