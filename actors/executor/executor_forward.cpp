@@ -1,6 +1,7 @@
 // Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release, tree,
 // history or bypass of a procedure another node holds goes to that node, and its answer
-// comes back unchanged; a child placed on another node is asked where it runs.
+// comes back unchanged; a child placed on another node is asked where it runs (its status
+// and its history).
 #include "actors/base/errors.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
@@ -44,8 +45,34 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
   auto held = st.procs.find(id);
   if (held != st.procs.end()) {
     // Held here. A child placed on another node is only a placeholder here: its status is
-    // asked where it runs, and answered from the placeholder if that node does not answer.
-    if (!req.has_status() || held->second.node().empty() || !st.env->transport)
+    // asked where it runs, and answered from the placeholder if that node does not answer;
+    // its history too, which the placeholder does not have (its node's journal has the
+    // steps), so a node that does not answer is said to be unreachable.
+    if (held->second.node().empty() || !st.env->transport)
+      return false;
+    if (req.has_history()) {
+      auto where = "procedure " + std::to_string(id) + " runs on node " + held->second.node();
+      self
+        ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
+                  held->second.node(), bytes, static_cast<uint32_t>(timeout.count()))
+        .then(
+          [rp, where](std::string& answer) mutable {
+            pb::Response r;
+            if (!r.ParseFromString(answer))
+              return reply(
+                rp, error_reply(pb::Response::INTERNAL, where + ", which sent a malformed answer"));
+            if (r.code() != pb::Response::OK)
+              return reply(rp, error_reply(r.code(), where + ", which says: " + r.error()));
+            reply(rp, std::move(answer));
+          },
+          [self, rp, where](caf::error& e) mutable {
+            reply(rp, error_reply(pb::Response::UNREACHABLE,
+                                  where + " (unreachable): " + error_text(self->system(), e)
+                                    + "; its history is in that node's journal"));
+          });
+      return true;
+    }
+    if (!req.has_status())
       return false;
     auto local = status_reply(held->second);
     self

@@ -118,6 +118,8 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
         pb::Response r;
         *r.mutable_history() = history_of(status.id(), recs, *self->state.env->types);
         *r.mutable_history()->mutable_status() = status;
+        // A child on another node is asked there (forward_to_owner); this is what is left
+        // without a transport (a node outside any cluster holds none).
         if (!status.node().empty() && r.history().note().empty())
           r.mutable_history()->set_note("it runs on node " + status.node()
                                         + ": its steps are in that node's journal (ask it there)");

@@ -132,5 +132,58 @@ TEST_F(nodes, a_node_restarted_mid_tree_carries_its_fragments_on) {
   EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0 && fragments_on("c") == 0; }));
 }
 
+// The parent's node holds only a placeholder of a child placed on another node: the child's
+// history is asked where it runs, and a node that does not answer is said to be unreachable
+// (never the placeholder's own records, as if they were the child's).
+TEST_F(nodes, a_remote_childs_history_is_asked_where_it_runs) {
+  auto gates = dir_ + "/gates";
+  fs::create_directories(gates);
+  std::ofstream(gates + "/step.0").put('\n');
+  // The root's step 0 places one child on b, whose step 1 waits for its gate.
+  auto id = submit("a", R"({"ledger_dir":")" + dir_
+                          + R"(/ledger","steps":2,"children":1,)"
+                            R"("depth":1,"place_on":"b","gate_dir":")"
+                          + gates + "\"}");
+  uint64_t child = 0;
+  auto history = [&](const std::string& at, uint64_t of) {
+    pb::Request req;
+    req.mutable_history()->set_id(of);
+    return call(at, req);
+  };
+  ASSERT_TRUE(eventually([&] {
+    pb::Request req;
+    req.mutable_status()->set_id(id);
+    auto r = call("a", req);
+    if (r.status().children_size() != 1)
+      return false;
+    child = r.status().children(0);
+    return history("b", child).history().entries_size() >= 2;  // submitted, step 0
+  }));
+  auto there = history("b", child);
+  ASSERT_EQ(there.code(), pb::Response::OK) << there.error();
+  EXPECT_EQ(there.history().entries(0).kind(), "submitted");
+  EXPECT_NE(there.history().entries(0).detail().find("demo.ledger v1"), std::string::npos)
+    << there.history().entries(0).detail();
+  EXPECT_EQ(there.history().entries(1).kind(), "step");
+  // Asked on the parent's node, the answer is b's.
+  auto here = history("a", child);
+  ASSERT_EQ(here.code(), pb::Response::OK) << here.error();
+  EXPECT_EQ(here.history().ShortDebugString(), there.history().ShortDebugString());
+  // b cut off: said so, with the node's name; nothing of the placeholder is shown.
+  cut("b");
+  auto cut_off = history("a", child);
+  EXPECT_EQ(cut_off.code(), pb::Response::UNREACHABLE);
+  auto prefix = "procedure " + std::to_string(child) + " runs on node b (unreachable): ";
+  EXPECT_EQ(cut_off.error().rfind(prefix, 0), 0u) << cut_off.error();
+  EXPECT_NE(cut_off.error().find("its history is in that node's journal"), std::string::npos)
+    << cut_off.error();
+  EXPECT_EQ(cut_off.history().entries_size(), 0);
+  uncut("b");
+  std::ofstream(gates + "/step.1").put('\n');
+  std::ofstream(gates + "/step.2").put('\n');
+  auto s = wait("a", id);
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+}
+
 }  // namespace
 }  // namespace proctor::testing
