@@ -16,6 +16,33 @@ uint32_t data_version_of(const proc_image& p, uint32_t recorded) {
   return recorded != 0 ? recorded : p.type_version;
 }
 
+/// Puts `p` in status `s`: a change of status starts at `at_ms` (0: not recorded).
+void enter(proc_image& p, proc_state s, int64_t at_ms) {
+  if (p.status == s)
+    return;
+  p.status = s;
+  p.since_ms = at_ms;
+}
+
+/// Ends `p` in final status `s` at `at_ms`.
+void end(proc_image& p, proc_state s, int64_t at_ms) {
+  enter(p, s, at_ms);
+  p.since_ms = p.ended_at_ms = at_ms;
+}
+
+/// When the last of `ids` ended (0 if one has not, or its end's time is not recorded): a
+/// parent waiting for them runs again from then.
+int64_t last_end(const tree_image& t, const std::vector<uint64_t>& ids) {
+  int64_t last = 0;
+  for (auto c : ids) {
+    const auto* cp = t.find(c);
+    if (cp == nullptr || cp->ended_at_ms == 0)
+      return 0;
+    last = std::max(last, cp->ended_at_ms);
+  }
+  return last;
+}
+
 }  // namespace
 
 void tree_folder::add(uint64_t lsn, std::string_view value) {
@@ -68,6 +95,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.nonce = s.nonce();
       p.submitted_at_ms = s.submitted_at_ms();
       p.status = proc_state::runnable;
+      p.since_ms = s.submitted_at_ms();
       p.state = s.state();
       p.data = s.data();
       p.data_version = s.type_version();  // data versions
@@ -107,6 +135,13 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p->failed_state = 0;
       if (s.ended())
         p->steps_ended = true;
+      // It ran again before this step: after its timer, from its wake-up; after its
+      // children, from the last of their ends (an event's delivery was a record of its own).
+      if (p->status == proc_state::waiting_timeout)
+        enter(*p, proc_state::runnable, p->wake_at_ms);
+      else if (p->status == proc_state::waiting && p->event_key.empty())
+        enter(*p, proc_state::runnable, last_end(t, p->last_spawned));
+      p->committed_at_ms = s.committed_at_ms();
       p->data = s.data();
       p->state = s.next_state();
       p->event_key.clear();
@@ -119,9 +154,9 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       if (s.children_size() > 0) {
         p->last_spawned.assign(s.children().begin(), s.children().end());
         p->children.insert(p->children.end(), s.children().begin(), s.children().end());
-        p->status = proc_state::waiting;
+        enter(*p, proc_state::waiting, s.committed_at_ms());
       } else {
-        p->status = proc_state::runnable;
+        enter(*p, proc_state::runnable, s.committed_at_ms());
       }
       break;
     }
@@ -130,7 +165,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
-      p->status = proc_state::waiting;
+      enter(*p, proc_state::waiting, p->committed_at_ms);  // its step's batch
       p->event_key = s.event_key();
       p->deadline_ms = s.deadline_ms();
       p->state = s.resume_state();
@@ -143,7 +178,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
-      p->status = proc_state::waiting_timeout;
+      enter(*p, proc_state::waiting_timeout, p->committed_at_ms);  // its step's batch
       p->wake_at_ms = s.wake_at_ms();
       p->state = s.resume_state();
       break;
@@ -153,7 +188,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
-      p->status = proc_state::runnable;
+      enter(*p, proc_state::runnable, s.at_ms());
       p->call_service.clear();
       p->call_request.clear();
       p->event_delivered = true;
@@ -168,8 +203,10 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         return missing(s.proc_id());
       p->failed = true;
       p->failed_state = s.failed_state();
-      if (!t.failed)
+      if (!t.failed) {
         t.failure = s.error();
+        t.failed_at_ms = s.at_ms();
+      }
       t.failed = true;
       if (p->error.empty())
         p->error = s.error();
@@ -200,7 +237,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
-      p->status = from_pb(s.state());
+      end(*p, from_pb(s.state()), s.at_ms());
       p->result_json = s.result_json();
       if (!s.error().empty())
         p->error = s.error();
@@ -218,7 +255,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(rec.bypassed().proc_id());
       if (p == nullptr)
         return missing(rec.bypassed().proc_id());
-      p->status = proc_state::success;
+      end(*p, proc_state::success, rec.bypassed().at_ms());
       p->bypassed = true;
       if (p->id == t.root_id)
         t.finished = true;
@@ -229,7 +266,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       t.finished = true;
       for (auto& [id, p] : t.procs)
         if (p.status != proc_state::rolledback) {
-          p.status = proc_state::rolledback;
+          end(p, proc_state::rolledback, rec.rolled_back().at_ms());
           if (p.error.empty())
             p.error = rec.rolled_back().error();
         }
@@ -253,6 +290,10 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p.nonce = ps.nonce();
         p.node = ps.node();
         p.bypassed = ps.bypassed();
+        p.submitted_at_ms = ps.started_at_ms();
+        // Summaries written before the procedures' own ends were recorded: the tree's end.
+        p.ended_at_ms = ps.ended_at_ms() != 0 ? ps.ended_at_ms() : s.finished_at_ms();
+        p.since_ms = p.ended_at_ms;
         p.remote_undone = p.remote();  // a finished tree orders nothing any more
         if (p.status == proc_state::rolledback)
           t.rolled_back = t.failed = true;
@@ -283,7 +324,7 @@ tree_image tree_folder::finish() {
              && (cp->status == proc_state::success || !cp->remote());
     });
     if (all_ended)
-      p.status = proc_state::runnable;
+      enter(p, proc_state::runnable, last_end(t, p.last_spawned));
   }
   return std::move(image_);
 }
@@ -353,6 +394,8 @@ pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
     ps->set_nonce(p.nonce);
     ps->set_node(p.node);
     ps->set_bypassed(p.bypassed);
+    ps->set_started_at_ms(p.submitted_at_ms);
+    ps->set_ended_at_ms(p.ended_at_ms != 0 ? p.ended_at_ms : finished_at_ms);
   }
   return s;
 }

@@ -36,6 +36,13 @@ struct proc_image {
   std::string nonce;
   int64_t submitted_at_ms = 0;
 
+  // Times (wall clock ms; 0 where the journal does not say, as older journals do not).
+  /// When it entered its current status: the time of the record that put it there (for a
+  /// parent whose children all ended, the last of their ends; after a timer, its wake-up).
+  int64_t since_ms = 0;
+  int64_t ended_at_ms = 0;      ///< when it ended (its final status's since_ms)
+  int64_t committed_at_ms = 0;  ///< its last StepCommitted's (its Suspended / TimerSet's too)
+
   proc_state status = proc_state::runnable;
   int32_t state = 0;                   ///< the state that runs next
   std::string data;                    ///< data after the last committed step (or undo)
@@ -90,6 +97,7 @@ struct tree_image {
   uint64_t last_lsn = 0;
   bool failed = false;       ///< rolling back (or rolled back)
   std::string failure;       ///< the first failure's message
+  int64_t failed_at_ms = 0;  ///< when the first Failed record was written (0: not recorded)
   bool rolled_back = false;  ///< a RolledBack record closed the rollback
   bool finished = false;     ///< the root ended (summary or Finished of the root)
   bool summarized = false;   ///< held as one TreeSummary record

@@ -758,6 +758,135 @@ TEST(tree_image_test, summarize_round_trips_through_fold) {
   EXPECT_EQ(summarize(u, 99).SerializeAsString(), s.SerializeAsString());
 }
 
+// -- times ---------------------------------------------------------------------------------------
+
+/// A record with its time set (the builder writes records as older journals have them).
+pb::JournalRecord at(pb::JournalRecord r, int64_t ms) {
+  switch (r.body_case()) {
+    case pb::JournalRecord::kStep:
+      r.mutable_step()->set_committed_at_ms(ms);
+      break;
+    case pb::JournalRecord::kDelivered:
+      r.mutable_delivered()->set_at_ms(ms);
+      break;
+    case pb::JournalRecord::kFailed:
+      r.mutable_failed()->set_at_ms(ms);
+      break;
+    case pb::JournalRecord::kFinished:
+      r.mutable_finished()->set_at_ms(ms);
+      break;
+    case pb::JournalRecord::kRolledBack:
+      r.mutable_rolled_back()->set_at_ms(ms);
+      break;
+    default:
+      break;
+  }
+  return r;
+}
+
+pb::JournalRecord step_rec(uint64_t id, int32_t next, std::vector<uint64_t> children = {}) {
+  pb::JournalRecord r;
+  auto* s = r.mutable_step();
+  s->set_proc_id(id);
+  s->set_executed_state(next - 1);
+  s->set_next_state(next);
+  for (auto c : children)
+    s->add_children(c);
+  return r;
+}
+
+TEST(tree_image_test, times_come_from_the_records_that_set_them) {
+  journal_builder j(1);
+  auto check = [&](uint64_t id, proc_state status, int64_t since, int64_t ended) {
+    auto t = j.fold();
+    ASSERT_EQ(t.corrupt, "");
+    const auto* p = t.find(id);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->status, status) << id;
+    EXPECT_EQ(p->since_ms, since) << id;
+    EXPECT_EQ(p->ended_at_ms, ended) << id;
+  };
+  j.submitted(1, 0, "r");  // submitted at 1001
+  check(1, proc_state::runnable, 1001, 0);
+  j.add(at(step_rec(1, 2), 1050));  // runnable still: in its state since its submit
+  check(1, proc_state::runnable, 1001, 0);
+  j.add(at(step_rec(1, 3, {2, 3}), 1100));
+  j.submitted(2, 1, "a");
+  j.submitted(3, 1, "b");
+  check(1, proc_state::waiting, 1100, 0);
+  check(2, proc_state::runnable, 1002, 0);
+  j.add(at(step_rec(2, 2), 1200));
+  pb::JournalRecord fin;
+  fin.mutable_finished()->set_proc_id(2);
+  fin.mutable_finished()->set_state(pb::SUCCESS);
+  j.add(at(fin, 1200));
+  check(2, proc_state::success, 1200, 1200);
+  j.add(at(step_rec(3, 2), 1300));
+  j.suspended(3, "k", 0, 2);  // with its step: waiting since the step's commit
+  check(3, proc_state::waiting, 1300, 0);
+  pb::JournalRecord del;
+  del.mutable_delivered()->set_proc_id(3);
+  del.mutable_delivered()->set_event_key("k");
+  j.add(at(del, 1400));
+  check(3, proc_state::runnable, 1400, 0);
+  j.add(at(step_rec(3, 3), 1500));
+  fin.mutable_finished()->set_proc_id(3);
+  j.add(at(fin, 1550));
+  check(3, proc_state::success, 1550, 1550);
+  // Its children ended: the parent runs again from the last of their ends.
+  check(1, proc_state::runnable, 1550, 0);
+  j.add(at(step_rec(1, 4), 1600));
+  check(1, proc_state::runnable, 1550, 0);
+  j.timer(1, 2000, 5);  // with its step
+  check(1, proc_state::waiting_timeout, 1600, 0);
+  j.add(at(step_rec(1, 6), 2100));  // ran from its wake-up on
+  check(1, proc_state::runnable, 2000, 0);
+  pb::JournalRecord failed;
+  failed.mutable_failed()->set_proc_id(1);
+  failed.mutable_failed()->set_error("boom");
+  j.add(at(failed, 2200));
+  failed.mutable_failed()->set_error("second");
+  j.add(at(failed, 2300));
+  EXPECT_EQ(j.fold().failed_at_ms, 2200);
+  pb::JournalRecord rb;
+  rb.mutable_rolled_back()->set_error("boom");
+  j.add(at(rb, 2400));
+  check(1, proc_state::rolledback, 2400, 2400);
+  check(2, proc_state::rolledback, 2400, 2400);
+
+  // A summary keeps each procedure's start and end.
+  auto s = summarize(j.fold(), 2500);
+  journal_builder k(1, 100);
+  k.summary(s);
+  auto u = k.fold();
+  for (uint64_t id : {1, 2, 3}) {
+    const auto* p = u.find(id);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->submitted_at_ms, static_cast<int64_t>(1000 + id)) << id;
+    EXPECT_EQ(p->ended_at_ms, 2400) << id;
+    EXPECT_EQ(p->since_ms, 2400) << id;
+  }
+}
+
+// Journals written before the times were recorded: unknown times stay 0 (the executor shows
+// its own clock for them), but a summary's procedures end with their tree.
+TEST(tree_image_test, older_records_without_times_leave_them_unknown) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r");
+  j.spawn(1, 1, 2, "r1", {{2, "a"}});
+  j.finished(2, pb::SUCCESS);
+  auto t = j.fold();
+  EXPECT_EQ(t.find(1)->since_ms, 0);  // the spawn's commit time was not recorded
+  EXPECT_EQ(t.find(2)->ended_at_ms, 0);
+  EXPECT_EQ(t.find(2)->since_ms, 0);
+  EXPECT_EQ(t.find(1)->status, proc_state::runnable);
+  auto s = summarize(t, 777);
+  s.mutable_procs(1)->clear_ended_at_ms();  // as a summary written before the field
+  journal_builder k(1, 100);
+  k.summary(s);
+  EXPECT_EQ(k.fold().find(2)->ended_at_ms, 777);
+}
+
 // -- rollback plans -----------------------------------------------------------------------------
 
 /// Root 1 spawns 2 and 3; both make progress interleaved; 2 succeeds; 3 fails in state 3.

@@ -130,9 +130,10 @@ struct proc_update {
   /// The procedure has ended (SUCCESS, ROLLEDBACK, or FAILED for good). A FAILED procedure
   /// whose tree is still rolling back has not.
   bool ended = false;
-  /// Timing kept by the executor (wall clock ms; a procedure actor leaves them 0, except
-  /// started_at_ms from a journal image): submitted, in this state and waiting_for since,
-  /// ended.
+  /// Timing (wall clock ms): submitted, in this state and waiting_for since, ended. Those
+  /// the journal records (proc_image: its Submitted, the record that put it in its state,
+  /// its end) come from there, so that a restart shows the same; 0 leaves the executor to
+  /// time it (a wait the journal does not hold, such as for a lock).
   int64_t started_at_ms = 0;
   int64_t since_ms = 0;
   int64_t ended_at_ms = 0;

@@ -87,14 +87,16 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
     --st.waiting;
   if (waits(u.state))
     ++st.waiting;
+  // Times the journal holds come with the update (its records' times, which a restart reads
+  // back: proc_image); what it does not hold is timed here, as the update arrives.
   auto now = at.wall_ms != 0 ? at.wall_ms : wall_ms();
   if (fresh) {
     u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : now;
-    u.since_ms = now;
+    u.since_ms = u.since_ms != 0 ? u.since_ms : now;
   } else {
     u.started_at_ms = u.started_at_ms != 0 ? u.started_at_ms : rec.started_at_ms;
     bool same = u.state == rec.state && u.waiting_for == rec.waiting_for;
-    u.since_ms = same ? rec.since_ms : now;
+    u.since_ms = u.since_ms != 0 ? u.since_ms : same ? rec.since_ms : now;
     u.ended_at_ms = u.ended_at_ms != 0 ? u.ended_at_ms : rec.ended_at_ms;
   }
   if (final_now && u.ended_at_ms == 0)
@@ -210,6 +212,7 @@ void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
   auto* f = rec.mutable_failed();
   f->set_proc_id(root_id);  // failed_state 0: the root's current state may have run partly
   f->set_error(fail);
+  f->set_at_ms(wall_ms());
   journal_batch b;
   b.entries.push_back(make_entry(root_id, rec));
   append(self, std::move(b), [self, root_id](uint64_t) { reload_root(self, root_id); });

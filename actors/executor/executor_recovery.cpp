@@ -112,8 +112,10 @@ void recover_part(executor_actor* self, recovered_state& part) {
     update_clock clock{wall_ms(), steady_ns()};
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
-      if (image->failed && !is_final(u.state))
-        u.state = id == image->root_id ? proc_state::failed : u.state;
+      if (image->failed && !is_final(u.state) && id == image->root_id) {
+        u.state = proc_state::failed;
+        u.since_ms = image->failed_at_ms;  // FAILED since its tree failed
+      }
       if (sleeps && !is_final(u.state))
         u.waiting_for = waiting_reason(p);
       record_update(self, std::move(u), clock);

@@ -111,9 +111,9 @@ void on_spawns(executor_actor* self, const std::string& from,
       const auto& p = *c.image->root();
       spdlog::debug("[proc {} root {}] child of {} on node {} starts here", c.id, c.id, p.parent_id,
                     p.parent_node);
-      record_update(
-        self,
-        proc_update{c.id, c.id, p.parent_id, p.type, proc_state::runnable, {}, {}, {}, {}, {}});
+      proc_update u{c.id, c.id, p.parent_id, p.type, proc_state::runnable, {}, {}, {}, {}, {}};
+      u.started_at_ms = u.since_ms = p.submitted_at_ms;  // as its Submitted says
+      record_update(self, std::move(u));
       start_root(self, c.image, false, std::move(c.inst));
     }
     done(true, {});
@@ -128,6 +128,7 @@ void on_spawns(executor_actor* self, const std::string& from,
 void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_fn done) {
   auto& st = self->state;
   auto taken = std::make_shared<std::vector<pb::RemoteEnd>>();
+  const auto at = wall_ms();  // each end's Finished record's time
   journal_batch b;
   for (const auto* m : run) {
     auto id = m->proc_id();
@@ -146,17 +147,18 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
     f->set_state(m->state());
     f->set_result_json(m->result_json());
     f->set_error(m->error());
+    f->set_at_ms(at);
     b.entries.push_back(make_entry(p->second.root_id, rec));
     taken->push_back(*m);
   }
   if (b.entries.empty())
     return done(true, {});
-  append(self, std::move(b), [self, taken, done](uint64_t) {
+  append(self, std::move(b), [self, taken, done, at](uint64_t) {
     auto& st = self->state;
     for (const auto& m : *taken) {
       auto id = m.proc_id();
       auto bytes = m.SerializeAsString();
-      st.remote_ends[id] = bytes;
+      st.remote_ends[id] = {bytes, at};
       if (auto p = st.procs.find(id); p != st.procs.end()) {
         auto u = p->second.to_update();
         u.state = from_pb(m.state());
@@ -164,6 +166,7 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
         u.error = m.error();
         u.waiting_for.clear();
         u.ended = true;
+        u.since_ms = u.ended_at_ms = at;
         record_update(self, std::move(u));
       }
       auto p = st.procs.find(id);
@@ -178,7 +181,7 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
       else if (st.remote_via.count(id) > 0)
         self->send(r->second, wake_child_atom::value, id);  // then told as above
       else
-        self->send(r->second, remote_end_atom::value, bytes);
+        self->send(r->second, remote_end_atom::value, bytes, at);
     }
     done(true, {});
   });
@@ -221,6 +224,7 @@ void on_rollback(executor_actor* self, const std::string& from, const pb::Remote
   auto* f = rec.mutable_failed();
   f->set_proc_id(id);
   f->set_error(m.reason());
+  f->set_at_ms(wall_ms());
   journal_batch b;
   b.entries.push_back(make_entry(id, rec));
   re.finished = false;
@@ -332,7 +336,7 @@ void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via) {
   auto end = st.remote_ends.find(id);
   if (!via) {
     if (end != st.remote_ends.end())
-      self->send(h, remote_end_atom::value, end->second);
+      self->send(h, remote_end_atom::value, end->second.bytes, end->second.at_ms);
     if (!st.remote_via.empty())
       st.remote_via.erase(id);
     st.remote_routes[id] = std::move(h);

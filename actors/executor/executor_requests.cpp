@@ -83,8 +83,9 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
            auto& st = self->state;
            st.submitting.erase(id);
            const auto& p = *image->root();
-           record_update(
-             self, proc_update{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {}, nonce});
+           proc_update u{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {}, nonce};
+           u.started_at_ms = u.since_ms = p.submitted_at_ms;  // as its Submitted says
+           record_update(self, std::move(u));
            start_root(self, image, false, std::move(submitted));
            pb::Response r;
            r.set_id(id);

@@ -50,12 +50,14 @@ void commit_bypass(proc_actor* self, const bypass_order& order,
   b->set_state(to_pb(st.status));
   b->set_waiting_for(order.waiting_for);
   b->set_forced(order.forced);
-  b->set_at_ms(wall_ms());
-  auto success = [self] {
+  const auto at = wall_ms();
+  b->set_at_ms(at);
+  auto success = [self, at] {
     auto u = current_update(self);
     u.state = proc_state::success;
     u.ended = true;
     u.bypassed = true;
+    u.since_ms = u.ended_at_ms = at;
     return u;
   };
   if (st.is_fragment()) {
@@ -65,9 +67,9 @@ void commit_bypass(proc_actor* self, const bypass_order& order,
   }
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
-  journal_append(self, std::move(batch), [self, rp, success]() mutable {
+  journal_append(self, std::move(batch), [self, rp, success, at]() mutable {
     auto& st = self->state;
-    st.status = proc_state::success;
+    set_status(self, proc_state::success, at);
     rp.deliver(std::string{});
     auto procs = std::move(st.finished_subtree);
     procs.push_back(success());

@@ -113,6 +113,7 @@ void add_children(proc_actor* self, tree_image& t, proc_image& p) {
     e.status = c.result.state;
     e.result_json = c.result.result_json;
     e.error = c.result.error;
+    e.since_ms = e.ended_at_ms = c.ended_at_ms;
   }
 }
 
@@ -132,6 +133,8 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
   p.priority = st.priority;
   p.nonce = st.nonce;
   p.status = st.status;
+  p.since_ms = st.since_ms;
+  p.submitted_at_ms = st.submitted_at_ms;
   p.state = st.state;
   p.data = st.committed_data;
   p.data_version = st.ptype->version;

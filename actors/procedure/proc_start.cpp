@@ -61,6 +61,9 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     st.env->on_procedure_start(st.id);
   st.state = p->state;
   st.status = p->status;
+  st.since_ms = p->since_ms;
+  st.submitted_at_ms = p->submitted_at_ms;
+  st.failed_at_ms = s.image->failed_at_ms;
   // Recovered or restarted RUNNABLE, its state may have run before the crash.
   st.ran_partly = !submitted && !s.fresh && st.status == proc_state::runnable;
   st.event_key = p->event_key;
@@ -91,7 +94,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
       continue;
     }
     if (cp != nullptr && is_final(cp->status)) {
-      st.child_ended(c, child_result{cid, cp->status, cp->result_json, cp->error});
+      st.child_ended(c, child_result{cid, cp->status, cp->result_json, cp->error}, cp->ended_at_ms);
       collect_subtree(*s.image, cid, &st.finished_subtree);
     }
   }

@@ -22,11 +22,14 @@ std::string new_call_key(uint64_t id) {
          + std::to_string(calls.fetch_add(1, std::memory_order_relaxed));
 }
 
-proc_update final_update(proc_actor* self, const std::string& result) {
+/// Its end SUCCESS at `at_ms` (its Finished record's time; 0: its tree's end, stamped by
+/// finish_tree).
+proc_update final_update(proc_actor* self, const std::string& result, int64_t at_ms) {
   auto u = current_update(self);
   u.state = proc_state::success;
   u.result_json = result;
   u.ended = true;
+  u.since_ms = u.ended_at_ms = at_ms;
   return u;
 }
 
@@ -47,7 +50,7 @@ void retry_step(proc_actor* self, int32_t state, const std::string& error, int m
   PLOG(info, self, "retrying {} in {} ms (attempt {}): {}", st.inst->state_name(state),
        delay.count(), st.attempt, error);
   st.busy = false;
-  publish(self, "retry");
+  publish(self, "retry", true);
   arm_timer(self, wall_ms() + delay.count(), false);
 }
 
@@ -82,9 +85,9 @@ void on_business_failure(proc_actor* self, int32_t state, const std::string& err
            "past the point of no return and out of retries: {}; it stays "
            "FAILED until an operator intervenes",
            error);
-      st.status = proc_state::failed;
+      set_status(self, proc_state::failed, 0);  // nothing journals it: it ends here
       st.busy = false;
-      auto u = final_update(self, {});
+      auto u = final_update(self, {}, st.since_ms);
       u.state = proc_state::failed;
       u.error = error;
       self->send(st.env->executor, update_atom::value, std::move(u));
@@ -132,7 +135,9 @@ void commit_outcome(proc_actor* self, step_result& r) {
   step->set_past_no_return(no_return);
   step->set_attempt(st.attempt);
   step->set_data_version(st.ptype->version);
-  step->set_committed_at_ms(wall_ms());
+  // The step's time is that of the whole batch: a status it leads to starts then.
+  const auto at = wall_ms();
+  step->set_committed_at_ms(at);
   step->set_took_us(static_cast<uint64_t>(r.took.count()));
   journal_batch batch;
   auto after_commit = [self, no_return, data = r.data, executed, next = out.state()] {
@@ -185,7 +190,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
       if (st.is_root) {
         // The tree's summary says all the last step's records would: one write ends it.
         auto procs = std::move(st.finished_subtree);
-        procs.push_back(final_update(self, out.result_json()));
+        procs.push_back(final_update(self, out.result_json(), 0));
         return finish_tree(self, std::move(procs), false);
       }
       batch.entries.push_back(make_entry(st.root_id, rec));
@@ -193,15 +198,16 @@ void commit_outcome(proc_actor* self, step_result& r) {
       fin.mutable_finished()->set_proc_id(st.id);
       fin.mutable_finished()->set_state(pb::SUCCESS);
       fin.mutable_finished()->set_result_json(out.result_json());
+      fin.mutable_finished()->set_at_ms(at);
       batch.entries.push_back(make_entry(st.root_id, fin));
-      journal_append(self, std::move(batch), [self, after_commit, result = out.result_json()] {
+      journal_append(self, std::move(batch), [self, after_commit, result = out.result_json(), at] {
         after_commit();
         auto& st = self->state;
         st.busy = false;
-        st.status = proc_state::success;
+        set_status(self, proc_state::success, at);
         PLOG(debug, self, "SUCCESS");
         auto procs = std::move(st.finished_subtree);
-        procs.push_back(final_update(self, result));
+        procs.push_back(final_update(self, result, at));
         self->send(st.env->executor, update_atom::value, procs.back());
         if (!st.locks.empty())
           self->send(st.env->scheduler, unlock_atom::value, st.id);
@@ -257,7 +263,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         s->set_data(c.data);
         s->set_state(probe->initial_state());
         s->set_priority(c.priority != 0 ? c.priority : st.priority);
-        s->set_submitted_at_ms(wall_ms());
+        s->set_submitted_at_ms(at);
         subs.push_back(std::move(sub));
       }
       for (auto cid : ids)
@@ -270,7 +276,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         staged->add(batch, remote_nodes[i], remote[i]);
       journal_append_lsn(self, std::move(batch),
                          [self, after_commit, ids, subs = std::move(subs), next = out.state(),
-                          staged](uint64_t last_lsn, size_t batch_size) {
+                          staged, at](uint64_t last_lsn, size_t batch_size) {
                            staged->hand_over(self->state.env->outbox, last_lsn, batch_size);
                            after_commit();
                            auto& st = self->state;
@@ -286,6 +292,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
                                u.state = proc_state::waiting;
                                u.node = sub.submitted().node();
                                u.waiting_for = "node " + u.node;
+                               u.started_at_ms = u.since_ms = sub.submitted().submitted_at_ms();
                                self->send(st.env->executor, update_atom::value, std::move(u));
                              }
                            st.busy = false;
@@ -306,7 +313,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
                            }
                            if (ids.empty())
                              return proceed(self);  // nothing to wait for
-                           st.status = proc_state::waiting;
+                           set_status(self, proc_state::waiting, at);
                            // The children's images: fresh submits, folded like any journal records.
                            auto img = std::make_shared<tree_image>();
                            img->root_id = st.root_id;
@@ -347,7 +354,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
       batch.entries.push_back(make_entry(st.root_id, sus));
       journal_append(self, std::move(batch),
                      [self, after_commit, call, key, svc = out.service(), req = out.request(),
-                      next = out.state(), deadline] {
+                      next = out.state(), deadline, at] {
                        after_commit();
                        auto& st = self->state;
                        st.busy = false;
@@ -362,6 +369,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
                        st.event_timed_out = false;
                        if (st.stopping)
                          return maybe_finish_stop(self);
+                       set_status(self, proc_state::waiting, at);
                        if (call)
                          wait_for_call(self, deadline);
                        else
@@ -377,7 +385,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
       tr.mutable_timer()->set_wake_at_ms(wake_at);
       tr.mutable_timer()->set_resume_state(out.state());
       batch.entries.push_back(make_entry(st.root_id, tr));
-      journal_append(self, std::move(batch), [self, after_commit, next = out.state(), wake_at] {
+      journal_append(self, std::move(batch), [self, after_commit, next = out.state(), wake_at, at] {
         after_commit();
         auto& st = self->state;
         st.busy = false;
@@ -385,7 +393,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         st.attempt = 1;
         if (st.stopping)
           return maybe_finish_stop(self);
-        st.status = proc_state::waiting_timeout;
+        set_status(self, proc_state::waiting_timeout, at);
         publish(self, "timer");
         arm_timer(self, wake_at, false);
         offer_passivation(self);

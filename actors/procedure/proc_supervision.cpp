@@ -35,7 +35,8 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
           if (is_final(p->status)) {
             // It ended before it went down; collect how, as its subtree_done would have.
             c->restarting = false;
-            st.child_ended(*c, child_result{cid, p->status, p->result_json, p->error});
+            st.child_ended(*c, child_result{cid, p->status, p->result_json, p->error},
+                           p->ended_at_ms);
             collect_subtree(*image, cid, &st.finished_subtree);
             continue;
           }

@@ -24,7 +24,7 @@ void disarm_timer(proc_actor* self) {
 
 void wait_for_event(proc_actor* self, int64_t deadline_ms) {
   auto& st = self->state;
-  st.status = proc_state::waiting;
+  set_status(self, proc_state::waiting, 0);  // its step's commit set it, a restart read it
   st.deadline_ms = deadline_ms;
   publish(self, event_wait_reason(st.event_key));
   register_wait(self);
@@ -47,9 +47,11 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
   d->set_event_key(st.event_key);
   d->set_payload_json(payload);
   d->set_timed_out(timed_out);
+  const auto at = wall_ms();
+  d->set_at_ms(at);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
-  journal_append(self, std::move(batch), [self, payload, timed_out, why] {
+  journal_append(self, std::move(batch), [self, payload, timed_out, why, at] {
     auto& st = self->state;
     auto key = std::move(st.event_key);
     st.event_key.clear();
@@ -57,7 +59,7 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
     st.call_request.clear();
     st.event_payload = payload;
     st.event_timed_out = timed_out;
-    st.status = proc_state::runnable;
+    set_status(self, proc_state::runnable, at);
     publish(self);
     if (timed_out && !st.inst->resume_on_timeout())
       return on_business_failure(self, st.state,
@@ -72,7 +74,7 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
 /// so this actor may go while it waits, as an event waiter does.
 void wait_for_call(proc_actor* self, int64_t deadline_ms) {
   auto& st = self->state;
-  st.status = proc_state::waiting;
+  set_status(self, proc_state::waiting, 0);  // its step's commit set it, a restart read it
   st.deadline_ms = deadline_ms;
   publish(self, "reply from " + st.call_service);
   register_wait(self);

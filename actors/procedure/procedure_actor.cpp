@@ -11,6 +11,14 @@
 
 namespace proctor {
 
+void set_status(proc_actor* self, proc_state s, int64_t at_ms) {
+  auto& st = self->state;
+  if (st.status == s)
+    return;
+  st.status = s;
+  st.since_ms = at_ms != 0 ? at_ms : wall_ms();
+}
+
 proc_update current_update(proc_actor* self) {
   auto& st = self->state;
   proc_update u;
@@ -22,12 +30,16 @@ proc_update current_update(proc_actor* self) {
   for (const auto& c : st.children)
     u.children.push_back(c.id);
   u.nonce = st.nonce;
+  u.started_at_ms = st.submitted_at_ms;
+  u.since_ms = st.since_ms;
   return u;
 }
 
-void publish(proc_actor* self, std::string waiting_for) {
+void publish(proc_actor* self, std::string waiting_for, bool passing) {
   auto u = current_update(self);
   u.waiting_for = std::move(waiting_for);
+  if (passing)
+    u.since_ms = 0;
   self->send(self->state.env->executor, update_atom::value, std::move(u));
 }
 
@@ -100,7 +112,7 @@ void schedule(proc_actor* self, bool now) {
   job.run_inline = runs_on_actor(st.ptype, *st.inst, st.state, false);
   st.busy = true;
   st.job_queued = true;
-  st.status = proc_state::runnable;
+  set_status(self, proc_state::runnable, 0);  // callers that know when set it first
   st.ran_partly_by_queue = !st.ran_partly;
   st.ran_partly = true;
   if (job.run_inline && st.locks.empty()) {
@@ -131,8 +143,13 @@ void maybe_join(proc_actor* self) {
   if (st.frozen)
     return hold(self, [self] { maybe_join(self); });
   st.child_results.clear();
-  for (auto w : st.waiting_on)
-    st.child_results.push_back(st.child(w)->result);
+  int64_t last_end = 0;  // it runs again from the last of its children's ends
+  for (auto w : st.waiting_on) {
+    const auto* c = st.child(w);
+    st.child_results.push_back(c->result);
+    last_end = last_end < 0 || c->ended_at_ms == 0 ? -1 : std::max(last_end, c->ended_at_ms);
+  }
+  set_status(self, proc_state::runnable, std::max<int64_t>(last_end, 0));
   schedule(self);
   publish(self);
 }
@@ -205,6 +222,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         break;
       case proc_state::waiting_timeout:
         if (start.timer_due) {
+          // It runs again from its wake-up, as a restart reads it back.
+          set_status(self, proc_state::runnable, start.image->find(st.id)->wake_at_ms);
           // Its parent held it dormant and its timer fired: as the timer's retry_atom would.
           // A step that runs here at once (schedule's direct case) is not announced as
           // runnable first: its commit's update follows within the journal's next write
@@ -240,7 +259,11 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto* c = st.child(d.result.id);
       if (c == nullptr)
         return;
-      st.child_ended(*c, d.result);
+      int64_t ended_at = 0;  // its own update is in the subtree's, with its end's time
+      for (const auto& u : d.procs)
+        if (u.id == d.result.id)
+          ended_at = u.ended_at_ms;
+      st.child_ended(*c, d.result, ended_at);
       for (auto& u : d.procs)
         st.finished_subtree.push_back(std::move(u));
       maybe_join(self);
@@ -300,16 +323,23 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (token != st.timer_token || st.busy || st.stopping || st.parked)
         return;
       st.wait_timer_armed = false;  // it fired
+      // After a timer (not a retry's back-off) it runs again from its wake-up, as a restart
+      // reads it back.
+      auto resume = [self] {
+        auto& st = self->state;
+        if (st.status == proc_state::waiting_timeout)
+          set_status(self, proc_state::runnable, st.timer_at_ms);
+        publish(self);
+        schedule(self);
+      };
       if (st.frozen || st.offering)
-        return hold(self, [self, token] {
+        return hold(self, [self, token, resume] {
           auto& st = self->state;
           if (token != st.timer_token || st.busy || st.stopping || st.parked)
             return;
-          publish(self);
-          schedule(self);
+          resume();
         });
-      publish(self);
-      schedule(self);
+      resume();
     },
     [self](stop_atom) { stop_subtree(self); },
     [self](stopped_atom, uint64_t cid, const std::vector<uint64_t>& clean) {
@@ -321,11 +351,16 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     },
     [self](no_return_atom) { self->state.past_no_return = true; },
     [self](lock_wait_atom, const std::string& blocker) {
-      publish(self, blocker.empty() ? std::string{} : "lock " + blocker);
+      if (blocker.empty())
+        publish(self);  // granted: in its state since as before
+      else
+        publish(self, "lock " + blocker, true);
     },
     [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
     [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },
-    [self](remote_end_atom, const std::string& bytes) { on_remote_end_in_rollback(self, bytes); },
+    [self](remote_end_atom, const std::string& bytes, int64_t) {
+      on_remote_end_in_rollback(self, bytes);
+    },
     // A node this root's rollback may wait for went down or came back.
     [self](peer_status_atom, const peer_status&) {
       if (self->state.busy)

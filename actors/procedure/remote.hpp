@@ -23,8 +23,9 @@
 
 namespace proctor {
 
-/// (remote_end_atom, serialized pb::RemoteEnd) -> bool: a child's end arrived from its node;
-/// true once it is durable here. Sent by the executor to whoever routes the child's id.
+/// (remote_end_atom, serialized pb::RemoteEnd, int64_t at_ms): a child's end arrived from
+/// its node and is durable here, in a Finished record of time `at_ms`. Sent by the executor
+/// to whoever routes the child's id.
 using remote_end_atom = caf::atom_constant<caf::atom("rmtend")>;
 /// (remote_route_atom, uint64_t id, caf::actor): messages about child `id` go to the actor.
 using remote_route_atom = caf::atom_constant<caf::atom("rmtroute")>;

@@ -43,8 +43,9 @@ struct remote_child_state {
   bool failing = false;  ///< the node-loss deadline failed the tree
   /// Its entry as the journal holds it: the image it sleeps in when it gives up its actor.
   proc_image entry;
-  bool offering = false;               ///< it offered its parent to give up its actor
-  std::vector<std::string> held_ends;  ///< ends that came while it offered
+  bool offering = false;  ///< it offered its parent to give up its actor
+  /// Ends that came while it offered (each with its Finished record's time).
+  std::vector<std::pair<std::string, int64_t>> held_ends;
 };
 
 using remote_child = caf::stateful_actor<remote_child_state>;
@@ -61,6 +62,7 @@ proc_update status_of(remote_child* self, proc_state s) {
   u.type = st.type;
   u.state = s;
   u.node = st.node;
+  u.started_at_ms = u.since_ms = st.entry.submitted_at_ms;  // waits for it since its spawn
   return u;
 }
 
@@ -74,9 +76,11 @@ void watch_node(remote_child* self) {
   auto& st = self->state;
   auto u = status_of(self, proc_state::waiting);
   u.waiting_for = st.env->cluster->waiting_text(st.node);
+  auto s = st.env->cluster->get(st.node);
+  if (s && !s->up)
+    u.since_ms = 0;  // waiting for a node that is down: the executor times that
   self->send(st.env->executor, update_atom::value, std::move(u));
   auto token = ++st.loss_token;
-  auto s = st.env->cluster->get(st.node);
   if (s && s->up && !st.ended && !st.failing && st.env->hibernate_after.count() >= 0)
     self->send(st.root, passivate_hint_atom::value);
   if (st.node_loss.waits() || !s || s->up || st.failing)
@@ -111,8 +115,8 @@ void on_node_loss(remote_child* self, uint64_t token) {
       [self](caf::error& e) { self->quit(e); });
 }
 
-/// The child's end, journaled here by the executor already: act on it.
-void on_end(remote_child* self, const pb::RemoteEnd& end) {
+/// The child's end, journaled here by the executor already (at `at_ms`): act on it.
+void on_end(remote_child* self, const pb::RemoteEnd& end, int64_t at_ms) {
   auto& st = self->state;
   st.ended = true;
   if (end.state() == pb::SUCCESS) {
@@ -120,6 +124,7 @@ void on_end(remote_child* self, const pb::RemoteEnd& end) {
     auto u = status_of(self, proc_state::success);
     u.result_json = end.result_json();
     u.ended = true;
+    u.since_ms = u.ended_at_ms = at_ms;
     subtree_done d;
     d.result = child_result{st.id, proc_state::success, end.result_json(), {}};
     d.procs.push_back(std::move(u));
@@ -142,15 +147,15 @@ void on_end(remote_child* self, const pb::RemoteEnd& end) {
       [self](caf::error& e) { self->quit(e); });
 }
 
-void take_end(remote_child* self, const std::string& bytes) {
+void take_end(remote_child* self, const std::string& bytes, int64_t at_ms) {
   pb::RemoteEnd end;
   if (self->state.ended || !end.ParseFromString(bytes))
     return;
   if (self->state.offering) {
-    self->state.held_ends.push_back(bytes);
+    self->state.held_ends.emplace_back(bytes, at_ms);
     return;
   }
-  on_end(self, end);
+  on_end(self, end, at_ms);
 }
 
 /// True while it only waits for the child's end: not ended, not failing its tree, the node
@@ -184,8 +189,8 @@ void take_back(remote_child* self, bool accepted) {
   st.offering = false;
   if (accepted)
     self->send(st.parent, sleep_undo_atom::value, st.id);
-  for (auto& bytes : std::exchange(st.held_ends, {}))
-    take_end(self, bytes);
+  for (auto& [bytes, at_ms] : std::exchange(st.held_ends, {}))
+    take_end(self, bytes, at_ms);
 }
 
 void on_sleep_reply(remote_child* self, bool accepted) {
@@ -250,7 +255,9 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
     // Its tree could not passivate: it may still give up its own actor.
     [self](passivate_thaw_atom) { offer_sleep(self); },
     [self](sleep_reply_atom, bool accepted) { on_sleep_reply(self, accepted); },
-    [self](remote_end_atom, const std::string& bytes) { take_end(self, bytes); },
+    [self](remote_end_atom, const std::string& bytes, int64_t at_ms) {
+      take_end(self, bytes, at_ms);
+    },
     // The parent stops its subtree (the tree fails, or a restart): the child on the other
     // node is left as it is; a rollback orders it undone from the root.
     [self](stop_atom) {

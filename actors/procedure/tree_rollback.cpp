@@ -24,16 +24,19 @@ bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
   f->set_proc_id(proc_id);
   f->set_failed_state(state);
   f->set_error(error);
+  const auto at = wall_ms();
+  f->set_at_ms(at);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
   st.busy_failure_record = true;
-  journal_append(self, std::move(batch), [self] {
+  journal_append(self, std::move(batch), [self, at] {
     auto& st = self->state;
     st.busy_failure_record = false;
     for (auto& rp : st.failure_acks)
       rp.deliver(true);
     st.failure_acks.clear();
-    st.status = proc_state::failed;
+    st.failed_at_ms = at;
+    set_status(self, proc_state::failed, at);
     publish_rollback(self, {});
     stop_subtree(self);
   });
@@ -94,6 +97,8 @@ void publish_rollback(proc_actor* self, std::string waiting_for) {
   u.state = proc_state::failed;
   u.error = st.failure;
   u.waiting_for = std::move(waiting_for);
+  // FAILED since its tree failed (its Failed record), whatever the rollback's progress.
+  u.since_ms = st.failed_at_ms;
   self->send(st.env->executor, update_atom::value, std::move(u));
 }
 
@@ -230,6 +235,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     std::vector<proc_update> procs;
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
+      if (p.status != proc_state::rolledback)
+        u.since_ms = u.ended_at_ms = 0;  // rolled back now: finish_tree stamps the time
       u.state = proc_state::rolledback;
       u.ended = true;
       if (u.error.empty())
@@ -341,6 +348,8 @@ void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string resul
   fin.mutable_finished()->set_proc_id(st.id);
   fin.mutable_finished()->set_state(pb::SUCCESS);
   fin.mutable_finished()->set_result_json(result_json);
+  const auto at = wall_ms();
+  fin.mutable_finished()->set_at_ms(at);
   batch.entries.push_back(make_entry(st.root_id, fin));
   pb::PeerMessage m;
   auto* e = m.mutable_end();
@@ -352,18 +361,19 @@ void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string resul
   st.finishing = true;
   journal_append_lsn(
     self, std::move(batch),
-    [self, staged, after_commit, result = std::move(result_json)](uint64_t lsn, size_t n) {
+    [self, staged, after_commit, result = std::move(result_json), at](uint64_t lsn, size_t n) {
       auto& st = self->state;
       staged->hand_over(st.env->outbox, lsn, n);
       after_commit();
       st.busy = false;
-      st.status = proc_state::success;
+      set_status(self, proc_state::success, at);
       PLOG(debug, self, "SUCCESS (fragment of a tree on node {})", st.parent_node);
       auto procs = std::move(st.finished_subtree);
       auto u = current_update(self);
       u.state = proc_state::success;
       u.result_json = result;
       u.ended = true;
+      u.since_ms = u.ended_at_ms = at;
       procs.push_back(std::move(u));
       self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
       self->send(st.env->executor, fragment_done_atom::value,
@@ -376,7 +386,15 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
   auto& st = self->state;
   pb::JournalRecord rec;
   auto* s = rec.mutable_summary();
-  s->set_finished_at_ms(wall_ms());
+  // The tree ends now: so do the procedures whose end no record of theirs holds (the root,
+  // and every procedure a rollback ended). What the executor shows is what the summary says.
+  const auto at = wall_ms();
+  s->set_finished_at_ms(at);
+  for (auto& u : procs) {
+    if (u.ended_at_ms == 0)
+      u.ended_at_ms = at;
+    u.since_ms = u.ended_at_ms;
+  }
   for (const auto& u : procs) {
     auto* ps = s->add_procs();
     ps->set_proc_id(u.id);
@@ -389,6 +407,8 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
       ps->add_children(c);
     ps->set_nonce(u.nonce);
     ps->set_bypassed(u.bypassed);
+    ps->set_started_at_ms(u.started_at_ms);
+    ps->set_ended_at_ms(u.ended_at_ms);
   }
   // Only the summary is written: the fold lets it supersede the tree's earlier records, and
   // the executor deletes those soon, together with its neighbours' (collect_finished in

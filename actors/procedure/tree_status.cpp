@@ -18,9 +18,10 @@ proc_update update_from_image(const tree_image& t, const proc_image& p) {
   u.node = p.node;
   u.ended = is_final(p.status);
   u.started_at_ms = p.submitted_at_ms;
+  u.since_ms = p.since_ms;
   u.bypassed = p.bypassed;
-  if (u.ended && t.finished_at_ms != 0)
-    u.ended_at_ms = t.finished_at_ms;
+  if (u.ended)
+    u.ended_at_ms = p.ended_at_ms != 0 ? p.ended_at_ms : t.finished_at_ms;
   return u;
 }
 
@@ -36,6 +37,8 @@ proc_image image_from_update(const proc_update& u) {
   p.nonce = u.nonce;
   p.node = u.node;
   p.submitted_at_ms = u.started_at_ms;
+  p.since_ms = u.since_ms;
+  p.ended_at_ms = u.ended_at_ms;
   p.bypassed = u.bypassed;
   return p;
 }

@@ -1,6 +1,8 @@
 // Procedure trees end to end in one process: exact ledgers, rollback in exact reverse journal
 // order, abort, the point of no return, events, nonces, restarts.
 #include <algorithm>
+#include <thread>
+#include <vector>
 
 #include "tests/engine/engine_fixture.hpp"
 #include <proctor/demo.pb.h>
@@ -49,6 +51,28 @@ private:
   void nothing(pb::NoopData&, context&) {}
 };
 
+/// Spawns a demo.noop (which ends at once) and a demo.wait_event on its own key, and ends
+/// once both did.
+class two_children : public state_machine<pb::WaitEventData, pb::WaitEventState> {
+public:
+  two_children() {
+    on(pb::WAIT_EVENT_SUSPEND, &two_children::fan, &two_children::nothing);
+    on(pb::WAIT_EVENT_RESUME, &two_children::join, &two_children::nothing);
+  }
+
+private:
+  outcome fan(pb::WaitEventData& d, context&) {
+    pb::NoopData quick;
+    quick.set_steps(1);
+    pb::WaitEventData waiter;
+    waiter.set_key(d.key());
+    return spawn({child("demo.noop", quick), child("demo.wait_event", waiter)},
+                 pb::WAIT_EVENT_RESUME);
+  }
+  outcome join(pb::WaitEventData&, context&) { return done(); }
+  void nothing(pb::WaitEventData&, context&) {}
+};
+
 class tree_test : public engine {
 protected:
   void SetUp() override {
@@ -58,6 +82,21 @@ protected:
     fast.delay = std::chrono::milliseconds{5};
     types_.add<pnr>("test.pnr", 1, {}, fast);
     types_.add<yielder>("test.yielder");
+    types_.add<two_children>("test.two_children");
+  }
+
+  /// Each procedure of `root`'s tree: its state and times, one line each.
+  std::vector<std::string> tree_times(uint64_t root) {
+    pb::Request req;
+    req.mutable_tree()->set_id(root);
+    auto r = call(req);
+    EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
+    std::vector<std::string> out;
+    for (const auto& s : r.list())
+      out.push_back(std::to_string(s.id()) + " " + pb::ProcState_Name(s.state()) + " started "
+                    + std::to_string(s.started_at_ms()) + " since " + std::to_string(s.since_ms())
+                    + " ended " + std::to_string(s.ended_at_ms()));
+    return out;
   }
 
   std::string ledger_args(const std::string& extra = {}) {
@@ -220,6 +259,48 @@ TEST_F(tree_test, a_deadline_is_rearmed_with_what_remains_after_a_restart) {
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(wait(id).state(), pb::ROLLEDBACK);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds{5});
+}
+
+// The times a procedure shows (submitted, in its state since, ended) are its journal's: a
+// restart shows the same, for a running tree and for a finished one (its summary).
+TEST_F(tree_test, times_are_the_journals_and_survive_a_restart) {
+  start();
+  auto root = submit("test.two_children", R"({"key":"times"})");
+  pb::ProcStatus s;
+  ASSERT_TRUE(eventually([&] {
+    s = status(root);
+    return s.state() == pb::WAITING && s.children_size() == 2
+           && status(s.children(0)).state() == pb::SUCCESS
+           && status(s.children(1)).state() == pb::WAITING;
+  }));
+  auto before = tree_times(root);
+  ASSERT_EQ(before.size(), 3u);
+  for (const auto& line : before) {
+    EXPECT_EQ(line.find("started 0"), std::string::npos) << line;
+    EXPECT_EQ(line.find("since 0"), std::string::npos) << line;
+  }
+  EXPECT_EQ(before[1].find("ended 0"), std::string::npos) << "the ended child: " << before[1];
+  // Apart in time from everything before (a restart's own clock must not show).
+  std::this_thread::sleep_for(std::chrono::milliseconds{30});
+  restart();
+  std::vector<std::string> after;
+  EXPECT_TRUE(eventually([&] { return (after = tree_times(root)) == before; }))
+    << "before:\n"
+    << ::testing::PrintToString(before) << "\nafter:\n"
+    << ::testing::PrintToString(after);
+  // Once the tree ended, its summary holds what the procedures showed.
+  ASSERT_EQ(event("times", "{}").code(), pb::Response::OK);
+  ASSERT_EQ(wait(root).state(), pb::SUCCESS);
+  auto ended = tree_times(root);
+  for (const auto& line : ended)
+    EXPECT_NE(line.find("SUCCESS"), std::string::npos) << line;
+  std::this_thread::sleep_for(std::chrono::milliseconds{30});
+  restart();
+  EXPECT_EQ(tree_times(root), ended);
+  // An ended child's duration (ended - started) is what it took, not the time to a restart.
+  auto noop = status(s.children(0));
+  EXPECT_GE(noop.ended_at_ms(), noop.started_at_ms());
+  EXPECT_LT(noop.ended_at_ms() - noop.started_at_ms(), 10'000);
 }
 
 TEST_F(tree_test, yield_goes_to_the_back_of_the_queue_and_carries_on) {

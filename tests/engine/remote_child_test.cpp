@@ -140,7 +140,7 @@ TEST_F(placeholder_test, an_end_held_while_it_offers_keeps_its_tree_awake) {
   (*parent_)->send(placeholder_, sleep_reply_atom::value, true);
   ASSERT_TRUE(held_->came()) << "the placeholder did not ask the executor to route its child's "
                                 "messages to its parent";
-  caf::anon_send(placeholder_, remote_end_atom::value, success_end());
+  caf::anon_send(placeholder_, remote_end_atom::value, success_end(), int64_t{1'764'052'812'000});
   (*parent_)->send(placeholder_, passivate_query_atom::value, uint64_t{7});
   expect([](passivate_answer_atom, uint64_t tag, uint64_t id, passivation_answer& a) {
     EXPECT_EQ(tag, 7u);

@@ -147,9 +147,14 @@ struct executor_state {
   /// Of those, the children held dormant by their parent (the route is the parent): told
   /// to spawn the placeholder (wake_child_atom) rather than the messages themselves.
   std::unordered_set<uint64_t> remote_via;
-  /// Ends of such children journaled here (a serialized pb::RemoteEnd), told again to
-  /// whoever registers for the child later; forgotten when the tree ends.
-  std::unordered_map<uint64_t, std::string> remote_ends;
+  /// Ends of such children journaled here (a serialized pb::RemoteEnd, and the time of the
+  /// Finished record that journaled it), told again to whoever registers for the child
+  /// later; forgotten when the tree ends.
+  struct remote_end_note {
+    std::string bytes;
+    int64_t at_ms = 0;
+  };
+  std::unordered_map<uint64_t, remote_end_note> remote_ends;
   uint64_t undos = 0;  ///< undos done
   /// Heartbeats from nodes not in --peers, or expecting another node at this address.
   uint64_t misdirected_pings = 0;

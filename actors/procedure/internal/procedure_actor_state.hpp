@@ -53,6 +53,7 @@ struct child_slot {
   /// (cleared when it is spawned again).
   std::vector<uint64_t> stopped_clean;
   child_result result;
+  int64_t ended_at_ms = 0;  ///< when it ended, as its journal records say (0: not known)
   /// Dormant: read back waiting for a timer (wait(duration)), with nothing of its own
   /// running, and not spawned: the parent holds its wake-up with the timeout actor under
   /// the child's own name, and spawns it from the parent's image when it is due (or when
@@ -117,7 +118,12 @@ struct proc_actor_state {
   std::string committed_data;  ///< data as of the last journaled step
   int32_t state = 0;           ///< the state that runs next
   proc_state status = proc_state::runnable;
-  int attempt = 1;  ///< runs of `state` so far, this one included
+  /// When it entered `status`, from the journal: the time of the record that put it there
+  /// (tree_image.hpp, proc_image::since_ms), so that what the executor shows is what a
+  /// restart reads back. Set with set_status.
+  int64_t since_ms = 0;
+  int64_t submitted_at_ms = 0;  ///< its Submitted's time
+  int attempt = 1;              ///< runs of `state` so far, this one included
   /// `state` has started since the last commit (or may have, before a crash), so a rollback
   /// must undo it as a partly run state; false when it certainly never started.
   bool ran_partly = false;
@@ -228,6 +234,7 @@ struct proc_actor_state {
   /// Its end (summary, or a fragment's end) is being written: an abort comes too late.
   bool finishing = false;
   bool failing = false;              ///< the tree failed; stopping it, then rolling back
+  int64_t failed_at_ms = 0;          ///< its Failed record's time
   bool busy_failure_record = false;  ///< the Failed record is not durable yet
   /// Aborts answered once the Failed record is durable (nothing is acknowledged before).
   std::vector<caf::typed_response_promise<bool>> failure_acks;
@@ -270,11 +277,12 @@ struct proc_actor_state {
       ++waiting_left;
     return children.back();
   }
-  /// Records how a child ended (once).
-  void child_ended(child_slot& c, child_result r) {
+  /// Records how a child ended (once), and when (`at_ms`: 0 when not known).
+  void child_ended(child_slot& c, child_result r, int64_t at_ms) {
     if (c.ended)
       return;
     c.ended = true;
+    c.ended_at_ms = at_ms;
     ++ended_children;
     c.result = std::move(r);
     if (c.awaited && waiting_left > 0)
@@ -289,10 +297,17 @@ using proc_actor = caf::stateful_actor<proc_actor_state>;
 /// The actor's behavior (procedure_actor.cpp).
 caf::behavior procedure_actor(proc_actor* self, proc_start start);
 
-/// This procedure's status as the executor keeps it.
+/// Sets its status; a change starts its since_ms at `at_ms` (the time of the journal record
+/// that changed it), or now when no record did (0).
+void set_status(proc_actor* self, proc_state s, int64_t at_ms);
+
+/// This procedure's status as the executor keeps it (since_ms included).
 proc_update current_update(proc_actor* self);
-/// Sends the executor this procedure's current status.
-void publish(proc_actor* self, std::string waiting_for = {});
+/// Sends the executor this procedure's current status. What it waits for is journaled
+/// (children, an event, a timer, a reply; "": nothing), so the executor shows since_ms;
+/// a `passing` wait (a lock, a retry's back-off), which a restart does not read back,
+/// leaves the executor to time it.
+void publish(proc_actor* self, std::string waiting_for = {}, bool passing = false);
 
 /// Queues the next step on the scheduler. With `now` (the actor is handling a message and
 /// nothing is in flight), a step that needs no turn from the scheduler runs right here.
