@@ -406,6 +406,7 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
     for (auto c : u.children)
       ps->add_children(c);
     ps->set_nonce(u.nonce);
+    ps->set_node(u.node);
     ps->set_bypassed(u.bypassed);
     ps->set_started_at_ms(u.started_at_ms);
     ps->set_ended_at_ms(u.ended_at_ms);

@@ -1,6 +1,6 @@
 // `proctor tree` of a tree spread over three nodes: the node asked lists the fragments the
 // other nodes hold in place of its placeholders, each saying its node; once those are
-// released, the placeholders stand for them.
+// released, the placeholders stand for them, also once the tree ended and its node restarted.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -64,6 +64,16 @@ TEST_F(nodes_tree, a_tree_across_nodes_lists_each_fragment_with_its_node) {
       placed.insert(s.node());
       EXPECT_EQ(s.state(), pb::SUCCESS);
     }
+  EXPECT_EQ(placed, (std::set<std::string>{"b", "c"}));
+  // The finished tree's summary keeps each child's node: so does a restarted a.
+  stop_node("a");
+  start_node("a");
+  r = call("a", t);
+  ASSERT_EQ(r.list_size(), 4) << r.ShortDebugString();
+  placed.clear();
+  for (const auto& s : r.list())
+    if (!s.node().empty())
+      placed.insert(s.node());
   EXPECT_EQ(placed, (std::set<std::string>{"b", "c"}));
 }
 
