@@ -276,14 +276,9 @@ void raft_store_impl::on_fatal(const rocksdb::Status& st) {
   fail_all(fatal);
   if (ready_leader_.exchange(false))
     notify(false);
-  // A leader that cannot apply makes the whole group unavailable for writes: hand the
-  // leadership to another voter (libraft picks the most up-to-date one).
-  if (raft_state(&raft_) == RAFT_LEADER && !transfer_pending_) {
-    std::memset(&transfer_, 0, sizeof(transfer_));
-    transfer_.data = this;
-    if (raft_transfer(&raft_, &transfer_, 0, transfer_cb) == 0)
-      transfer_pending_ = true;
-  }
+  // A leader that cannot apply makes the whole group unavailable for writes: on_check hands
+  // the leadership to another voter (not from here: this runs inside libraft's apply loop).
+  transfer_wanted_ = true;
 }
 
 void raft_store_impl::transfer_cb(struct raft_transfer* req) {
@@ -328,6 +323,13 @@ void raft_store_impl::on_check() {
     barrier_needed_ = false;
     if (ready_leader_.exchange(false))
       notify(false);
+  }
+  if (transfer_wanted_ && leader_now && !transfer_pending_) {
+    // libraft picks the most up-to-date voter (id 0).
+    std::memset(&transfer_, 0, sizeof(transfer_));
+    transfer_.data = this;
+    if (raft_transfer(&raft_, &transfer_, 0, transfer_cb) == 0)
+      transfer_pending_ = true;
   }
   // A new leader is not ready until its barrier is applied: the barrier commits every entry
   // of earlier terms (a leader commits only entries of its own term) and applies them here.

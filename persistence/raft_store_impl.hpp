@@ -97,6 +97,7 @@ private:
   uint64_t leader_term_ = 0;      // the term raft_leader_ was seen in
   bool barrier_needed_ = false;   // a leader's catch-up barrier is still to be appended
   bool barrier_pending_ = false;  // ... is appended and not yet applied
+  bool transfer_wanted_ = false;  // this replica cannot apply: hand leadership over
   bool transfer_pending_ = false;
   bool close_started_ = false;
   std::unordered_map<pending_write*, std::shared_ptr<pending_write>> submitted_;

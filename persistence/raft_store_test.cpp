@@ -447,6 +447,41 @@ TEST(raft_store, leader_failover) {
   // The closed leader told its callback it stopped leading.
   EXPECT_EQ(g.events_of(l), (std::vector<bool>{true, false}));
   EXPECT_TRUE(wait_until([&] { return g.events_of(n) == std::vector<bool>{true}; }, 5s));
+  // The old leader comes back as a follower and catches up.
+  g.open(l);
+  auto target = g.stores[n]->applied_index();
+  ASSERT_TRUE(wait_until([&] { return g.stores[l]->applied_index() >= target; }, 15s));
+  EXPECT_EQ(contents(*g.stores[l]), model);
+  EXPECT_EQ(g.stores[l]->leader().id, g.members[n].id);
+}
+
+TEST(raft_store, concurrent_writers_bounded_in_flight) {
+  group g;
+  SKIP_WITHOUT_DISK(g);
+  g.base.max_in_flight = 3;
+  g.open_all();
+  int l = g.wait_leader();
+  ASSERT_GE(l, 0);
+  constexpr int writers = 6;
+  constexpr int per_writer = 40;
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w)
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < per_writer; ++i)
+        if (!g.stores[l]->write(batch_of(10 + w, 1 + i * 4, 4)).ok())
+          ++failed;
+    });
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(failed.load(), 0);
+  record_map model;
+  for (int w = 0; w < writers; ++w)
+    for (int i = 0; i < per_writer; ++i)
+      model_apply(&model, batch_of(10 + w, 1 + i * 4, 4));
+  ASSERT_TRUE(g.wait_applied(g.stores[l]->applied_index()));
+  for (auto& s : g.stores)
+    EXPECT_EQ(contents(*s), model);
 }
 
 TEST(raft_store, restarted_replica_catches_up_exactly_once) {
@@ -506,7 +541,7 @@ TEST(raft_store, no_majority_no_ok_and_leader_steps_down) {
   EXPECT_NE(st.ToString().find("leadership lost"), std::string::npos) << st.ToString();
   std::printf("[ info ] write without a majority returned after %.0f ms: %s\n", ms,
               st.ToString().c_str());
-  EXPECT_LT(ms, 5000.0);
+  EXPECT_LT(ms, 8000.0);
   EXPECT_TRUE(wait_until([&] { return !g.stores[l]->is_leader(); }, 5s));
   EXPECT_TRUE(wait_until([&] { return g.events_of(l) == std::vector<bool>{true, false}; }, 5s));
   // Later writes are refused at once.
