@@ -134,6 +134,15 @@ std::string raft_store_impl::init_loop() {
   raft_set_snapshot_trailing(&raft_, opts_.snapshot_trailing);
   raft_set_install_snapshot_timeout(&raft_, opts_.install_snapshot_timeout_ms);
 
+  // libraft 0.15 leaves raft_errmsg empty when its I/O fails to start (a port in use): then
+  // the I/O's or the transport's own message, else the code's.
+  auto why_failed = [&](int rv) {
+    for (const char* msg : {raft_errmsg(&raft_), static_cast<const char*>(io_.errmsg),
+                            static_cast<const char*>(transport_.outer.errmsg)})
+      if (msg != nullptr && msg[0] != '\0')
+        return std::string(msg);
+    return std::string(raft_strerror(rv));
+  };
   auto close_raft = [&](std::string why) {
     // raft_close releases libraft's state through the loop: run it until its callback.
     close_started_ = true;
@@ -155,10 +164,10 @@ std::string raft_store_impl::init_loop() {
       rv = raft_bootstrap(&raft_, &conf);
     raft_configuration_close(&conf);
     if (rv != 0)
-      return close_raft(std::string("raft bootstrap: ") + raft_errmsg(&raft_));
+      return close_raft(std::string("raft bootstrap: ") + why_failed(rv));
   }
   if (int rv = raft_start(&raft_); rv != 0)
-    return close_raft(std::string("raft start (") + opts_.address + "): " + raft_errmsg(&raft_));
+    return close_raft(std::string("raft start (") + opts_.address + "): " + why_failed(rv));
   return {};
 }
 
@@ -221,8 +230,11 @@ void raft_store_impl::apply_cb(struct raft_apply* req, int status, void*) {
   // or closed (both RAFT_LEADERSHIPLOST in 0.15).
   auto* pw = static_cast<pending_write*>(req->data);
   auto* self = pw->owner;
-  auto keep = std::move(self->submitted_[pw]);
-  self->submitted_.erase(pw);
+  std::shared_ptr<pending_write> keep;  // alive until finished
+  if (auto it = self->submitted_.find(pw); it != self->submitted_.end()) {
+    keep = std::move(it->second);
+    self->submitted_.erase(it);
+  }
   if (status == 0) {
     self->finish(pw, rocksdb::Status::OK());
   } else if (self->close_started_) {

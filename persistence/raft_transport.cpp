@@ -1,5 +1,6 @@
 #include "persistence/raft_transport.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 #include <uv.h>
@@ -28,6 +29,7 @@ void set_nodelay(struct uv_stream_s* stream) {
 
 int t_init(struct raft_uv_transport* t, raft_id id, const char* address) {
   auto* self = self_of_outer(t);
+  std::snprintf(self->address, sizeof(self->address), "%s", address);
   int rv = self->inner.init(&self->inner, id, address);
   if (rv != 0)
     copy_errmsg(self);
@@ -45,8 +47,13 @@ int t_listen(struct raft_uv_transport* t, raft_uv_accept_cb cb) {
   auto* self = self_of_outer(t);
   self->accept_cb = cb;
   int rv = self->inner.listen(&self->inner, on_accept);
-  if (rv != 0)
+  if (rv != 0) {
     copy_errmsg(self);
+    // raft_uv_tcp 0.15 fails a bind or listen with RAFT_IOERR and no message.
+    if (self->outer.errmsg[0] == '\0')
+      std::snprintf(self->outer.errmsg, sizeof(self->outer.errmsg),
+                    "cannot listen on %s (in use, or not an address of this host)", self->address);
+  }
   return rv;
 }
 

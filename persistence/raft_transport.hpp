@@ -16,6 +16,7 @@ struct nodelay_transport {
   struct raft_uv_transport inner;  ///< raft_uv_tcp
   raft_uv_accept_cb accept_cb = nullptr;
   raft_uv_transport_close_cb close_cb = nullptr;
+  char address[128] = {};  ///< ours, for error messages
 };
 
 /// Initializes `t` on `loop` (0, or a libraft error code).
