@@ -168,18 +168,45 @@ struct group {
     return o;
   }
 
-  void open(size_t i) {
-    std::string err;
-    stores[i] = open_raft_store(options(i), &err);
-    ASSERT_NE(stores[i], nullptr) << err;
+  bool try_open(size_t i, std::string* err) {
+    stores[i] = open_raft_store(options(i), err);
+    if (!stores[i])
+      return false;
     stores[i]->on_leadership_change([this, i](bool leader) {
       std::lock_guard<std::mutex> g(events_mtx);
       events[i].push_back(leader);
     });
+    return true;
+  }
+  void open(size_t i) {
+    std::string err;
+    ASSERT_TRUE(try_open(i, &err)) << err;
   }
   void open_all() {
-    for (size_t i = 0; i < stores.size(); ++i)
-      open(i);
+    // A port free_port() picked may be taken by someone else before the replica listens
+    // (tests run in parallel): then the group starts over on new ports, in fresh directories.
+    std::string err;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      bool all = true;
+      for (size_t i = 0; all && i < stores.size(); ++i)
+        all = try_open(i, &err);
+      if (all)
+        return;
+      ASSERT_NE(err.find("cannot listen"), std::string::npos) << err;
+      for (auto& s : stores)
+        s.reset();
+      {
+        std::lock_guard<std::mutex> g(events_mtx);
+        for (auto& e : events)
+          e.clear();
+      }
+      std::error_code ec;
+      for (size_t i = 0; i < stores.size(); ++i) {
+        fs::remove_all(options(i).dir, ec);
+        members[i].address = "127.0.0.1:" + std::to_string(free_port());
+      }
+    }
+    FAIL() << "could not open the group: " << err;
   }
   void close(size_t i) { stores[i].reset(); }
 
