@@ -324,6 +324,33 @@ void raft_store_impl::on_check() {
     }
   }
   bool leader_now = raft_state(&raft_) == RAFT_LEADER;
+  if (auto now = std::chrono::steady_clock::now();
+      now - members_at_ >= std::chrono::milliseconds{100}) {
+    members_at_ = now;
+    std::vector<member_status> ms;
+    for (unsigned i = 0; i < raft_.configuration.n; ++i) {
+      const auto& srv = raft_.configuration.servers[i];
+      member_status m;
+      m.id = srv.id;
+      m.address = srv.address != nullptr ? srv.address : "";
+      m.role = srv.role == RAFT_VOTER     ? member_status::role_kind::voter
+               : srv.role == RAFT_STANDBY ? member_status::role_kind::standby
+                                          : member_status::role_kind::spare;
+      if (leader_now && raft_.leader_state.progress != nullptr) {
+        // libraft keeps progress[i] for configuration.servers[i] (0.15, progress.c).
+        m.match_index = srv.id == raft_.id ? raft_.last_stored : raft_.leader_state.progress[i].match_index;
+        m.recently_heard = srv.id == raft_.id || raft_.leader_state.progress[i].recent_recv;
+      }
+      ms.push_back(std::move(m));
+    }
+    auto state = raft_state(&raft_);
+    std::lock_guard<std::mutex> g(leader_mtx_);
+    members_ = std::move(ms);
+    role_ = state == RAFT_LEADER      ? (ready_leader_.load() ? "leader" : "leader (taking over)")
+            : state == RAFT_FOLLOWER  ? "follower"
+            : state == RAFT_CANDIDATE ? "candidate"
+                                      : "unavailable";
+  }
   if (leader_now && (!raft_leader_ || leader_term_ != raft_.current_term)) {
     if (ready_leader_.exchange(false))
       notify(false);

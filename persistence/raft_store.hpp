@@ -116,6 +116,20 @@ public:
   /// The index of libraft's last snapshot: the log holds no entries much older than this.
   virtual uint64_t snapshot_index() const = 0;
 
+  /// The group as this replica last saw it (refreshed at most every 100 ms by the loop).
+  struct member_status {
+    uint64_t id = 0;
+    std::string address;
+    enum class role_kind : uint8_t { voter, standby, spare } role = role_kind::voter;
+    /// Only a leader knows these of the others (0 and false elsewhere): the highest index
+    /// the member reported as stored, and whether it answered within an election timeout.
+    uint64_t match_index = 0;
+    bool recently_heard = false;
+  };
+  virtual std::vector<member_status> members() const = 0;
+  /// libraft's state: "leader" (once ready), "follower", "candidate", "unavailable".
+  virtual std::string role() const = 0;
+
   /// Registers `fn`, called with true when is_leader() becomes true and with false when it
   /// becomes false. Calls run on the store's notifier thread, in order, never concurrently;
   /// `fn` may call the observers and write(). Not called for the state at registration:

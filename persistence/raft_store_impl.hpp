@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -40,6 +41,14 @@ public:
   leader_info leader() const override;
   uint64_t term() const override { return term_.load(); }
   uint64_t commit_index() const override { return commit_.load(); }
+  std::vector<member_status> members() const override {
+    std::lock_guard<std::mutex> g(leader_mtx_);
+    return members_;
+  }
+  std::string role() const override {
+    std::lock_guard<std::mutex> g(leader_mtx_);
+    return role_;
+  }
   uint64_t applied_index() const override { return applied_.load(); }
   uint64_t snapshot_index() const override { return snapshot_.load(); }
   void on_leadership_change(std::function<void(bool leader)> fn) override;
@@ -120,6 +129,9 @@ private:
   std::atomic<uint64_t> snapshot_{0};
   mutable std::mutex leader_mtx_;
   leader_info leader_;
+  std::vector<member_status> members_;  // leader_mtx_
+  std::string role_ = "unavailable";    // leader_mtx_
+  std::chrono::steady_clock::time_point members_at_{};  // loop thread: last refresh
 
   // -- notifier (note_mtx_) ----------------------------------------------------------------
   std::mutex note_mtx_;
