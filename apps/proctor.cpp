@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <google/protobuf/util/json_util.h>
 
 #include "actors/wire/wire_client.hpp"
 #include "apps/cli_operators.hpp"
@@ -89,9 +90,11 @@ struct command {
     metrics,
     release,
     quarantine,
-    nodes
+    nodes,
+    replicas
   };
   verb what = verb::status;
+  bool json = false;  ///< `replicas --json`
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
   /// When --timeout-s runs out (counted from the start, across reconnections).
   std::optional<std::chrono::steady_clock::time_point> wait_deadline;
@@ -111,6 +114,43 @@ std::optional<std::vector<proctor::endpoint>> parse_addresses(const std::string&
       return out;
     from = comma + 1;
   }
+}
+
+/// `proctor replicas`: the group as the replica that answered sees it.
+void print_replicas(const proctor::pb::ReplicasInfo& info, bool json) {
+  if (json) {
+    std::string out;
+    google::protobuf::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = true;
+    o.always_print_primitive_fields = true;
+    (void)google::protobuf::util::MessageToJsonString(info, &out, o);
+    std::cout << out << '\n';
+    return;
+  }
+  bool from_leader = false;
+  for (const auto& r : info.replicas())
+    from_leader |= r.self() && r.role() == "leader";
+  std::cout << "node " << info.node() << ": term " << info.term() << ", commit index "
+            << info.commit_index() << ", leader "
+            << (info.leader().empty() ? "(none: an election is under way)" : info.leader())
+            << '\n';
+  std::printf("%-12s %-22s %-22s %-22s %-6s %10s %8s\n", "REPLICA", "ADDRESS", "RAFT ADDRESS",
+              "ROLE", "VOTER", "STORED", "LAG");
+  for (const auto& r : info.replicas()) {
+    std::string role = r.role().empty() ? "-" : r.role();
+    if (from_leader && !r.self() && !r.reachable())
+      role += " (unreachable)";
+    std::string stored = from_leader ? std::to_string(r.match_index()) : "-";
+    std::string lag = from_leader ? std::to_string(r.lag()) : "-";
+    std::printf("%-12s %-22s %-22s %-22s %-6s %10s %8s\n",
+                (r.name() + (r.self() ? "*" : "")).c_str(), r.address().c_str(),
+                r.raft_address().c_str(), role.c_str(), r.voter() ? "yes" : "no", stored.c_str(),
+                lag.c_str());
+  }
+  if (!from_leader)
+    std::cout << "(asked a replica that does not lead: only the leader knows each one's "
+                 "progress)\n";
+  std::fflush(stdout);
 }
 
 /// Prints the answer to `cmd` and returns the exit code.
@@ -182,6 +222,9 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
     case command::verb::quarantine:
       std::cout << proctor::quarantine_to_json(resp.quarantined()) << '\n';
       return exit_ok;
+    case command::verb::replicas:
+      print_replicas(resp.replicas(), cmd.json);
+      return exit_ok;
   }
   return exit_ok;
 }
@@ -204,16 +247,33 @@ std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor:
   for (size_t tried = 0;; ++tried) {
     const auto& ep = cmd.addresses[cmd.at];
     auto r = proctor::wire_call(ep.host, ep.port, bytes, opts);
+    auto where = ep.host + ":" + std::to_string(ep.port);
+    bool last_of_round = (tried + 1) % n == 0;
     if (r.ok()) {
       proctor::pb::Response resp;
       if (!resp.ParseFromString(r.reply)) {
         std::cerr << "error: node " << ep.host << ':' << ep.port << " sent a malformed reply\n";
         return exit_error;
       }
-      return resp;
+      if (resp.code() != proctor::pb::Response::NOT_LEADER)
+        return resp;
+      // A replica that does not lead did nothing (docs/replication.md): the leader it names,
+      // when it is one of the addresses, is asked next; otherwise the next address, in the
+      // same rounds as for a standby, within --failover-s.
+      if ((n == 1 || last_of_round) && clock::now() >= give_up)
+        return resp;
+      auto next = (cmd.at + 1) % n;
+      for (size_t i = 0; i < n; ++i) {
+        const auto& a = cmd.addresses[i];
+        if (resp.leader() == a.host + ":" + std::to_string(a.port))
+          next = i;
+      }
+      // The same one again (elected, still taking over), or a round without a leader.
+      if (next == cmd.at || (resp.leader().empty() && last_of_round))
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+      cmd.at = next;
+      continue;
     }
-    auto where = ep.host + ":" + std::to_string(ep.port);
-    bool last_of_round = (tried + 1) % n == 0;
     // An event has no nonce: one that may have arrived is not sent again.
     bool maybe_arrived = r.what != proctor::wire_result::kind::unreachable;
     if ((last_of_round && clock::now() >= give_up) || (maybe_arrived && req.has_event())) {
@@ -262,6 +322,20 @@ int run(const command& cmd) {
   auto got = call(cmd, cmd.request, default_request_timeout);
   if (auto* rc = std::get_if<int>(&got))
     return *rc;
+  if (cmd.what == command::verb::replicas) {
+    // Any replica answers; only the leader knows everyone's progress: ask it if listed.
+    const auto& info = std::get<proctor::pb::Response>(got).replicas();
+    for (const auto& r : info.replicas())
+      for (size_t i = 0; i < cmd.addresses.size(); ++i)
+        if (!r.self() && r.role() == "leader"
+            && r.address()
+                 == cmd.addresses[i].host + ":" + std::to_string(cmd.addresses[i].port)) {
+          cmd.at = i;
+          auto again = call(cmd, cmd.request, default_request_timeout);
+          if (std::holds_alternative<proctor::pb::Response>(again))
+            return report(cmd, std::get<proctor::pb::Response>(again));
+        }
+  }
   return report(cmd, std::get<proctor::pb::Response>(got));
 }
 
@@ -434,6 +508,14 @@ int main(int argc, char** argv) {
   nodes->callback([&] {
     cmd.what = verb::nodes;
     cmd.request.mutable_nodes();
+  });
+
+  auto* replicas = app.add_subcommand(
+    "replicas", "The replicas of a node run as a replica group: role, progress, lag");
+  replicas->add_flag("--json", cmd.json, "JSON output");
+  replicas->callback([&] {
+    cmd.what = verb::replicas;
+    cmd.request.mutable_replicas();
   });
 
   auto* release = app.add_subcommand("release", "Drop a finished procedure's retained result now");

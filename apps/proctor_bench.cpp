@@ -18,20 +18,24 @@
 //       that directory, SIGKILL of the active to the first step the standby commits;
 //   (j) timers: T timer procedures due within one second, their trees passivated first:
 //       resident memory per passivated waiter, procedures resumed per second, lateness,
-//       and the floor: actors/s that only spawn, take a message, answer and exit.
+//       and the floor: actors/s that only spawn, take a message, answer and exit;
+//   (k) replica failover: M procedures waiting on events submitted to node b run as three
+//       replicas (and, for the ratio, to one proctord), SIGKILL of the leader to the first
+//       step the new leader commits.
 //
 // Every phase runs in a forked child process (fresh heap, fresh actor system, its own
 // subdirectory of --data-dir) and sends its figures back through a pipe, one "key value"
 // line each. The parent never creates an actor system or a thread, so forking stays safe,
 // and it can SIGKILL a child (the crash of phase d, or a phase that overruns its deadline).
 // Clients run in-process as actors of the child's actor system: no CAF networking. (g),
-// (h) and (i) start proctord processes (the binary beside this one) from their phase's
+// (h), (i) and (k) start proctord processes (the binary beside this one) from their phase's
 // child (apps/bench/processes.cpp).
 //
 // The code: apps/bench/bench.hpp (shared declarations), apps/bench/children.cpp (the child
 // processes and the helpers used inside them), apps/bench/clients.cpp (burst clients and the
 // open-loop pacer), apps/bench/phases_write.cpp (a, b, c), apps/bench/phases_wait.cpp (d, e,
-// f), apps/bench/phases_nodes.cpp (g, h), apps/bench/phases_standby.cpp (i); this file holds
+// f), apps/bench/phases_nodes.cpp (g, h), apps/bench/phases_standby.cpp (i),
+// apps/bench/phases_replicas.cpp (k); this file holds
 // the output formatting and main().
 #include <algorithm>
 #include <chrono>
@@ -113,7 +117,7 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1.0, 3600.0));
   app.add_option(
     "--phases", o.phases,
-    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghij)");
+    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghijk)");
   app.add_option("--timers", o.timers, "(j) timers due within one second (default 1000000)")
     ->check(CLI::Range(1, 10000000));
   auto* opt_r = app
@@ -274,6 +278,12 @@ int main(int argc, char** argv) {
       timers.error = "skipped: populating failed: " + timers_pop.error;
     }
     progress("(j) " + std::to_string(o.timers) + " timers due within one second", timers);
+  }
+  phase_result failover = skipped();
+  if (want("k")) {
+    failover = run_phase("(k) replica failover", 900, false,
+                         [&](reporter& r) { phase_replica_failover(r, o, sub("replicas")); });
+    progress("(k) failover of a replica group", failover);
   }
   if (want("h")) {
     spread = run_phase("(h) three nodes beside one", 1200, false,
@@ -463,6 +473,20 @@ int main(int argc, char** argv) {
   } else {
     row("(j) timers due within one second", failed(timers), "");
   }
+  auto failover_s = get(failover, "seconds");
+  if (!want("k")) {
+  } else if (failover_s) {
+    row("(k) failover, " + fmt_num(static_cast<double>(o.waiting)) + " waiting procedures",
+        fmt_num(*failover_s, 2) + " s",
+        "SIGKILL of the leader to the first step; all waiting again: "
+          + fmt_num(*failover.num("all_back_s"), 2) + " s");
+    auto g = *failover.num("group_submits_per_s"), one = *failover.num("single_submits_per_s");
+    row("    submits acknowledged, three replicas", fmt_num(g) + "/s",
+        "one proctord: " + fmt_num(one) + "/s; ratio " + fmt_num(g / one, 2)
+          + " (32 clients, one connection per submit)");
+  } else {
+    row("(k) failover of a replica group", failed(failover), "");
+  }
   out << "\npeer (OpenStack TaskFlow + SQLite, same workload shape): "
          "python3 ../shared/peers/taskflow_bench.py 5 20\n";
   out << "total " << fmt_num(total_s, 1) << " s\n";
@@ -480,6 +504,7 @@ int main(int argc, char** argv) {
               << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
               << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
               << ", \"takeover_s\": " << json_num(takeover_s, 3)
+              << ", \"replica_failover_s\": " << json_num(failover_s, 3)
               << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
               << ", \"timers_cpu_us_per_resumed\": "
               << json_num(get(timers, "cpu_us_per_resumed"), 1)
@@ -492,6 +517,7 @@ int main(int argc, char** argv) {
   bool all_ok = (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
                 && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"))
                 && (remote.ok || !want("g")) && (spread.ok || !want("h"))
-                && (takeover.ok || !want("i")) && (timers.ok || !want("j"));
+                && (takeover.ok || !want("i")) && (timers.ok || !want("j"))
+                && (failover.ok || !want("k"));
   return all_ok ? 0 : 1;
 }

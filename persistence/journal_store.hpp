@@ -1,5 +1,6 @@
 // The journal's storage, behind an interface so tests can inject I/O errors and crashes.
-// The only implementation used by nodes is RocksDB (rocksdb_store.hpp).
+// The only implementation used by nodes is RocksDB (rocksdb_store.hpp); raft_store.hpp
+// replicates it across a Raft group (not used by nodes yet: docs/replication.md).
 #pragma once
 
 #include <cstdint>

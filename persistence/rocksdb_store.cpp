@@ -112,13 +112,19 @@ rocksdb::Options journal_db_options() {
 
 // -- rocksdb_store ------------------------------------------------------------------------
 
-rocksdb_store::rocksdb_store(std::unique_ptr<rocksdb::DB> db) : db_(std::move(db)) {
+rocksdb_store::rocksdb_store(std::unique_ptr<rocksdb::DB> db,
+                             std::vector<rocksdb::ColumnFamilyHandle*> extra)
+    : db_(std::move(db)), extra_(std::move(extra)) {
   // nop
 }
 
 rocksdb_store::~rocksdb_store() {
   if (!db_)
     return;
+  // RocksDB asserts that every column family handle is gone before the database closes.
+  for (auto* h : extra_)
+    db_->DestroyColumnFamilyHandle(h);
+  extra_.clear();
   auto st = db_->Close();
   if (!st.ok())
     spdlog::warn("closing the journal database failed: {}", st.ToString());
@@ -132,6 +138,19 @@ rocksdb::Status rocksdb_store::write(const std::vector<store_op>& ops) {
   for (const auto& op : ops)
     bytes += 2 * journal_keys::key_size + op.value.size() + 8;
   rocksdb::WriteBatch batch(bytes);
+  if (auto st = add_journal_ops(ops, &batch); !st.ok())
+    return st;
+  return write_batch(&batch, true);
+}
+
+rocksdb::Status rocksdb_store::write_batch(rocksdb::WriteBatch* batch, bool sync) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  return db_->Write(wo, batch);
+}
+
+rocksdb::Status add_journal_ops(const std::vector<store_op>& ops, rocksdb::WriteBatch* out) {
+  auto& batch = *out;
   // Each run of puts goes in in key order. The memtable's skiplist remembers where its last
   // insert went and only searches the levels below the first one that still brackets the
   // next key, so ascending keys cost a short walk instead of a descent from the top; a
@@ -175,11 +194,7 @@ rocksdb::Status rocksdb_store::write(const std::vector<store_op>& ops) {
     if (!st.ok())
       return st;
   }
-  if (auto st = put_run(); !st.ok())
-    return st;
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return db_->Write(wo, &batch);
+  return put_run();
 }
 
 rocksdb::Status rocksdb_store::scan(const std::function<bool(const stored_record&)>& fn) {
@@ -309,8 +324,10 @@ rocksdb::Status rocksdb_store::read_tree(uint64_t root_id, std::vector<stored_re
 
 // -- open ---------------------------------------------------------------------------------
 
-std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::string* error) {
-  auto fail = [&](std::string msg) -> std::unique_ptr<journal_store> {
+std::unique_ptr<rocksdb_store> open_rocksdb_store_with(const std::string& dir,
+                                                       const std::vector<std::string>& families,
+                                                       std::string* error) {
+  auto fail = [&](std::string msg) -> std::unique_ptr<rocksdb_store> {
     if (error != nullptr)
       *error = one_line(std::move(msg));
     return nullptr;
@@ -329,11 +346,34 @@ std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::s
   // RocksDB counts every key comparison in thread-local perf counters unless told not to;
   // the replay of the WAL into the memtable (on this thread) spent a tenth of its time there.
   rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
-  rocksdb::DB* raw = nullptr;
-  auto st = rocksdb::DB::Open(journal_db_options(), dir, &raw);
-  std::unique_ptr<rocksdb::DB> db(raw);
+  auto opts = journal_db_options();
+  rocksdb::Status st;
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> extra;
+  if (families.empty()) {
+    rocksdb::DB* raw = nullptr;
+    st = rocksdb::DB::Open(opts, dir, &raw);
+    db.reset(raw);
+  } else {
+    opts.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+    descs.emplace_back(rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(opts));
+    rocksdb::ColumnFamilyOptions small;
+    small.write_buffer_size = 1 << 20;
+    for (const auto& name : families)
+      descs.emplace_back(name, small);
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    st = rocksdb::DB::Open(rocksdb::DBOptions(opts), dir, descs, &handles, &raw);
+    db.reset(raw);
+    if (st.ok()) {
+      // handles[0] is the default family: the database owns that one.
+      db->DestroyColumnFamilyHandle(handles[0]);
+      extra.assign(handles.begin() + 1, handles.end());
+    }
+  }
   if (st.ok())
-    return std::make_unique<rocksdb_store>(std::move(db));
+    return std::make_unique<rocksdb_store>(std::move(db), std::move(extra));
   auto msg = st.ToString();
   // Check permissions first: failing to *create* the LOCK file also mentions "lock".
   if (contains(msg, "Permission denied") || contains(msg, "Read-only file system"))
@@ -343,6 +383,10 @@ std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::s
   if (st.IsIOError() && (contains(msg, "While lock file") || contains(msg, "lock hold")))
     return fail("data directory " + dir + " is in use by another proctord (lock held)");
   return fail("cannot open the journal in " + dir + ": " + msg);
+}
+
+std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::string* error) {
+  return open_rocksdb_store_with(dir, {}, error);
 }
 
 }  // namespace proctor

@@ -59,6 +59,7 @@ struct link_state {
   uint64_t next_tag = 0;
   std::unordered_map<uint64_t, outstanding> requests;  ///< by tag
   uint64_t ping_tag = 0;                               ///< the heartbeat in flight (0: none)
+  uint64_t not_leader_answers = 0;  ///< pings a replica that does not lead answered
   clock_type::time_point ping_sent{};
   bool want_types = true;  ///< the next ping asks for the peer's types
   bool answered = false;   ///< the connection brought an answer (its TLS handshake went through)
@@ -183,6 +184,19 @@ void on_pong(link_actor* self, const pb::Response& r) {
     std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - st.ping_sent);
   st.ping_tag = 0;
   st.answered = true;
+  if (r.code() == pb::Response::NOT_LEADER) {
+    // A replica of the node that does not lead it (docs/replication.md): the leader it
+    // names is tried next when it is one of the node's addresses, else the next address.
+    const auto& addrs = st.cfg.addresses;
+    for (size_t i = 0; i < addrs.size(); ++i)
+      if (r.leader() == addrs[i].text())
+        st.address_index = (i + addrs.size() - 1) % addrs.size();  // go_down moves on by one
+    auto n = ++st.not_leader_answers;
+    if (log_nth(n))
+      spdlog::info("link to node {}: {} ({} such answer(s); logged at a falling rate)",
+                   st.cfg.peer_name, r.error(), n);
+    return go_down(self, r.error(), false);
+  }
   if (r.code() != pb::Response::OK || r.pong().name() != st.cfg.peer_name) {
     auto why = r.code() != pb::Response::OK
                  ? "it refuses this node: " + r.error()

@@ -333,6 +333,11 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_locks(self, rp);
     case pb::Request::kBypass:
       return handle_bypass(self, req.bypass(), rp);
+    case pb::Request::kReplicas:
+      // A replica's front answers this itself (actors/node/replica_front.hpp).
+      return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                   "this node does not run as a replica group (proctord "
+                                   "--replica; docs/replication.md)"));
     case pb::Request::BODY_NOT_SET:
       break;
   }

@@ -85,7 +85,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   };
   auto t0 = clock::now();
   std::shared_ptr<journal_store> store = opts.store;
-  uint64_t epoch = 0;
+  uint64_t epoch = opts.epoch;
   if (!store) {
     // The directory's lock first, RocksDB's second, in every process: a standby waiting
     // for the first never races a node for the second.

@@ -38,6 +38,8 @@ struct node_options {
   /// The data directory's lock, when the caller took it (a standby that waited for it);
   /// otherwise start() takes it, failing if another process holds it. Unused with `store`.
   std::shared_ptr<active_lock> lock;
+  /// With `store`: the incarnation to report (a replica's Raft term); otherwise the lock's.
+  uint64_t epoch = 0;
   /// Recovery hands the executor the trees it read back in parts of at least this many
   /// procedures (a tree is never split), while it reads the next ones. Tests set 1: every
   /// tree a part of its own, the most interleaving of the take-over with the scan.

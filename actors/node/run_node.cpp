@@ -1,6 +1,7 @@
 #include <proctor/run_node.hpp>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -17,9 +18,11 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/node/node.hpp"
+#include "actors/cluster/client_server.hpp"
 #include "actors/cluster/peer_transport.hpp"
 #include "actors/base/errors.hpp"
 #include "actors/node/node_identity.hpp"
+#include "actors/node/replica_node.hpp"
 #include "actors/node/standby.hpp"
 #include "actors/cluster/tls.hpp"
 #include "actors/wire/endpoint.hpp"
@@ -65,7 +68,9 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   bool standby = false;
   int64_t fence_after_ms = 0;
   app.add_option("--data-dir", data_dir, "Directory of the node's RocksDB journal")->required();
-  app.add_option("--listen", listen, "HOST:PORT the node serves on (port 0: any)")->required();
+  app.add_option("--listen", listen,
+                 "HOST:PORT the node serves on (port 0: any); with --replica, its entry in "
+                 "--replicas");
   app.add_option("--name", name,
                  "This node's name among its peers (fixed by the data directory on first use)");
   app.add_option("--peers", peers_text,
@@ -110,6 +115,19 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                 "With --standby: kill (SIGKILL) an active process on this host that has not "
                 "answered for this long, to take over (0: never)")
     ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
+  std::string replica, replicas_text;  // docs/replication.md
+  unsigned election_timeout_ms = 1000;
+  app.add_option("--replica", replica,
+                 "Run as this replica of a replica group (one of --replicas): the node "
+                 "survives the loss of a minority of its replicas");
+  app.add_option("--replicas", replicas_text,
+                 "The node's replicas: NAME=HOST:PORT/RAFT_PORT,... (HOST:PORT each one's "
+                 "--listen, RAFT_PORT its Raft port on that host)");
+  app
+    .add_option("--election-timeout-ms", election_timeout_ms,
+                "With --replica: a leader that hears from no majority this long steps down; "
+                "a follower that hears no leader 1-2 times this long starts an election")
+    ->check(CLI::Range(100u, 60'000u));
   tls_options tls;  // docs/tls.md
   app.add_option("--tls-cert", tls.cert, "PEM certificate this node presents (mutual TLS)");
   app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
@@ -124,6 +142,45 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
+  std::vector<replica_member> group;
+  if (!replica.empty() || !replicas_text.empty()) {
+    std::string err;
+    if (replica.empty() || replicas_text.empty()) {
+      std::cerr << program << ": --replica and --replicas go together\n";
+      return 64;
+    }
+    if (!parse_replica_group(replicas_text, &group, &err)) {
+      std::cerr << program << ": --replicas: " << err << "\n";
+      return 64;
+    }
+    auto* me = find_replica(group, replica);
+    if (me == nullptr) {
+      std::cerr << program << ": --replica " << replica << " is not one of --replicas\n";
+      return 64;
+    }
+    if (name.empty()) {
+      std::cerr << program << ": --replica needs --name (the node the replicas are)\n";
+      return 64;
+    }
+    if (standby) {
+      std::cerr << program << ": --standby and --replica do not go together (a replica "
+                              "group needs no standby: any replica takes over)\n";
+      return 64;
+    }
+    auto own = me->client.host + ":" + std::to_string(me->client.port);
+    if (listen.empty())
+      listen = own;
+    else if (auto ep = parse_endpoint(listen, false); ep && ep->host + ":" + std::to_string(ep->port) != own) {
+      std::cerr << program << ": --listen " << listen << " is not replica " << replica
+                << "'s address in --replicas (" << own << ")\n";
+      return 64;
+    }
+  }
+  if (listen.empty()) {
+    std::cerr << program << ": --listen is required (HOST:PORT; with --replica it may be left "
+                            "to --replicas)\n";
+    return 64;
+  }
   auto listen_ep = parse_endpoint(listen, true);
   if (!listen_ep) {
     std::cerr << program << ": --listen wants HOST:PORT, got '" << listen << "'\n";
@@ -212,8 +269,41 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         std::_Exit(1);
       }
     }
-    auto dir = take_directory(so, standby);
-    if (!dir.lock) {
+    std::unique_ptr<replica_node> rn;
+    if (!group.empty()) {
+      // A replica: its store first, its --listen address served by a refusing front, then
+      // the wait until it leads (docs/replication.md).
+      std::error_code ec;
+      std::filesystem::create_directories(data_dir, ec);
+      if (auto id = settle_identity(data_dir, name); !id) {
+        std::cerr << program << ": " << error_text(sys, id.error()) << "\n";
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+      replica_setup rs;
+      rs.replica = replica;
+      rs.group = group;
+      rs.node_name = name;
+      rs.data_dir = data_dir;
+      rs.max_frame_bytes = client_frame_limit(max_args);
+      rs.argv = argv;
+      rs.election_timeout_ms = election_timeout_ms;
+      std::string err;
+      rn = replica_node::open(sys, std::move(rs), &err);
+      if (!rn) {
+        std::cerr << program << ": " << err << "\n";
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+      if (!rn->wait_to_lead(sigs)) {
+        spdlog::info("replica {}: stopped before it led", replica);
+        rn.reset();
+        spdlog::shutdown();
+        std::_Exit(0);
+      }
+    }
+    auto dir = rn ? standby_outcome{} : take_directory(so, standby);
+    if (!rn && !dir.lock) {
       if (!dir.error.empty()) {
         std::cerr << program << ": " << dir.error << "\n";
         spdlog::shutdown();
@@ -237,6 +327,15 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     }
     opts.name = name;
     opts.lock = dir.lock;
+    if (rn) {
+      opts.store = rn->store();
+      opts.epoch = rn->store()->term();
+      opts.on_journal_fatal = [r = rn.get()](const std::string& why) {
+        if (!r->retired())
+          r->step_down("its journal failed a write (" + why + ")");
+        spdlog::warn("replica: a journal write failed while shutting down: {}", why);
+      };
+    }
     caf::actor transport;
     if (!peers.empty()) {
       peer_transport_config pc;
@@ -253,7 +352,13 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       spdlog::shutdown();
       std::_Exit(1);
     }
-    auto p = n.serve_clients(listen_ep->host, listen_ep->port);
+    caf::expected<uint16_t> p = uint16_t{0};
+    if (rn) {
+      rn->lead(n.executor());
+      p = rn->port();
+    } else {
+      p = n.serve_clients(listen_ep->host, listen_ep->port);
+    }
     if (!p) {
       std::cerr << program << ": cannot listen on " << listen << ": " << error_text(sys, p.error())
                 << "\n";
@@ -271,7 +376,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       spdlog::info("took over as the active process of {} in {} ms (epoch {})", data_dir,
                    who.takeover_ms, dir.lock->epoch());
     }
-    if (std::string err; !dir.lock->publish(who, &err))
+    if (std::string err; dir.lock && !dir.lock->publish(who, &err))
       spdlog::warn("{} (standbys and operators see an older holder)", err);
     spdlog::info("{}{} listening on {}:{} with {} worker(s), data in {}{}", program,
                  name.empty() ? std::string{} : " " + name, listen_ep->host, *p, workers, data_dir,
@@ -308,8 +413,14 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (!metrics_addr.empty() || !http_addr.empty())
       spdlog::warn("--metrics and --http ignored: built without cpp-httplib");
 #endif
-    int sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
+    int sig = 0;
+    if (rn)
+      sigwait(&sigs, &sig);
+    else
+      sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
     spdlog::info("signal {}: shutting down", sig);
+    if (rn)
+      rn->retire();
 #ifdef PROCTOR_HAVE_HTTPLIB
     if (console)
       console->stop();

@@ -60,7 +60,7 @@ struct bench_options {
   double latency_seconds = 3.0;
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
-  std::string phases = "abcdefghij";  // which measures to run (d and e are one phase)
+  std::string phases = "abcdefghijk";  // which measures to run (d and e are one phase)
   bool ledger = false;             // (b) with demo.ledger (a file per step, on the worker threads)
   size_t remote_children = 10000;  // (g) R
   size_t spread_roots = 100;       // (h) T
@@ -311,5 +311,11 @@ void phase_takeover_populate(reporter& r, const bench_options& o, const std::str
 /// proctord active and standby on `dir`; SIGKILL of the active to the first step the
 /// standby commits.
 void phase_takeover(reporter& r, const bench_options& o, const std::string& dir);
+
+// -- (k) a replica group's failover (phases_replicas.cpp) -------------------------------------
+
+/// M waiting procedures submitted to one proctord and to a group of three replicas (timed),
+/// then SIGKILL of the group's leader to the first step another replica commits.
+void phase_replica_failover(reporter& r, const bench_options& o, const std::string& dir);
 
 }  // namespace proctor::bench

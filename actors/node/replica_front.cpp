@@ -1,0 +1,54 @@
+#include "actors/node/replica_front.hpp"
+
+#include "actors/base/rpc.hpp"
+
+namespace proctor {
+
+namespace {
+
+struct front_state {
+  front_answers answers;
+  caf::actor executor;  ///< set once this replica leads
+  static inline const char* name = "replica_front";
+};
+
+caf::behavior replica_front(caf::stateful_actor<front_state>* self, front_answers answers) {
+  self->state.answers = std::move(answers);
+  return {
+    [self](rpc_atom a, std::string& bytes) -> caf::result<std::string> {
+      pb::Request req;
+      bool parsed = req.ParseFromString(bytes);
+      if (parsed && req.has_replicas()) {
+        pb::Response r;
+        r.set_tag(req.tag());
+        *r.mutable_replicas() = self->state.answers.replicas();
+        return r.SerializeAsString();
+      }
+      if (self->state.executor) {
+        self->delegate(self->state.executor, a, std::move(bytes));
+        return caf::delegated<std::string>{};
+      }
+      return not_leader_response(bytes, self->state.answers.why_not());
+    },
+    [self](front_lead_atom, caf::actor& executor) { self->state.executor = std::move(executor); },
+  };
+}
+
+}  // namespace
+
+std::string not_leader_response(const std::string& request, const not_leader_answer& why) {
+  pb::Request req;
+  pb::Response r;
+  if (req.ParseFromString(request))
+    r.set_tag(req.tag());
+  r.set_code(pb::Response::NOT_LEADER);
+  r.set_error(why.error);
+  r.set_leader(why.leader);
+  return r.SerializeAsString();
+}
+
+caf::actor spawn_replica_front(caf::actor_system& sys, front_answers answers) {
+  return sys.spawn(replica_front, std::move(answers));
+}
+
+}  // namespace proctor

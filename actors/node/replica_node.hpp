@@ -1,0 +1,92 @@
+// A node run as one replica of a group (proctord --replica NAME --replicas ...;
+// docs/replication.md). The replica's journal is a raft_store in its data directory; its
+// --listen address is served from the start by a front (replica_front.hpp) that refuses
+// every request, naming the leader, until this replica leads. Then the caller starts the node
+// over the store (the ordinary recovery, from this replica's RocksDB, which holds every
+// committed entry by then) and hands the front its executor.
+//
+// Only a leader acts. The moment this replica stops leading (libraft's leader steps down when
+// it has not heard from a majority for an election timeout, or a newer term appears), or its
+// journal fails a write, the process re-executes itself with the same arguments: no step,
+// timer or outbox delivery of the old term survives it, nothing it had not committed was
+// acknowledged, and it comes back as a follower (its Raft log and RocksDB are on disk, as
+// after a crash).
+#pragma once
+
+#include <signal.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/node/replica_front.hpp"
+#include "actors/node/replica_group.hpp"
+#include "persistence/raft_store.hpp"
+
+namespace proctor {
+
+struct replica_setup {
+  std::string replica;  ///< this replica's name in `group`
+  std::vector<replica_member> group;
+  std::string node_name;  ///< the node the group is (--name)
+  std::string data_dir;   ///< dir/raft: libraft's files, dir/db: the replica's RocksDB
+  size_t max_frame_bytes = size_t{2} << 20;
+  /// This process's command line, to re-execute it with (null-terminated, as main's argv).
+  char** argv = nullptr;
+  unsigned election_timeout_ms = 1000;
+};
+
+class replica_node {
+public:
+  /// Opens the replica's store and serves its --listen address with the refusing front.
+  /// Null and `error` set when it cannot (options, the data directory, a port in use).
+  static std::unique_ptr<replica_node> open(caf::actor_system& sys, replica_setup setup,
+                                            std::string* error);
+  ~replica_node();
+
+  /// Waits until this replica leads (true) or one of `sigs` is pending (false). Wakes every
+  /// 100 ms to check both.
+  bool wait_to_lead(const sigset_t& sigs);
+
+  /// The replicated journal, for node_options::store.
+  std::shared_ptr<raft_store> store() const { return store_; }
+  const replica_member& self() const { return *self_; }
+  uint16_t port() const { return port_; }
+
+  /// From now on the front hands every request to `executor`; losing leadership
+  /// re-executes the process. Re-executes at once if leadership was lost meanwhile.
+  void lead(caf::actor executor);
+
+  /// The process is shutting down: losing leadership or a failed write no longer
+  /// re-executes it.
+  void retire() { retired_ = true; }
+  bool retired() const { return retired_.load(); }
+
+  /// Re-executes the process (see above), logging `why` first.
+  [[noreturn]] void step_down(const std::string& why);
+
+private:
+  replica_node() = default;
+  not_leader_answer why_not() const;
+  pb::ReplicasInfo replicas() const;
+
+  caf::actor_system* sys_ = nullptr;
+  replica_setup setup_;
+  const replica_member* self_ = nullptr;
+  std::shared_ptr<raft_store> store_;
+  caf::actor front_;
+  caf::actor server_;
+  uint16_t port_ = 0;
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> retired_{false};
+};
+
+/// Replaces this process's image with a fresh run of the same program and `argv` (every
+/// descriptor closed on the way, so locks and ports are free for it). Exits with code 75 if
+/// the exec fails.
+[[noreturn]] void reexec_self(char** argv);
+
+}  // namespace proctor

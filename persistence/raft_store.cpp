@@ -1,0 +1,259 @@
+// raft_store: options, opening, the writers' side of write(), the observers and the
+// notifier thread. The loop thread's side is raft_loop.cpp.
+#include "persistence/raft_store.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "persistence/raft_codec.hpp"
+#include "persistence/raft_store_impl.hpp"
+
+namespace proctor {
+
+// -- members --------------------------------------------------------------------------------
+
+bool parse_raft_members(std::string_view spec, std::vector<raft_member>* out, std::string* error) {
+  auto fail = [&](std::string msg) {
+    if (error != nullptr)
+      *error = std::move(msg);
+    return false;
+  };
+  out->clear();
+  std::set<uint64_t> ids;
+  std::set<std::string> addresses;
+  size_t i = 0;
+  while (i < spec.size()) {
+    if (spec[i] == ',' || spec[i] == ' ') {
+      ++i;
+      continue;
+    }
+    auto end = spec.find_first_of(", ", i);
+    if (end == std::string_view::npos)
+      end = spec.size();
+    auto item = spec.substr(i, end - i);
+    i = end;
+    auto eq = item.find('=');
+    auto colon = item.rfind(':');
+    if (eq == std::string_view::npos || eq == 0 || colon == std::string_view::npos || colon < eq + 2
+        || colon + 1 == item.size())
+      return fail("malformed replica \"" + std::string(item) + "\": expected ID=HOST:PORT");
+    raft_member m;
+    for (auto c : item.substr(0, eq)) {
+      if (c < '0' || c > '9' || m.id > (UINT64_MAX - 9) / 10)
+        return fail("malformed replica id in \"" + std::string(item) + "\"");
+      m.id = m.id * 10 + static_cast<uint64_t>(c - '0');
+    }
+    for (auto c : item.substr(colon + 1))
+      if (c < '0' || c > '9')
+        return fail("malformed port in \"" + std::string(item) + "\"");
+    m.address = std::string(item.substr(eq + 1));
+    if (m.id == 0)
+      return fail("replica id 0 in \"" + std::string(item) + "\": ids start at 1");
+    if (!ids.insert(m.id).second)
+      return fail("replica id " + std::to_string(m.id) + " appears twice");
+    if (!addresses.insert(m.address).second)
+      return fail("replica address " + m.address + " appears twice");
+    out->push_back(std::move(m));
+  }
+  if (out->empty())
+    return fail("no replicas given");
+  return true;
+}
+
+// -- raft_store_impl: writers' side -----------------------------------------------------------
+
+raft_store_impl::raft_store_impl(raft_store_options opts) : opts_(std::move(opts)) {
+  // nop
+}
+
+raft_store_impl::~raft_store_impl() {
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    closing_ = true;
+    // Under mtx_, like every uv_async_send: the loop closes wake_ only after it saw
+    // closing_ under mtx_, so no send can race with that close.
+    if (loop_running_)
+      uv_async_send(&wake_);
+  }
+  room_.notify_all();
+  if (loop_thread_.joinable())
+    loop_thread_.join();
+  {
+    std::lock_guard<std::mutex> g(note_mtx_);
+    note_stop_ = true;
+  }
+  note_cv_.notify_all();
+  if (notifier_.joinable())
+    notifier_.join();
+  db_.reset();
+}
+
+bool raft_store_impl::start(std::string* error) {
+  std::string err;
+  db_ = raft_replica_db::open(opts_.dir + "/db", opts_.sync_applies, &err);
+  if (!db_) {
+    *error = err;
+    return false;
+  }
+  applied_ = db_->applied_index();
+  binding_.db = db_.get();
+  binding_.on_fatal = [this](const rocksdb::Status& st) { on_fatal(st); };
+  binding_.on_applied = [this](uint64_t index) {
+    if (index > applied_.load(std::memory_order_relaxed))
+      applied_.store(index);
+  };
+  notifier_ = std::thread([this] { notifier_main(); });
+  std::promise<std::string> started;
+  auto result = started.get_future();
+  loop_thread_ = std::thread([this, &started] { loop_main(&started); });
+  err = result.get();
+  if (!err.empty()) {
+    loop_thread_.join();
+    *error = err;
+    return false;
+  }
+  return true;
+}
+
+rocksdb::Status raft_store_impl::write(const std::vector<store_op>& ops) {
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    if (!fatal_.ok())
+      return fatal_;
+    if (closing_)
+      return rocksdb::Status::ShutdownInProgress("raft replica closing");
+  }
+  if (!ready_leader_.load())
+    return not_leader_status();
+  if (ops.empty())
+    return rocksdb::Status::OK();
+  // Encoded here, on the writer's thread, straight into the buffer libraft will own.
+  auto pw = std::make_shared<pending_write>();
+  size_t n = raft_codec::encoded_size(ops);
+  pw->buf.base = raft_malloc(n);
+  if (pw->buf.base == nullptr)
+    return rocksdb::Status::Aborted("out of memory for a raft entry of " + std::to_string(n)
+                                    + " bytes");
+  pw->buf.len = n;
+  raft_codec::encode_ops(ops, static_cast<char*>(pw->buf.base));
+  std::memset(&pw->req, 0, sizeof(pw->req));
+  pw->req.data = pw.get();
+  pw->owner = this;
+  auto outcome = pw->done.get_future();
+  {
+    std::unique_lock<std::mutex> g(mtx_);
+    room_.wait(g, [&] { return in_flight_ < opts_.max_in_flight || closing_ || !fatal_.ok(); });
+    if (closing_ || !fatal_.ok()) {
+      raft_free(pw->buf.base);
+      return fatal_.ok() ? rocksdb::Status::ShutdownInProgress("raft replica closing") : fatal_;
+    }
+    queue_.push_back(pw);
+    ++in_flight_;
+    uv_async_send(&wake_);
+  }
+  if (opts_.write_timeout_ms > 0
+      && outcome.wait_for(std::chrono::milliseconds(opts_.write_timeout_ms))
+           == std::future_status::timeout)
+    return rocksdb::Status::TimedOut("raft entry not committed within "
+                                     + std::to_string(opts_.write_timeout_ms)
+                                     + " ms; it may still commit");
+  return outcome.get();
+}
+
+rocksdb::Status raft_store_impl::scan(const std::function<bool(const stored_record&)>& fn) {
+  return db_->store().scan(fn);
+}
+
+rocksdb::Status raft_store_impl::read_tree(uint64_t root_id, std::vector<stored_record>* out) {
+  return db_->store().read_tree(root_id, out);
+}
+
+raft_store::leader_info raft_store_impl::leader() const {
+  std::lock_guard<std::mutex> g(leader_mtx_);
+  return leader_;
+}
+
+rocksdb::Status raft_store_impl::not_leader_status() const {
+  auto l = leader();
+  if (l.id == 0)
+    return rocksdb::Status::Busy("not the leader; no leader known (election in progress)");
+  if (l.id == opts_.id)
+    return rocksdb::Status::Busy("not the leader yet; elected, applying earlier entries");
+  return rocksdb::Status::Busy("not the leader; leader is " + std::to_string(l.id) + " at "
+                               + l.address);
+}
+
+// -- notifier ---------------------------------------------------------------------------------
+
+void raft_store_impl::on_leadership_change(std::function<void(bool leader)> fn) {
+  std::lock_guard<std::mutex> g(note_mtx_);
+  callbacks_.push_back(std::make_shared<std::function<void(bool)>>(std::move(fn)));
+}
+
+void raft_store_impl::notify(bool leader) {
+  {
+    std::lock_guard<std::mutex> g(note_mtx_);
+    notes_.push_back(leader);
+  }
+  note_cv_.notify_all();
+}
+
+void raft_store_impl::notifier_main() {
+  // Callbacks run here, not on the loop thread: they may block or call write(), which
+  // needs the loop thread to make progress.
+  std::unique_lock<std::mutex> g(note_mtx_);
+  for (;;) {
+    note_cv_.wait(g, [&] { return note_stop_ || !notes_.empty(); });
+    // Stopping delivers what is queued first: a closing leader's "false" is not lost.
+    if (notes_.empty())
+      return;
+    bool leader = notes_.front();
+    notes_.pop_front();
+    auto fns = callbacks_;
+    g.unlock();
+    for (auto& fn : fns)
+      (*fn)(leader);
+    g.lock();
+  }
+}
+
+// -- open -------------------------------------------------------------------------------------
+
+std::unique_ptr<raft_store> open_raft_store(const raft_store_options& options, std::string* error) {
+  auto fail = [&](std::string msg) -> std::unique_ptr<raft_store> {
+    if (error != nullptr)
+      *error = std::move(msg);
+    return nullptr;
+  };
+  if (options.id == 0)
+    return fail("raft replica id must be > 0");
+  if (options.dir.empty())
+    return fail("raft replica: no data directory");
+  if (options.max_in_flight == 0)
+    return fail("raft replica: max_in_flight must be > 0");
+  bool member = false;
+  for (const auto& m : options.members)
+    if (m.id == options.id) {
+      if (m.address != options.address)
+        return fail("raft replica " + std::to_string(options.id) + " is " + m.address
+                    + " in the member list but its address is " + options.address);
+      member = true;
+    }
+  if (!member)
+    return fail("raft replica " + std::to_string(options.id) + " is not in the member list");
+  // Process-wide, once: see raft_store.hpp. A peer's connection that drops while libuv
+  // writes to it would otherwise end the process (exit 141 in the libraft probe).
+  static std::once_flag sigpipe_once;
+  std::call_once(sigpipe_once, [] { std::signal(SIGPIPE, SIG_IGN); });
+  auto store = std::make_unique<raft_store_impl>(options);
+  std::string err;
+  if (!store->start(&err))
+    return fail(err);
+  return store;
+}
+
+}  // namespace proctor

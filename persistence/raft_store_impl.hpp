@@ -1,0 +1,145 @@
+// raft_store's implementation, shared by raft_store.cpp (the callers' side: options, writes,
+// observers, the notifier thread) and raft_loop.cpp (the loop thread: libraft and libuv).
+//
+// Threading: fields are grouped by who touches them. "loop" fields belong to the loop thread
+// (after start() hands it over, and until the loop thread ends); "shared" fields are guarded
+// by mtx_; observed values are atomics (or leader_mtx_) written by the loop thread only.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "persistence/raft_c.hpp"
+#include "persistence/raft_fsm.hpp"
+#include "persistence/raft_store.hpp"
+#include "persistence/raft_transport.hpp"
+
+namespace proctor {
+
+class raft_store_impl final : public raft_store {
+public:
+  explicit raft_store_impl(raft_store_options opts);
+  ~raft_store_impl() override;
+
+  /// Opens the database, starts the notifier and loop threads; false with `error` set.
+  bool start(std::string* error);
+
+  // -- raft_store -------------------------------------------------------------------------
+  rocksdb::Status write(const std::vector<store_op>& ops) override;
+  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override;
+  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override;
+  bool is_leader() const override { return ready_leader_.load(); }
+  leader_info leader() const override;
+  uint64_t term() const override { return term_.load(); }
+  uint64_t commit_index() const override { return commit_.load(); }
+  std::vector<member_status> members() const override {
+    std::lock_guard<std::mutex> g(leader_mtx_);
+    return members_;
+  }
+  std::string role() const override {
+    std::lock_guard<std::mutex> g(leader_mtx_);
+    return role_;
+  }
+  uint64_t applied_index() const override { return applied_.load(); }
+  uint64_t snapshot_index() const override { return snapshot_.load(); }
+  void on_leadership_change(std::function<void(bool leader)> fn) override;
+
+private:
+  /// One write on its way: queued by its writer, submitted by the loop thread, finished
+  /// (its promise set) exactly once. Shared by the writer and the loop, which keeps it alive
+  /// while libraft holds `req`.
+  struct pending_write {
+    struct raft_apply req;   // req.data = this
+    struct raft_buffer buf;  // raft_malloc'd; libraft's once raft_apply accepted it
+    std::promise<rocksdb::Status> done;
+    raft_store_impl* owner = nullptr;
+    bool finished = false;  // loop thread
+  };
+
+  // -- callers' side (raft_store.cpp) -------------------------------------------------------
+  rocksdb::Status not_leader_status() const;
+  void notify(bool leader);  // any thread; queued for the notifier
+  void notifier_main();
+
+  // -- loop thread (raft_loop.cpp) ----------------------------------------------------------
+  void loop_main(std::promise<std::string>* started);
+  std::string init_loop();  // "" or why it failed (then everything is released)
+  void on_wake();
+  void on_check();
+  void submit(std::shared_ptr<pending_write> pw);
+  void finish(pending_write* pw, rocksdb::Status st);
+  void fail_all(const rocksdb::Status& st);
+  void on_fatal(const rocksdb::Status& st);
+  void begin_close();
+  void on_raft_closed();
+  static void wake_cb(uv_async_t* h);
+  static void check_cb(uv_check_t* h);
+  static void apply_cb(struct raft_apply* req, int status, void* result);
+  static void barrier_cb(struct raft_barrier* req, int status);
+  static void transfer_cb(struct raft_transfer* req);
+  static void raft_close_cb(struct raft* r);
+
+  raft_store_options opts_;
+  std::unique_ptr<raft_replica_db> db_;
+  raft_fsm_binding binding_;
+
+  // -- loop --------------------------------------------------------------------------------
+  uv_loop_t loop_;
+  uv_async_t wake_;
+  uv_check_t check_;
+  nodelay_transport transport_;
+  struct raft_io io_;
+  struct raft_fsm fsm_;
+  struct raft raft_;
+  struct raft_barrier barrier_;
+  struct raft_transfer transfer_;
+  bool raft_leader_ = false;      // libraft's state is leader (maybe not caught up yet)
+  uint64_t leader_term_ = 0;      // the term raft_leader_ was seen in
+  bool barrier_needed_ = false;   // a leader's catch-up barrier is still to be appended
+  bool barrier_pending_ = false;  // ... is appended and not yet applied
+  bool transfer_wanted_ = false;  // this replica cannot apply: hand leadership over
+  bool transfer_pending_ = false;
+  bool close_started_ = false;
+  std::unordered_map<pending_write*, std::shared_ptr<pending_write>> submitted_;
+  std::thread loop_thread_;
+
+  // -- shared (mtx_) -----------------------------------------------------------------------
+  std::mutex mtx_;
+  std::condition_variable room_;  // in_flight_ went down, or closing_ / fatal_ set
+  std::deque<std::shared_ptr<pending_write>> queue_;
+  size_t in_flight_ = 0;  // queued + submitted, not finished
+  bool loop_running_ = false;
+  bool closing_ = false;
+  rocksdb::Status fatal_;  // set once this replica cannot apply any more
+
+  // -- observed (written by the loop thread) --------------------------------------------------
+  std::atomic<bool> ready_leader_{false};
+  std::atomic<uint64_t> term_{0};
+  std::atomic<uint64_t> commit_{0};
+  std::atomic<uint64_t> applied_{0};
+  std::atomic<uint64_t> snapshot_{0};
+  mutable std::mutex leader_mtx_;
+  leader_info leader_;
+  std::vector<member_status> members_;  // leader_mtx_
+  std::string role_ = "unavailable";    // leader_mtx_
+  std::chrono::steady_clock::time_point members_at_{};  // loop thread: last refresh
+
+  // -- notifier (note_mtx_) ----------------------------------------------------------------
+  std::mutex note_mtx_;
+  std::condition_variable note_cv_;
+  std::deque<bool> notes_;
+  std::vector<std::shared_ptr<std::function<void(bool)>>> callbacks_;
+  bool note_stop_ = false;
+  std::thread notifier_;
+};
+
+}  // namespace proctor

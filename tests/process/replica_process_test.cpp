@@ -1,0 +1,271 @@
+// A node run as a replica group (docs/replication.md): node b as three proctord processes,
+// each with its own data directory, its journal replicated by Raft. Only the leader serves;
+// the others refuse naming it, and the CLI given all three addresses finds it. The leader
+// SIGKILLed, frozen (SIGSTOP) or lost with its disk: another replica is elected and carries
+// every tree on from its own RocksDB; nothing acknowledged is lost.
+#include <gtest/gtest.h>
+
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/magic.h>
+
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/process/process_harness.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace proctor::test;
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+class replicas : public ::testing::Test {
+protected:
+  void SetUp() override {
+    struct statfs f {};
+    if (statfs(dir_.path().c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
+      GTEST_SKIP() << dir_.path() << " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
+    fs::create_directories(ledger());
+    std::string spec;
+    for (size_t i = 0; i < 3; ++i) {
+      ports_[i] = free_port();
+      raft_ports_[i] = free_port();
+      spec += (i ? "," : "") + name(i) + "=127.0.0.1:" + std::to_string(ports_[i]) + "/"
+              + std::to_string(raft_ports_[i]);
+    }
+    for (size_t i = 0; i < 3; ++i)
+      b_[i] = std::make_unique<node>(
+        dir_.path() / name(i), ports_[i],
+        std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", spec});
+  }
+
+  static std::string name(size_t i) { return "b" + std::to_string(i + 1); }
+  std::string address(size_t i) const { return "127.0.0.1:" + std::to_string(ports_[i]); }
+  fs::path ledger() const { return dir_.path() / "ledger"; }
+
+  /// The CLI against node b by all three addresses.
+  run_result ctl(const std::vector<std::string>& args, std::chrono::milliseconds limit = 120s) {
+    std::vector<std::string> all{"--node", address(0) + "," + address(1) + "," + address(2)};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_proctor(all, limit);
+  }
+
+  void launch_all() {
+    for (auto& n : b_)
+      ASSERT_TRUE(n->launch()) << n->log_tail();
+  }
+
+  /// The replica that serves (answers `list` by its address alone), among those not in
+  /// `skip`; -1 when none does within `limit`.
+  int leader(std::chrono::milliseconds limit = 30s, int skip = -1) {
+    int found = -1;
+    eventually(
+      [&] {
+        for (int i = 0; i < 3; ++i)
+          if (i != skip && b_[i]->running() && b_[i]->ctl({"list", "--json"}, 10s).exit_code == 0)
+            found = i;
+        return found >= 0;
+      },
+      limit, 50ms);
+    return found;
+  }
+
+  std::string submit(const std::string& type, const std::string& args) {
+    auto r = ctl({"submit", type, "--args-json", args});
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    return trim(r.out);
+  }
+
+  std::string state(const std::string& id) {
+    auto r = ctl({"status", id, "--json"});
+    auto v = parse_json(r.out);
+    return v ? state_of(*v) : "(" + describe(r) + ")";
+  }
+
+  std::string waited(const std::string& id) {
+    auto r = ctl({"wait", id, "--json", "--timeout-s", "60"});
+    auto v = parse_json(r.out);
+    return v ? state_of(*v) : "(" + describe(r) + ")";
+  }
+
+  std::string logs() const {
+    std::string s;
+    for (size_t i = 0; i < 3; ++i)
+      s += "--- " + name(i) + "\n" + b_[i]->log_tail(40);
+    return s;
+  }
+
+  temp_dir dir_;
+  std::array<uint16_t, 3> ports_{}, raft_ports_{};
+  std::array<std::unique_ptr<node>, 3> b_;
+};
+
+TEST_F(replicas, a_follower_refuses_naming_the_leader_and_the_cli_finds_it) {
+  launch_all();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  int f = (l + 1) % 3;
+  auto r = b_[f]->ctl({"list"});
+  EXPECT_NE(r.exit_code, 0) << describe(r);
+  EXPECT_NE(r.err.find("replica " + name(f) + " of node b is a follower; the leader is " + name(l)
+                       + " at " + address(l)),
+            std::string::npos)
+    << describe(r);
+  // `replicas`: the group as its leader sees it, asked of any replica.
+  auto rep = b_[f]->ctl({"replicas", "--json"});
+  ASSERT_EQ(rep.exit_code, 0) << describe(rep);
+  auto v = parse_json(rep.out);
+  ASSERT_TRUE(v) << rep.out;
+  EXPECT_EQ(field(*v, "leader").string_value(), name(l)) << rep.out;
+  EXPECT_EQ(field(*v, "replicas").list_value().values_size(), 3) << rep.out;
+  auto table = ctl({"replicas"});
+  EXPECT_EQ(table.exit_code, 0) << describe(table);
+  EXPECT_NE(table.out.find(name(l) + "*"), std::string::npos) << table.out;  // the leader answered
+  EXPECT_NE(table.out.find("follower"), std::string::npos) << table.out;
+  // Given every address, the CLI goes to the leader whichever it asks first.
+  auto id = submit("demo.ledger", R"({"steps":2,"ledger_dir":")" + ledger().string() + "\"}");
+  EXPECT_EQ(waited(id), "SUCCESS") << logs();
+  // A follower's copy of the journal holds it too: its RocksDB is warm.
+  EXPECT_GE(count_files(ledger()), 2u);
+}
+
+TEST_F(replicas, the_leaders_sigkill_loses_nothing_acknowledged_and_a_follower_carries_on) {
+  launch_all();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  // Waiting procedures, timers due after the kill, and steps in flight.
+  std::vector<std::string> waiters, timers, ledgers;
+  for (int i = 0; i < 5; ++i)
+    waiters.push_back(submit("demo.wait_event", R"({"key":"pay"})"));
+  auto due = std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch() + 4s)
+               .count();
+  for (int i = 0; i < 5; ++i)
+    timers.push_back(submit("demo.timer", R"({"wake_at_ms":)" + std::to_string(due) + "}"));
+  for (int i = 0; i < 3; ++i)
+    ledgers.push_back(submit("demo.ledger", R"({"steps":6,"step_sleep_ms":200,"ledger_dir":")"
+                                              + ledger().string() + "\"}"));
+  ASSERT_EQ(state(waiters.back()), "WAITING") << logs();
+  auto killed_at = clock_type::now();
+  b_[l]->kill();
+  int l2 = leader(30s, l);
+  ASSERT_GE(l2, 0) << logs();
+  std::printf("  failover: %.2f s from the SIGKILL to a new leader that serves\n",
+              std::chrono::duration<double>(clock_type::now() - killed_at).count());
+  // Everything acknowledged is there, and carries on.
+  for (const auto& id : waiters)
+    EXPECT_EQ(state(id), "WAITING") << id;
+  auto ev = ctl({"event", "pay", "--payload-json", R"("ok")"});
+  EXPECT_EQ(ev.exit_code, 0) << describe(ev);
+  for (const auto& id : waiters)
+    EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
+  for (const auto& id : timers)
+    EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
+  for (const auto& id : ledgers)
+    EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
+  // The killed replica restarts as a follower and names the new leader.
+  ASSERT_TRUE(b_[l]->launch());
+  EXPECT_TRUE(eventually(
+    [&] {
+      auto r = b_[l]->ctl({"list"}, 10s);
+      return r.err.find("the leader is " + name(l2)) != std::string::npos;
+    },
+    30s))
+    << logs();
+}
+
+TEST_F(replicas, a_frozen_leader_is_replaced_and_steps_down_when_it_thaws) {
+  launch_all();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  auto before = submit("demo.wait_event", R"({"key":"thaw"})");
+  ASSERT_EQ(::kill(b_[l]->pid(), SIGSTOP), 0);
+  int l2 = leader(30s, l);
+  if (l2 < 0)
+    ::kill(b_[l]->pid(), SIGCONT);
+  ASSERT_GE(l2, 0) << logs();
+  auto during = submit("demo.ledger", R"({"steps":2,"ledger_dir":")" + ledger().string() + "\"}");
+  ASSERT_EQ(::kill(b_[l]->pid(), SIGCONT), 0);
+  // The old leader learns of the newer term, re-executes itself and comes back a follower.
+  EXPECT_TRUE(eventually(
+    [&] {
+      auto r = b_[l]->ctl({"list"}, 10s);
+      return r.err.find("the leader is " + name(l2)) != std::string::npos;
+    },
+    30s))
+    << logs();
+  EXPECT_NE(b_[l]->log_tail(1'000'000).find("re-executing as a follower"), std::string::npos)
+    << b_[l]->log_tail();
+  EXPECT_EQ(waited(during), "SUCCESS") << logs();
+  EXPECT_EQ(ctl({"event", "thaw"}).exit_code, 0);
+  EXPECT_EQ(waited(before), "SUCCESS") << logs();
+}
+
+TEST_F(replicas, a_lost_machine_with_its_disk_loses_nothing_acknowledged) {
+  launch_all();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i)
+    ids.push_back(submit("demo.wait_event", R"({"key":"lost"})"));
+  b_[l]->kill();
+  fs::remove_all(b_[l]->data_dir());
+  ASSERT_GE(leader(30s, l), 0) << logs();
+  EXPECT_EQ(ctl({"event", "lost"}).exit_code, 0);
+  for (const auto& id : ids)
+    EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
+}
+
+// Node a (one process) places children on node b (three replicas): a knows b by all three
+// addresses. The leader of b is SIGKILLed while the children run there; the new leader carries
+// them on, and a's link and outbox find it by themselves.
+TEST_F(replicas, a_peers_children_on_a_replicated_node_survive_its_leaders_sigkill) {
+  auto port_a = free_port();
+  node a{dir_.path() / "a",
+         port_a,
+         {"--name", "a", "--peers", "b=" + address(0) + "|" + address(1) + "|" + address(2)}};
+  // b's replicas know a.
+  for (size_t i = 0; i < 3; ++i) {
+    std::string spec;
+    for (size_t j = 0; j < 3; ++j)
+      spec += (j ? "," : "") + name(j) + "=" + address(j) + "/" + std::to_string(raft_ports_[j]);
+    b_[i] = std::make_unique<node>(
+      dir_.path() / name(i), ports_[i],
+      std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", spec, "--peers",
+                               "a=127.0.0.1:" + std::to_string(port_a)});
+  }
+  launch_all();
+  ASSERT_TRUE(a.start()) << a.log_tail();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  auto r = a.ctl({"submit", "demo.ledger", "--args-json",
+                  R"({"steps":3,"children":4,"depth":1,"spread":false,"place_on":"b",)"
+                  R"("step_sleep_ms":300,"ledger_dir":")"
+                    + ledger().string() + "\"}"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  auto id = trim(r.out);
+  // The children run on b: its leader holds them.
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto t = a.ctl({"tree", id, "--json"}, 10s);
+      return t.out.find("\"node\":\"b\"") != std::string::npos;
+    },
+    30s))
+    << a.log_tail() << logs();
+  b_[l]->kill();
+  auto w = a.ctl({"wait", id, "--json", "--timeout-s", "90"});
+  auto v = parse_json(w.out);
+  ASSERT_TRUE(v) << describe(w) << a.log_tail() << logs();
+  EXPECT_EQ(state_of(*v), "SUCCESS") << w.out << a.log_tail() << logs();
+}
+
+}  // namespace
