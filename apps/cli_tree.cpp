@@ -180,6 +180,9 @@ void add_tree_command(CLI::App& app, runner* run) {
       if (auto* rc = std::get_if<int>(&got))
         return *rc;
       const auto& r = std::get<pb::Response>(got);
+      // Nodes that did not give their parts: the tree shows their placeholders.
+      for (const auto& u : r.unreachable())
+        std::cerr << "note: " << u << '\n';
       if (a->json) {
         std::cout << tree_to_json(r.list(), wall_ms()) << '\n';
         return exit_ok;

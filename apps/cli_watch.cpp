@@ -76,6 +76,8 @@ void add_watch_command(CLI::App& app, runner* run) {
         auto text = render_tree(r.list(), o);
         auto head = "procedure " + std::to_string(a->id) + ": " + progress_bar(done, r.list_size())
                     + " procedures of its tree ended\n";
+        for (const auto& u : r.unreachable())
+          head += "note: " + u + "\n";
         bool ended = me != nullptr && has_ended(*me);
         if (terminal) {
           std::cout << "\033[H\033[2J" << head << text << std::flush;

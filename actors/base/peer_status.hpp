@@ -34,6 +34,11 @@ struct peer_status {
   /// Heartbeat answers from the peer's address that refused this node or named another node
   /// (a --peers mistake on one side), counted since the link started.
   uint64_t refusals = 0;
+  /// Times the peer went down after being up, counted since the link started.
+  uint64_t downs = 0;
+  /// Answers the link could neither read nor match to a request (dropped; they fail no
+  /// request at once and leave the peer up), counted since the link started.
+  uint64_t stray_answers = 0;
 
   /// "node b unreachable since 2026-11-25T06:40:12Z (no answer to heartbeats for 3 s)".
   std::string unreachable_text() const;

@@ -107,7 +107,17 @@ void forward(client_broker* self, connection_handle hdl, std::string bytes);
 /// Writes `reply` if the connection that asked is still there and still waits for request
 /// `seq`, then sends its next queued request on.
 void answer(client_broker* self, connection_handle hdl, uint64_t generation, uint64_t seq,
-            const std::string& reply) {
+            std::string reply) {
+  // A frame past the limit would be refused by the reader, and with it its connection (a
+  // peer's link: every request on it): the request fails instead.
+  if (reply.size() + 16 > max_frame_bytes) {
+    spdlog::warn("client request: an answer of {} bytes exceeds the frame limit; answered "
+                 "INTERNAL instead",
+                 reply.size());
+    reply = error_response(pb::Response::INTERNAL, "the answer (" + std::to_string(reply.size())
+                                                     + " bytes) exceeds the frame limit of "
+                                                     + std::to_string(max_frame_bytes) + " bytes");
+  }
   auto i = self->state.conns.find(hdl);
   if (i == self->state.conns.end() || i->second.generation != generation) {
     spdlog::debug("client connection {} closed before its answer; answer dropped", hdl.id());
@@ -150,7 +160,7 @@ void ask_executor(client_broker* self, connection_handle hdl, uint64_t generatio
                   std::string bytes) {
   self->request(self->state.executor, caf::infinite, rpc_atom::value, std::move(bytes))
     .then([self, hdl, generation,
-           seq](const std::string& reply) { answer(self, hdl, generation, seq, reply); },
+           seq](std::string& reply) { answer(self, hdl, generation, seq, std::move(reply)); },
           [self, hdl, generation, seq](caf::error& e) {
             auto why = "node did not answer (" + error_text(self->system(), e) + ")";
             spdlog::warn("client request: {}", why);
@@ -273,10 +283,16 @@ caf::behavior client_server(client_broker* self, caf::io::doorman_ptr door, caf:
       self->configure_read(m.handle, receive_policy::exactly(frame_header_bytes));
       std::string bytes(m.buf.begin(), m.buf.end());
       if (pb::Request req; req.ParseFromString(bytes) && req.tag() != 0) {
-        if (c.tagged.size() >= max_tagged_requests)
-          return refuse(self, m.handle,
-                        "more than " + std::to_string(max_tagged_requests)
-                          + " tagged requests at once");
+        // The frame was read whole, so the stream stays in step: this request alone is
+        // refused, with its tag (closing would fail every other request of a peer's link).
+        if (c.tagged.size() >= max_tagged_requests) {
+          auto why = "more than " + std::to_string(max_tagged_requests)
+                     + " tagged requests at once; retry later";
+          spdlog::warn("client connection {}: {}", m.handle.id(), why);
+          return write_frame(self, m.handle,
+                             with_varint_field(error_response(pb::Response::REFUSED, why),
+                                               response_tag_field, req.tag()));
+        }
         return forward_tagged(self, m.handle, req, std::move(bytes));
       }
       if (!c.busy)

@@ -37,6 +37,7 @@ std::string duration_text(std::chrono::milliseconds d) {
 
 struct outstanding {
   caf::typed_response_promise<std::string> rp;
+  clock_type::time_point sent;
   clock_type::time_point deadline;
 };
 
@@ -63,6 +64,10 @@ struct link_state {
   clock_type::time_point ping_sent{};
   bool want_types = true;  ///< the next ping asks for the peer's types
   bool answered = false;   ///< the connection brought an answer (its TLS handshake went through)
+  /// The last answer that could not be matched to a request (unreadable, or untagged):
+  /// when, and what it was, for the requests that then run out of time.
+  clock_type::time_point stray_at{};
+  std::string stray;
 };
 
 using link_actor = caf::io::stateful_broker<link_state>;
@@ -105,8 +110,10 @@ void go_down(link_actor* self, const std::string& reason, bool close_now) {
     st.next_connect = clock_type::now();
   }
   if (st.status.up || st.status.reason.empty()) {
-    if (st.status.up)
+    if (st.status.up) {
+      ++st.status.downs;
       spdlog::warn("node {} is down: {}", st.cfg.peer_name, reason);
+    }
     st.status.up = false;
     st.status.since_ms = wall_ms();
     st.status.reason = reason;
@@ -235,11 +242,30 @@ void on_pong(link_actor* self, const pb::Response& r) {
   notify(self);
 }
 
+/// An answer that matches no request: it cannot say which request it answers, so it fails
+/// none (the one it answered runs out of time, saying so) and leaves the peer up: only the
+/// heartbeats decide that, and the framing is intact (the frame's length was read).
+/// Logged at a falling rate, counted in proctor_peer_stray_answers_total.
+void on_stray(link_actor* self, std::string what) {
+  auto& st = self->state;
+  auto n = ++st.status.stray_answers;
+  if (log_nth(n))
+    spdlog::warn("link to node {}: {}; dropped ({} so far; logged at a falling rate)",
+                 st.cfg.peer_name, what, n);
+  st.stray_at = clock_type::now();
+  st.stray = std::move(what);
+  notify(self);  // the count, for the metric
+}
+
 void on_frame(link_actor* self, std::string payload) {
   auto& st = self->state;
   pb::Response r;
-  if (!r.ParseFromString(payload) || r.tag() == 0)
-    return go_down(self, "it sent an unreadable answer", false);
+  if (!r.ParseFromString(payload))
+    return on_stray(self, "an unreadable answer (" + std::to_string(payload.size()) + " bytes)");
+  if (r.tag() == 0)
+    return on_stray(self, "an answer without a tag ("
+                            + (r.error().empty() ? pb::Response::Code_Name(r.code()) : r.error())
+                            + ")");
   if (r.tag() == st.ping_tag)
     return on_pong(self, r);
   auto i = st.requests.find(r.tag());
@@ -268,9 +294,11 @@ void tick(link_actor* self) {
   for (auto tag : late) {
     auto i = st.requests.find(tag);
     auto rp = std::move(i->second.rp);
+    auto why = "node " + st.cfg.peer_name + " did not answer in time";
+    if (st.stray_at >= i->second.sent)
+      why += " (it sent " + st.stray + " meanwhile)";
     st.requests.erase(i);
-    rp.deliver(caf::make_error(caf::sec::runtime_error,
-                               "node " + st.cfg.peer_name + " did not answer in time"));
+    rp.deliver(caf::make_error(caf::sec::runtime_error, std::move(why)));
   }
   if (!st.connected && !st.connecting && now >= st.next_connect)
     start_connect(self);
@@ -294,8 +322,8 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
         return caf::make_error(caf::sec::runtime_error, st.status.unreachable_text());
       auto tag = ++st.next_tag;
       auto rp = self->make_response_promise<std::string>();
-      st.requests.emplace(
-        tag, outstanding{rp, clock_type::now() + std::chrono::milliseconds{timeout_ms}});
+      auto now = clock_type::now();
+      st.requests.emplace(tag, outstanding{rp, now, now + std::chrono::milliseconds{timeout_ms}});
       write_frame(self, with_varint_field(bytes, request_tag_field, tag));
       return rp;
     },

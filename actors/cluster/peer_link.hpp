@@ -12,7 +12,10 @@
 // at once ("node b unreachable since …"), and the link reconnects with back-off (connects
 // run on a detached helper, bounded by connect_timeout, so the multiplexer never blocks).
 // The peer is *up* again at the first answered ping on a new connection. Each change goes
-// to the link's parent as (peer_status_atom, peer_status).
+// to the link's parent as (peer_status_atom, peer_status). Nothing else makes it down: an
+// answer the link cannot read or match to a request (no tag) is logged and dropped, and the
+// request it answered fails at its deadline, saying so; the frames stay in step (each
+// frame's length was read).
 #pragma once
 
 #include <chrono>

@@ -49,10 +49,10 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   reply(rp, encode(r));
 }
 
-uint64_t peer_refusals(executor_actor* self) {
+uint64_t peer_total(executor_actor* self, uint64_t peer_status::*count) {
   uint64_t n = 0;
   for (const auto& p : self->state.env->cluster->all())
-    n += p.refusals;
+    n += p.*count;
   return n;
 }
 

@@ -1,7 +1,7 @@
-// Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release, tree,
+// Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release,
 // history or bypass of a procedure another node holds goes to that node, and its answer
 // comes back unchanged; a child placed on another node is asked where it runs (its status
-// and its history).
+// and its history). (A tree is gathered across nodes by executor_views.cpp.)
 #include "actors/base/errors.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
@@ -23,9 +23,6 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
       break;
     case pb::Request::kRelease:
       id = req.release().id();
-      break;
-    case pb::Request::kTree:
-      id = req.tree().id();
       break;
     case pb::Request::kHistory:
       id = req.history().id();

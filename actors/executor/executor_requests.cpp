@@ -274,13 +274,15 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
                   auto& st = self->state;
                   r->set_text(st.metrics.render(
                     s, j,
-                    executor_gauges{st.waiting, st.dormant, st.procs.size(), st.quarantined.size(),
-                                    st.rolling_back.size(), st.undos, st.undo_failures,
-                                    st.env->epoch, st.env->started_at_ms,
-                                    st.env->takeover_ms.load(), st.env->passivation_attempts.load(),
-                                    st.env->dormant_procedures.load(), st.calls.size(),
-                                    st.env->queued_wakes.load(), st.misdirected_pings,
-                                    peer_refusals(self)}));
+                    executor_gauges{
+                      st.waiting, st.dormant, st.procs.size(), st.quarantined.size(),
+                      st.rolling_back.size(), st.undos, st.undo_failures, st.env->epoch,
+                      st.env->started_at_ms, st.env->takeover_ms.load(),
+                      st.env->passivation_attempts.load(), st.env->dormant_procedures.load(),
+                      st.calls.size(), st.env->queued_wakes.load(), st.misdirected_pings,
+                      peer_total(self, &peer_status::refusals),
+                      peer_total(self, &peer_status::downs),
+                      peer_total(self, &peer_status::stray_answers), st.incomplete_views}));
                   reply(rp, encode(*r));
                 },
                 [rp](caf::error&) mutable {

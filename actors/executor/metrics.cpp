@@ -177,6 +177,17 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
           "Heartbeat answers from a peer's address that refused this node or named another "
           "node (a --peers mistake on one side).",
           g.peer_refusals);
+  counter("proctor_peer_downs_total",
+          "Times a peer's link found it down after it was up (heartbeats unanswered, the "
+          "connection closed).",
+          g.peer_downs);
+  counter("proctor_peer_stray_answers_total",
+          "Answers from peers that the link could not read or match to a request (dropped; "
+          "the request they answered fails at its deadline, and the peer stays up).",
+          g.peer_stray_answers);
+  counter("proctor_tree_views_incomplete_total",
+          "tree views that show placeholders for the parts of a node that did not answer.",
+          g.incomplete_views);
   gauge("proctor_calls_in_flight",
         "Calls to services made for waiting procedures and not answered yet (each by a "
         "caller actor, whether the procedure has its actor or not).",

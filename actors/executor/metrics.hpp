@@ -32,6 +32,9 @@ struct executor_gauges {
   uint64_t queued_wakes = 0;          ///< counter: wake-ups that waited for a sibling to go down
   uint64_t misdirected_pings = 0;     ///< counter: heartbeats from non-peers or for another name
   uint64_t peer_refusals = 0;         ///< counter: peers' answers refusing this node or misnamed
+  uint64_t peer_downs = 0;            ///< counter: peers that went down after being up
+  uint64_t peer_stray_answers = 0;    ///< counter: peers' answers no request could be found for
+  uint64_t incomplete_views = 0;      ///< counter: tree views lacking a node's parts
 };
 
 class type_metrics {

@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "tests/engine/engine_fixture.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "actors/wire/wire_frame.hpp"
@@ -176,6 +178,48 @@ TEST_F(client_server_test, garbage_is_a_bad_request_and_the_connection_stays_usa
   auto s = c.read();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->status().id(), a_);
+}
+
+// Past the tagged requests a connection may have in flight (a peer's link), one more is
+// refused alone, with its tag: the connection, and the requests on it, carry on (closing it
+// took a peer's link down with every request on it).
+TEST_F(client_server_test, a_tagged_request_past_the_limit_is_refused_alone_with_its_tag) {
+  raw_conn c{port_};
+  ASSERT_TRUE(c.ok());
+  auto w = submit("demo.wait_event", R"({"key":"never"})");
+  constexpr uint64_t in_flight = 1024;
+  std::string frames;
+  for (uint64_t tag = 1; tag <= in_flight; ++tag) {
+    pb::Request r;
+    r.set_tag(tag);
+    r.mutable_wait()->set_id(w);
+    r.mutable_wait()->set_timeout_ms(1'500);
+    frames += make_frame(r.SerializeAsString());
+  }
+  pb::Request more;
+  more.set_tag(in_flight + 1);
+  more.mutable_status()->set_id(a_);
+  c.send(frames + make_frame(more.SerializeAsString()));
+  auto refused = c.read();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->tag(), in_flight + 1);
+  EXPECT_EQ(refused->code(), pb::Response::REFUSED);
+  EXPECT_NE(refused->error().find("tagged requests at once"), std::string::npos)
+    << refused->error();
+  std::set<uint64_t> answered;
+  for (uint64_t i = 0; i < in_flight; ++i) {
+    auto r = c.read();
+    ASSERT_TRUE(r) << "after " << i << " answers";
+    EXPECT_EQ(r->code(), pb::Response::TIMEOUT);
+    answered.insert(r->tag());
+  }
+  EXPECT_EQ(answered.size(), in_flight);
+  more.set_tag(in_flight + 2);
+  c.send(make_frame(more.SerializeAsString()));
+  auto again = c.read();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->tag(), in_flight + 2);
+  EXPECT_EQ(again->status().id(), a_);
 }
 
 // A client that leaves while its request is served: the late answer must not reach the next

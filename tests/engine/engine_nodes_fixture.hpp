@@ -1,10 +1,12 @@
-// Test support for trees across nodes, in one process: three nodes (a, b, c; numbers 1-3)
-// over their own data directories, their outboxes connected by a transport that hands each
+// Test support for trees across nodes, in one process: three nodes (a, b, c; numbered from
+// their names, as real nodes are, so that each finds the others by the numbers in ids) over
+// their own data directories, their outboxes connected by a transport that hands each
 // request to the named node's executor (and can cut a node off, or restart it).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -17,6 +19,7 @@
 
 #include "tests/engine/engine_probe.hpp"
 #include "actors/node/node.hpp"
+#include "actors/node/node_identity.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/wire/wall_clock.hpp"
@@ -32,7 +35,8 @@ namespace fs = std::filesystem;
 struct switchboard {
   std::mutex mtx;
   std::map<std::string, caf::actor> executors;
-  std::set<std::string> cut;  ///< nodes nobody reaches
+  std::set<std::string> cut;               ///< nodes nobody reaches
+  std::atomic<uint64_t> tree_requests{0};  ///< `tree` requests between nodes (cut off too)
 
   caf::actor executor(const std::string& name) {
     std::lock_guard<std::mutex> g(mtx);
@@ -47,6 +51,8 @@ inline caf::behavior transport_fn(caf::event_based_actor* self, std::shared_ptr<
   return {
     [self, sb](peer_request_atom, const std::string& peer, const std::string& bytes,
                uint32_t) -> caf::result<std::string> {
+      if (pb::Request req; req.ParseFromString(bytes) && req.has_tree())
+        ++sb->tree_requests;
       auto e = sb->executor(peer);
       if (!e)
         return caf::make_error(caf::sec::request_receiver_down, "node " + peer + " unreachable");
@@ -89,7 +95,6 @@ protected:
     o.workers = workers_;
     o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
     o.name = name;
-    o.number = static_cast<uint16_t>(name[0] - 'a' + 1);
     for (std::string p : {"a", "b", "c"})
       if (p != name)
         o.peer_names.push_back(p);
@@ -128,7 +133,7 @@ protected:
     s.name = name;
     s.up = up;
     s.since_ms = wall_ms();
-    s.number = static_cast<uint16_t>(name[0] - 'a' + 1);
+    s.number = node_number_of(name);
     if (!up)
       s.reason = "reported down by the test";
     for (auto& [n, x] : nodes_)

@@ -1,5 +1,6 @@
 // Test support for trees across real proctord processes: three named nodes a, b, c on
-// 127.0.0.1 (free ports, temp directories), each with the other two as --peers. demo.ledger
+// 127.0.0.1 (free ports, temp directories), each with the others as --peers (a derived
+// fixture may set count_ to 2 in its constructor: a and b only). demo.ledger
 // spreads its children over the nodes; its ledger files (one per committed step) and its
 // undo log say what ran and what was undone, in which order, whatever happened to the
 // processes.
@@ -25,16 +26,16 @@ class cluster : public ::testing::Test {
 protected:
   void SetUp() override {
     fs::create_directories(ledger());
-    for (size_t i = 0; i < 3; ++i)
+    for (size_t i = 0; i < count_; ++i)
       ports_[i] = free_port();
-    for (size_t i = 0; i < 3; ++i)
+    for (size_t i = 0; i < count_; ++i)
       nodes_[i] = make(i);
-    for (auto& n : nodes_)
-      ASSERT_TRUE(n->start()) << n->log_tail();
+    for (size_t i = 0; i < count_; ++i)
+      ASSERT_TRUE(nodes_[i]->start()) << nodes_[i]->log_tail();
     // Every link up (a link that found its peer not started yet retries within 2 s), so
     // each test starts from the same cluster.
-    for (size_t i = 0; i < 3; ++i) {
-      for (size_t j = 0; j < 3; ++j) {
+    for (size_t i = 0; i < count_; ++i) {
+      for (size_t j = 0; j < count_; ++j) {
         if (i == j)
           continue;
         ASSERT_TRUE(sees(i, names_[j], true)) << nodes_[i]->log_tail();
@@ -44,7 +45,7 @@ protected:
 
   std::unique_ptr<node> make(size_t i) {
     std::string peers;
-    for (size_t j = 0; j < 3; ++j)
+    for (size_t j = 0; j < count_; ++j)
       if (j != i)
         peers += (peers.empty() ? "" : ",") + names_[j] + "=127.0.0.1:" + std::to_string(ports_[j]);
     return std::make_unique<node>(dir_.path() / names_[i], ports_[i],
@@ -99,6 +100,8 @@ protected:
       limit, 100ms);
   }
 
+  /// How many of a, b, c run (2 or 3).
+  size_t count_ = 3;
   temp_dir dir_;
   std::array<std::string, 3> names_{"a", "b", "c"};
   std::array<uint16_t, 3> ports_{};

@@ -158,6 +158,8 @@ struct executor_state {
   uint64_t undos = 0;  ///< undos done
   /// Heartbeats from nodes not in --peers, or expecting another node at this address.
   uint64_t misdirected_pings = 0;
+  /// `tree` views that lack the parts of a node that did not answer.
+  uint64_t incomplete_views = 0;
   uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
 
   // -- recovery (executor_recovery.cpp) ------------------------------------------------------
@@ -346,8 +348,8 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
 /// A peer's status as its link sees it: kept for procedure actors; the procedures that wait
 /// for that peer are told when it goes down or comes back, its outbox kicked when it is up.
 void on_peer_status(executor_actor* self, const peer_status& s);
-/// Peers' heartbeat answers that refused this node or named another node, over all peers.
-uint64_t peer_refusals(executor_actor* self);
+/// A count of the peers' links, over all peers (peer_status::refusals, ::downs, ...).
+uint64_t peer_total(executor_actor* self, uint64_t peer_status::*count);
 /// Answers `nodes`: this node and each peer as seen from here.
 void handle_nodes(executor_actor* self, promise_t rp);
 /// A list not limited to this node (`local` unset) on a node with peers: asks each peer for
@@ -357,7 +359,9 @@ bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Res
                        promise_t rp);
 
 // -- operators (executor_views.cpp, executor_bypass.cpp) --------------------------------------
-/// The tree of a procedure, root first, depth first (with its fragments on other nodes).
+/// The whole tree of a procedure, root first, depth first, with its fragments on other
+/// nodes, gathered at the root's node (from a node holding a fragment of it, too); or,
+/// asked by another node (TreeRequest.fragments), the parts held here.
 void handle_tree(executor_actor* self, const pb::TreeRequest& req, promise_t rp);
 /// A procedure's history, read from its tree's journal records.
 void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise_t rp);
