@@ -11,12 +11,18 @@
 
 #include <linux/magic.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/process/process_harness.hpp"
@@ -228,6 +234,62 @@ TEST_F(replicas, a_lost_machine_with_its_disk_loses_nothing_acknowledged) {
   EXPECT_EQ(ctl({"event", "lost"}).exit_code, 0);
   for (const auto& id : ids)
     EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
+}
+
+// The leader SIGKILLed again and again (PROCTOR_ROUNDS times, 3 by default) at seeded random
+// moments while a client submits without pause; each killed replica is started again. Every
+// submit that was acknowledged ends SUCCESS with exactly its steps' ledger files.
+TEST_F(replicas, repeated_leader_kills_under_load_lose_no_acknowledged_submit) {
+  int rounds = 3;
+  if (const char* r = std::getenv("PROCTOR_ROUNDS"))
+    rounds = std::max(1, std::atoi(r));
+  uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("PROCTOR_SEED"))
+    seed = std::strtoull(s, nullptr, 10);
+  SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  launch_all();
+  ASSERT_GE(leader(), 0) << logs();
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::string> acked;
+  size_t unacked = 0;
+  std::thread client([&] {
+    while (!stop) {
+      auto r = ctl({"submit", "demo.ledger", "--args-json",
+                    R"({"steps":3,"step_sleep_ms":20,"ledger_dir":")" + ledger().string() + "\"}"},
+                   60s);
+      std::lock_guard<std::mutex> g(mu);
+      if (r.exit_code == 0)
+        acked.push_back(trim(r.out));
+      else
+        ++unacked;
+    }
+  });
+  for (int round = 0; round < rounds; ++round) {
+    int l = leader();
+    if (l < 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{200 + rng() % 800});
+    b_[l]->kill();
+    if (leader(30s, l) < 0)
+      break;
+    ASSERT_TRUE(b_[l]->launch());
+  }
+  stop = true;
+  client.join();
+  ASSERT_GE(leader(), 0) << logs();
+  std::printf("  %d leader kills, %zu submits acknowledged, %zu not\n", rounds, acked.size(),
+              unacked);
+  EXPECT_GT(acked.size(), 0u);
+  for (const auto& id : acked)
+    EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
+  auto files = file_names(ledger());
+  for (const auto& id : acked) {
+    for (int s = 0; s < 3; ++s)
+      EXPECT_EQ(files.count(id + "." + id + "." + std::to_string(s)), 1u)
+        << "procedure " << id << " step " << s;
+  }
 }
 
 // Node a (one process) places children on node b (three replicas): a knows b by all three
