@@ -167,6 +167,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         return missing(s.proc_id());
       enter(*p, proc_state::waiting, p->committed_at_ms);  // its step's batch
       p->event_key = s.event_key();
+      p->wait_lsn = lsn;
       p->deadline_ms = s.deadline_ms();
       p->state = s.resume_state();
       p->call_service = s.call_service();
@@ -194,6 +195,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->event_delivered = true;
       p->event_payload = s.payload_json();
       p->event_timed_out = s.timed_out();
+      if (s.event_lsn() != 0)
+        t.consumed_events.push_back(s.event_lsn());
       break;
     }
     case pb::JournalRecord::kFailed: {

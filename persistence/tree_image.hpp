@@ -70,6 +70,7 @@ struct proc_image {
   int64_t deadline_ms = 0;
   int64_t wake_at_ms = 0;
   std::string event_payload;  ///< set once the event was delivered
+  uint64_t wait_lsn = 0;      ///< the Suspended record of its current wait
   std::string call_service;   ///< WAITING for the reply to a call to this service
   std::string call_request;
   bool event_delivered = false;
@@ -105,6 +106,8 @@ struct tree_image {
   bool past_no_return = false;
   std::string corrupt;  ///< non-empty: a record could not be read; quarantined
   size_t records = 0;   ///< records folded (damaged ones included)
+  /// The events (their EventArrived LSNs) its EventDelivered records consumed, in LSN order.
+  std::vector<uint64_t> consumed_events;
 
   const proc_image* find(uint64_t id) const {
     auto i = procs.find(id);

@@ -32,10 +32,19 @@ using restart_atom = caf::atom_constant<caf::atom("restart")>;
 using tree_done_atom = caf::atom_constant<caf::atom("treedone")>;  // root -> executor
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using wake_atom = caf::atom_constant<caf::atom("wake")>;  // its event's deadline -> proc
-/// Executor -> proc: (key, payload, failure) what it waits for under `key` came: an event's
-/// payload, or a call's reply (failure empty) or why the call failed. A delivery for another
-/// key than the one it waits for now is late (it stopped waiting) and dropped.
+/// Executor -> proc: (key, payload, failure, event_lsn, consume) what it waits for under `key`
+/// came: an event's payload, or a call's reply (failure empty) or why the call failed. A
+/// delivery for another key than the one it waits for now is late (it stopped waiting) and
+/// dropped. An event (event_lsn: its EventArrived record; 0 for a call) is answered: taken
+/// once its EventDelivered is durable (with the event's record deleted in the same batch when
+/// `consume`: its only taker), or declined if dropped (docs/concepts.md, "Events").
 using delivered_atom = caf::atom_constant<caf::atom("delivered")>;
+/// Proc -> executor: (event_lsn, proc id) it took the event handed to it: its EventDelivered
+/// is durable.
+using event_taken_atom = caf::atom_constant<caf::atom("evtaken")>;
+/// Proc -> executor: (event_lsn, proc id) it dropped the event handed to it without
+/// journaling it (it no longer waited for it): the event goes to another waiter, or is kept.
+using event_declined_atom = caf::atom_constant<caf::atom("evdecline")>;
 /// Proc (or the parent of a dormant child) -> executor: (call id, proc id, handle, via,
 /// service, request) it waits for the reply of this call, as for an event under the call id;
 /// the executor has it made unless it is under way already (executor_calls.cpp).

@@ -120,6 +120,9 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
         x.rp.deliver(reply);
       st.waiters.erase(w);
     }
+    // An event handed to it that it did not take goes to the next waiter (or is kept).
+    if (!st.handed_events.empty())
+      release_handed_event(self, it->first);
   }
   if (final_now || fresh)
     st.env->cluster->local_live.store(st.live, std::memory_order_relaxed);
@@ -430,20 +433,10 @@ caf::behavior serving(executor_actor* self) {
                                  std::move(parent));
     },
     [self](event_expire_atom, const std::string& key, uint64_t lsn) {
-      auto& st = self->state;
-      auto e = st.events.find(key);
-      if (e == st.events.end())
-        return;
-      auto& v = e->second;
-      v.erase(
-        std::remove_if(v.begin(), v.end(), [lsn](const pending_event& x) { return x.lsn == lsn; }),
-        v.end());
-      if (v.empty())
-        st.events.erase(e);
-      journal_batch b;
-      b.deletes.push_back({journal_keys::meta_root, lsn, lsn + 1});
-      append(self, std::move(b));
+      expire_event(self, key, lsn);
     },
+    [self](event_taken_atom, uint64_t lsn, uint64_t id) { settle_event(self, lsn, id, true); },
+    [self](event_declined_atom, uint64_t lsn, uint64_t id) { settle_event(self, lsn, id, false); },
   };
 }
 

@@ -150,19 +150,21 @@ void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h, const
   via = h && (via || (!st.via_parent.empty() && st.via_parent.erase(id) > 0));
   if (via) {
     // A dormant child: its parent spawns it, and its actor gets the event when it waits.
-    st.held_events[id] = std::move(d);
+    st.held_events[id] = held_event{key, std::move(d)};
     note_wake(self, root_id);
     self->send(h, wake_child_atom::value, id);
     return;
   }
   if (h) {
     note_wake(self, root_id);
-    self->send(h, delivered_atom::value, key, std::move(d.payload), std::move(d.failure));
+    self->send(h, delivered_atom::value, key, std::move(d.payload), std::move(d.failure),
+               d.event_lsn, d.consume);
     return;
   }
   // A passivated tree: the payload waits here for the procedure's actor, which asks for it
-  // when it waits again (await_event); the event itself may expire before that.
-  self->state.held_events[id] = std::move(d);
+  // when it waits again (await_event). The event is handed to it meanwhile (in flight): it
+  // neither expires nor goes to another procedure.
+  self->state.held_events[id] = held_event{key, std::move(d)};
   wake_root(self, root_id);
 }
 

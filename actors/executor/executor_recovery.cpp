@@ -65,6 +65,40 @@ void restore_locks(executor_actor* self, const tree_image& t) {
   }
 }
 
+namespace {
+
+/// The events read back that `t` consumed (its EventDelivered records name them): recovery
+/// does not keep them for later waiters.
+void note_event_consumers(executor_state& st, const tree_image& t) {
+  if (st.events.empty())
+    return;
+  for (auto lsn : t.consumed_events)
+    st.recovered_consumed.insert(lsn);
+}
+
+/// The procedures of `t` that wait for the key of an event read back, with the LSN of their
+/// wait (match_recovered_events).
+void note_event_waiters(executor_state& st, const tree_image& t) {
+  if (st.events.empty())
+    return;
+  for (const auto& [id, p] : t.procs)
+    if (p.status == proc_state::waiting && !p.event_key.empty() && p.call_service.empty()
+        && !p.event_delivered && !p.remote() && st.events.find(p.event_key) != st.events.end())
+      st.recovered_waiters[p.event_key].emplace_back(p.wait_lsn, id);
+}
+
+/// The event waiters of `t`, a tree that starts with its actors, wait from now on (without
+/// an actor until theirs registers): an event that comes before their actors do wakes them
+/// (held for them), as it would have before the restart.
+void await_recovered_events(executor_actor* self, const tree_image& t) {
+  for (const auto& [id, p] : t.procs)
+    if (p.status == proc_state::waiting && !p.event_key.empty() && p.call_service.empty()
+        && !p.event_delivered && !p.remote())
+      await_event(self, p.event_key, id, caf::actor{});
+}
+
+}  // namespace
+
 void recover_begin(executor_actor* self) {
   auto& st = self->state;
   st.recovering = true;
@@ -107,6 +141,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
       quarantine(self, *image, image->corrupt);
       continue;
     }
+    note_event_consumers(st, *image);
     bool sleeps = sleeps_at[i] != 0;
     // One reading of the clocks for the tree's procedures (they were read back together).
     update_clock clock{wall_ms(), steady_ns()};
@@ -157,6 +192,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
       continue;
     }
     bool rb = image->failed && !image->rolled_back;
+    if (!rb)
+      note_event_waiters(st, *image);
     // Before anything of any tree runs (at the end).
     restore_locks(self, *image);
     if (sleeps) {
@@ -165,12 +202,16 @@ void recover_part(executor_actor* self, recovered_state& part) {
       continue;
     }
     (rb ? n.rolling : n.running)++;
+    if (!rb)
+      await_recovered_events(self, *image);
     st.to_start.emplace_back(std::move(image), rb);
   }
 }
 
 void recover_end(executor_actor* self) {
   auto& st = self->state;
+  // Before anything is started or woken: the events go to their waiters as before the restart.
+  match_recovered_events(self);
   st.recovering = false;
   for (auto& [key, evs] : st.events)
     for (const auto& ev : evs)

@@ -192,12 +192,25 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
   b.entries.push_back(make_entry(journal_keys::meta_root, rec));
   append(self, std::move(b),
          [self, rp, key = req.key(), payload, at = e->arrived_at_ms()](uint64_t lsn) mutable {
-           size_t woke = 0;
-           wake_waiters(self, key, event_delivery{payload, {}}, &woke);
-           keep_event(self, key, pending_event{lsn, payload, at});
+           // Durable: it wakes every procedure waiting for it now, and is consumed; or, none
+           // waiting, it is kept for the first that suspends on it (docs/concepts.md, "Events").
+           pending_event ev{lsn, std::move(payload), at};
+           auto woke = wake_event_waiters(self, key, ev);
            pb::Response r;
-           r.set_text("event '" + key + "' delivered to " + std::to_string(woke)
-                      + " waiting procedure(s)");
+           if (woke.empty()) {
+             auto ttl = human_duration(self->state.cfg.event_ttl);
+             spdlog::info("event '{}' (lsn {}) kept for {} for the first procedure that "
+                          "suspends on it (none waits now)",
+                          key, lsn, ttl);
+             keep_event(self, key, std::move(ev));
+             r.set_text("event '" + key + "' kept for " + ttl
+                        + " for the first procedure that suspends on it (none waits now)");
+           } else {
+             spdlog::info("event '{}' (lsn {}) delivered to {} waiting procedure(s) {}", key, lsn,
+                          woke.size(), proc_list(woke));
+             r.set_text("event '" + key + "' delivered to " + std::to_string(woke.size())
+                        + " waiting procedure(s)");
+           }
            reply(rp, encode(r));
          });
 }

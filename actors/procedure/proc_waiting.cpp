@@ -1,6 +1,7 @@
 // The waiting side of a procedure actor: timers, external events and calls to services.
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "persistence/keys.hpp"
 
 namespace proctor {
 
@@ -33,12 +34,18 @@ void wait_for_event(proc_actor* self, int64_t deadline_ms) {
   offer_passivation(self);
 }
 
+void decline_event(proc_actor* self, uint64_t event_lsn) {
+  if (event_lsn != 0)
+    self->send(self->state.env->executor, event_declined_atom::value, event_lsn, self->state.id);
+}
+
 /// Woken by an event (or its deadline): journal the delivery, then run the resume state.
-void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why) {
+void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why,
+             uint64_t event_lsn, bool consume) {
   auto& st = self->state;
   if (st.busy || st.stopping || st.parked || st.status != proc_state::waiting
       || st.event_key.empty())
-    return;  // not waiting (any more): a late timer or a duplicate event
+    return decline_event(self, event_lsn);  // not waiting (any more): a late timer or event
   st.busy = true;
   disarm_timer(self);
   pb::JournalRecord rec;
@@ -49,10 +56,17 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
   d->set_timed_out(timed_out);
   const auto at = wall_ms();
   d->set_at_ms(at);
+  d->set_event_lsn(event_lsn);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
-  journal_append(self, std::move(batch), [self, payload, timed_out, why, at] {
+  // Its only taker consumes the event: its record goes with this one, so that a crash leaves
+  // the event kept and this procedure waiting for it, or neither (docs/concepts.md, "Events").
+  if (consume && event_lsn != 0)
+    batch.deletes.push_back({journal_keys::meta_root, event_lsn, event_lsn + 1});
+  journal_append(self, std::move(batch), [self, payload, timed_out, why, at, event_lsn] {
     auto& st = self->state;
+    if (event_lsn != 0)
+      self->send(st.env->executor, event_taken_atom::value, event_lsn, st.id);
     auto key = std::move(st.event_key);
     st.event_key.clear();
     st.call_service.clear();

@@ -275,17 +275,21 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (st.sleep_wanted)
         offer_sleep(self);
     },
-    [self](delivered_atom, std::string& key, std::string& payload, std::string& failure) {
+    [self](delivered_atom, std::string& key, std::string& payload, std::string& failure,
+           uint64_t event_lsn, bool consume) {
       auto& st = self->state;
+      // It no longer waits for this (it timed out, or was bypassed): an event goes back.
       if (st.bypassing || key != st.event_key)
-        return;  // it no longer waits for this (it timed out, or was bypassed)
+        return decline_event(self, event_lsn);
       bool failed = !failure.empty();
       if (st.frozen || st.offering)
-        return hold(self, [self, key, payload, failed, failure] {
+        return hold(self, [self, key, payload, failed, failure, event_lsn, consume] {
           if (key == self->state.event_key)
-            on_wake(self, payload, failed, failure);
+            on_wake(self, payload, failed, failure, event_lsn, consume);
+          else
+            decline_event(self, event_lsn);
         });
-      on_wake(self, payload, failed, std::move(failure));
+      on_wake(self, payload, failed, std::move(failure), event_lsn, consume);
     },
     [self](wake_atom, uint64_t token) {  // its event's or call's deadline passed
       auto& st = self->state;

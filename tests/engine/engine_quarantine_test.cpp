@@ -46,6 +46,7 @@ TEST_F(quarantine_test, a_damaged_record_quarantines_its_tree_and_nothing_else) 
   event("h", R"("ok")");
   EXPECT_EQ(wait(healthy).state(), pb::SUCCESS);
   auto other = submit("demo.wait_event", R"({"key":"h"})");
+  event("h", R"("again")");  // the first was consumed: it woke `healthy`
   EXPECT_EQ(wait(other).state(), pb::SUCCESS);
   // Nothing of the quarantined tree was deleted, also not across another restart.
   stop();

@@ -1,6 +1,7 @@
 // External events, deadlines, nonces and supervision through a real node, across SIGKILLs:
-// a suspended demo.wait_event outlives a crash and wakes on its event; an event that finds no
-// waiter is kept for a later one; a deadline keeps its absolute time across a restart; a nonce
+// a suspended demo.wait_event outlives a crash and wakes on its event; an event that woke a
+// waiter is consumed (a later waiter does not get it); an event that finds no waiter is kept
+// for the first later one only; a deadline keeps its absolute time across a restart; a nonce
 // keeps naming its procedure; demo.flaky is restarted by its supervisor or escalates.
 #include <gtest/gtest.h>
 
@@ -117,13 +118,48 @@ TEST(events_process, event_without_a_waiter_reaches_a_waiter_submitted_later) {
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();
   auto e = f.event("ev-early", R"({"early":1})");
   ASSERT_EQ(e.exit_code, 0) << describe(e);
-  EXPECT_NE(e.out.find("delivered to 0 "), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("event 'ev-early' kept for 5 min for the first procedure that suspends on "
+                       "it (none waits now)"),
+            std::string::npos)
+    << e.out;
 
   auto id = f.submit("demo.wait_event", R"({"key":"ev-early"})");
   auto [v, r] = f.wait(id, 10);
   ASSERT_EQ(r.exit_code, 0) << describe(r) << f.n.log_tail();
   ASSERT_TRUE(v);
   EXPECT_EQ(field(field(*v, "result"), "early").number_value(), 1.0) << r.out;
+
+  // Consumed: a second waiter waits for an event of its own.
+  auto second = f.submit("demo.wait_event", R"({"key":"ev-early"})");
+  ASSERT_TRUE(f.suspended(second)) << f.n.log_tail();
+  std::this_thread::sleep_for(300ms);
+  auto still = f.status(second);
+  ASSERT_TRUE(still);
+  EXPECT_EQ(state_of(*still), "WAITING") << "the kept event woke a second waiter";
+  f.n.kill();
+}
+
+// Issue 32: an event that woke its waiter was kept for later ones, and charged twice.
+TEST(events_process, event_that_woke_a_waiter_does_not_wake_one_submitted_later) {
+  fixture f;
+  ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  auto first = f.submit("demo.wait_event", R"({"key":"payment:o8"})");
+  ASSERT_TRUE(f.suspended(first)) << f.n.log_tail();
+  auto e = f.event("payment:o8", R"({"amount":8})");
+  ASSERT_EQ(e.exit_code, 0) << describe(e);
+  EXPECT_NE(e.out.find("event 'payment:o8' delivered to 1 waiting procedure(s)"), std::string::npos)
+    << e.out;
+  auto [v, r] = f.wait(first);
+  ASSERT_EQ(r.exit_code, 0) << describe(r) << f.n.log_tail();
+
+  auto second = f.submit("demo.wait_event", R"({"key":"payment:o8"})");
+  ASSERT_TRUE(f.suspended(second)) << f.n.log_tail();
+  f.n.kill();  // nor after a crash
+  ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  std::this_thread::sleep_for(300ms);
+  auto still = f.status(second);
+  ASSERT_TRUE(still) << f.n.log_tail();
+  EXPECT_EQ(state_of(*still), "WAITING") << "the consumed event woke a later waiter";
   f.n.kill();
 }
 

@@ -75,6 +75,32 @@ struct pending_event {
 struct event_delivery {
   std::string payload;
   std::string failure;  ///< a failed call: why (it resumes as from a passed deadline)
+  /// An event: its EventArrived record (journal_keys::meta_root, this LSN); 0 for a call's
+  /// reply. The procedure names it in its EventDelivered record and tells the executor whether
+  /// it took it (event_taken_atom, event_declined_atom).
+  uint64_t event_lsn = 0;
+  /// The procedure is the event's only taker: it deletes the event's record in the batch of
+  /// its EventDelivered, so that a crash leaves both or neither. Else (an event that woke
+  /// several) the executor deletes it once each of them took it or declined it.
+  bool consume = false;
+};
+
+/// A delivery held for a procedure whose actor is not there (a passivated tree, a dormant
+/// child): given to it when it waits under `key` again.
+struct held_event {
+  std::string key;
+  event_delivery d;
+};
+
+/// An event handed to procedures that have not all said yet whether they took it
+/// (executor_events.cpp): neither kept for later waiters nor deleted meanwhile.
+struct event_in_flight {
+  std::string key;
+  pending_event ev;
+  std::vector<uint64_t> takers;  ///< handed to, not answered yet
+  std::vector<uint64_t> took;    ///< took it (their EventDelivered is durable)
+  bool consume = false;          ///< event_delivery::consume (one taker)
+  bool was_kept = false;         ///< a later waiter's, kept until then (not woken by it)
 };
 
 /// A call under way (executor_calls.cpp): its caller, and the procedure that waits for it.
@@ -114,7 +140,11 @@ struct executor_state {
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
   size_t dormant = 0;  ///< hibernated roots
   /// Events for procedures of passivated trees, kept until their actors wait again.
-  std::unordered_map<uint64_t, event_delivery> held_events;
+  std::unordered_map<uint64_t, held_event> held_events;
+  /// Events handed to procedures, until each said whether it took it, by LSN; and the
+  /// procedures they were handed to, each to its event's LSN.
+  std::unordered_map<uint64_t, event_in_flight> events_in_flight;
+  std::unordered_multimap<uint64_t, uint64_t> handed_events;
   /// Calls under way, by call id (the key their procedure waits under).
   std::unordered_map<std::string, call_entry> calls;
   /// Event waiters registered by their parent (dormant children, proc_passivated_children.cpp): their
@@ -180,6 +210,11 @@ struct executor_state {
   };
   std::vector<tree_wake_arm> to_arm;  ///< passivated trees' earliest deadlines
   std::vector<uint64_t> to_wake;      ///< passivated trees woken (an event kept while down)
+  /// The procedures read back waiting for the key of an event read back (by key: the
+  /// Suspended record of the wait, the procedure), and the events the trees read back say
+  /// were consumed: recover_end hands the events out as they were before the restart.
+  std::unordered_map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> recovered_waiters;
+  std::unordered_set<uint64_t> recovered_consumed;
 };
 
 using executor_actor = caf::stateful_actor<executor_state>;
@@ -217,7 +252,9 @@ bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t 
                          const caf::actor& child, caf::actor parent);
 
 /// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
-/// once by one kept from earlier (or held for it), else when the next one arrives. `via`:
+/// once by the oldest one kept from earlier, which it consumes (or by the one held for it),
+/// else when the next one arrives. During recovery kept events are not handed out: recover_end
+/// does, in the order of the waits (match_recovered_events). `via`:
 /// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
 /// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
@@ -225,6 +262,26 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
 /// Wakes every procedure waiting under `key` with `d`; adds their number to `*woke`.
 void wake_waiters(executor_actor* self, const std::string& key, const event_delivery& d,
                   size_t* woke);
+/// Event `ev`, durable, wakes every procedure waiting under `key` now; returns their ids
+/// (none: the caller keeps it for the first later waiter).
+std::vector<uint64_t> wake_event_waiters(executor_actor* self, const std::string& key,
+                                         const pending_event& ev);
+/// Procedure `id` took the event of LSN `lsn` (its EventDelivered is durable), or declined it
+/// (it no longer waited for it). Once each procedure it was handed to said, an event taken by
+/// none is kept again for the first later waiter; one taken is gone (its record deleted).
+void settle_event(executor_actor* self, uint64_t lsn, uint64_t id, bool took);
+/// Procedure `id` ended: an event handed to it and not taken is taken by it no more.
+void release_handed_event(executor_actor* self, uint64_t id);
+/// Kept event `lsn` of `key` reached its TTL: it is deleted (unless it was consumed, or is
+/// being handed to a procedure: then settle_event decides).
+void expire_event(executor_actor* self, const std::string& key, uint64_t lsn);
+/// Recovery: the events read back go to the procedures read back waiting for them, as they
+/// went before the restart (docs/concepts.md, "Events"); the rest are kept.
+void match_recovered_events(executor_actor* self);
+/// `ms` as an operator reads it: "5 min", "30 s", "1 h", "1500 ms".
+std::string human_duration(std::chrono::milliseconds ms);
+/// "[proc 12, 13]" for a log line (the first 20 ids, then how many more).
+std::string proc_list(const std::vector<uint64_t>& ids);
 
 // -- calls (executor_calls.cpp) ------------------------------------------------------------------
 /// Procedure `id` waits for the reply of call `key` (registered as await_event does); the

@@ -148,7 +148,14 @@ void hold(proc_actor* self, std::function<void()> f);
 void release_timers(proc_actor* self);
 
 /// Woken by an event, a reply or a deadline: journal it, then run the resume state (or fail
-/// with `why`, or a default reason, when it timed out).
-void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why = {});
+/// with `why`, or a default reason, when it timed out). `event_lsn`: the event's record
+/// (delivered_atom), named in the EventDelivered and deleted in its batch when `consume`; the
+/// executor is told whether it was taken (event_taken_atom) or not (event_declined_atom).
+void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::string why = {},
+             uint64_t event_lsn = 0, bool consume = false);
+
+/// The event of LSN `event_lsn` (0: none, a call's reply) was delivered to this procedure,
+/// which drops it without journaling it: the executor hands it to another waiter or keeps it.
+void decline_event(proc_actor* self, uint64_t event_lsn);
 
 }  // namespace proctor
