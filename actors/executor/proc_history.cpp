@@ -34,6 +34,21 @@ std::string end_text(pb::ProcState s, const std::string& result, const std::stri
   return out;
 }
 
+/// What woke a procedure that waited since the Suspended record at `wait_lsn`: its deadline,
+/// a call's reply, an event posted while it waited, or one posted before and kept for it
+/// (docs/concepts.md, "Events").
+std::string delivered_text(const pb::EventDelivered& s, uint64_t wait_lsn) {
+  if (s.timed_out())
+    return "deadline passed waiting for " + s.event_key();
+  std::string d = "event " + s.event_key() + " payload " + s.payload_json();
+  if (s.event_lsn() == 0)
+    return d;
+  d += " (the event at lsn " + std::to_string(s.event_lsn());
+  if (s.event_lsn() < wait_lsn)
+    return d + ", posted before it suspended: kept for it, consumed)";
+  return d + ", posted while it waited: it woke it)";
+}
+
 }  // namespace
 
 pb::History history_of(uint64_t id, const journal_records& records, const registry& types) {
@@ -47,6 +62,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
     return e;
   };
   bool summary_only = false;
+  uint64_t wait_lsn = 0;  // its last Suspended record
   for (const auto& r : records) {
     pb::JournalRecord rec;
     if (!rec.ParseFromString(r.value)) {
@@ -101,6 +117,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         const auto& s = rec.suspended();
         if (s.proc_id() != id)
           break;
+        wait_lsn = r.lsn;
         auto* e = add(r.lsn, "suspended");
         e->set_state(s.resume_state());
         e->set_state_name(name(s.resume_state()));
@@ -125,9 +142,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         const auto& s = rec.delivered();
         if (s.proc_id() != id)
           break;
-        add(r.lsn, "event")
-          ->set_detail(s.timed_out() ? "deadline passed waiting for " + s.event_key()
-                                     : "event " + s.event_key() + " payload " + s.payload_json());
+        add(r.lsn, "event")->set_detail(delivered_text(s, wait_lsn));
         break;
       }
       case pb::JournalRecord::kFailed: {

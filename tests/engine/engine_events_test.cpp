@@ -197,6 +197,49 @@ TEST_F(events_test, a_kept_event_expires_unconsumed_after_its_ttl) {
   expect_still_waiting(w);
 }
 
+// Each procedure's history says what woke it: the event posted while it waited, or the one
+// posted before it suspended and kept for it (the probes hold at a gate after the event, so
+// their records are still there).
+TEST_F(events_test, history_says_whether_an_event_woke_the_procedure_or_was_kept_for_it) {
+  start();
+  auto held_waiter = [&](const std::string& key) {
+    auto d = probe({act(ProbeAction::SUSPEND, key), act(ProbeAction::NEXT)});
+    d.mutable_actions(1)->set_gate("hold");
+    return submit("test.probe", json(d));
+  };
+  auto event_entry = [&](uint64_t id) {
+    pb::Request h;
+    h.mutable_history()->set_id(id);
+    auto r = call(h);
+    EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
+    for (const auto& e : r.history().entries())
+      if (e.kind() == "event")
+        return e.detail();
+    return std::string{};
+  };
+  auto woken = held_waiter("hk");
+  ASSERT_TRUE(eventually([&] { return status(woken).waiting_for() == "event hk"; }));
+  EXPECT_EQ(event("hk", R"("live")").text(), delivered("hk", 1));
+  EXPECT_EQ(event("hk", R"("early")").text(), kept("hk"));
+  auto later = held_waiter("hk");
+  std::string woke_text, kept_text;
+  ASSERT_TRUE(eventually([&] {
+    woke_text = event_entry(woken);
+    kept_text = event_entry(later);
+    return !woke_text.empty() && !kept_text.empty();
+  }));
+  EXPECT_NE(woke_text.find(R"(event hk payload "live" (the event at lsn )"), std::string::npos)
+    << woke_text;
+  EXPECT_NE(woke_text.find("posted while it waited: it woke it"), std::string::npos) << woke_text;
+  EXPECT_NE(kept_text.find(R"(event hk payload "early")"), std::string::npos) << kept_text;
+  EXPECT_NE(kept_text.find("posted before it suspended: kept for it, consumed"), std::string::npos)
+    << kept_text;
+  world().open("hold");
+  EXPECT_EQ(wait(woken).state(), pb::SUCCESS);
+  EXPECT_EQ(wait(later).state(), pb::SUCCESS);
+  expect_clean_world();
+}
+
 // -- passivated trees and dormant children ----------------------------------------------------
 
 TEST_F(events_test, an_event_that_woke_a_passivated_root_wakes_no_later_waiter) {
