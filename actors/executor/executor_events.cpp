@@ -61,7 +61,33 @@ void hand_event(executor_actor* self, uint64_t id, const caf::actor& h, const st
   auto& st = self->state;
   f.takers.push_back(id);
   st.handed_events.emplace(id, f.ev.lsn);
+  if (h && !via && (st.via_parent.empty() || st.via_parent.count(id) == 0))
+    f.handed_to[id] = h;
   deliver_event(self, id, h, key, event_delivery{f.ev.payload, {}, f.ev.lsn, f.consume}, via);
+}
+
+/// A new actor `h` of procedure `id` waits under `key`, while an event of `key` handed to its
+/// old actor is in flight: the old one went down without answering (stopped for a supervision
+/// restart, the delivery dropped with its mailbox), so the event goes to the new one. Returns
+/// false if there is none such.
+bool hand_again(executor_actor* self, const std::string& key, uint64_t id, const caf::actor& h) {
+  auto& st = self->state;
+  for (auto [hd, end] = st.handed_events.equal_range(id); hd != end; ++hd) {
+    auto i = st.events_in_flight.find(hd->second);
+    if (i == st.events_in_flight.end() || i->second.key != key)
+      continue;
+    auto& f = i->second;
+    auto to = f.handed_to.find(id);
+    if (to == f.handed_to.end() || to->second == h)
+      continue;
+    spdlog::info("[proc {} root {}] event '{}' (lsn {}) handed again to its new actor (the one "
+                 "it was handed to went down)",
+                 id, root_of(self, id), key, f.ev.lsn);
+    to->second = h;
+    deliver_event(self, id, h, key, event_delivery{f.ev.payload, {}, f.ev.lsn, f.consume});
+    return true;
+  }
+  return false;
 }
 
 /// Kept event `ev` goes to the first procedure waiting under `key`, if any (it was being
@@ -136,6 +162,8 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
     if (hd.d.event_lsn != 0)
       settle_event(self, hd.d.event_lsn, id, false);
   }
+  if (h && !via && !st.handed_events.empty() && hand_again(self, key, id, h))
+    return;
   if (auto e = st.events.find(key); !st.recovering && e != st.events.end() && !e->second.empty()) {
     // The oldest kept event is this procedure's; no other waiter gets it.
     auto ev = std::move(e->second.front());
@@ -203,6 +231,7 @@ void settle_event(executor_actor* self, uint64_t lsn, uint64_t id, bool took) {
   if (t == f.takers.end())
     return;
   f.takers.erase(t);
+  f.handed_to.erase(id);
   for (auto [hd, end] = st.handed_events.equal_range(id); hd != end; ++hd)
     if (hd->second == lsn) {
       st.handed_events.erase(hd);

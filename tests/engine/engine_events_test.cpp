@@ -285,6 +285,47 @@ TEST_F(events_test, an_event_that_woke_dormant_children_through_their_parent_wak
   expect_clean_world();
 }
 
+// A supervisor restarting all its children (one_for_all, after a sibling crashed) stops a
+// waiter; an event that comes before the waiter's new actor is there is handed to the old
+// one, which is gone, and is handed again to the new one when it waits (it was left in flight
+// and the waiter waited for ever). A sibling busy at a gate holds the restart back meanwhile.
+TEST_F(events_test, an_event_handed_to_a_waiter_stopped_for_a_restart_reaches_its_new_actor) {
+  supervision_policy all;
+  all.strategy = restart_strategy::one_for_all;
+  all.backoff_min = std::chrono::milliseconds{5};
+  all.backoff_max = std::chrono::milliseconds{20};
+  types_.add<testing::probe>("test.probe_all", 1, all);
+  start_with(std::chrono::milliseconds{-1});  // the waiter keeps its actor
+  auto crasher = probe({act(ProbeAction::NEXT), act(ProbeAction::CRASH_ONCE)});
+  crasher.mutable_actions(0)->set_gate("crash");
+  auto busy = probe({act(ProbeAction::NEXT)});
+  busy.mutable_actions(0)->set_gate("busy");
+  auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  *r.mutable_actions(0)->add_children() = crasher;
+  *r.mutable_actions(0)->add_children() =
+    probe({act(ProbeAction::SUSPEND, "sv"), act(ProbeAction::NEXT)});
+  *r.mutable_actions(0)->add_children() = busy;
+  auto id = submit("test.probe_all", json(r));
+  std::vector<uint64_t> ids;  // root, crasher, waiter, busy
+  ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 4; }));
+  ASSERT_TRUE(eventually([&] { return status(ids[2]).waiting_for() == "event sv"; }));
+  ASSERT_TRUE(world().wait_started(probe_world::key(ids[3], 1)));
+  world().open("crash");
+  ASSERT_TRUE(world().wait_started(probe_world::key(ids[1], 2)));  // it crashes now
+  // The waiter is stopped at once (nothing shows when its actor is gone); the restart waits
+  // for the busy sibling's step.
+  std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  EXPECT_EQ(event("sv", R"("sv")").text(), delivered("sv", 1));
+  world().open("busy");
+  auto s = wait(id, std::chrono::seconds{20});
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
+  EXPECT_EQ(status(ids[2]).state(), pb::SUCCESS) << "the waiter never got its event";
+  EXPECT_EQ(world().starts()[probe_world::key(ids[2], 2)], 1);
+  auto later = waiter("sv");
+  expect_still_waiting(later);
+  expect_clean_world();
+}
+
 // -- restarts and crashes ---------------------------------------------------------------------
 
 TEST_F(events_test, a_consumed_kept_event_is_not_delivered_again_after_a_restart) {

@@ -101,6 +101,10 @@ struct event_in_flight {
   std::vector<uint64_t> took;    ///< took it (their EventDelivered is durable)
   bool consume = false;          ///< event_delivery::consume (one taker)
   bool was_kept = false;         ///< a later waiter's, kept until then (not woken by it)
+  /// The live actor each taker got it from the executor directly (not held, not through its
+  /// parent): should a new actor of that procedure wait under `key`, the old one went down
+  /// before it answered (a supervision restart), and the new one gets the event.
+  std::unordered_map<uint64_t, caf::actor> handed_to;
 };
 
 /// A call under way (executor_calls.cpp): its caller, and the procedure that waits for it.
