@@ -163,22 +163,25 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       return 64;
     }
     if (standby) {
-      std::cerr << program << ": --standby and --replica do not go together (a replica "
-                              "group needs no standby: any replica takes over)\n";
+      std::cerr << program
+                << ": --standby and --replica do not go together (a replica "
+                   "group needs no standby: any replica takes over)\n";
       return 64;
     }
     auto own = me->client.host + ":" + std::to_string(me->client.port);
     if (listen.empty())
       listen = own;
-    else if (auto ep = parse_endpoint(listen, false); ep && ep->host + ":" + std::to_string(ep->port) != own) {
+    else if (auto ep = parse_endpoint(listen, false);
+             ep && ep->host + ":" + std::to_string(ep->port) != own) {
       std::cerr << program << ": --listen " << listen << " is not replica " << replica
                 << "'s address in --replicas (" << own << ")\n";
       return 64;
     }
   }
   if (listen.empty()) {
-    std::cerr << program << ": --listen is required (HOST:PORT; with --replica it may be left "
-                            "to --replicas)\n";
+    std::cerr << program
+              << ": --listen is required (HOST:PORT; with --replica it may be left "
+                 "to --replicas)\n";
     return 64;
   }
   auto listen_ep = parse_endpoint(listen, true);
@@ -331,9 +334,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       opts.store = rn->store();
       opts.epoch = rn->store()->term();
       opts.on_journal_fatal = [r = rn.get()](const std::string& why) {
-        if (!r->retired())
+        if (r->retired())
+          spdlog::warn("replica: a journal write failed while shutting down: {}", why);
+        else
           r->step_down("its journal failed a write (" + why + ")");
-        spdlog::warn("replica: a journal write failed while shutting down: {}", why);
       };
     }
     caf::actor transport;
