@@ -257,6 +257,12 @@ struct node_process {
   pid_t pid = -1;
 };
 
+/// SIGKILLs and reaps a proctord started by spawn_proctord (no-op for pid <= 0).
+void kill_proctord(pid_t pid);
+/// SIGKILLs and reaps every proctord started and not yet reaped (reporter::finish calls it:
+/// a phase leaves by _exit, past its node_groups' destructors).
+void kill_live_proctords();
+
 /// The nodes of one measurement; SIGKILLed when it ends (their data is thrown away).
 struct node_group {
   std::vector<node_process> nodes;
@@ -265,10 +271,7 @@ struct node_group {
   node_group& operator=(const node_group&) = delete;
   ~node_group() {
     for (auto& n : nodes)
-      if (n.pid > 0) {
-        ::kill(n.pid, SIGKILL);
-        ::waitpid(n.pid, nullptr, 0);
-      }
+      kill_proctord(n.pid);
   }
 };
 

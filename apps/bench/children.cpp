@@ -45,6 +45,7 @@ void reporter::put_str(const std::string& key, std::string v) {
 /// (no actor system teardown, no clean database close). A phase that ends in a crash
 /// waits here for the parent's SIGKILL.
 void reporter::finish() {
+  kill_live_proctords();
   write_all("end\n");
   if (wait_for_kill_)
     for (;;)

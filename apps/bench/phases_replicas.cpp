@@ -116,8 +116,7 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
   r.put("single_submits_per_s", single_ps);
 
   auto t0 = clk::now();
-  ::kill(g.nodes[leader].pid, SIGKILL);
-  ::waitpid(g.nodes[leader].pid, nullptr, 0);
+  kill_proctord(g.nodes[leader].pid);
   g.nodes[leader].pid = -1;
   pb::Request submit;
   submit.mutable_submit()->set_type("demo.noop");

@@ -70,8 +70,7 @@ void phase_takeover(reporter& r, const bench_options& o, const std::string& dir)
   auto& active = g.nodes[0];
   auto port = g.nodes[1].port;
   auto t0 = clk::now();
-  ::kill(active.pid, SIGKILL);
-  ::waitpid(active.pid, nullptr, 0);
+  kill_proctord(active.pid);
   active.pid = -1;
   pb::Request submit;
   submit.mutable_submit()->set_type("demo.noop");

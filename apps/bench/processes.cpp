@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -34,6 +35,31 @@ uint16_t free_port() {
   return ntohs(a.sin_port);
 }
 
+namespace {
+
+/// Every proctord this process started and has not reaped: a phase ends with
+/// reporter::finish(), which leaves by _exit, past the destructors of its node_groups.
+std::vector<pid_t>& live_proctords() {
+  static std::vector<pid_t> pids;
+  return pids;
+}
+
+}  // namespace
+
+void kill_proctord(pid_t pid) {
+  if (pid <= 0)
+    return;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  auto& pids = live_proctords();
+  pids.erase(std::remove(pids.begin(), pids.end(), pid), pids.end());
+}
+
+void kill_live_proctords() {
+  while (!live_proctords().empty())
+    kill_proctord(live_proctords().back());
+}
+
 pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log) {
   auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "proctord";
   std::vector<std::string> all{exe.string()};
@@ -51,6 +77,7 @@ pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& lo
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     throw std::runtime_error("cannot start " + exe.string() + ": " + std::strerror(rc));
+  live_proctords().push_back(pid);
   return pid;
 }
 
