@@ -24,6 +24,22 @@ caf::behavior replica_front(caf::stateful_actor<front_state>* self, front_answer
         *r.mutable_replicas() = self->state.answers.replicas();
         return r.SerializeAsString();
       }
+      if (self->state.executor && parsed && req.has_metrics() && self->state.answers.metrics) {
+        // The node's metrics, then the group's.
+        auto rp = self->make_response_promise();
+        self->request(self->state.executor, caf::infinite, a, std::move(bytes))
+          .then(
+            [self, rp](std::string& reply) mutable {
+              pb::Response r;
+              if (r.ParseFromString(reply) && r.code() == pb::Response::OK) {
+                r.set_text(r.text() + self->state.answers.metrics());
+                reply = r.SerializeAsString();
+              }
+              rp.deliver(std::move(reply));
+            },
+            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return caf::delegated<std::string>{};
+      }
       if (self->state.executor) {
         self->delegate(self->state.executor, a, std::move(bytes));
         return caf::delegated<std::string>{};

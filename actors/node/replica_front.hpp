@@ -27,6 +27,8 @@ struct front_answers {
   std::function<not_leader_answer()> why_not;
   /// The answer to a `replicas` request (any replica answers it, leading or not).
   std::function<pb::ReplicasInfo()> replicas;
+  /// Prometheus text appended to a leader's answer to `metrics` (the group's gauges).
+  std::function<std::string()> metrics;
 };
 
 caf::actor spawn_replica_front(caf::actor_system& sys, front_answers answers);

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/client_server.hpp"
@@ -67,6 +69,7 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   front_answers answers;
   answers.why_not = [raw] { return raw->why_not(); };
   answers.replicas = [raw] { return raw->replicas(); };
+  answers.metrics = [raw] { return raw->metrics_text(); };
   r->front_ = spawn_replica_front(sys, std::move(answers));
   client_server_config cfg;
   cfg.max_frame_bytes = s.max_frame_bytes;
@@ -146,6 +149,57 @@ pb::ReplicasInfo replica_node::replicas() const {
     }
   }
   return info;
+}
+
+std::string replica_node::metrics_text() const {
+  using prometheus::ClientMetric;
+  using prometheus::MetricFamily;
+  using prometheus::MetricType;
+  auto gauge = [](std::string name, std::string help, double v) {
+    ClientMetric m;
+    m.gauge.value = v;
+    return MetricFamily{std::move(name), std::move(help), MetricType::Gauge, {std::move(m)}};
+  };
+  std::vector<MetricFamily> out;
+  out.push_back(gauge("proctor_raft_term", "The Raft term of this node's replica group.",
+                      static_cast<double>(store_->term())));
+  out.push_back(gauge("proctor_raft_commit_index", "The group's last committed Raft index.",
+                      static_cast<double>(store_->commit_index())));
+  out.push_back(gauge("proctor_raft_applied_index",
+                      "The last Raft index applied to this replica's RocksDB.",
+                      static_cast<double>(store_->applied_index())));
+  out.push_back(gauge("proctor_raft_snapshot_index", "The index of this replica's last snapshot.",
+                      static_cast<double>(store_->snapshot_index())));
+  MetricFamily stored{"proctor_raft_replica_stored_index",
+                      "The last Raft index each replica stored, as the leader knows it.",
+                      MetricType::Gauge,
+                      {}};
+  MetricFamily lag{"proctor_raft_replica_lag",
+                   "Raft entries each replica is behind the commit index, as the leader knows it.",
+                   MetricType::Gauge,
+                   {}};
+  MetricFamily up{"proctor_raft_replica_reachable",
+                  "1 if the leader heard from the replica within an election timeout.",
+                  MetricType::Gauge,
+                  {}};
+  const auto commit = store_->commit_index();
+  for (const auto& m : store_->members()) {
+    const auto* gm = find_replica(setup_.group, m.id);
+    std::vector<ClientMetric::Label> labels{
+      {"replica", gm != nullptr ? gm->name : "id " + std::to_string(m.id)}};
+    ClientMetric s, l, u;
+    s.label = l.label = u.label = labels;
+    s.gauge.value = static_cast<double>(m.match_index);
+    l.gauge.value = static_cast<double>(commit > m.match_index ? commit - m.match_index : 0);
+    u.gauge.value = m.recently_heard ? 1 : 0;
+    stored.metric.push_back(std::move(s));
+    lag.metric.push_back(std::move(l));
+    up.metric.push_back(std::move(u));
+  }
+  out.push_back(std::move(stored));
+  out.push_back(std::move(lag));
+  out.push_back(std::move(up));
+  return prometheus::TextSerializer{}.Serialize(out);
 }
 
 bool replica_node::wait_to_lead(const sigset_t& sigs) {

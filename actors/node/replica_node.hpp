@@ -55,6 +55,8 @@ public:
   std::shared_ptr<raft_store> store() const { return store_; }
   const replica_member& self() const { return *self_; }
   uint16_t port() const { return port_; }
+  /// What clients reach (the web console and /metrics ask through it too).
+  caf::actor front() const { return front_; }
 
   /// From now on the front hands every request to `executor`; losing leadership
   /// re-executes the process. Re-executes at once if leadership was lost meanwhile.
@@ -72,6 +74,7 @@ private:
   replica_node() = default;
   not_leader_answer why_not() const;
   pb::ReplicasInfo replicas() const;
+  std::string metrics_text() const;
 
   caf::actor_system* sys_ = nullptr;
   replica_setup setup_;

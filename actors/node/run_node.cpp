@@ -388,7 +388,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
 #ifdef PROCTOR_HAVE_HTTPLIB
     std::unique_ptr<metrics_http> http;
     if (!metrics_addr.empty()) {
-      http = std::make_unique<metrics_http>(sys, n.executor());
+      http = std::make_unique<metrics_http>(sys, rn ? rn->front() : n.executor());
       std::string err;
       if (!http->start(metrics_ep->host, metrics_ep->port, &err)) {
         std::cerr << program << ": cannot serve metrics on " << metrics_addr << ": " << err << "\n";
@@ -401,7 +401,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (!http_addr.empty()) {
       console_http_options co;
       co.token = *console_token;
-      console = std::make_unique<console_http>(sys, n.executor(), co);
+      console = std::make_unique<console_http>(sys, rn ? rn->front() : n.executor(), co);
       std::string err;
       if (console->start(http_ep->host, http_ep->port, &err) == 0) {
         std::cerr << program << ": cannot serve the web console on " << http_addr << ": " << err

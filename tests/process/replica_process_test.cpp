@@ -137,6 +137,14 @@ TEST_F(replicas, a_follower_refuses_naming_the_leader_and_the_cli_finds_it) {
   EXPECT_EQ(table.exit_code, 0) << describe(table);
   EXPECT_NE(table.out.find(name(l) + "*"), std::string::npos) << table.out;  // the leader answered
   EXPECT_NE(table.out.find("follower"), std::string::npos) << table.out;
+  // The leader's metrics hold the group's.
+  auto m = ctl({"metrics"});
+  EXPECT_EQ(m.exit_code, 0) << describe(m);
+  EXPECT_NE(m.out.find("proctor_raft_term "), std::string::npos) << m.out;
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NE(m.out.find("proctor_raft_replica_lag{replica=\"" + name(i) + "\"}"),
+              std::string::npos)
+      << m.out;
   // Given every address, the CLI goes to the leader whichever it asks first.
   auto id = submit("demo.ledger", R"({"steps":2,"ledger_dir":")" + ledger().string() + "\"}");
   EXPECT_EQ(waited(id), "SUCCESS") << logs();
