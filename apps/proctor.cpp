@@ -94,7 +94,7 @@ struct command {
     replicas
   };
   verb what = verb::status;
-  bool json = false;  ///< `replicas --json`
+  bool json = false;            ///< `replicas --json`
   uint64_t wait_timeout_s = 0;  ///< 0: no --timeout-s, wait as long as it takes
   /// When --timeout-s runs out (counted from the start, across reconnections).
   std::optional<std::chrono::steady_clock::time_point> wait_deadline;
@@ -116,6 +116,14 @@ std::optional<std::vector<proctor::endpoint>> parse_addresses(const std::string&
   }
 }
 
+/// The index in --node's addresses of `text` ("HOST:PORT"), if it is one of them.
+std::optional<size_t> address_index(const command& cmd, const std::string& text) {
+  for (size_t i = 0; i < cmd.addresses.size(); ++i)
+    if (text == cmd.addresses[i].host + ":" + std::to_string(cmd.addresses[i].port))
+      return i;
+  return std::nullopt;
+}
+
 /// `proctor replicas`: the group as the replica that answered sees it.
 void print_replicas(const proctor::pb::ReplicasInfo& info, bool json) {
   if (json) {
@@ -132,8 +140,7 @@ void print_replicas(const proctor::pb::ReplicasInfo& info, bool json) {
     from_leader |= r.self() && r.role() == "leader";
   std::cout << "node " << info.node() << ": term " << info.term() << ", commit index "
             << info.commit_index() << ", leader "
-            << (info.leader().empty() ? "(none: an election is under way)" : info.leader())
-            << '\n';
+            << (info.leader().empty() ? "(none: an election is under way)" : info.leader()) << '\n';
   std::printf("%-12s %-22s %-22s %-22s %-6s %10s %8s\n", "REPLICA", "ADDRESS", "RAFT ADDRESS",
               "ROLE", "VOTER", "STORED", "LAG");
   for (const auto& r : info.replicas()) {
@@ -262,12 +269,7 @@ std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor:
       // same rounds as for a standby, within --failover-s.
       if ((n == 1 || last_of_round) && clock::now() >= give_up)
         return resp;
-      auto next = (cmd.at + 1) % n;
-      for (size_t i = 0; i < n; ++i) {
-        const auto& a = cmd.addresses[i];
-        if (resp.leader() == a.host + ":" + std::to_string(a.port))
-          next = i;
-      }
+      auto next = address_index(cmd, resp.leader()).value_or((cmd.at + 1) % n);
       // The same one again (elected, still taking over), or a round without a leader.
       if (next == cmd.at || (resp.leader().empty() && last_of_round))
         std::this_thread::sleep_for(std::chrono::milliseconds{100});
@@ -326,15 +328,12 @@ int run(const command& cmd) {
     // Any replica answers; only the leader knows everyone's progress: ask it if listed.
     const auto& info = std::get<proctor::pb::Response>(got).replicas();
     for (const auto& r : info.replicas())
-      for (size_t i = 0; i < cmd.addresses.size(); ++i)
-        if (!r.self() && r.role() == "leader"
-            && r.address()
-                 == cmd.addresses[i].host + ":" + std::to_string(cmd.addresses[i].port)) {
-          cmd.at = i;
-          auto again = call(cmd, cmd.request, default_request_timeout);
-          if (std::holds_alternative<proctor::pb::Response>(again))
-            return report(cmd, std::get<proctor::pb::Response>(again));
-        }
+      if (auto i = address_index(cmd, r.address()); i && !r.self() && r.role() == "leader") {
+        cmd.at = *i;
+        auto again = call(cmd, cmd.request, default_request_timeout);
+        if (std::holds_alternative<proctor::pb::Response>(again))
+          return report(cmd, std::get<proctor::pb::Response>(again));
+      }
   }
   return report(cmd, std::get<proctor::pb::Response>(got));
 }

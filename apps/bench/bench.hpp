@@ -283,6 +283,10 @@ pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& lo
 /// One request to the node at 127.0.0.1:port; throws when there is no answer.
 pb::Response ask(uint16_t port, const pb::Request& req, std::chrono::milliseconds timeout);
 
+/// Waits (at most 300 s) until the node at 127.0.0.1:port counts at least `n` waiting
+/// procedures; throws `what` otherwise.
+void await_waiting(uint16_t port, size_t n, const std::string& what);
+
 /// Waits for procedure `id` to succeed (polls of 10 s, at most `limit` in all); throws if it
 /// ends otherwise.
 void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit);

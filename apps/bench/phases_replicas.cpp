@@ -143,14 +143,7 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
     std::chrono::seconds{300}, "no replica took over (logs: " + dir + "/b*.log)");
   await_success(port, id, std::chrono::seconds{120});
   auto took = secs(clk::now() - t0);
-  pb::Request metrics;
-  metrics.mutable_metrics();
-  await(
-    [&] {
-      auto m = ask(port, metrics, std::chrono::seconds{30});
-      return metric(m.text(), "proctor_waiting_procedures") >= static_cast<double>(o.waiting);
-    },
-    std::chrono::seconds{300}, "the new leader did not recover every waiting procedure");
+  await_waiting(port, o.waiting, "the new leader did not recover every waiting procedure");
   r.put("seconds", took);
   r.put("all_back_s", secs(clk::now() - t0));
   r.finish();

@@ -96,14 +96,7 @@ void phase_takeover(reporter& r, const bench_options& o, const std::string& dir)
     if (s.self())
       own_ms = static_cast<double>(s.process().takeover_ms());
   // Every waiting procedure back (hibernated roots are listed as they are read).
-  pb::Request metrics;
-  metrics.mutable_metrics();
-  await(
-    [&] {
-      auto m = ask(port, metrics, std::chrono::seconds{30});
-      return metric(m.text(), "proctor_waiting_procedures") >= static_cast<double>(o.waiting);
-    },
-    std::chrono::seconds{300}, "the standby did not recover every waiting procedure");
+  await_waiting(port, o.waiting, "the standby did not recover every waiting procedure");
   r.put("seconds", took);
   r.put("all_back_s", secs(clk::now() - t0));
   r.put("standby_ms", own_ms);

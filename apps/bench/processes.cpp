@@ -93,6 +93,17 @@ pb::Response ask(uint16_t port, const pb::Request& req, std::chrono::millisecond
   return resp;
 }
 
+void await_waiting(uint16_t port, size_t n, const std::string& what) {
+  pb::Request metrics;
+  metrics.mutable_metrics();
+  await(
+    [&] {
+      auto m = ask(port, metrics, std::chrono::seconds{30});
+      return metric(m.text(), "proctor_waiting_procedures") >= static_cast<double>(n);
+    },
+    std::chrono::seconds{300}, what);
+}
+
 void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit) {
   auto end = clk::now() + limit;
   pb::Request req;

@@ -103,6 +103,16 @@ protected:
     return v ? state_of(*v) : "(" + describe(r) + ")";
   }
 
+  /// Whether replica `i` answers, within 30 s, that replica `l` leads.
+  bool names_leader(int i, int l) {
+    return eventually(
+      [&] {
+        auto r = b_[i]->ctl({"list"}, 10s);
+        return r.err.find("the leader is " + name(l)) != std::string::npos;
+      },
+      30s);
+  }
+
   std::string logs() const {
     std::string s;
     for (size_t i = 0; i < 3; ++i)
@@ -188,13 +198,7 @@ TEST_F(replicas, the_leaders_sigkill_loses_nothing_acknowledged_and_a_follower_c
     EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
   // The killed replica restarts as a follower and names the new leader.
   ASSERT_TRUE(b_[l]->launch());
-  EXPECT_TRUE(eventually(
-    [&] {
-      auto r = b_[l]->ctl({"list"}, 10s);
-      return r.err.find("the leader is " + name(l2)) != std::string::npos;
-    },
-    30s))
-    << logs();
+  EXPECT_TRUE(names_leader(l, l2)) << logs();
 }
 
 TEST_F(replicas, a_frozen_leader_is_replaced_and_steps_down_when_it_thaws) {
@@ -215,13 +219,7 @@ TEST_F(replicas, a_frozen_leader_is_replaced_and_steps_down_when_it_thaws) {
   auto during = trim(sub.out);
   ASSERT_EQ(::kill(b_[l]->pid(), SIGCONT), 0);
   // The old leader learns of the newer term, re-executes itself and comes back a follower.
-  EXPECT_TRUE(eventually(
-    [&] {
-      auto r = b_[l]->ctl({"list"}, 10s);
-      return r.err.find("the leader is " + name(l2)) != std::string::npos;
-    },
-    30s))
-    << logs();
+  EXPECT_TRUE(names_leader(l, l2)) << logs();
   EXPECT_NE(b_[l]->log_tail(1'000'000).find("re-executing as a follower"), std::string::npos)
     << b_[l]->log_tail();
   EXPECT_EQ(waited(during), "SUCCESS") << logs();
