@@ -73,4 +73,7 @@ void add_tree_command(CLI::App& app, runner* run);
 void add_watch_command(CLI::App& app, runner* run);
 void add_history_commands(CLI::App& app, runner* run);  ///< history, locks, bypass
 
+/// `replicas`: the group as a table, or JSON (cli_replicas.cpp).
+void print_replicas(const pb::ReplicasInfo& info, bool json);
+
 }  // namespace proctor::cli

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <google/protobuf/util/json_util.h>
 
 #include "actors/wire/wire_client.hpp"
 #include "apps/cli_operators.hpp"
@@ -124,41 +123,6 @@ std::optional<size_t> address_index(const command& cmd, const std::string& text)
   return std::nullopt;
 }
 
-/// `proctor replicas`: the group as the replica that answered sees it.
-void print_replicas(const proctor::pb::ReplicasInfo& info, bool json) {
-  if (json) {
-    std::string out;
-    google::protobuf::util::JsonPrintOptions o;
-    o.preserve_proto_field_names = true;
-    o.always_print_primitive_fields = true;
-    (void)google::protobuf::util::MessageToJsonString(info, &out, o);
-    std::cout << out << '\n';
-    return;
-  }
-  bool from_leader = false;
-  for (const auto& r : info.replicas())
-    from_leader |= r.self() && r.role() == "leader";
-  std::cout << "node " << info.node() << ": term " << info.term() << ", commit index "
-            << info.commit_index() << ", leader "
-            << (info.leader().empty() ? "(none: an election is under way)" : info.leader()) << '\n';
-  std::printf("%-12s %-22s %-22s %-22s %-6s %10s %8s\n", "REPLICA", "ADDRESS", "RAFT ADDRESS",
-              "ROLE", "VOTER", "STORED", "LAG");
-  for (const auto& r : info.replicas()) {
-    std::string role = r.role().empty() ? "-" : r.role();
-    if (from_leader && !r.self() && !r.reachable())
-      role += " (unreachable)";
-    std::string stored = from_leader ? std::to_string(r.match_index()) : "-";
-    std::string lag = from_leader ? std::to_string(r.lag()) : "-";
-    std::printf("%-12s %-22s %-22s %-22s %-6s %10s %8s\n",
-                (r.name() + (r.self() ? "*" : "")).c_str(), r.address().c_str(),
-                r.raft_address().c_str(), role.c_str(), r.voter() ? "yes" : "no", stored.c_str(),
-                lag.c_str());
-  }
-  if (!from_leader)
-    std::cout << "(asked a replica that does not lead: only the leader knows each one's "
-                 "progress)\n";
-  std::fflush(stdout);
-}
 
 /// Prints the answer to `cmd` and returns the exit code.
 int report(const command& cmd, const proctor::pb::Response& resp) {
@@ -230,7 +194,9 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
       std::cout << proctor::quarantine_to_json(resp.quarantined()) << '\n';
       return exit_ok;
     case command::verb::replicas:
-      print_replicas(resp.replicas(), cmd.json);
+      if (!resp.text().empty() && !cmd.json)
+        print_text(resp.text());
+      proctor::cli::print_replicas(resp.replicas(), cmd.json);
       return exit_ok;
   }
   return exit_ok;
@@ -321,10 +287,16 @@ int run_wait(const command& cmd) {
 int run(const command& cmd) {
   if (cmd.what == command::verb::wait)
     return run_wait(cmd);
-  auto got = call(cmd, cmd.request, default_request_timeout);
+  auto limit = default_request_timeout;
+  const bool changes_group = cmd.request.has_replicas()
+                             && (!cmd.request.replicas().add().empty()
+                                 || !cmd.request.replicas().remove().empty());
+  if (changes_group)  // the leader answers once the new replica caught up, or its time ran out
+    limit += std::chrono::milliseconds{cmd.request.replicas().timeout_ms()};
+  auto got = call(cmd, cmd.request, limit);
   if (auto* rc = std::get_if<int>(&got))
     return *rc;
-  if (cmd.what == command::verb::replicas) {
+  if (cmd.what == command::verb::replicas && !changes_group) {
     // Any replica answers; only the leader knows everyone's progress: ask it if listed.
     const auto& info = std::get<proctor::pb::Response>(got).replicas();
     for (const auto& r : info.replicas())
@@ -512,9 +484,29 @@ int main(int argc, char** argv) {
   auto* replicas = app.add_subcommand(
     "replicas", "The replicas of a node run as a replica group: role, progress, lag");
   replicas->add_flag("--json", cmd.json, "JSON output");
+  std::string new_replica, old_replica;
+  unsigned catch_up_s = 120;
+  auto* replicas_add = replicas->add_subcommand(
+    "add", "Add a replica to the group (start it first: proctord --replica NAME --join ...); it "
+           "catches up as a standby, then votes");
+  replicas_add->add_option("replica", new_replica, "NAME=HOST:PORT/RAFT_PORT")->required();
+  replicas_add
+    ->add_option("--timeout-s", catch_up_s,
+                 "How long it may take to catch up before the add gives up (it stays a "
+                 "standby); default 120")
+    ->check(CLI::Range(1u, 86'400u));
+  auto* replicas_remove = replicas->add_subcommand(
+    "remove", "Take a replica out of the group (a lost machine's; the leader's: stop it first)");
+  replicas_remove->add_option("name", old_replica, "The replica's name")->required();
   replicas->callback([&] {
     cmd.what = verb::replicas;
-    cmd.request.mutable_replicas();
+    auto* r = cmd.request.mutable_replicas();
+    if (replicas_add->parsed()) {
+      r->set_add(new_replica);
+      r->set_timeout_ms(catch_up_s * 1000);
+    }
+    if (replicas_remove->parsed())
+      r->set_remove(old_replica);
   });
 
   auto* release = app.add_subcommand("release", "Drop a finished procedure's retained result now");

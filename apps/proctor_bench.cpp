@@ -296,6 +296,11 @@ int main(int argc, char** argv) {
   auto get = [](const phase_result& p, const char* k) -> std::optional<double> {
     return p.ok ? p.num(k) : std::nullopt;
   };
+  auto ratio_of = [&](const phase_result& p, const char* a,
+                      const char* b) -> std::optional<double> {
+    auto x = get(p, a), y = get(p, b);
+    return x && y && *y > 0 ? std::optional<double>(*x / *y) : std::nullopt;
+  };
   auto raw_rps = get(raw, "records_per_s");
   auto steps_ps = get(steps, "steps_per_s");
   auto procs_ps = get(steps, "procs_per_s");
@@ -480,10 +485,21 @@ int main(int argc, char** argv) {
         fmt_num(*failover_s, 2) + " s",
         "SIGKILL of the leader to the first step; all waiting again: "
           + fmt_num(*failover.num("all_back_s"), 2) + " s");
-    auto g = *failover.num("group_submits_per_s"), one = *failover.num("single_submits_per_s");
-    row("    submits acknowledged, three replicas", fmt_num(g) + "/s",
-        "one proctord: " + fmt_num(one) + "/s; ratio " + fmt_num(g / one, 2)
-          + " (32 clients, one connection per submit)");
+    auto ratio = [&](const std::string& what, const std::string& key, const std::string& unit,
+                     const std::string& how) {
+      auto g = *failover.num("group_" + key), one = *failover.num("single_" + key);
+      row("    " + what + ", three replicas", fmt_num(g) + unit,
+          "one proctord: " + fmt_num(one) + unit + "; ratio " + fmt_num(g / one, 2) + how);
+    };
+    ratio("durable steps", "steps_per_s", " steps/s", " (demo.noop, 32 clients)");
+    ratio("submit to ack p50", "submit_p50_us", " us", " (one client, one after another)");
+    ratio("submit to ack p99", "submit_p99_us", " us", "");
+    ratio("submits acknowledged", "submits_per_s", "/s",
+          " (32 clients, one connection per submit)");
+    row("    a new replica in the lost one's place", fmt_num(*failover.num("catch_up_s"), 2) + " s",
+        fmt_num(*failover.num("catch_up_mb"), 1)
+          + " MB of RocksDB: " + fmt_num(*failover.num("catch_up_mb_per_s"), 1)
+          + " MB/s (snapshot, then the log; then a voter)");
   } else {
     row("(k) failover of a replica group", failed(failover), "");
   }
@@ -505,6 +521,10 @@ int main(int argc, char** argv) {
               << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
               << ", \"takeover_s\": " << json_num(takeover_s, 3)
               << ", \"replica_failover_s\": " << json_num(failover_s, 3)
+              << ", \"replica_steps_ratio\": "
+              << json_num(ratio_of(failover, "group_steps_per_s", "single_steps_per_s"), 2)
+              << ", \"replica_catch_up_mb_per_s\": "
+              << json_num(get(failover, "catch_up_mb_per_s"), 1)
               << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
               << ", \"timers_cpu_us_per_resumed\": "
               << json_num(get(timers, "cpu_us_per_resumed"), 1)

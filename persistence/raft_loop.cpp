@@ -153,13 +153,13 @@ std::string raft_store_impl::init_loop() {
     });
     return abandon(why);
   };
-  if (fresh) {
+  if (fresh && !opts_.join) {
     struct raft_configuration conf;
     raft_configuration_init(&conf);
     int rv = 0;
     for (const auto& m : opts_.members)
       if (rv == 0)
-        rv = raft_configuration_add(&conf, m.id, m.address.c_str(), RAFT_VOTER);
+        rv = raft_configuration_add(&conf, m.id, config_address(m).c_str(), RAFT_VOTER);
     if (rv == 0)
       rv = raft_bootstrap(&raft_, &conf);
     raft_configuration_close(&conf);
@@ -180,11 +180,21 @@ void raft_store_impl::wake_cb(uv_async_t* h) {
 void raft_store_impl::on_wake() {
   // uv_async coalesces wake-ups: take everything queued so far.
   std::deque<std::shared_ptr<pending_write>> batch;
+  std::deque<std::shared_ptr<pending_change>> changes;
   bool closing = false;
   {
     std::lock_guard<std::mutex> g(mtx_);
     batch.swap(queue_);
+    changes.swap(changes_);
     closing = closing_;
+  }
+  for (auto& pc : changes) {
+    if (closing) {
+      pc->finished = true;
+      pc->done.set_value({rocksdb::Status::ShutdownInProgress("raft replica closing"), ""});
+    } else {
+      start_change(std::move(pc));
+    }
   }
   for (auto& pw : batch) {
     if (closing) {
@@ -325,32 +335,8 @@ void raft_store_impl::on_check() {
   }
   bool leader_now = raft_state(&raft_) == RAFT_LEADER;
   if (auto now = std::chrono::steady_clock::now();
-      now - members_at_ >= std::chrono::milliseconds{100}) {
-    members_at_ = now;
-    std::vector<member_status> ms;
-    for (unsigned i = 0; i < raft_.configuration.n; ++i) {
-      const auto& srv = raft_.configuration.servers[i];
-      member_status m;
-      m.id = srv.id;
-      m.address = srv.address != nullptr ? srv.address : "";
-      m.role = srv.role == RAFT_VOTER     ? member_status::role_kind::voter
-               : srv.role == RAFT_STANDBY ? member_status::role_kind::standby
-                                          : member_status::role_kind::spare;
-      if (leader_now && raft_.leader_state.progress != nullptr) {
-        // libraft keeps progress[i] for configuration.servers[i] (0.15, progress.c).
-        m.match_index = srv.id == raft_.id ? raft_.last_stored : raft_.leader_state.progress[i].match_index;
-        m.recently_heard = srv.id == raft_.id || raft_.leader_state.progress[i].recent_recv;
-      }
-      ms.push_back(std::move(m));
-    }
-    auto state = raft_state(&raft_);
-    std::lock_guard<std::mutex> g(leader_mtx_);
-    members_ = std::move(ms);
-    role_ = state == RAFT_LEADER      ? (ready_leader_.load() ? "leader" : "leader (taking over)")
-            : state == RAFT_FOLLOWER  ? "follower"
-            : state == RAFT_CANDIDATE ? "candidate"
-                                      : "unavailable";
-  }
+      now - members_at_ >= std::chrono::milliseconds{100})
+    refresh_members();
   if (leader_now && (!raft_leader_ || leader_term_ != raft_.current_term)) {
     if (ready_leader_.exchange(false))
       notify(false);
@@ -370,6 +356,7 @@ void raft_store_impl::on_check() {
     if (raft_transfer(&raft_, &transfer_, 0, transfer_cb) == 0)
       transfer_pending_ = true;
   }
+  check_catch_up();
   // A new leader is not ready until its barrier is applied: the barrier commits every entry
   // of earlier terms (a leader commits only entries of its own term) and applies them here.
   if (raft_leader_ && barrier_needed_ && !barrier_pending_) {
@@ -380,6 +367,35 @@ void raft_store_impl::on_check() {
       barrier_needed_ = false;
     }
   }
+}
+
+void raft_store_impl::refresh_members() {
+  members_at_ = std::chrono::steady_clock::now();
+  const bool leader_now = raft_state(&raft_) == RAFT_LEADER;
+  std::vector<member_status> ms;
+  for (unsigned i = 0; i < raft_.configuration.n; ++i) {
+    const auto& srv = raft_.configuration.servers[i];
+    member_status m;
+    m.id = srv.id;
+    split_config_address(srv.address, &m.address, &m.label);
+    m.role = srv.role == RAFT_VOTER     ? member_status::role_kind::voter
+             : srv.role == RAFT_STANDBY ? member_status::role_kind::standby
+                                        : member_status::role_kind::spare;
+    if (leader_now && raft_.leader_state.progress != nullptr) {
+      // libraft keeps progress[i] for configuration.servers[i] (0.15, progress.c).
+      m.match_index =
+        srv.id == raft_.id ? raft_.last_stored : raft_.leader_state.progress[i].match_index;
+      m.recently_heard = srv.id == raft_.id || raft_.leader_state.progress[i].recent_recv;
+    }
+    ms.push_back(std::move(m));
+  }
+  auto state = raft_state(&raft_);
+  std::lock_guard<std::mutex> g(leader_mtx_);
+  members_ = std::move(ms);
+  role_ = state == RAFT_LEADER      ? (ready_leader_.load() ? "leader" : "leader (taking over)")
+          : state == RAFT_FOLLOWER  ? "follower"
+          : state == RAFT_CANDIDATE ? "candidate"
+                                    : "unavailable";
 }
 
 void raft_store_impl::barrier_cb(struct raft_barrier* req, int status) {
@@ -425,6 +441,8 @@ void raft_store_impl::on_raft_closed() {
   for (auto& [pw, keep] : submitted_)
     finish(pw, rocksdb::Status::ShutdownInProgress("raft replica closed"));
   submitted_.clear();
+  end_change(rocksdb::Status::ShutdownInProgress("raft replica closed"),
+             "the replica closed during the change");
   // No uv_async_send can follow: writers send only under mtx_ and not once closing_ is set,
   // which on_wake saw before this close began.
   uv_close(reinterpret_cast<uv_handle_t*>(&wake_), nullptr);

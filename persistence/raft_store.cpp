@@ -235,10 +235,10 @@ std::unique_ptr<raft_store> open_raft_store(const raft_store_options& options, s
     return fail("raft replica: no data directory");
   if (options.max_in_flight == 0)
     return fail("raft replica: max_in_flight must be > 0");
-  bool member = false;
+  bool member = options.join;  // a joining replica learns the group from its leader
   for (const auto& m : options.members)
     if (m.id == options.id) {
-      if (m.address != options.address)
+      if (m.address != options.address && !options.join)
         return fail("raft replica " + std::to_string(options.id) + " is " + m.address
                     + " in the member list but its address is " + options.address);
       member = true;

@@ -16,8 +16,10 @@
 // process with SIGPIPE; there is no per-socket way with write(2) on Linux).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,7 +32,36 @@ namespace proctor {
 struct raft_member {
   uint64_t id = 0;      ///< > 0, unique in the group
   std::string address;  ///< IPv4 dotted quad and port: "127.0.0.1:7001" (raft_uv_tcp)
+  /// Kept with the member in the group's configuration (in the Raft log), so that every
+  /// replica learns it with the membership: the node stores the replica's name and client
+  /// address here. Must not contain '#'.
+  std::string label;
   friend bool operator==(const raft_member&, const raft_member&) = default;
+};
+
+/// A change of the group's membership (raft_store::change_membership).
+struct membership_change {
+  enum class kind : uint8_t {
+    /// Adds `member` as a standby (it receives the log, or a snapshot, and does not vote),
+    /// waits until it is at most a few entries behind, then makes it a voter. Repeating an
+    /// add that timed out resumes it.
+    add,
+    /// Removes the member of id `member.id`.
+    remove
+  } what = kind::add;
+  raft_member member;
+  /// add: how long the new member may take to catch up before the change gives up (it stays
+  /// a standby, which keeps catching up and does not count for the majority).
+  std::chrono::milliseconds catch_up_timeout{120'000};
+};
+
+struct membership_outcome {
+  /// OK; Busy (not the leader, or another change under way: nothing was changed);
+  /// InvalidArgument / NotFound (nothing was changed); TimedOut (add: the member is a
+  /// standby, not yet a voter); Incomplete (leadership was lost during the change: it may or
+  /// may not have committed); ShutdownInProgress.
+  rocksdb::Status status;
+  std::string text;  ///< what was done, for the operator
 };
 
 /// Parses "ID=HOST:PORT" items separated by commas and/or spaces. False with a one-line
@@ -67,6 +98,10 @@ struct raft_store_options {
   /// real snapshot's transfer time, but not libraft's 30 s (a rejoining follower would stall
   /// that long after every install).
   unsigned install_snapshot_timeout_ms = 5000;
+  /// A fresh directory is not bootstrapped with `members`: the replica waits, a member of no
+  /// group, until a leader adds it (membership_change::kind::add) and sends it a snapshot and
+  /// the log. An existing directory ignores it.
+  bool join = false;
   /// Writes queued or uncommitted at once; further writers wait for room.
   size_t max_in_flight = 64;
   /// 0: write() waits for the outcome libraft reports (committed and applied, or leadership
@@ -120,6 +155,7 @@ public:
   struct member_status {
     uint64_t id = 0;
     std::string address;
+    std::string label;  ///< raft_member::label
     enum class role_kind : uint8_t { voter, standby, spare } role = role_kind::voter;
     /// Only a leader knows these of the others (0 and false elsewhere): the highest index
     /// the member reported as stored, and whether it answered within an election timeout.
@@ -135,6 +171,14 @@ public:
   /// `fn` may call the observers and write(). Not called for the state at registration:
   /// register first, then read is_leader().
   virtual void on_leadership_change(std::function<void(bool leader)> fn) = 0;
+
+  // -- membership -------------------------------------------------------------------------
+
+  /// Changes the group's membership through Raft (one change at a time, on the leader).
+  /// The future is ready once the change committed, or failed (membership_outcome). It is
+  /// always made ready: at the latest when the catch-up timeout passes, leadership is lost,
+  /// or the store closes.
+  virtual std::future<membership_outcome> change_membership(membership_change change) = 0;
 };
 
 /// Opens (creating) the replica in options.dir and starts it. On failure returns null and

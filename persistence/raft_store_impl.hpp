@@ -52,6 +52,7 @@ public:
   uint64_t applied_index() const override { return applied_.load(); }
   uint64_t snapshot_index() const override { return snapshot_.load(); }
   void on_leadership_change(std::function<void(bool leader)> fn) override;
+  std::future<membership_outcome> change_membership(membership_change change) override;
 
 private:
   /// One write on its way: queued by its writer, submitted by the loop thread, finished
@@ -65,6 +66,21 @@ private:
     bool finished = false;  // loop thread
   };
 
+  /// A membership change on its way (raft_membership.cpp): queued by its caller, driven by
+  /// the loop thread through libraft's requests (add, assign, remove) and, while a new
+  /// member catches up, by on_check.
+  struct pending_change {
+    enum class phase : uint8_t { queued, adding, to_standby, catching_up, to_voter, removing };
+    membership_change change;
+    std::promise<membership_outcome> done;
+    struct raft_change req;  // req.data = this, while libraft holds it
+    raft_store_impl* change_owner = nullptr;
+    phase at = phase::queued;
+    std::chrono::steady_clock::time_point started{}, deadline{};
+    uint64_t behind_at_standby = 0;  // entries the new member lacked when it became standby
+    bool finished = false;
+  };
+
   // -- callers' side (raft_store.cpp) -------------------------------------------------------
   rocksdb::Status not_leader_status() const;
   void notify(bool leader);  // any thread; queued for the notifier
@@ -75,6 +91,7 @@ private:
   std::string init_loop();  // "" or why it failed (then everything is released)
   void on_wake();
   void on_check();
+  void refresh_members();  // members_ and role_ from libraft's configuration and progress
   void submit(std::shared_ptr<pending_write> pw);
   void finish(pending_write* pw, rocksdb::Status st);
   void fail_all(const rocksdb::Status& st);
@@ -87,7 +104,20 @@ private:
   static void barrier_cb(struct raft_barrier* req, int status);
   static void transfer_cb(struct raft_transfer* req);
   static void raft_close_cb(struct raft* r);
+  // membership (raft_membership.cpp)
+  void start_change(std::shared_ptr<pending_change> pc);
+  void advance_change(int status);  // libraft answered the request in flight
+  void check_catch_up();            // on_check, while a new member catches up
+  void end_change(rocksdb::Status st, std::string text);
+  static void change_cb(struct raft_change* req, int status);
 
+public:
+  /// How a member is stored in libraft's configuration: "ADDRESS#LABEL" (ADDRESS alone
+  /// without a label); the transport connects to ADDRESS (raft_transport.cpp).
+  static std::string config_address(const raft_member& m);
+  static void split_config_address(const char* stored, std::string* address, std::string* label);
+
+private:
   raft_store_options opts_;
   std::unique_ptr<raft_replica_db> db_;
   raft_fsm_binding binding_;
@@ -110,12 +140,14 @@ private:
   bool transfer_pending_ = false;
   bool close_started_ = false;
   std::unordered_map<pending_write*, std::shared_ptr<pending_write>> submitted_;
+  std::shared_ptr<pending_change> change_;  // the one under way (libraft allows one)
   std::thread loop_thread_;
 
   // -- shared (mtx_) -----------------------------------------------------------------------
   std::mutex mtx_;
   std::condition_variable room_;  // in_flight_ went down, or closing_ / fatal_ set
   std::deque<std::shared_ptr<pending_write>> queue_;
+  std::deque<std::shared_ptr<pending_change>> changes_;
   size_t in_flight_ = 0;  // queued + submitted, not finished
   bool loop_running_ = false;
   bool closing_ = false;
@@ -129,8 +161,8 @@ private:
   std::atomic<uint64_t> snapshot_{0};
   mutable std::mutex leader_mtx_;
   leader_info leader_;
-  std::vector<member_status> members_;  // leader_mtx_
-  std::string role_ = "unavailable";    // leader_mtx_
+  std::vector<member_status> members_;                  // leader_mtx_
+  std::string role_ = "unavailable";                    // leader_mtx_
   std::chrono::steady_clock::time_point members_at_{};  // loop thread: last refresh
 
   // -- notifier (note_mtx_) ----------------------------------------------------------------

@@ -150,7 +150,7 @@ struct group {
 
   explicit group(size_t n = 3) {
     for (size_t i = 0; i < n; ++i)
-      members.push_back({i + 1, "127.0.0.1:" + std::to_string(free_port())});
+      members.push_back({i + 1, "127.0.0.1:" + std::to_string(free_port()), ""});
     stores.resize(n);
     events.resize(n);
   }
@@ -307,7 +307,7 @@ TEST(raft_store, parse_members) {
   ASSERT_TRUE(parse_raft_members("1=127.0.0.1:7001, 2=127.0.0.1:7002 3=10.0.0.3:7003", &m, &err))
     << err;
   ASSERT_EQ(m.size(), 3u);
-  EXPECT_EQ(m[1], (raft_member{2, "127.0.0.1:7002"}));
+  EXPECT_EQ(m[1], (raft_member{2, "127.0.0.1:7002", ""}));
   EXPECT_FALSE(parse_raft_members("", &m, &err));
   EXPECT_FALSE(parse_raft_members("0=127.0.0.1:1", &m, &err));
   EXPECT_FALSE(parse_raft_members("1=127.0.0.1:1,1=127.0.0.1:2", &m, &err));
@@ -693,13 +693,13 @@ TEST(raft_store, open_errors) {
   raft_store_options o;
   o.id = 1;
   o.address = "127.0.0.1:1";
-  o.members = {{2, "127.0.0.1:2"}};
+  o.members = {{2, "127.0.0.1:2", ""}};
   o.dir = "/nonexistent";
   EXPECT_EQ(open_raft_store(o, &err), nullptr);
   EXPECT_NE(err.find("not in the member list"), std::string::npos) << err;
   if (on_tmpfs("/dev/shm")) {
     std::string dir = "/dev/shm/raft_store_test_" + std::to_string(::getpid());
-    o.members = {{1, "127.0.0.1:" + std::to_string(free_port())}};
+    o.members = {{1, "127.0.0.1:" + std::to_string(free_port()), ""}};
     o.address = o.members[0].address;
     o.dir = dir;
     EXPECT_EQ(open_raft_store(o, &err), nullptr);
@@ -720,7 +720,7 @@ TEST(raft_store, open_errors) {
     ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
     ASSERT_EQ(::listen(fd, 1), 0);
     ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    o.members = {{1, "127.0.0.1:" + std::to_string(ntohs(a.sin_port))}};
+    o.members = {{1, "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), ""}};
     o.address = o.members[0].address;
     o.dir = d.path;
     EXPECT_EQ(open_raft_store(o, &err), nullptr);
@@ -745,6 +745,160 @@ TEST(raft_store, open_errors) {
   o.dir = d.path;
   EXPECT_EQ(open_raft_store(o, &err), nullptr);
   EXPECT_NE(err.find("the Raft state was lost"), std::string::npos) << err;
+}
+
+// -- membership -------------------------------------------------------------------------------
+
+const raft_store::member_status* member_of(const std::vector<raft_store::member_status>& ms,
+                                           uint64_t id) {
+  for (const auto& m : ms)
+    if (m.id == id)
+      return &m;
+  return nullptr;
+}
+
+membership_outcome change(raft_store& s, membership_change::kind what, raft_member m,
+                          std::chrono::milliseconds catch_up = 30s) {
+  membership_change c;
+  c.what = what;
+  c.member = std::move(m);
+  c.catch_up_timeout = catch_up;
+  auto f = s.change_membership(c);
+  // The store bounds every change (catch-up timeout, leadership, close): this only guards
+  // the test against a hang.
+  if (f.wait_for(catch_up + 20s) != std::future_status::ready)
+    return {rocksdb::Status::Aborted("test: no outcome"), ""};
+  return f.get();
+}
+
+TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
+  group g;
+  SKIP_WITHOUT_DISK(g);
+  for (auto& m : g.members)
+    m.label = "m" + std::to_string(m.id) + "@" + m.address;
+  // Small snapshots: the new member misses entries the log no longer holds, so it is sent a
+  // snapshot first, then the log.
+  g.base.snapshot_threshold = 16;
+  g.base.snapshot_trailing = 4;
+  g.open_all();
+  int l = g.wait_leader();
+  ASSERT_GE(l, 0);
+  auto& leader = *g.stores[l];
+  record_map model;
+  std::mutex model_mtx;
+  for (uint64_t i = 0; i < 60; ++i) {
+    auto ops = batch_of(1 + i % 5, 1 + i * 4, 4, 200);
+    ASSERT_TRUE(leader.write(ops).ok());
+    model_apply(&model, ops);
+  }
+
+  // A fourth replica starts with join: a fresh directory, in no group until it is added.
+  raft_member fourth{4, "127.0.0.1:" + std::to_string(free_port()), ""};
+  fourth.label = "m4@" + fourth.address;
+  g.members.push_back(fourth);
+  g.stores.resize(4);
+  g.events.resize(4);
+  auto o = g.options(3);
+  o.join = true;
+  o.members.clear();
+  std::string err;
+  g.stores[3] = open_raft_store(o, &err);
+  ASSERT_TRUE(g.stores[3]) << err;
+  EXPECT_FALSE(g.stores[3]->is_leader());
+
+  // Refusals change nothing.
+  int f = (l + 1) % 3;
+  auto on_follower = change(*g.stores[f], membership_change::kind::add, fourth);
+  EXPECT_TRUE(on_follower.status.IsBusy()) << on_follower.status.ToString();
+  auto unknown = change(leader, membership_change::kind::remove, raft_member{99, "", ""});
+  EXPECT_TRUE(unknown.status.IsNotFound()) << unknown.status.ToString();
+  auto self = change(leader, membership_change::kind::remove, g.members[l]);
+  EXPECT_TRUE(self.status.IsInvalidArgument()) << self.status.ToString();
+  auto taken = change(leader, membership_change::kind::add,
+                      raft_member{5, g.members[f].address, "m5"});
+  EXPECT_TRUE(taken.status.IsInvalidArgument()) << taken.status.ToString();
+  auto voter = change(leader, membership_change::kind::add, g.members[f]);
+  EXPECT_TRUE(voter.status.ok()) << voter.status.ToString();
+  EXPECT_NE(voter.text.find("already a voter"), std::string::npos) << voter.text;
+
+  // Added while a writer keeps writing: every write acknowledged is on the new member.
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> acked{0};
+  std::thread writer([&] {
+    for (uint64_t i = 0; !stop.load(); ++i) {
+      auto ops = batch_of(10 + i % 3, 1 + i * 2, 2, 200);
+      if (!leader.write(ops).ok())
+        break;
+      std::lock_guard<std::mutex> lk(model_mtx);
+      model_apply(&model, ops);
+      ++acked;
+    }
+  });
+  auto t0 = clock_type::now();
+  auto added = change(leader, membership_change::kind::add, fourth);
+  auto took = ms_since(t0);
+  stop = true;
+  writer.join();
+  ASSERT_TRUE(added.status.ok()) << added.status.ToString() << ": " << added.text;
+  std::printf("[ info ] member 4 joined (snapshot, then log) in %.0f ms while %llu writes "
+              "were acknowledged: %s\n",
+              took, static_cast<unsigned long long>(acked.load()), added.text.c_str());
+  ASSERT_TRUE(g.wait_applied(leader.applied_index()));
+  EXPECT_EQ(contents(*g.stores[3]), model);
+  ASSERT_TRUE(wait_until(
+    [&] {
+      auto* m = member_of(leader.members(), 4);
+      return m != nullptr && m->role == raft_store::member_status::role_kind::voter;
+    },
+    5s));
+  auto* m4 = member_of(g.stores[3]->members(), 4);
+  ASSERT_NE(m4, nullptr);  // the new member learned the group, labels included
+  EXPECT_EQ(m4->label, fourth.label);
+  EXPECT_EQ(m4->address, fourth.address);
+
+  // A follower is removed; then it is closed and the three left carry on (a majority of
+  // three is two: closing one more still leaves the group writable).
+  auto removed = change(leader, membership_change::kind::remove, g.members[f]);
+  ASSERT_TRUE(removed.status.ok()) << removed.status.ToString();
+  ASSERT_TRUE(wait_until([&] { return member_of(leader.members(), g.members[f].id) == nullptr; },
+                         5s));
+  g.close(f);
+  int other = 3 - l - f;  // the third of the first three
+  g.close(other);
+  auto ops = batch_of(20, 1, 3);
+  auto st = leader.write(ops);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  model_apply(&model, ops);
+  ASSERT_TRUE(wait_until([&] { return g.stores[3]->applied_index() >= leader.applied_index(); },
+                         10s));
+  EXPECT_EQ(contents(*g.stores[3]), model);
+}
+
+TEST(raft_store, a_member_that_never_comes_stays_a_standby_and_can_be_removed) {
+  group g;
+  SKIP_WITHOUT_DISK(g);
+  g.open_all();
+  int l = g.wait_leader();
+  ASSERT_GE(l, 0);
+  auto& leader = *g.stores[l];
+  ASSERT_TRUE(leader.write(batch_of(1, 1, 3)).ok());
+  raft_member ghost{7, "127.0.0.1:" + std::to_string(free_port()), "ghost"};
+  auto t0 = clock_type::now();
+  auto added = change(leader, membership_change::kind::add, ghost, 1500ms);
+  EXPECT_TRUE(added.status.IsTimedOut()) << added.status.ToString();
+  EXPECT_GE(ms_since(t0), 1400);
+  EXPECT_NE(added.text.find("standby"), std::string::npos) << added.text;
+  ASSERT_TRUE(wait_until(
+    [&] {
+      auto* m = member_of(leader.members(), 7);
+      return m != nullptr && m->role == raft_store::member_status::role_kind::standby;
+    },
+    5s));
+  // A standby does not count for the majority: writes go on.
+  ASSERT_TRUE(leader.write(batch_of(2, 1, 3)).ok());
+  auto removed = change(leader, membership_change::kind::remove, ghost);
+  ASSERT_TRUE(removed.status.ok()) << removed.status.ToString();
+  ASSERT_TRUE(wait_until([&] { return member_of(leader.members(), 7) == nullptr; }, 5s));
 }
 
 }  // namespace

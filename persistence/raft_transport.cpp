@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include <uv.h>
 
@@ -27,10 +28,19 @@ void set_nodelay(struct uv_stream_s* stream) {
     uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(stream), 1);
 }
 
+/// A member's address as libraft stores it may carry a label after '#'
+/// (raft_store_impl::config_address): raft_uv_tcp gets the address alone.
+std::string without_label(const char* address) {
+  std::string s = address != nullptr ? address : "";
+  return s.substr(0, s.find('#'));
+}
+
 int t_init(struct raft_uv_transport* t, raft_id id, const char* address) {
   auto* self = self_of_outer(t);
-  std::snprintf(self->address, sizeof(self->address), "%s", address);
-  int rv = self->inner.init(&self->inner, id, address);
+  auto plain = without_label(address);
+  std::snprintf(self->address, sizeof(self->address), "%s", plain.c_str());
+  // raft_uv_tcp keeps the pointer (uvTcpInit): hand it our copy, which lives as long.
+  int rv = self->inner.init(&self->inner, id, self->address);
   if (rv != 0)
     copy_errmsg(self);
   return rv;
@@ -61,6 +71,7 @@ int t_listen(struct raft_uv_transport* t, raft_uv_accept_cb cb) {
 struct connect_req {
   struct raft_uv_connect inner;
   struct raft_uv_connect* outer;
+  std::string address;  // what raft_uv_tcp connects to, alive until its callback
 };
 
 void on_connect(struct raft_uv_connect* req, struct uv_stream_s* stream, int status) {
@@ -80,7 +91,8 @@ int t_connect(struct raft_uv_transport* t, struct raft_uv_connect* req, raft_id 
   auto* c = new connect_req{};
   c->inner.data = c;
   c->outer = req;
-  int rv = self->inner.connect(&self->inner, &c->inner, id, address, on_connect);
+  c->address = without_label(address);
+  int rv = self->inner.connect(&self->inner, &c->inner, id, c->address.c_str(), on_connect);
   if (rv != 0) {
     delete c;
     copy_errmsg(self);

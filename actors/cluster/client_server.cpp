@@ -144,6 +144,11 @@ void answer(client_broker* self, connection_handle hdl, uint64_t generation, uin
 /// client_server_config::max_wait_ms).
 std::chrono::milliseconds bound_request(const client_server_config& cfg, pb::Request& req,
                                         std::string& bytes) {
+  if (req.has_replicas() && !req.replicas().add().empty()) {
+    // A new replica's catch-up is bounded by the request itself (docs/replication.md).
+    auto ms = req.replicas().timeout_ms() != 0 ? req.replicas().timeout_ms() : 120'000u;
+    return std::chrono::milliseconds{ms} + cfg.request_timeout;
+  }
   if (!req.has_wait())
     return cfg.request_timeout;  // malformed bytes: the executor answers BAD_REQUEST at once
   auto ms = req.wait().timeout_ms();

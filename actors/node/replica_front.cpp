@@ -18,6 +18,29 @@ caf::behavior replica_front(caf::stateful_actor<front_state>* self, front_answer
     [self](rpc_atom a, std::string& bytes) -> caf::result<std::string> {
       pb::Request req;
       bool parsed = req.ParseFromString(bytes);
+      if (parsed && req.has_replicas()
+          && (!req.replicas().add().empty() || !req.replicas().remove().empty())) {
+        if (!self->state.executor || !self->state.answers.change)
+          return not_leader_response(bytes, self->state.answers.why_not());
+        // The change waits for Raft (a new replica's catch-up: up to its timeout): on a
+        // thread of its own, not on the front's.
+        auto change = self->state.answers.change;
+        auto worker =
+          self->spawn<caf::detached>([change](caf::event_based_actor* w) -> caf::behavior {
+            return {
+              [w, change](rpc_atom, std::string& request) -> std::string {
+                pb::Request rq;
+                rq.ParseFromString(request);
+                auto r = change(rq.replicas());
+                r.set_tag(rq.tag());
+                w->quit();
+                return r.SerializeAsString();
+              },
+            };
+          });
+        self->delegate(worker, a, std::move(bytes));
+        return caf::delegated<std::string>{};
+      }
       if (parsed && req.has_replicas()) {
         pb::Response r;
         r.set_tag(req.tag());

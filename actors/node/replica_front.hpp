@@ -2,7 +2,7 @@
 // client protocol's broker (actors/cluster/client_server.hpp) sends each request to this
 // actor as (rpc_atom, std::string), as it would to the executor. Until the replica leads, the
 // front answers every request NOT_LEADER, naming the leader (but `replicas`, which every
-// replica answers); once sent
+// replica answers; a membership change only the leader makes); once sent
 // (front_lead_atom, executor) it hands every request to that executor. A replica never goes
 // back: one that stops leading re-executes its process (replica_node.hpp).
 #pragma once
@@ -29,6 +29,9 @@ struct front_answers {
   std::function<pb::ReplicasInfo()> replicas;
   /// Prometheus text appended to a leader's answer to `metrics` (the group's gauges).
   std::function<std::string()> metrics;
+  /// A leader's answer to `replicas add` / `remove`: blocks until the membership change
+  /// ended (the store bounds it), so the front runs it on a detached actor of its own.
+  std::function<pb::Response(const pb::ReplicasRequest&)> change;
 };
 
 caf::actor spawn_replica_front(caf::actor_system& sys, front_answers answers);

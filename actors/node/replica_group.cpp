@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace proctor {
@@ -33,8 +34,8 @@ bool parse_item(std::string_view item, replica_member* m, std::string* error) {
     return false;
   }
   m->name = std::string(trim(item.substr(0, eq)));
-  if (m->name.empty() || m->name.find_first_of(" ,=/|") != std::string::npos) {
-    *error = "'" + std::string(item) + "': the replica's name is empty or has one of ' ,=/|'";
+  if (m->name.empty() || m->name.find_first_of(" ,=/|#@") != std::string::npos) {
+    *error = "'" + std::string(item) + "': the replica's name is empty or has one of ' ,=/|#@'";
     return false;
   }
   auto addr = std::string(trim(item.substr(eq + 1, slash - eq - 1)));
@@ -64,6 +65,41 @@ bool parse_item(std::string_view item, replica_member* m, std::string* error) {
 }
 
 }  // namespace
+
+bool parse_replica(std::string_view item, replica_member* out, std::string* error) {
+  replica_member m;
+  if (!parse_item(trim(item), &m, error))
+    return false;
+  if (m.raft_address == client_address(m)) {
+    *error = "replica " + m.name + ": its Raft port is its client port";
+    return false;
+  }
+  *out = std::move(m);
+  return true;
+}
+
+std::string client_address(const replica_member& m) {
+  return m.client.host + ":" + std::to_string(m.client.port);
+}
+
+std::string replica_spec(const replica_member& m) {
+  auto raft_port = m.raft_address.substr(m.raft_address.rfind(':') + 1);
+  return m.name + "=" + client_address(m) + "/" + raft_port;
+}
+
+std::string replica_group_spec(const std::vector<replica_member>& group) {
+  std::string out;
+  for (const auto& m : group)
+    out += (out.empty() ? "" : ",") + replica_spec(m);
+  return out;
+}
+
+bool same_members(std::vector<replica_member> a, std::vector<replica_member> b) {
+  auto by_name = [](const replica_member& x, const replica_member& y) { return x.name < y.name; };
+  std::sort(a.begin(), a.end(), by_name);
+  std::sort(b.begin(), b.end(), by_name);
+  return replica_group_spec(a) == replica_group_spec(b);
+}
 
 bool parse_replica_group(std::string_view spec, std::vector<replica_member>* out,
                          std::string* error) {

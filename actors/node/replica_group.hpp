@@ -29,6 +29,20 @@ uint64_t replica_raft_id(std::string_view name);
 bool parse_replica_group(std::string_view spec, std::vector<replica_member>* out,
                          std::string* error);
 
+/// Parses one "NAME=HOST:PORT/RAFT_PORT" item (as parse_replica_group does each).
+bool parse_replica(std::string_view item, replica_member* out, std::string* error);
+
+/// "HOST:PORT" of the replica's client address.
+std::string client_address(const replica_member& m);
+/// The item parse_replica reads back: "NAME=HOST:PORT/RAFT_PORT". The group's Raft
+/// configuration labels each member with it, so every replica learns a new one's name and
+/// client address with the membership.
+std::string replica_spec(const replica_member& m);
+/// The items of `group`, comma-separated (what --replicas takes).
+std::string replica_group_spec(const std::vector<replica_member>& group);
+/// True if both hold the same replicas (names and addresses), in any order.
+bool same_members(std::vector<replica_member> a, std::vector<replica_member> b);
+
 /// The member named `name`, or null.
 const replica_member* find_replica(const std::vector<replica_member>& group, std::string_view name);
 /// The member whose libraft id is `raft_id`, or null.

@@ -64,5 +64,29 @@ TEST(replica_front, a_refusal_keeps_the_requests_tag_and_names_the_leader) {
   EXPECT_EQ(r.tag(), 0u);
 }
 
+TEST(replica_group, a_member_round_trips_through_its_spec) {
+  std::vector<replica_member> g;
+  std::string err;
+  ASSERT_TRUE(parse_replica_group("b1=127.0.0.1:7001/9001, b2=127.0.0.2:7002/9002", &g, &err))
+    << err;
+  EXPECT_EQ(replica_group_spec(g), "b1=127.0.0.1:7001/9001,b2=127.0.0.2:7002/9002");
+  replica_member back;
+  ASSERT_TRUE(parse_replica(replica_spec(g[1]), &back, &err)) << err;
+  EXPECT_EQ(back.name, "b2");
+  EXPECT_EQ(back.raft_id, g[1].raft_id);
+  EXPECT_EQ(client_address(back), "127.0.0.2:7002");
+  EXPECT_EQ(back.raft_address, "127.0.0.2:9002");
+  // Order does not matter; a different address or a missing member does.
+  std::vector<replica_member> h{g[1], g[0]};
+  EXPECT_TRUE(same_members(g, h));
+  h[0].client.port = 7003;
+  EXPECT_FALSE(same_members(g, h));
+  EXPECT_FALSE(same_members(g, {g[0]}));
+  // A name cannot hold what the configuration's label or --replicas use as separators.
+  EXPECT_FALSE(parse_replica("b#1=127.0.0.1:7001/9001", &back, &err));
+  EXPECT_FALSE(parse_replica("b1=127.0.0.1:7001/7001", &back, &err));
+  EXPECT_NE(err.find("Raft port is its client port"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace proctor

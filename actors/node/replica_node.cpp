@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
@@ -46,13 +47,26 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
     *error = "--replica " + s.replica + " is not one of --replicas";
     return nullptr;
   }
+  // Which replica the data directory holds (REPLICA, beside NODE): another one's is refused.
+  const auto id_file = s.data_dir + "/REPLICA";
+  std::string stored;
+  {
+    std::ifstream in(id_file);
+    std::getline(in, stored);
+  }
+  if (!stored.empty() && stored != s.replica) {
+    *error = "data directory " + s.data_dir + " belongs to replica " + stored + " of node "
+             + s.node_name + ", not to " + s.replica;
+    return nullptr;
+  }
   raft_store_options o;
   o.id = r->self_->raft_id;
   o.address = r->self_->raft_address;
   for (const auto& m : s.group)
-    o.members.push_back(raft_member{m.raft_id, m.raft_address});
+    o.members.push_back(raft_member{m.raft_id, m.raft_address, replica_spec(m)});
   o.dir = s.data_dir;
   o.election_timeout_ms = s.election_timeout_ms;
+  o.join = s.join;
   std::string err;
   auto store = open_raft_store(o, &err);
   if (!store) {
@@ -60,6 +74,32 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
     return nullptr;
   }
   r->store_ = std::shared_ptr<raft_store>(std::move(store));
+  // The membership in the Raft log is the group's; --replicas must say the same (it is only
+  // the founding list, and the address book until the log has a configuration).
+  std::vector<replica_member> logged;
+  if (r->labelled_group(&logged)) {
+    if (find_replica(logged, s.replica) == nullptr) {
+      *error = "replica " + s.replica + " is not a member of node " + s.node_name
+               + "'s group any more (it was removed; the group is " + replica_group_spec(logged)
+               + "): to bring this machine back, delete " + s.data_dir
+               + " and add it again (`proctor replicas add`, then proctord --join)";
+      return nullptr;
+    }
+    if (!same_members(logged, s.group)) {
+      *error = "--replicas disagrees with node " + s.node_name + "'s membership in " + s.data_dir
+               + ": the group is " + replica_group_spec(logged)
+               + " (change it with `proctor replicas add/remove`, not by editing --replicas)";
+      return nullptr;
+    }
+  }
+  if (stored.empty()) {
+    std::ofstream out(id_file, std::ios::trunc);
+    out << s.replica << '\n';
+    if (!out.flush()) {
+      *error = "cannot write " + id_file;
+      return nullptr;
+    }
+  }
   auto* raw = r.get();
   r->store_->on_leadership_change([raw](bool leader) {
     if (!leader && raw->leading_.load() && !raw->retired_.load())
@@ -70,6 +110,7 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   answers.why_not = [raw] { return raw->why_not(); };
   answers.replicas = [raw] { return raw->replicas(); };
   answers.metrics = [raw] { return raw->metrics_text(); };
+  answers.change = [raw](const pb::ReplicasRequest& rq) { return raw->change(rq); };
   r->front_ = spawn_replica_front(sys, std::move(answers));
   client_server_config cfg;
   cfg.max_frame_bytes = s.max_frame_bytes;
@@ -82,9 +123,9 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   }
   r->server_ = served->first;
   r->port_ = served->second;
-  spdlog::info("replica {} of node {}: Raft on {}, clients on {}:{}, {} replica(s)", s.replica,
-               s.node_name, r->self_->raft_address, r->self_->client.host, r->port_,
-               s.group.size());
+  spdlog::info("replica {} of node {}: Raft on {}, clients on {}:{}, {} replica(s){}", s.replica,
+               s.node_name, r->self_->raft_address, r->self_->client.host, r->port_, s.group.size(),
+               s.join && logged.empty() ? "; joining: waiting to be added to the group" : "");
   return r;
 }
 
@@ -95,19 +136,43 @@ replica_node::~replica_node() {
     caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
 }
 
+bool replica_node::labelled_group(std::vector<replica_member>* out) const {
+  auto members = store_->members();
+  if (members.empty())
+    return false;
+  std::vector<replica_member> g;
+  for (const auto& m : members) {
+    replica_member r;
+    std::string err;
+    if (!parse_replica(m.label, &r, &err) || r.raft_id != m.id)
+      return false;
+    g.push_back(std::move(r));
+  }
+  *out = std::move(g);
+  return true;
+}
+
+std::vector<replica_member> replica_node::group() const {
+  std::vector<replica_member> g;
+  return labelled_group(&g) ? g : setup_.group;
+}
+
 not_leader_answer replica_node::why_not() const {
   const auto& s = setup_;
   auto me = "replica " + s.replica + " of node " + s.node_name;
+  const auto g = group();
+  if (find_replica(g, self_->raft_id) == nullptr)
+    return {me + " is not a member of the group any more (it was removed): stop it", ""};
   auto l = store_->leader();
   if (l.id == 0)
     return {me + " does not lead it, and no leader is known (an election is under way)", ""};
-  auto* m = find_replica(s.group, l.id);
+  auto* m = find_replica(g, l.id);
   if (m == nullptr)
     return {me + " does not lead it; its leader has Raft address " + l.address
               + ", not one of --replicas",
             ""};
-  auto addr = m->client.host + ":" + std::to_string(m->client.port);
-  if (m == self_)
+  auto addr = client_address(*m);
+  if (m->raft_id == self_->raft_id)
     return {me + " was just elected and is taking over: ask again", addr};
   return {me + " is a follower; the leader is " + m->name + " at " + addr, addr};
 }
@@ -120,7 +185,8 @@ pb::ReplicasInfo replica_node::replicas() const {
   info.set_applied_index(store_->applied_index());
   info.set_snapshot_index(store_->snapshot_index());
   auto l = store_->leader();
-  const auto* lm = l.id != 0 ? find_replica(setup_.group, l.id) : nullptr;
+  const auto g = group();
+  const auto* lm = l.id != 0 ? find_replica(g, l.id) : nullptr;
   if (lm != nullptr)
     info.set_leader(lm->name);
   else if (l.id != 0)
@@ -129,10 +195,10 @@ pb::ReplicasInfo replica_node::replicas() const {
   const auto last = store_->commit_index();
   for (const auto& m : store_->members()) {
     auto* r = info.add_replicas();
-    const auto* gm = find_replica(setup_.group, m.id);
+    const auto* gm = find_replica(g, m.id);
     r->set_name(gm != nullptr ? gm->name : "id " + std::to_string(m.id));
     if (gm != nullptr)
-      r->set_address(gm->client.host + ":" + std::to_string(gm->client.port));
+      r->set_address(client_address(*gm));
     r->set_raft_address(m.address);
     r->set_voter(m.role == raft_store::member_status::role_kind::voter);
     r->set_self(m.id == self_->raft_id);
@@ -141,7 +207,9 @@ pb::ReplicasInfo replica_node::replicas() const {
     else if (m.id == l.id)
       r->set_role("leader");
     else if (leading)
-      r->set_role(m.role == raft_store::member_status::role_kind::voter ? "follower" : "standby");
+      r->set_role(m.role == raft_store::member_status::role_kind::voter     ? "follower"
+                  : m.role == raft_store::member_status::role_kind::standby ? "standby"
+                                                                            : "spare");
     if (leading) {
       r->set_match_index(m.match_index);
       r->set_lag(last > m.match_index ? last - m.match_index : 0);
@@ -183,8 +251,9 @@ std::string replica_node::metrics_text() const {
                   MetricType::Gauge,
                   {}};
   const auto commit = store_->commit_index();
+  const auto g = group();
   for (const auto& m : store_->members()) {
-    const auto* gm = find_replica(setup_.group, m.id);
+    const auto* gm = find_replica(g, m.id);
     std::vector<ClientMetric::Label> labels{
       {"replica", gm != nullptr ? gm->name : "id " + std::to_string(m.id)}};
     ClientMetric s, l, u;
@@ -204,7 +273,28 @@ std::string replica_node::metrics_text() const {
 
 bool replica_node::wait_to_lead(const sigset_t& sigs) {
   bool waited = false;
+  auto since = std::chrono::steady_clock::now();
+  auto said = since;
   for (;;) {
+    // No leader for long: say so every 10 s (a group elects only with a majority of its
+    // voters reachable; a replica never elects itself alone).
+    if (auto now = std::chrono::steady_clock::now(); now - said >= std::chrono::seconds{10}) {
+      said = now;
+      if (store_->leader().id == 0) {
+        auto g = group();
+        std::string names;
+        for (const auto& m : g)
+          names += (names.empty() ? "" : ", ") + m.name;
+        spdlog::warn("replica {} of node {}: no leader for {} s (term {}); an election needs "
+                     "a majority of {} to reach each other{}",
+                     setup_.replica, setup_.node_name,
+                     std::chrono::duration_cast<std::chrono::seconds>(now - since).count(),
+                     store_->term(), names,
+                     store_->members().empty() ? " (this replica is in no group yet: add it "
+                                                 "with `proctor replicas add` on the leader)"
+                                               : "");
+      }
+    }
     if (store_->is_leader()) {
       spdlog::info("replica {} of node {} leads (term {}): taking over", setup_.replica,
                    setup_.node_name, store_->term());
@@ -232,7 +322,106 @@ void replica_node::step_down(const std::string& why) {
   spdlog::critical("replica {} of node {}: {}: re-executing as a follower (nothing of this "
                    "term runs on)",
                    setup_.replica, setup_.node_name, why);
-  reexec_self(setup_.argv);
+  // The same command line, but --replicas as the group is now (members may have been added
+  // or removed since the start: the restarted process checks its list against the log).
+  std::vector<std::string> args;
+  for (char** a = setup_.argv; *a != nullptr; ++a)
+    args.emplace_back(*a);
+  std::vector<replica_member> now;
+  if (labelled_group(&now)) {
+    const auto spec = replica_group_spec(now);
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--replicas" && i + 1 < args.size())
+        args[i + 1] = spec;
+      else if (args[i].rfind("--replicas=", 0) == 0)
+        args[i] = "--replicas=" + spec;
+    }
+  }
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  reexec_self(argv.data());
+}
+
+pb::Response replica_node::change(const pb::ReplicasRequest& rq) {
+  pb::Response resp;
+  auto refuse = [&](pb::Response::Code code, std::string error) {
+    resp.set_code(code);
+    resp.set_error(std::move(error));
+    return resp;
+  };
+  const auto& node = setup_.node_name;
+  if (!rq.add().empty() && !rq.remove().empty())
+    return refuse(pb::Response::BAD_REQUEST, "replicas: add or remove, not both at once");
+  const auto g = group();
+  membership_change c;
+  std::string who;
+  if (!rq.add().empty()) {
+    replica_member m;
+    std::string err;
+    if (!parse_replica(rq.add(), &m, &err))
+      return refuse(pb::Response::BAD_REQUEST, "replicas add: " + err);
+    for (const auto& o : g) {
+      if (o.name == m.name) {
+        if (replica_spec(o) != replica_spec(m))
+          return refuse(pb::Response::BAD_REQUEST,
+                        "replica " + m.name + " is already in node " + node + "'s group as "
+                          + replica_spec(o) + ": remove it first to give it other addresses");
+      } else if (o.raft_address == m.raft_address || client_address(o) == client_address(m)
+                 || o.raft_address == client_address(m) || client_address(o) == m.raft_address) {
+        return refuse(pb::Response::BAD_REQUEST, "replicas add: " + m.name
+                                                   + "'s addresses clash with replica " + o.name
+                                                   + "'s (" + replica_spec(o) + ")");
+      }
+    }
+    c.what = membership_change::kind::add;
+    c.member = raft_member{m.raft_id, m.raft_address, replica_spec(m)};
+    c.catch_up_timeout =
+      std::chrono::milliseconds{rq.timeout_ms() != 0 ? rq.timeout_ms() : 120'000u};
+    who = "replica " + m.name + " (" + replica_spec(m) + ")";
+  } else {
+    const auto* m = find_replica(g, std::string_view{rq.remove()});
+    if (m == nullptr) {
+      std::string names;
+      for (const auto& o : g)
+        names += (names.empty() ? "" : ", ") + o.name;
+      return refuse(pb::Response::NOT_FOUND,
+                    "no replica " + rq.remove() + " in node " + node + "'s group (" + names + ")");
+    }
+    if (m->raft_id == self_->raft_id)
+      return refuse(pb::Response::REFUSED,
+                    "replica " + m->name + " leads node " + node
+                      + "'s group and cannot remove itself: stop its process (another "
+                        "replica is elected), then run `proctor replicas remove "
+                      + m->name + "` again");
+    c.what = membership_change::kind::remove;
+    c.member.id = m->raft_id;
+    who = "replica " + m->name;
+  }
+  const bool adding = c.what == membership_change::kind::add;
+  spdlog::info("replica {} of node {}: {} {}", setup_.replica, node, adding ? "adding" : "removing",
+               who);
+  // Bounded by the store: the catch-up timeout, the loss of leadership, or its close.
+  auto outcome = store_->change_membership(std::move(c)).get();
+  *resp.mutable_replicas() = replicas();
+  const auto& st = outcome.status;
+  if (st.ok()) {
+    resp.set_text("node " + node + ": " + who + (adding ? " added: " : ": ") + outcome.text + "\n");
+    return resp;
+  }
+  auto text = "node " + node + ": " + who + ": " + outcome.text;
+  if (st.IsBusy() && !store_->is_leader()) {
+    auto why = why_not();
+    resp.set_leader(why.leader);
+    return refuse(pb::Response::NOT_LEADER, why.error);
+  }
+  return refuse(st.IsTimedOut()                    ? pb::Response::TIMEOUT
+                : st.IsNotFound()                  ? pb::Response::NOT_FOUND
+                : st.IsInvalidArgument()           ? pb::Response::BAD_REQUEST
+                : st.IsBusy() || st.IsIncomplete() ? pb::Response::REFUSED
+                                                   : pb::Response::INTERNAL,
+                text);
 }
 
 }  // namespace proctor

@@ -10,7 +10,13 @@
 // journal fails a write, the process re-executes itself with the same arguments: no step,
 // timer or outbox delivery of the old term survives it, nothing it had not committed was
 // acknowledged, and it comes back as a follower (its Raft log and RocksDB are on disk, as
-// after a crash).
+// after a crash), with --replicas set to the group's membership at that moment.
+//
+// Membership (`proctor replicas add` / `remove`, on the leader) changes through Raft; each
+// member of the configuration is labelled with its name and addresses, so every replica
+// learns a new one with the change. A replica whose --replicas disagrees with the
+// configuration in its data directory is refused at its start, as is a data directory that
+// belongs to another replica (the file REPLICA beside NODE).
 #pragma once
 
 #include <signal.h>
@@ -37,6 +43,9 @@ struct replica_setup {
   /// This process's command line, to re-execute it with (null-terminated, as main's argv).
   char** argv = nullptr;
   unsigned election_timeout_ms = 1000;
+  /// An empty data directory joins the existing group (proctord --join) instead of founding
+  /// it with `group`.
+  bool join = false;
 };
 
 class replica_node {
@@ -70,11 +79,19 @@ public:
   /// Re-executes the process (see above), logging `why` first.
   [[noreturn]] void step_down(const std::string& why);
 
+  /// The group as its Raft configuration (the log) has it: every member labelled with its
+  /// name and addresses (replica_spec). --replicas until this replica knows a configuration.
+  std::vector<replica_member> group() const;
+
 private:
   replica_node() = default;
   not_leader_answer why_not() const;
   pb::ReplicasInfo replicas() const;
   std::string metrics_text() const;
+  /// `replicas add` / `remove` on the leader: blocks until the store ended the change.
+  pb::Response change(const pb::ReplicasRequest& request);
+  /// True with `out` set when every member of the configuration carries a label.
+  bool labelled_group(std::vector<replica_member>* out) const;
 
   caf::actor_system* sys_ = nullptr;
   replica_setup setup_;

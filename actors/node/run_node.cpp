@@ -117,6 +117,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     ->check(CLI::Range(int64_t{0}, int64_t{24} * 3600 * 1000));
   std::string replica, replicas_text;  // docs/replication.md
   unsigned election_timeout_ms = 1000;
+  bool join = false;
+  app.add_flag("--join", join,
+               "With --replica and an empty data directory: join the existing group as a new "
+               "replica (`proctor replicas add` on its leader) instead of founding it");
   app.add_option("--replica", replica,
                  "Run as this replica of a replica group (one of --replicas): the node "
                  "survives the loss of a minority of its replicas");
@@ -177,6 +181,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                 << "'s address in --replicas (" << own << ")\n";
       return 64;
     }
+  }
+  if (join && group.empty()) {
+    std::cerr << program << ": --join goes with --replica and --replicas\n";
+    return 64;
   }
   if (listen.empty()) {
     std::cerr << program
@@ -291,6 +299,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       rs.max_frame_bytes = client_frame_limit(max_args);
       rs.argv = argv;
       rs.election_timeout_ms = election_timeout_ms;
+      rs.join = join;
       std::string err;
       rn = replica_node::open(sys, std::move(rs), &err);
       if (!rn) {

@@ -7,9 +7,14 @@
 //             replicas until one accepts: the clock stops when it is SUCCESS (its step
 //             committed by the new leader). Also reported: when all M waiting procedures
 //             were waiting again on the new leader.
+//   also:     durable steps/s (demo.noop, 32 clients) and one client's submit-to-ack
+//             p50/p99, on the group's leader and on the single proctord; the catch-up of a
+//             fresh replica added in place of the killed leader (MB of its RocksDB after it,
+//             per second).
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <stdexcept>
@@ -57,6 +62,104 @@ double submit_waiting(uint16_t port, size_t count, size_t threads, const std::st
   return static_cast<double>(count) / secs(clk::now() - t0);
 }
 
+/// Durable steps/s through the client protocol: `count` demo.noop procedures of `steps`
+/// steps submitted by `threads` clients, then waited for; submit of the first to SUCCESS of
+/// the last.
+double steps_per_s(uint16_t port, size_t count, int steps, size_t threads, const std::string& tag) {
+  std::vector<uint64_t> ids(count);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::string why;
+  std::mutex why_mu;
+  auto fail = [&](const std::string& w) {
+    std::lock_guard<std::mutex> g(why_mu);
+    why = w;
+    failed = true;
+  };
+  auto t0 = clk::now();
+  auto run = [&](auto&& one) {
+    next = 0;
+    std::vector<std::thread> ts;
+    for (size_t t = 0; t < threads; ++t)
+      ts.emplace_back([&] {
+        for (size_t i; !failed && (i = next++) < count;) {
+          try {
+            one(i);
+          } catch (const std::exception& e) {
+            fail(e.what());
+          }
+        }
+      });
+    for (auto& t : ts)
+      t.join();
+    if (failed)
+      throw std::runtime_error(why);
+  };
+  run([&](size_t i) {
+    pb::Request req;
+    auto* s = req.mutable_submit();
+    s->set_type("demo.noop");
+    s->set_args_json("{\"steps\":" + std::to_string(steps) + "}");
+    s->set_nonce(tag + "-" + std::to_string(i));
+    auto r = ask(port, req, std::chrono::seconds{60});
+    if (r.code() != pb::Response::OK)
+      throw std::runtime_error("submit refused: " + r.error());
+    ids[i] = r.id();
+  });
+  run([&](size_t i) {
+    pb::Request req;
+    req.mutable_wait()->set_id(ids[i]);
+    req.mutable_wait()->set_timeout_ms(120'000);
+    auto r = ask(port, req, std::chrono::seconds{130});
+    if (r.code() != pb::Response::OK || r.status().state() != pb::SUCCESS)
+      throw std::runtime_error("procedure " + std::to_string(ids[i])
+                               + " did not succeed: " + r.error());
+  });
+  return static_cast<double>(count) * steps / secs(clk::now() - t0);
+}
+
+/// One client's submits, one after the other: each one's submit-to-acknowledgement in
+/// microseconds, sorted.
+std::vector<double> submit_latencies(uint16_t port, size_t count, const std::string& tag) {
+  std::vector<double> us;
+  for (size_t i = 0; i < count; ++i) {
+    pb::Request req;
+    auto* s = req.mutable_submit();
+    s->set_type("demo.noop");
+    s->set_args_json("{\"steps\":1}");
+    s->set_nonce(tag + "-" + std::to_string(i));
+    auto t0 = clk::now();
+    auto r = ask(port, req, std::chrono::seconds{60});
+    us.push_back(secs(clk::now() - t0) * 1e6);
+    if (r.code() != pb::Response::OK)
+      throw std::runtime_error("submit refused: " + r.error());
+  }
+  std::sort(us.begin(), us.end());
+  return us;
+}
+
+/// What one node (one proctord, or a group's leader) does: steps/s, submit latency, and the
+/// waiting procedures for the failover, under `prefix` in the report.
+void measure_node(reporter& r, const bench_options& o, uint16_t port, const std::string& prefix) {
+  const size_t clients = 32;
+  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures / 10, 2000));
+  r.put(prefix + "_steps_per_s", steps_per_s(port, procs, o.steps, clients, prefix + "-steps"));
+  auto lat = submit_latencies(port, 300, prefix + "-latency");
+  r.put(prefix + "_submit_p50_us", percentile(lat, 0.50));
+  r.put(prefix + "_submit_p99_us", percentile(lat, 0.99));
+  r.put(prefix + "_submits_per_s", submit_waiting(port, o.waiting, clients, prefix));
+}
+
+uint64_t bytes_under(const std::string& dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec))
+      n += it->file_size(ec);
+  return n;
+}
+
 bool serves(uint16_t port) {
   pb::Request req;
   req.mutable_nodes();
@@ -70,9 +173,7 @@ bool serves(uint16_t port) {
 }  // namespace
 
 void phase_replica_failover(reporter& r, const bench_options& o, const std::string& dir) {
-  const size_t clients = 32;
-  // One proctord without replicas: the figure the group's submits are compared with.
-  double single_ps = 0;
+  // One proctord without replicas: the figures the group's are compared with.
   {
     node_group g;
     node_process p{"single", free_port(), -1};
@@ -84,7 +185,7 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
     g.nodes.push_back(p);
     await([&] { return serves(p.port); }, std::chrono::seconds{120},
           "the single proctord did not start (log: " + dir + "/single.log)");
-    single_ps = submit_waiting(p.port, o.waiting, clients, "single");
+    measure_node(r, o, p.port, "single");
   }
   node_group g;
   std::string spec;
@@ -110,10 +211,8 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
       return false;
     },
     std::chrono::seconds{120}, "no replica was elected (logs: " + dir + "/b*.log)");
-  auto group_ps = submit_waiting(g.nodes[leader].port, o.waiting, clients, "group");
+  measure_node(r, o, g.nodes[leader].port, "group");
   r.put("procedures", static_cast<double>(o.waiting));
-  r.put("group_submits_per_s", group_ps);
-  r.put("single_submits_per_s", single_ps);
 
   auto t0 = clk::now();
   kill_proctord(g.nodes[leader].pid);
@@ -146,6 +245,39 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
   await_waiting(port, o.waiting, "the new leader did not recover every waiting procedure");
   r.put("seconds", took);
   r.put("all_back_s", secs(clk::now() - t0));
+
+  // Replacing the lost machine: the dead leader removed, a fresh replica b4 (started with
+  // --join) added; timed from the add to its answer (b4 caught up: a snapshot of the whole
+  // journal, then the log, and made a voter).
+  pb::Request remove;
+  remove.mutable_replicas()->set_remove(g.nodes[leader].name);
+  if (auto resp = ask(port, remove, std::chrono::seconds{60}); resp.code() != pb::Response::OK)
+    throw std::runtime_error("replicas remove refused: " + resp.error());
+  node_process b4{"b4", free_port(), -1};
+  auto raft4 = free_port();
+  std::string spec4;
+  for (size_t i = 0; i < 3; ++i)
+    if (i != leader)
+      spec4 += g.nodes[i].name + "=127.0.0.1:" + std::to_string(g.nodes[i].port) + "/"
+               + std::to_string(raft_ports[i]) + ",";
+  const auto item4 = "b4=127.0.0.1:" + std::to_string(b4.port) + "/" + std::to_string(raft4);
+  spec4 += item4;
+  b4.pid = spawn_proctord({"--data-dir", dir + "/b4", "--name", "b", "--replica", "b4", "--join",
+                           "--replicas", spec4, "--workers", std::to_string(o.workers)},
+                          dir + "/b4.log");
+  g.nodes.push_back(b4);
+  pb::Request add;
+  add.mutable_replicas()->set_add(item4);
+  add.mutable_replicas()->set_timeout_ms(600'000);
+  auto t1 = clk::now();
+  if (auto resp = ask(port, add, std::chrono::seconds{660}); resp.code() != pb::Response::OK)
+    throw std::runtime_error("replicas add refused: " + resp.error() + " (log: " + dir
+                             + "/b4.log)");
+  auto catch_up = secs(clk::now() - t1);
+  auto bytes = static_cast<double>(bytes_under(dir + "/b4/db"));
+  r.put("catch_up_s", catch_up);
+  r.put("catch_up_mb", bytes / 1e6);
+  r.put("catch_up_mb_per_s", bytes / 1e6 / catch_up);
   r.finish();
 }
 

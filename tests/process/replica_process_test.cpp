@@ -342,3 +342,123 @@ TEST_F(replicas, a_peers_children_on_a_replicated_node_survive_its_leaders_sigki
 }
 
 }  // namespace
+
+// Replacing a lost machine (docs/replication.md, "Replacing a machine"): the leader is
+// SIGKILLed and its directory deleted; it is removed from the group, and a fresh replica b4,
+// started with --join, is added: it catches up (a snapshot, then the log) as a standby and
+// then votes. The two old replicas left are then SIGKILLed one at a time (each restarted
+// before the next): nothing acknowledged is lost, and the group goes on with b4 in it. An old
+// replica started again with its old --replicas is refused (the log's membership differs),
+// as is a data directory started as another replica.
+TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
+  launch_all();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i)
+    ids.push_back(submit("demo.wait_event", R"({"key":"swap"})"));
+  b_[l]->kill();
+  fs::remove_all(b_[l]->data_dir());
+  int l2 = leader(30s, l);
+  ASSERT_GE(l2, 0) << logs();
+
+  auto removed = ctl({"replicas", "remove", name(l)});
+  ASSERT_EQ(removed.exit_code, 0) << describe(removed) << logs();
+  EXPECT_NE(removed.out.find("replica " + name(l) + ": removed"), std::string::npos)
+    << removed.out;
+  auto again = ctl({"replicas", "remove", name(l)});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("no replica " + name(l)), std::string::npos) << describe(again);
+
+  // b4: a new machine. Its --replicas is the group as it is now, with itself.
+  uint16_t port4 = free_port(), raft4 = free_port();
+  const std::string spec4 = "b4=127.0.0.1:" + std::to_string(port4) + "/" + std::to_string(raft4);
+  std::string group_now;
+  std::vector<int> old;
+  for (int i = 0; i < 3; ++i)
+    if (i != l) {
+      old.push_back(i);
+      group_now += name(i) + "=" + address(i) + "/" + std::to_string(raft_ports_[i]) + ",";
+    }
+  group_now += spec4;
+  auto replica_args = [&](const std::string& who) {
+    return std::vector<std::string>{"--name", "b", "--replica", who, "--replicas", group_now};
+  };
+  auto join_args = replica_args("b4");
+  join_args.push_back("--join");
+  node b4(dir_.path() / "b4", port4, join_args);
+  ASSERT_TRUE(b4.launch()) << b4.log_tail();
+  // Until it is added, b4 is in no group: it serves nothing.
+  EXPECT_NE(b4.ctl({"list"}, 10s).exit_code, 0);
+  auto t0 = clock_type::now();
+  auto added = ctl({"replicas", "add", spec4, "--timeout-s", "60"});
+  ASSERT_EQ(added.exit_code, 0) << describe(added) << logs() << b4.log_tail(40);
+  std::printf("[ info ] b4 added (caught up and voting) in %lld ms: %s",
+              static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0)
+                  .count()),
+              added.out.c_str());
+  EXPECT_NE(added.out.find("replica b4"), std::string::npos) << added.out;
+  auto json = ctl({"replicas", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << describe(json);
+  EXPECT_NE(json.out.find("\"name\":\"b4\""), std::string::npos) << json.out;
+  EXPECT_EQ(json.out.find("\"name\":\"" + name(l) + "\""), std::string::npos) << json.out;
+
+  // Every address of the group now, for the CLI.
+  auto ctl4 = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> all{"--node", address(old[0]) + "," + address(old[1]) + ","
+                                             + "127.0.0.1:" + std::to_string(port4)};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_proctor(all, 120s);
+  };
+  for (int i = 0; i < 5; ++i) {
+    auto r = ctl4({"submit", "demo.wait_event", "--args-json", R"({"key":"swap"})"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    ids.push_back(trim(r.out));
+  }
+
+  // The old replicas, one at a time: killed, then restarted under the group as it is now.
+  std::vector<std::unique_ptr<node>> restarted;
+  for (int i : old) {
+    b_[i]->kill();
+    eventually(
+      [&] { return ctl4({"list", "--json"}).exit_code == 0; }, 30s, 100ms);
+    for (const auto& id : ids) {
+      auto r = ctl4({"status", id, "--json"});
+      auto v = parse_json(r.out);
+      EXPECT_EQ(v ? state_of(*v) : describe(r), "WAITING") << id;
+    }
+    // Its old command line names the removed replica: refused, nothing started.
+    ASSERT_TRUE(b_[i]->launch());
+    ASSERT_TRUE(eventually([&] { return !b_[i]->running(); }, 30s));
+    EXPECT_NE(b_[i]->last_exit_code(), 0);
+    EXPECT_NE(b_[i]->log_tail(5).find("disagrees with node b's membership"), std::string::npos)
+      << b_[i]->log_tail(5);
+    restarted.push_back(std::make_unique<node>(b_[i]->data_dir(), ports_[i], replica_args(name(i))));
+    ASSERT_TRUE(restarted.back()->launch()) << restarted.back()->log_tail();
+    // Caught up again before the next one goes (a majority of three must stay).
+    ASSERT_TRUE(eventually(
+      [&] {
+        auto r = ctl4({"replicas", "--json"});
+        return r.exit_code == 0 && r.out.find("\"reachable\":false") == std::string::npos;
+      },
+      30s))
+      << ctl4({"replicas"}).out;
+  }
+  // A data directory is its replica's own.
+  node wrong(b_[old[0]]->data_dir(), ports_[old[1]], replica_args(name(old[1])));
+  restarted[0]->kill();
+  ASSERT_TRUE(wrong.launch());
+  ASSERT_TRUE(eventually([&] { return !wrong.running(); }, 30s));
+  EXPECT_NE(wrong.log_tail(5).find("belongs to replica " + name(old[0])), std::string::npos)
+    << wrong.log_tail(5);
+  ASSERT_TRUE(restarted[0]->launch());
+
+  auto ev = ctl4({"event", "swap"});
+  EXPECT_EQ(ev.exit_code, 0) << describe(ev);
+  for (const auto& id : ids) {
+    auto r = ctl4({"wait", id, "--json", "--timeout-s", "60"});
+    auto v = parse_json(r.out);
+    EXPECT_EQ(v ? state_of(*v) : describe(r), "SUCCESS") << id;
+  }
+}
