@@ -341,6 +341,116 @@ TEST_F(replicas, a_peers_children_on_a_replicated_node_survive_its_leaders_sigki
   EXPECT_EQ(state_of(*v), "SUCCESS") << w.out << a.log_tail() << logs();
 }
 
+// Seeded random kills and freezes of node b's replicas (the leader or a follower; SIGKILL, or
+// SIGSTOP for 1-3 s) while node a submits trees with children on b and a client submits to b
+// directly (PROCTOR_ROUNDS rounds, 3 by default; PROCTOR_SEED replays). Every tree and
+// procedure acknowledged ends SUCCESS with exactly its steps' ledger files, none undone.
+TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes) {
+  int rounds = 3;
+  if (const char* r = std::getenv("PROCTOR_ROUNDS"))
+    rounds = std::max(1, std::atoi(r));
+  uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("PROCTOR_SEED"))
+    seed = std::strtoull(s, nullptr, 10);
+  SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
+  std::printf("  PROCTOR_SEED=%llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  auto port_a = free_port();
+  node a{dir_.path() / "a",
+         port_a,
+         {"--name", "a", "--peers", "b=" + address(0) + "|" + address(1) + "|" + address(2)}};
+  std::string spec;
+  for (size_t j = 0; j < 3; ++j)
+    spec += (j ? "," : "") + name(j) + "=" + address(j) + "/" + std::to_string(raft_ports_[j]);
+  for (size_t i = 0; i < 3; ++i)
+    b_[i] = std::make_unique<node>(
+      dir_.path() / name(i), ports_[i],
+      std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", spec, "--peers",
+                               "a=127.0.0.1:" + std::to_string(port_a)});
+  launch_all();
+  ASSERT_TRUE(a.start()) << a.log_tail();
+  ASSERT_GE(leader(), 0) << logs();
+
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::string> trees, direct;
+  const std::string ledger_arg = R"("ledger_dir":")" + ledger().string() + "\"}";
+  std::thread from_a([&] {
+    while (!stop) {
+      auto r = a.ctl({"submit", "demo.ledger", "--args-json",
+                      R"({"steps":3,"children":2,"depth":1,"spread":false,"place_on":"b",)"
+                      R"("step_sleep_ms":50,)"
+                        + ledger_arg},
+                     60s);
+      std::lock_guard<std::mutex> g(mu);
+      if (r.exit_code == 0)
+        trees.push_back(trim(r.out));
+    }
+  });
+  std::thread to_b([&] {
+    while (!stop) {
+      auto r = ctl(
+        {"submit", "demo.ledger", "--args-json", R"({"steps":3,"step_sleep_ms":30,)" + ledger_arg},
+        60s);
+      std::lock_guard<std::mutex> g(mu);
+      if (r.exit_code == 0)
+        direct.push_back(trim(r.out));
+    }
+  });
+  for (int round = 0; round < rounds; ++round) {
+    int l = leader();
+    ASSERT_GE(l, 0) << logs();
+    std::this_thread::sleep_for(std::chrono::milliseconds{300 + rng() % 1200});
+    const bool at_leader = rng() % 2 == 0;
+    const int victim = at_leader ? l : (l + 1 + static_cast<int>(rng() % 2)) % 3;
+    const bool freeze = rng() % 2 == 0;
+    std::printf("  round %d: %s %s %s\n", round, freeze ? "SIGSTOP" : "SIGKILL",
+                at_leader ? "the leader" : "a follower", name(victim).c_str());
+    if (freeze) {
+      ASSERT_EQ(::kill(b_[victim]->pid(), SIGSTOP), 0);
+      if (at_leader) {
+        EXPECT_GE(leader(30s, victim), 0) << logs();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{1000 + rng() % 2000});
+      ASSERT_EQ(::kill(b_[victim]->pid(), SIGCONT), 0);
+    } else {
+      b_[victim]->kill();
+      if (at_leader) {
+        EXPECT_GE(leader(30s, victim), 0) << logs();
+      }
+      ASSERT_TRUE(b_[victim]->launch());
+    }
+  }
+  stop = true;
+  from_a.join();
+  to_b.join();
+  ASSERT_GE(leader(), 0) << logs();
+  std::printf("  %zu trees from a, %zu procedures on b acknowledged\n", trees.size(),
+              direct.size());
+  EXPECT_GT(trees.size(), 0u);
+  EXPECT_GT(direct.size(), 0u);
+  for (const auto& id : trees) {
+    auto w = a.ctl({"wait", id, "--json", "--timeout-s", "90"});
+    auto v = parse_json(w.out);
+    EXPECT_EQ(v ? state_of(*v) : describe(w), "SUCCESS") << "tree " << id;
+  }
+  for (const auto& id : direct)
+    EXPECT_EQ(waited(id), "SUCCESS") << id;
+  auto files = file_names(ledger());
+  auto count_of = [&](const std::string& root) {
+    size_t n = 0;
+    for (const auto& f : files)
+      n += f.rfind(root + ".", 0) == 0 ? 1 : 0;
+    return n;
+  };
+  for (const auto& id : trees)  // the root's 3 steps and each of its 2 children's 3
+    EXPECT_EQ(count_of(id), 9u) << "tree " << id;
+  for (const auto& id : direct)
+    EXPECT_EQ(count_of(id), 3u) << "procedure " << id;
+  for (const auto& f : files)
+    EXPECT_EQ(f.find("undo"), std::string::npos) << f;
+}
+
 }  // namespace
 
 // Replacing a lost machine (docs/replication.md, "Replacing a machine"): the leader is
@@ -364,8 +474,7 @@ TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
 
   auto removed = ctl({"replicas", "remove", name(l)});
   ASSERT_EQ(removed.exit_code, 0) << describe(removed) << logs();
-  EXPECT_NE(removed.out.find("replica " + name(l) + ": removed"), std::string::npos)
-    << removed.out;
+  EXPECT_NE(removed.out.find("replica " + name(l) + ": removed"), std::string::npos) << removed.out;
   auto again = ctl({"replicas", "remove", name(l)});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("no replica " + name(l)), std::string::npos) << describe(again);
@@ -393,11 +502,11 @@ TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
   auto t0 = clock_type::now();
   auto added = ctl({"replicas", "add", spec4, "--timeout-s", "60"});
   ASSERT_EQ(added.exit_code, 0) << describe(added) << logs() << b4.log_tail(40);
-  std::printf("[ info ] b4 added (caught up and voting) in %lld ms: %s",
-              static_cast<long long>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0)
-                  .count()),
-              added.out.c_str());
+  std::printf(
+    "[ info ] b4 added (caught up and voting) in %lld ms: %s",
+    static_cast<long long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count()),
+    added.out.c_str());
   EXPECT_NE(added.out.find("replica b4"), std::string::npos) << added.out;
   auto json = ctl({"replicas", "--json"});
   ASSERT_EQ(json.exit_code, 0) << describe(json);
@@ -421,8 +530,7 @@ TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
   std::vector<std::unique_ptr<node>> restarted;
   for (int i : old) {
     b_[i]->kill();
-    eventually(
-      [&] { return ctl4({"list", "--json"}).exit_code == 0; }, 30s, 100ms);
+    eventually([&] { return ctl4({"list", "--json"}).exit_code == 0; }, 30s, 100ms);
     for (const auto& id : ids) {
       auto r = ctl4({"status", id, "--json"});
       auto v = parse_json(r.out);
@@ -434,7 +542,8 @@ TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
     EXPECT_NE(b_[i]->last_exit_code(), 0);
     EXPECT_NE(b_[i]->log_tail(5).find("disagrees with node b's membership"), std::string::npos)
       << b_[i]->log_tail(5);
-    restarted.push_back(std::make_unique<node>(b_[i]->data_dir(), ports_[i], replica_args(name(i))));
+    restarted.push_back(
+      std::make_unique<node>(b_[i]->data_dir(), ports_[i], replica_args(name(i))));
     ASSERT_TRUE(restarted.back()->launch()) << restarted.back()->log_tail();
     // Caught up again before the next one goes (a majority of three must stay).
     ASSERT_TRUE(eventually(
