@@ -155,13 +155,39 @@ rocksdb::Status raft_store_impl::write(const std::vector<store_op>& ops) {
     ++in_flight_;
     uv_async_send(&wake_);
   }
+  const auto t0 = std::chrono::steady_clock::now();
   if (opts_.write_timeout_ms > 0
       && outcome.wait_for(std::chrono::milliseconds(opts_.write_timeout_ms))
            == std::future_status::timeout)
     return rocksdb::Status::TimedOut("raft entry not committed within "
                                      + std::to_string(opts_.write_timeout_ms)
                                      + " ms; it may still commit");
-  return outcome.get();
+  auto st = outcome.get();
+  if (st.ok())
+    record_latency(std::chrono::steady_clock::now() - t0);
+  return st;
+}
+
+void raft_store_impl::record_latency(std::chrono::steady_clock::duration d) {
+  const double s = std::chrono::duration<double>(d).count();
+  size_t i = 0;
+  while (i < latency_bounds.size() && s > latency_bounds[i])
+    ++i;
+  latency_counts_[i].fetch_add(1, std::memory_order_relaxed);
+  latency_sum_us_.fetch_add(
+    static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count()),
+    std::memory_order_relaxed);
+}
+
+raft_store::latency_histogram raft_store_impl::commit_latency() const {
+  latency_histogram h;
+  h.bounds.assign(latency_bounds.begin(), latency_bounds.end());
+  for (const auto& c : latency_counts_) {
+    h.counts.push_back(c.load(std::memory_order_relaxed));
+    h.count += h.counts.back();
+  }
+  h.sum_seconds = static_cast<double>(latency_sum_us_.load(std::memory_order_relaxed)) / 1e6;
+  return h;
 }
 
 rocksdb::Status raft_store_impl::scan(const std::function<bool(const stored_record&)>& fn) {

@@ -166,6 +166,17 @@ public:
   /// libraft's state: "leader" (once ready), "follower", "candidate", "unavailable".
   virtual std::string role() const = 0;
 
+  /// How long acknowledged writes took, from write() to committed on a majority and applied
+  /// here: a histogram since the store opened (bucket upper bounds in seconds, counts not
+  /// cumulative).
+  struct latency_histogram {
+    std::vector<double> bounds;
+    std::vector<uint64_t> counts;  ///< bounds.size() + 1: the last counts what is above all
+    double sum_seconds = 0;
+    uint64_t count = 0;
+  };
+  virtual latency_histogram commit_latency() const = 0;
+
   /// Registers `fn`, called with true when is_leader() becomes true and with false when it
   /// becomes false. Calls run on the store's notifier thread, in order, never concurrently;
   /// `fn` may call the observers and write(). Not called for the state at registration:

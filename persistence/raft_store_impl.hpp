@@ -6,6 +6,7 @@
 // by mtx_; observed values are atomics (or leader_mtx_) written by the loop thread only.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -49,6 +50,7 @@ public:
     std::lock_guard<std::mutex> g(leader_mtx_);
     return role_;
   }
+  latency_histogram commit_latency() const override;
   uint64_t applied_index() const override { return applied_.load(); }
   uint64_t snapshot_index() const override { return snapshot_.load(); }
   void on_leadership_change(std::function<void(bool leader)> fn) override;
@@ -164,6 +166,13 @@ private:
   std::vector<member_status> members_;                  // leader_mtx_
   std::string role_ = "unavailable";                    // leader_mtx_
   std::chrono::steady_clock::time_point members_at_{};  // loop thread: last refresh
+
+  // -- acknowledged writes' latency (any writer thread) ----------------------------------------
+  static constexpr std::array<double, 13> latency_bounds{
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5};
+  std::array<std::atomic<uint64_t>, latency_bounds.size() + 1> latency_counts_{};
+  std::atomic<uint64_t> latency_sum_us_{0};
+  void record_latency(std::chrono::steady_clock::duration d);
 
   // -- notifier (note_mtx_) ----------------------------------------------------------------
   std::mutex note_mtx_;

@@ -306,6 +306,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kIdFloor:
     case pb::JournalRecord::kEvent:
     case pb::JournalRecord::kOutbox:
+    case pb::JournalRecord::kIncarnation:
+    case pb::JournalRecord::kPeerIncarnation:
     case pb::JournalRecord::BODY_NOT_SET:
       if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())
         t.corrupt = "empty record at lsn " + std::to_string(lsn);

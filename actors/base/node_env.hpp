@@ -69,6 +69,8 @@ struct node_env {
   std::shared_ptr<cluster_view> cluster = std::make_shared<cluster_view>();
   /// When this node started (wall clock, ms): its NodeInfo for peers and `proctor nodes`.
   int64_t started_at_ms = 0;
+  /// This node's incarnation (journal.proto NodeIncarnation), set by the recovery.
+  uint64_t incarnation = 0;
   /// The data directory's epoch this process holds (active_lock.hpp; 0 without a lock) and
   /// how long its takeover took when it was a standby (set once it serves; 0 otherwise).
   uint64_t epoch = 0;

@@ -16,6 +16,11 @@ using peer_status_atom = caf::atom_constant<caf::atom("peerstat")>;
 /// (peer_subscribe_atom, caf::actor): the subscriber gets every peer's status now and each
 /// change later, as (peer_status_atom, peer_status).
 using peer_subscribe_atom = caf::atom_constant<caf::atom("peersub")>;
+/// (peer_expect_atom, std::map<std::string, uint64_t> incarnations, caf::actor journal) to
+/// the transport, once the node recovered: each peer's incarnation as the journal knows it
+/// (absent: not heard from yet), and the journal that records the first one heard. Until
+/// then no link takes its peer for up (docs/cluster.md, "Incarnations").
+using peer_expect_atom = caf::atom_constant<caf::atom("peerexp")>;
 
 /// How this node sees one peer.
 struct peer_status {
@@ -31,6 +36,12 @@ struct peer_status {
   int64_t started_at_ms = 0;
   std::vector<std::string> types;  ///< its registered procedure types (sorted)
   bool types_known = false;
+  /// A peer run as a replica group: its group as its leader last said (a serialized
+  /// wire.proto ReplicasInfo), empty otherwise.
+  std::string group;
+  /// The peer's incarnation this node knows (journal.proto PeerIncarnation): 0 until it
+  /// first answered. An answer from another incarnation makes the peer down.
+  uint64_t incarnation = 0;
   /// Heartbeat answers from the peer's address that refused this node or named another node
   /// (a --peers mistake on one side), counted since the link started.
   uint64_t refusals = 0;

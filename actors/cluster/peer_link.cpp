@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <unordered_map>
 
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/outbox.hpp"
+#include "persistence/journal.hpp"
+#include "persistence/keys.hpp"
 #include "actors/cluster/tls.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "actors/wire/wire_client.hpp"
@@ -68,6 +71,12 @@ struct link_state {
   /// when, and what it was, for the requests that then run out of time.
   clock_type::time_point stray_at{};
   std::string stray;
+
+  // -- the peer's incarnation (docs/cluster.md, "Incarnations") -------------------------------
+  bool expect_known = false;         ///< the node recovered and said which incarnation it knows
+  caf::actor journal;                ///< records the first incarnation heard
+  bool recording = false;            ///< ... which is being recorded now
+  uint64_t refused_incarnation = 0;  ///< the other incarnation last refused (for the log)
 };
 
 using link_actor = caf::io::stateful_broker<link_state>;
@@ -185,6 +194,68 @@ void on_connected(link_actor* self, int fd) {
   send_ping(self);
 }
 
+std::string incarnation_text(uint64_t i) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(i));
+  return buf;
+}
+
+/// Whether the peer that answered is the incarnation this node knows. Until the node
+/// recovered (it does not know yet), no; the first incarnation heard is journaled before it
+/// is taken (the next heartbeat then finds it known); another one than the journal's makes
+/// the peer down: it came back with an empty journal, and what the old one held is lost.
+/// A peer of a version without incarnations (0) is taken as it is.
+bool incarnation_taken(link_actor* self, uint64_t heard) {
+  auto& st = self->state;
+  auto& s = st.status;
+  if (heard == 0)
+    return true;
+  if (!st.expect_known)
+    return false;  // asked again at the next heartbeat
+  if (s.incarnation == heard)
+    return true;
+  if (s.incarnation == 0) {
+    if (!st.recording && st.journal) {
+      st.recording = true;
+      pb::JournalRecord rec;
+      auto* p = rec.mutable_peer_incarnation();
+      p->set_peer(st.cfg.peer_name);
+      p->set_incarnation(heard);
+      p->set_first_seen_ms(wall_ms());
+      journal_batch b;
+      b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+      self->request(st.journal, caf::infinite, append_atom::value, std::move(b))
+        .then(
+          [self, heard](uint64_t) {
+            auto& st = self->state;
+            st.recording = false;
+            st.status.incarnation = heard;
+            spdlog::info("node {}: incarnation {} recorded (its first answer)", st.cfg.peer_name,
+                         incarnation_text(heard));
+          },
+          [self](caf::error& e) {
+            self->state.recording = false;
+            spdlog::warn("node {}: recording its incarnation failed ({}); tried again",
+                         self->state.cfg.peer_name, caf::to_string(e));
+          });
+    }
+    return false;
+  }
+  auto why = "node " + st.cfg.peer_name + " at " + s.address
+             + " came back with another journal (incarnation " + incarnation_text(heard)
+             + "; this node knew " + incarnation_text(s.incarnation)
+             + "): what the node that left held is lost, and the new one's answers are not "
+               "taken for its";
+  auto n = ++s.refusals;
+  if (log_nth(n) || st.refused_incarnation != heard)
+    spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
+                  st.cfg.peer_name, why, n);
+  st.refused_incarnation = heard;
+  go_down(self, why, false);
+  notify(self);
+  return false;
+}
+
 void on_pong(link_actor* self, const pb::Response& r) {
   auto& st = self->state;
   auto rtt =
@@ -204,6 +275,9 @@ void on_pong(link_actor* self, const pb::Response& r) {
                    st.cfg.peer_name, r.error(), n);
     return go_down(self, r.error(), false);
   }
+  if (r.code() == pb::Response::OK && r.pong().name() == st.cfg.peer_name
+      && !incarnation_taken(self, r.pong().incarnation()))
+    return;
   if (r.code() != pb::Response::OK || r.pong().name() != st.cfg.peer_name) {
     auto why = r.code() != pb::Response::OK
                  ? "it refuses this node: " + r.error()
@@ -226,6 +300,7 @@ void on_pong(link_actor* self, const pb::Response& r) {
   s.number = static_cast<uint16_t>(r.pong().number());
   s.live = r.pong().live();
   s.started_at_ms = r.pong().started_at_ms();
+  s.group = r.pong().has_group() ? r.pong().group().SerializeAsString() : std::string{};
   if (st.want_types) {
     s.types.assign(r.pong().types().begin(), r.pong().types().end());
     std::sort(s.types.begin(), s.types.end());
@@ -328,6 +403,12 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       return rp;
     },
     [self](peer_status_atom) { return self->state.status; },
+    [self](peer_expect_atom, uint64_t incarnation, caf::actor& journal) {
+      auto& st = self->state;
+      st.expect_known = true;
+      st.status.incarnation = incarnation;
+      st.journal = std::move(journal);
+    },
     [self](link_fd_atom, int fd, const std::string& why, uint64_t attempt) {
       auto& st = self->state;
       if (attempt != st.attempt || st.connected) {

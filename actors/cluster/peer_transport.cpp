@@ -128,6 +128,13 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
         self->send(sub, peer_status_atom::value, s);
       self->state.status[s.name] = std::move(s);
     },
+    [self](peer_expect_atom, const std::map<std::string, uint64_t>& known, caf::actor& journal) {
+      for (const auto& [name, link] : self->state.links) {
+        auto k = known.find(name);
+        self->send(link, peer_expect_atom::value, k == known.end() ? uint64_t{0} : k->second,
+                   journal);
+      }
+    },
     [self](peer_status_atom) {
       std::vector<peer_status> out;
       for (const auto& [name, s] : self->state.status)

@@ -43,6 +43,7 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   info->set_number(st.env->node_number);
   info->set_live(st.live);
   info->set_started_at_ms(st.env->started_at_ms);
+  info->set_incarnation(st.env->incarnation);
   if (req.want_types())
     for (const auto& t : st.env->types->names())
       info->add_types(t);
@@ -111,6 +112,9 @@ void fill_node(const peer_status& s, pb::NodeStatus* n) {
   n->set_rtt_us(static_cast<uint64_t>(std::max<int64_t>(0, s.rtt_us)));
   n->set_live(s.live);
   n->set_started_at_ms(s.started_at_ms);
+  if (!s.group.empty())
+    (void)n->mutable_group()->ParseFromString(s.group);
+  n->set_incarnation(s.incarnation);
 }
 
 }  // namespace
@@ -126,6 +130,7 @@ void handle_nodes(executor_actor* self, promise_t rp) {
   me->set_since_ms(st.env->started_at_ms);
   me->set_live(st.live);
   me->set_started_at_ms(st.env->started_at_ms);
+  me->set_incarnation(st.env->incarnation);
   auto* proc = me->mutable_process();
   proc->set_pid(::getpid());
   proc->set_host(host_name());

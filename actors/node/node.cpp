@@ -4,11 +4,13 @@
 #include "actors/scheduling/timeout_actor.hpp"
 
 #include "actors/node/node_identity.hpp"
+#include "actors/base/peer_status.hpp"
 #include "actors/cluster/outbox.hpp"
 
 #include <chrono>
 #include <map>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include <caf/io/all.hpp>
@@ -176,7 +178,9 @@ caf::expected<recovery_report> node::start(node_options opts) {
   uint64_t max_lsn = journal_keys::id_floor_lsn;
   uint64_t next_id = (uint64_t{opts.number} << id_node_shift) + 1;
   std::vector<outbox_item> outbox;
-  std::optional<tree_folder> folder;  // in place: no heap folder per tree
+  uint64_t incarnation = 0;                           // this node's (NodeIncarnation)
+  std::map<std::string, uint64_t> peer_incarnations;  // as first heard (PeerIncarnation)
+  std::optional<tree_folder> folder;                  // in place: no heap folder per tree
   auto close_tree = [&] {
     if (!folder)
       return;
@@ -208,6 +212,10 @@ caf::expected<recovery_report> node::start(node_options opts) {
       }
       if (m.has_id_floor())
         next_id = std::max(next_id, m.id_floor().next_id());
+      else if (m.has_incarnation())
+        incarnation = m.incarnation().incarnation();
+      else if (m.has_peer_incarnation())
+        peer_incarnations[m.peer_incarnation().peer()] = m.peer_incarnation().incarnation();
       else if (m.has_outbox())
         outbox.push_back(
           outbox_item{r.lsn, m.outbox().peer(), m.outbox().msg().SerializeAsString()});
@@ -256,6 +264,31 @@ caf::expected<recovery_report> node::start(node_options opts) {
   oc.reply_timeout = opts.peer_reply_timeout;
   outbox_ = spawn_outbox(sys_, std::move(oc), std::move(outbox));
   env->outbox = outbox_;
+  // This node's incarnation: drawn, and journaled before anyone hears it, the first time
+  // the journal is used (docs/cluster.md, "Incarnations"); then each link may take its
+  // peer's answers (the incarnation it knows, or the first it hears).
+  if (incarnation == 0) {
+    std::random_device rd;
+    while (incarnation == 0)
+      incarnation = (uint64_t{rd()} << 32) ^ rd();
+    pb::JournalRecord rec;
+    rec.mutable_incarnation()->set_incarnation(incarnation);
+    rec.mutable_incarnation()->set_created_at_ms(env->started_at_ms);
+    journal_batch b;
+    b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+    caf::scoped_actor self{sys_};
+    caf::error failed;
+    self->request(env->journal, caf::infinite, append_atom::value, std::move(b))
+      .receive([](uint64_t) {}, [&](caf::error& e) { failed = std::move(e); });
+    if (failed)
+      return caf::make_error(caf::sec::runtime_error,
+                             "cannot journal this node's incarnation: " + caf::to_string(failed));
+    spdlog::info("node {}: a new journal, incarnation {:016x}", opts.name, incarnation);
+  }
+  env->incarnation = incarnation;
+  if (opts.transport)
+    caf::anon_send(opts.transport, peer_expect_atom::value, std::move(peer_incarnations),
+                   env->journal);
   env_ = env;
   executor_ = executor;
   give_up.actors.clear();

@@ -12,6 +12,19 @@ struct front_state {
   static inline const char* name = "replica_front";
 };
 
+/// Adds the group's part to a leader's answer to `req` (see the request handler).
+void add_group(const front_answers& answers, const pb::Request& req, pb::Response* r) {
+  if (req.has_ping()) {
+    *r->mutable_pong()->mutable_group() = answers.replicas();
+  } else if (req.has_nodes()) {
+    for (auto& n : *r->mutable_nodes())
+      if (n.self())
+        *n.mutable_group() = answers.replicas();
+  } else if (req.has_metrics() && answers.metrics) {
+    r->set_text(r->text() + answers.metrics());
+  }
+}
+
 caf::behavior replica_front(caf::stateful_actor<front_state>* self, front_answers answers) {
   self->state.answers = std::move(answers);
   return {
@@ -47,15 +60,17 @@ caf::behavior replica_front(caf::stateful_actor<front_state>* self, front_answer
         *r.mutable_replicas() = self->state.answers.replicas();
         return r.SerializeAsString();
       }
-      if (self->state.executor && parsed && req.has_metrics() && self->state.answers.metrics) {
-        // The node's metrics, then the group's.
+      if (self->state.executor && parsed
+          && (req.has_metrics() || req.has_nodes() || req.has_ping())) {
+        // The node's answer, with the group's part added: its gauges to `metrics`, the group
+        // to this node's entry of `nodes` and to the answer to a peer's heartbeat.
         auto rp = self->make_response_promise();
         self->request(self->state.executor, caf::infinite, a, std::move(bytes))
           .then(
-            [self, rp](std::string& reply) mutable {
+            [self, rp, req](std::string& reply) mutable {
               pb::Response r;
               if (r.ParseFromString(reply) && r.code() == pb::Response::OK) {
-                r.set_text(r.text() + self->state.answers.metrics());
+                add_group(self->state.answers, req, &r);
                 reply = r.SerializeAsString();
               }
               rp.deliver(std::move(reply));

@@ -1,9 +1,12 @@
 #include "actors/node/replica_group.hpp"
 
+#include <caf/all.hpp>
 #include <gtest/gtest.h>
 
 #include <proctor/wire.pb.h>
 
+#include "actors/base/rpc.hpp"
+#include "actors/node/node.hpp"
 #include "actors/node/replica_front.hpp"
 
 namespace proctor {
@@ -86,6 +89,72 @@ TEST(replica_group, a_member_round_trips_through_its_spec) {
   EXPECT_FALSE(parse_replica("b#1=127.0.0.1:7001/9001", &back, &err));
   EXPECT_FALSE(parse_replica("b1=127.0.0.1:7001/7001", &back, &err));
   EXPECT_NE(err.find("Raft port is its client port"), std::string::npos) << err;
+}
+
+// A leading front adds the group to this node's `nodes` entry, to heartbeat answers and to
+// `metrics`; until it leads it refuses them all.
+TEST(replica_front, a_leaders_answers_carry_its_group) {
+  caf::actor_system_config cfg;
+  tune_actor_system(cfg);
+  caf::actor_system sys{cfg};
+  front_answers answers;
+  answers.why_not = [] { return not_leader_answer{"replica b2 is a follower", "127.0.0.1:7001"}; };
+  answers.replicas = [] {
+    pb::ReplicasInfo info;
+    info.set_node("b");
+    info.set_term(7);
+    info.set_leader("b1");
+    return info;
+  };
+  answers.metrics = [] { return std::string("proctor_raft_term 7\n"); };
+  // What the node (its executor) answers, without the group.
+  auto executor = sys.spawn([]() -> caf::behavior {
+    return {[](rpc_atom, std::string& bytes) {
+      pb::Request req;
+      req.ParseFromString(bytes);
+      pb::Response r;
+      r.set_tag(req.tag());
+      if (req.has_nodes()) {
+        auto* me = r.add_nodes();
+        me->set_name("b");
+        me->set_self(true);
+        r.add_nodes()->set_name("a");
+      } else if (req.has_ping()) {
+        r.mutable_pong()->set_name("b");
+      } else {
+        r.set_text("proctor_steps_total 3\n");
+      }
+      return r.SerializeAsString();
+    }};
+  });
+  auto front = spawn_replica_front(sys, answers);
+  caf::scoped_actor self{sys};
+  auto ask = [&](const pb::Request& req) {
+    pb::Response r;
+    self->request(front, std::chrono::seconds{10}, rpc_atom::value, req.SerializeAsString())
+      .receive([&](std::string& bytes) { EXPECT_TRUE(r.ParseFromString(bytes)); },
+               [&](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+    return r;
+  };
+  pb::Request nodes, ping, metrics;
+  nodes.set_tag(1);
+  nodes.mutable_nodes();
+  ping.mutable_ping()->set_from("a");
+  metrics.mutable_metrics();
+  EXPECT_EQ(ask(nodes).code(), pb::Response::NOT_LEADER);
+  EXPECT_EQ(ask(ping).code(), pb::Response::NOT_LEADER);
+  self->send(front, front_lead_atom::value, executor);
+  auto n = ask(nodes);
+  ASSERT_EQ(n.code(), pb::Response::OK);
+  EXPECT_EQ(n.tag(), 1u);
+  ASSERT_EQ(n.nodes_size(), 2);
+  EXPECT_EQ(n.nodes(0).group().term(), 7u);
+  EXPECT_EQ(n.nodes(0).group().leader(), "b1");
+  EXPECT_FALSE(n.nodes(1).has_group());  // a peer's entry is as the node said
+  EXPECT_EQ(ask(ping).pong().group().term(), 7u);
+  EXPECT_EQ(ask(metrics).text(), "proctor_steps_total 3\nproctor_raft_term 7\n");
+  caf::anon_send_exit(front, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <limits>
 
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
@@ -268,6 +269,23 @@ std::string replica_node::metrics_text() const {
   out.push_back(std::move(stored));
   out.push_back(std::move(lag));
   out.push_back(std::move(up));
+  // Replication latency: a journal write, from handed to Raft to committed on a majority
+  // and applied here (this process's writes as leader).
+  auto h = store_->commit_latency();
+  ClientMetric hm;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    cumulative += h.counts[i];
+    hm.histogram.bucket.push_back({cumulative, h.bounds[i]});
+  }
+  hm.histogram.bucket.push_back({h.count, std::numeric_limits<double>::infinity()});
+  hm.histogram.sample_count = h.count;
+  hm.histogram.sample_sum = h.sum_seconds;
+  out.push_back(MetricFamily{"proctor_raft_commit_seconds",
+                             "Journal writes from handed to Raft to committed on a majority and "
+                             "applied here, while this replica leads.",
+                             MetricType::Histogram,
+                             {std::move(hm)}});
   return prometheus::TextSerializer{}.Serialize(out);
 }
 

@@ -65,6 +65,10 @@ std::optional<boundary> boundary_store::name(const std::string& value) {
   pb::JournalRecord r;
   if (!r.ParseFromString(value) || r.body_case() == pb::JournalRecord::BODY_NOT_SET)
     return std::nullopt;
+  // The node's own incarnations (docs/cluster.md) are written at its start and on a peer's
+  // first answer, not by a procedure: no boundary of one.
+  if (r.has_incarnation() || r.has_peer_incarnation())
+    return std::nullopt;
   boundary b;
   b.kind = static_cast<int>(r.body_case());
   b.state = state_of(r);

@@ -160,6 +160,16 @@ TEST_F(replicas, a_follower_refuses_naming_the_leader_and_the_cli_finds_it) {
   EXPECT_EQ(waited(id), "SUCCESS") << logs();
   // A follower's copy of the journal holds it too: its RocksDB is warm.
   EXPECT_GE(count_files(ledger()), 2u);
+  // Replication latency, once the leader wrote.
+  m = ctl({"metrics"});
+  EXPECT_NE(m.out.find("proctor_raft_commit_seconds_bucket{le=\"0.01\"}"), std::string::npos)
+    << m.out;
+  EXPECT_NE(m.out.find("proctor_raft_commit_seconds_count "), std::string::npos) << m.out;
+  // `nodes`: this node's entry carries its group.
+  auto nodes = ctl({"nodes", "--json"});
+  ASSERT_EQ(nodes.exit_code, 0) << describe(nodes);
+  EXPECT_NE(nodes.out.find("\"replicas\":{\"term\":"), std::string::npos) << nodes.out;
+  EXPECT_NE(nodes.out.find("\"leader\":\"" + name(l) + "\""), std::string::npos) << nodes.out;
 }
 
 TEST_F(replicas, the_leaders_sigkill_loses_nothing_acknowledged_and_a_follower_carries_on) {
@@ -449,6 +459,14 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
     EXPECT_EQ(count_of(id), 3u) << "procedure " << id;
   for (const auto& f : files)
     EXPECT_EQ(f.find("undo"), std::string::npos) << f;
+  // Node a sees b's group, as b's leader said in its last heartbeat answer.
+  EXPECT_TRUE(eventually(
+    [&] {
+      auto n = a.ctl({"nodes", "--json"}, 10s);
+      return n.out.find("\"members\":[{\"name\":\"b") != std::string::npos;
+    },
+    10s))
+    << a.ctl({"nodes", "--json"}).out;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Proctor's web console: polls the node's JSON API (docs/web-console.md) and draws it.
 // Abort and bypass send the token typed at the top as "Authorization: Bearer TOKEN".
 import { Chart, MetricsSeries } from './charts.js';
-import { el, ended, renderHistory, renderLocks, renderProcs, renderTree, stateBadge } from './views.js';
+import { el, ended, renderHistory, renderLocks, renderNodes, renderProcs, renderTree, stateBadge } from './views.js';
 
 const POLL_MS = 2000;
 const METRICS_MS = 1000;
@@ -164,6 +164,12 @@ async function refreshLocks() {
   return r.status !== 0;
 }
 
+async function refreshNodes() {
+  const r = await api('/api/nodes');
+  if (r.ok) renderNodes($('nodes').tBodies[0], r.body);
+  return r.status !== 0;
+}
+
 const series = new MetricsSeries({
   steps: new Chart($('chart-steps'), { digits: 1 }),
   waiting: new Chart($('chart-waiting'), { color: '#b7791f' }),
@@ -219,6 +225,7 @@ async function start() {
     return a && b && c;
   });
   every(METRICS_MS, refreshMetrics);
+  every(METRICS_MS, refreshNodes);
 }
 
 start();

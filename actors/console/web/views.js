@@ -145,3 +145,24 @@ export function renderLocks(tbody, none, locks, pick) {
     el('td', {}, el('a', { href: `#proc=${l.proc_id}`, onclick: () => pick(l.proc_id) }, l.proc_id)),
     el('td', {}, l.root_id), el('td', {}, l.blocked_by))));
 }
+
+// A replica group as one line: "term 3, leader b1: b1 leader, b2 follower (lag 0), b3 (unreachable)".
+function groupText(g) {
+  if (!g) return '';
+  const members = g.members.map((m) => {
+    const role = m.role || (m.voter ? 'voter' : 'standby');
+    const extra = [m.lag > 0 ? `lag ${m.lag}` : '', m.role !== 'leader' && !m.reachable ? 'unreachable' : '']
+      .filter((x) => x).join(', ');
+    return `${m.name} ${role}${extra ? ` (${extra})` : ''}`;
+  });
+  return `term ${g.term}, leader ${g.leader || '(election)'}: ${members.join(', ')}`;
+}
+
+export function renderNodes(tbody, nodes) {
+  tbody.replaceChildren(...nodes.map((n) => el('tr', { 'data-up': n.up },
+    el('td', {}, n.name + (n.self ? ' (this node)' : '')), el('td', {}, n.address || '-'),
+    el('td', {}, n.up ? 'up' : 'down'), el('td', {}, n.since || '-'),
+    el('td', {}, n.self ? '-' : `${(n.rtt_us / 1000).toFixed(1)} ms`),
+    el('td', {}, n.outbox), el('td', {}, n.live),
+    el('td', { class: 'note' }, n.up ? groupText(n.replicas) : n.reason))));
+}

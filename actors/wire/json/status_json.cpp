@@ -1,6 +1,7 @@
 #include "actors/wire/json/status_json.hpp"
 
 #include <cstdint>
+#include <cstdio>
 
 #include "actors/wire/wall_clock.hpp"
 #include "actors/wire/json/json_writer.hpp"
@@ -131,6 +132,19 @@ std::string quarantine_to_json(const google::protobuf::RepeatedPtrField<pb::Quar
   return json_writer{}.dump(list);
 }
 
+namespace {
+
+/// 16 hex digits (a JSON number would lose the low bits past 2^53); null when unknown.
+ordered_json incarnation_field(uint64_t i) {
+  if (i == 0)
+    return nullptr;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(i));
+  return std::string(buf);
+}
+
+}  // namespace
+
 std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatus>& xs) {
   auto list = ordered_json::array();
   for (const auto& n : xs) {
@@ -144,7 +158,8 @@ std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatu
                       {"rtt_us", n.rtt_us()},
                       {"outbox", n.outbox()},
                       {"live", n.live()},
-                      {"started_at", time_field(n.started_at_ms())}};
+                      {"started_at", time_field(n.started_at_ms())},
+                      {"incarnation", incarnation_field(n.incarnation())}};
     if (n.has_process()) {
       const auto& p = n.process();
       j["process"] = {{"pid", p.pid()},
@@ -153,6 +168,22 @@ std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatu
                       {"active_since", time_field(p.active_since_ms())},
                       {"takeover_ms", p.takeover_ms() > 0 ? ordered_json(p.takeover_ms())
                                                           : ordered_json(nullptr)}};
+    }
+    if (n.has_group()) {
+      const auto& g = n.group();
+      auto members = ordered_json::array();
+      for (const auto& m : g.replicas())
+        members.push_back({{"name", m.name()},
+                           {"address", m.address()},
+                           {"role", m.role()},
+                           {"voter", m.voter()},
+                           {"stored_index", m.match_index()},
+                           {"lag", m.lag()},
+                           {"reachable", m.reachable()}});
+      j["replicas"] = {{"term", g.term()},
+                       {"leader", g.leader()},
+                       {"commit_index", g.commit_index()},
+                       {"members", std::move(members)}};
     }
     list.push_back(std::move(j));
   }

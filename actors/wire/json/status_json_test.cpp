@@ -171,5 +171,35 @@ TEST(status_json, list_is_an_array) {
   EXPECT_TRUE(parses(out));
 }
 
+TEST(nodes_json, a_replica_groups_entry_carries_its_group) {
+  google::protobuf::RepeatedPtrField<pb::NodeStatus> xs;
+  auto* plain = xs.Add();
+  plain->set_name("a");
+  plain->set_up(true);
+  auto* b = xs.Add();
+  b->set_name("b");
+  b->set_up(true);
+  auto* g = b->mutable_group();
+  g->set_term(4);
+  g->set_leader("b2");
+  g->set_commit_index(90);
+  auto* m = g->add_replicas();
+  m->set_name("b1");
+  m->set_address("127.0.0.1:7001");
+  m->set_role("follower");
+  m->set_voter(true);
+  m->set_match_index(88);
+  m->set_lag(2);
+  m->set_reachable(true);
+  auto out = nodes_to_json(xs);
+  EXPECT_TRUE(parses(out)) << out;
+  EXPECT_EQ(out.find("replicas"), out.rfind("replicas")) << out;  // only b has a group
+  EXPECT_NE(out.find(R"("replicas":{"term":4,"leader":"b2","commit_index":90,"members":[)"
+                     R"({"name":"b1","address":"127.0.0.1:7001","role":"follower","voter":true,)"
+                     R"("stored_index":88,"lag":2,"reachable":true}]})"),
+            std::string::npos)
+    << out;
+}
+
 }  // namespace
 }  // namespace proctor
