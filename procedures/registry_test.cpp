@@ -94,6 +94,39 @@ TEST(registry_test, add_and_find) {
   EXPECT_EQ(r.find(""), nullptr);
 }
 
+TEST(registry_test, policies_are_declared_by_builder) {
+  registry r;
+  r.add<counting>("t.counting", 2)
+    .retry({.kind = retry_policy::backoff::linear,
+            .delay = std::chrono::milliseconds{7},
+            .max_attempts = 5,
+            .max_attempts_past_no_return = 9})
+    .supervision({.strategy = restart_strategy::rest_for_one,
+                  .max_restarts = 11,
+                  .backoff_min = std::chrono::milliseconds{3}})
+    .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{4}))
+    .child_only();
+  const auto* t = r.find("t.counting");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->version, 2u);
+  EXPECT_EQ(t->retry.kind, retry_policy::backoff::linear);
+  EXPECT_EQ(t->retry.delay, std::chrono::milliseconds{7});
+  EXPECT_EQ(t->retry.max_attempts, 5);
+  EXPECT_EQ(t->retry.max_attempts_past_no_return, 9);
+  EXPECT_EQ(t->supervision.strategy, restart_strategy::rest_for_one);
+  EXPECT_EQ(t->supervision.max_restarts, 11);
+  EXPECT_EQ(t->supervision.backoff_min, std::chrono::milliseconds{3});
+  EXPECT_EQ(t->node_loss.deadline, std::chrono::milliseconds{4000});
+  EXPECT_FALSE(t->node_loss.waits());
+  EXPECT_TRUE(t->child_only);
+  // Unset, each keeps its default.
+  r.add<counting>("t.plain");
+  const auto* plain = r.find("t.plain");
+  EXPECT_EQ(plain->retry.max_attempts, retry_policy{}.max_attempts);
+  EXPECT_EQ(plain->supervision.max_restarts, supervision_policy{}.max_restarts);
+  EXPECT_TRUE(plain->node_loss.waits());
+}
+
 TEST(registry_test, add_finds_out_whether_a_type_declares_locks) {
   registry r;
   ASSERT_TRUE(r.add<counting>("t.counting"));

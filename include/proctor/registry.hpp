@@ -7,6 +7,13 @@
 //     .upgrade(1, [](const std::string& v1) { return v1_to_v2(v1); })  // bytes to bytes
 //     .upgrade(2, [](example::CopyData& d) { d.set_mode(0644); })        // parsed, in place
 //     .child_only();                                                     // spawned only
+//
+// Its policies go the same way (policy.hpp):
+//
+//   types.add<order>("shop.order")
+//     .retry({.max_attempts = 3})                                     // a failing step
+//     .supervision({.strategy = proctor::restart_strategy::one_for_all})  // its children
+//     .on_node_loss(proctor::node_loss_policy::fail_after(std::chrono::seconds{30}));
 #pragma once
 
 #include <cstdint>
@@ -105,6 +112,22 @@ public:
     return *this;
   }
 
+  /// How a failing step of this type is retried before its failure stands (retry_policy;
+  /// the default: no retry before the point of no return, forever past it).
+  type_declaration& retry(const retry_policy& p) {
+    if (type_ != nullptr)
+      type_->retry = p;
+    return *this;
+  }
+
+  /// How a procedure of this type supervises its children, and how a root of this type is
+  /// supervised: restart strategy, intensity and back-off (supervision_policy).
+  type_declaration& supervision(const supervision_policy& p) {
+    if (type_ != nullptr)
+      type_->supervision = p;
+    return *this;
+  }
+
   /// What procedures of this type do while a child they placed on another node cannot be
   /// reached: wait (the default), or fail their tree after a deadline.
   type_declaration& on_node_loss(node_loss_policy p) {
@@ -139,7 +162,9 @@ public:
   /// registered (version 1); each name is registered once"), and nothing chained on the
   /// call (upgrades, flags) is declared. A `version` of 0 throws std::invalid_argument (a
   /// std::logic_error too): version 0 in the journal means "the version the procedure was
-  /// submitted with".
+  /// submitted with". Its policies are declared on what it returns (`.retry(...)`,
+  /// `.supervision(...)`, `.on_node_loss(...)`); `sup` and `retry` are the older positional
+  /// form of the first two, kept for code written before the builder.
   template <class T>
   type_declaration add(std::string name, uint32_t version = 1, supervision_policy sup = {},
                        retry_policy retry = {}) {
