@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <proctor/context.hpp>
 #include <proctor/proc_state.hpp>
 
 namespace proctor {
@@ -12,6 +13,26 @@ outcome outcome::done(const google::protobuf::Message& result) {
   if (!st.ok())
     throw std::runtime_error("cannot render result as JSON: " + st.ToString());
   return done(std::move(json));
+}
+
+bool child_result::parse_result(google::protobuf::Message& m, std::string* why_not) const {
+  m.Clear();
+  auto fail = [&](std::string why) {
+    if (why_not != nullptr)
+      *why_not = "child " + std::to_string(id) + "'s result " + std::move(why);
+    return false;
+  };
+  if (state != proc_state::success)
+    return fail("is not there: it ended " + std::string(to_string(state))
+                + (error.empty() ? "" : " (" + error + ")"));
+  if (result_json.empty())
+    return true;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = false;  // another message's fields: a mismatch, not a default
+  auto st = google::protobuf::util::JsonStringToMessage(result_json, &m, opts);
+  if (!st.ok())
+    return fail("is not a " + m.GetDescriptor()->full_name() + ": " + std::string(st.message()));
+  return true;
 }
 
 std::string_view to_string(proc_state s) noexcept {

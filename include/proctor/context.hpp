@@ -3,8 +3,12 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include <google/protobuf/message.h>
+
+#include <proctor/outcome.hpp>
 #include <proctor/proc_state.hpp>
 
 namespace proctor {
@@ -13,8 +17,32 @@ namespace proctor {
 struct child_result {
   uint64_t id = 0;
   proc_state state = proc_state::success;
-  std::string result_json;
+  std::string result_json;  ///< the JSON its last step gave `done` ("" for none)
   std::string error;
+
+  /// The child's result as the message `M` its last step gave `done(message)`:
+  ///
+  ///   auto shipped = ctx.children()[0].result<ShipResult>();
+  ///
+  /// Throws procedure_failure (a business failure: the tree rolls back, nothing is retried
+  /// but by the type's retry policy) naming the child and the reason when the child did not
+  /// end SUCCESS or its result is not an `M` (a field `M` does not have, a value of the
+  /// wrong type). A child that gave no result yields a default `M`. To handle a mismatch
+  /// yourself, use parse_result.
+  template <class M>
+  M result() const {
+    static_assert(std::is_base_of_v<google::protobuf::Message, M>,
+                  "result<M>() takes a protobuf message type");
+    M m;
+    std::string why;
+    if (!parse_result(m, &why))
+      throw procedure_failure(why);
+    return m;
+  }
+
+  /// Parses the result into `m` (cleared first). False, with `*why_not` (if given) saying
+  /// why, where result<M>() would throw; never throws.
+  bool parse_result(google::protobuf::Message& m, std::string* why_not = nullptr) const;
 };
 
 /// Passed to every step and rollback handler. Valid only during the call.
