@@ -150,6 +150,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->event_delivered = false;
       p->event_payload.clear();
       p->event_timed_out = false;
+      p->timeout_state.reset();
       p->deadline_ms = p->wake_at_ms = 0;
       if (s.children_size() > 0) {
         p->last_spawned.assign(s.children().begin(), s.children().end());
@@ -170,6 +171,9 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->wait_lsn = lsn;
       p->deadline_ms = s.deadline_ms();
       p->state = s.resume_state();
+      p->timeout_state.reset();
+      if (s.has_timeout_state())
+        p->timeout_state = s.timeout_state();
       p->call_service = s.call_service();
       p->call_request = s.call_request();
       break;
@@ -195,6 +199,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->event_delivered = true;
       p->event_payload = s.payload_json();
       p->event_timed_out = s.timed_out();
+      if (s.timed_out() && p->timeout_state)
+        p->state = *p->timeout_state;  // the wait's on_timeout state runs, not its resume
       if (s.event_lsn() != 0)
         t.consumed_events.push_back(s.event_lsn());
       break;

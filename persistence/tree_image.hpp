@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -75,6 +76,9 @@ struct proc_image {
   std::string call_request;
   bool event_delivered = false;
   bool event_timed_out = false;
+  /// The wait's on_timeout state (Suspended.timeout_state), kept until the next step
+  /// commits: the state a passed deadline runs, and that it may run.
+  std::optional<int32_t> timeout_state;
 
   // Across nodes (docs/cluster.md).
   /// Non-empty: this procedure runs on that node; here it is a placeholder, ended by the

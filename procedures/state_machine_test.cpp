@@ -102,6 +102,8 @@ public:
           }
           case 4:
             return fail("nope");
+          case 6:
+            return suspend("k", pb::FANOUT_JOIN, 2s).on_timeout(pb::FANOUT_SPAWN);
           default:
             return done(d);
         }
@@ -302,6 +304,15 @@ TEST(state_machine_test, typed_outcome_helpers) {
   EXPECT_EQ(o.event_key(), "k");
   EXPECT_EQ(o.state(), pb::FANOUT_JOIN);
   EXPECT_EQ(o.duration(), 0ms);
+  EXPECT_FALSE(o.has_timeout_state());
+
+  h.mode = 6;
+  o = h.execute(pb::FANOUT_SPAWN, ctx);
+  EXPECT_EQ(o.what(), outcome::kind::suspend);
+  EXPECT_EQ(o.state(), pb::FANOUT_JOIN);
+  EXPECT_EQ(o.duration(), 2000ms);
+  ASSERT_TRUE(o.has_timeout_state());
+  EXPECT_EQ(o.timeout_state(), pb::FANOUT_SPAWN);
 
   h.mode = 3;
   o = h.execute(pb::FANOUT_SPAWN, ctx);

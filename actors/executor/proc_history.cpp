@@ -125,6 +125,8 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
           s.call_service().empty() ? "event " + s.event_key() : "call to " + s.call_service();
         if (s.deadline_ms() != 0)
           d += ", deadline " + std::to_string(s.deadline_ms()) + " ms";
+        if (s.has_timeout_state())
+          d += ", on timeout " + name(s.timeout_state());
         e->set_detail(d);
         break;
       }

@@ -143,6 +143,7 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
   } else {
     p.event_key = st.event_key;
     p.deadline_ms = st.deadline_ms;
+    p.timeout_state = st.timeout_state;
     p.call_service = st.call_service;
     p.call_request = st.call_request;
   }

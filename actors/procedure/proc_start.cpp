@@ -71,6 +71,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.call_request = p->call_request;
   st.event_payload = p->event_payload;
   st.event_timed_out = p->event_timed_out;
+  st.timeout_state = p->timeout_state;
   st.past_no_return = s.image->past_no_return;
   st.waiting_on = p->last_spawned;
   // Which children its last spawn step awaits: a set, not a search of that list for each

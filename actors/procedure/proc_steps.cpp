@@ -347,6 +347,11 @@ void commit_outcome(proc_actor* self, step_result& r) {
       s->set_event_key(key);
       s->set_deadline_ms(deadline);
       s->set_resume_state(out.state());
+      std::optional<int32_t> timeout_state;
+      if (out.has_timeout_state()) {
+        timeout_state = out.timeout_state();
+        s->set_timeout_state(out.timeout_state());
+      }
       if (call) {
         s->set_call_service(out.service());
         s->set_call_request(out.request());
@@ -354,13 +359,14 @@ void commit_outcome(proc_actor* self, step_result& r) {
       batch.entries.push_back(make_entry(st.root_id, sus));
       journal_append(self, std::move(batch),
                      [self, after_commit, call, key, svc = out.service(), req = out.request(),
-                      next = out.state(), deadline, at] {
+                      next = out.state(), deadline, at, timeout_state] {
                        after_commit();
                        auto& st = self->state;
                        st.busy = false;
                        st.state = next;
                        st.attempt = 1;
                        st.event_key = key;
+                       st.timeout_state = timeout_state;
                        if (call) {
                          st.call_service = svc;
                          st.call_request = req;

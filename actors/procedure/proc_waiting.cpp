@@ -73,9 +73,11 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
     st.call_request.clear();
     st.event_payload = payload;
     st.event_timed_out = timed_out;
+    if (timed_out && st.timeout_state)
+      st.state = *st.timeout_state;  // the wait's on_timeout state (the journal folds so too)
     set_status(self, proc_state::runnable, at);
     publish(self);
-    if (timed_out && !st.inst->resume_on_timeout())
+    if (timed_out && !st.timeout_state && !st.inst->resume_on_timeout())
       return on_business_failure(self, st.state,
                                  why.empty() ? "timed out waiting for event '" + key + "'" : why);
     proceed(self);

@@ -200,7 +200,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         if (!st.event_key.empty() || start.image->find(st.id)->event_delivered) {
           // An event was delivered but the resume step had not run yet.
           st.event_key.clear();
-          if (st.event_timed_out && !st.inst->resume_on_timeout()) {
+          if (st.event_timed_out && !st.timeout_state && !st.inst->resume_on_timeout()) {
             st.busy = true;
             on_business_failure(self, st.state, "timed out waiting for an event");
             break;

@@ -91,7 +91,9 @@ public:
     return o;
   }
 
-  /// Wait for the external event `key`, then run `state`; `timeout` 0 waits forever.
+  /// Wait for the external event `key`, then run `state`; `timeout` 0 waits forever. A
+  /// passed timeout fails the procedure unless `.on_timeout(other_state)` says what runs
+  /// then (or the type's resume_on_timeout()).
   static outcome suspend(std::string key, int32_t state,
                          std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
     outcome o(kind::suspend);
@@ -106,7 +108,7 @@ public:
   /// names a service of this node ("billing") or of another ("host:port/billing"). The
   /// request may be delivered more than once (after a crash it is sent again): services
   /// deduplicate by the call id they receive. A failed call or a passed `timeout` fails the
-  /// procedure unless `resume_on_timeout()`.
+  /// procedure unless `.on_timeout(state)` or `resume_on_timeout()`.
   static outcome call(std::string service, std::string request, int32_t state,
                       std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
     outcome o(kind::call);
@@ -115,6 +117,18 @@ public:
     o.state_ = state;
     o.duration_ = timeout;
     return o;
+  }
+
+  /// For a suspend or a call with a timeout: when the deadline passes first, run `state`
+  /// (with `ctx.event_timed_out()` set) instead of the resume state. It is journaled with
+  /// the wait, so a restart keeps it. Without it the type's resume_on_timeout() decides:
+  /// the resume state, or the procedure fails. A failed call counts as a passed deadline.
+  ///
+  ///   return suspend("payment:" + d.order(), PAID, 30s).on_timeout(CANCEL);
+  outcome on_timeout(int32_t state) && {
+    timeout_state_ = state;
+    has_timeout_state_ = true;
+    return std::move(*this);
   }
 
   /// WAITING_TIMEOUT for `duration`, then run `state`.
@@ -139,6 +153,9 @@ public:
   const std::string& service() const noexcept { return event_key_; }
   const std::string& request() const noexcept { return result_json_; }
   std::chrono::milliseconds duration() const noexcept { return duration_; }
+  /// suspend, call: on_timeout's state, if it was given.
+  bool has_timeout_state() const noexcept { return has_timeout_state_; }
+  int32_t timeout_state() const noexcept { return timeout_state_; }
 
 private:
   explicit outcome(kind k) : kind_(k) {}
@@ -150,6 +167,8 @@ private:
   std::vector<child_spec> children_;
   std::string event_key_;
   std::chrono::milliseconds duration_{0};
+  int32_t timeout_state_ = 0;
+  bool has_timeout_state_ = false;
 };
 
 /// Thrown by a step (or returned through `outcome::fail`) for a business failure: the

@@ -49,8 +49,9 @@ public:
   /// back. Its descendants may use them.
   virtual lock_set locks() const { return {}; }
 
-  /// What happens when a `suspend` deadline passes before its event: false (the default)
-  /// fails the procedure, so its tree rolls back; true runs the resume state with
+  /// What happens when a `suspend` deadline passes before its event, for a suspend without
+  /// `.on_timeout(state)` (which says it per suspend, and wins): false (the default) fails
+  /// the procedure, so its tree rolls back; true runs the resume state with
   /// `ctx.event_timed_out()` set.
   virtual bool resume_on_timeout() const { return false; }
 

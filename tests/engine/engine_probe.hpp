@@ -208,10 +208,14 @@ public:
         }
         return outcome::spawn(std::move(kids), state + 1);
       }
-      case testpb::ProbeAction::SUSPEND:
-        if (a.wait_ms() > 0)
-          return outcome::suspend(a.event_key(), state + 1, std::chrono::milliseconds{a.wait_ms()});
-        return outcome::suspend(a.event_key(), state + 1);
+      case testpb::ProbeAction::SUSPEND: {
+        auto o = a.wait_ms() > 0 ? outcome::suspend(a.event_key(), state + 1,
+                                                    std::chrono::milliseconds{a.wait_ms()})
+                                 : outcome::suspend(a.event_key(), state + 1);
+        if (a.timeout_state() > 0)
+          return std::move(o).on_timeout(a.timeout_state());
+        return o;
+      }
       case testpb::ProbeAction::SLEEP_FOR:
         return outcome::wait(std::chrono::milliseconds{a.wait_ms()}, state + 1);
       case testpb::ProbeAction::CALL:

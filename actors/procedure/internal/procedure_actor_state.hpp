@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <random>
@@ -135,6 +136,8 @@ struct proc_actor_state {
   std::string call_request;
   std::string event_payload;
   bool event_timed_out = false;
+  /// The current wait's on_timeout state (outcome::on_timeout), if its step gave one.
+  std::optional<int32_t> timeout_state;
   uint64_t timer_token = 0;       ///< stale timer/retry messages carry an older token
   int64_t deadline_ms = 0;        ///< of the event wait (0: none)
   int64_t timer_at_ms = 0;        ///< of the armed wait timer (event deadline or wake-up)
