@@ -93,20 +93,31 @@ std::optional<boundary> boundary_store::name(const std::string& value) {
             + " #" + std::to_string(b.occurrence + 1);
   if (r.has_step() || r.has_undone() || r.has_failed())
     b.label += " (" + state_name(type, b.state) + ")";
+  if (r.has_event()) {
+    b.event_key = r.event().event_key();
+    b.label += " (" + b.event_key + ")";
+  }
   return b;
 }
 
 rocksdb::Status boundary_store::write(const std::vector<store_op>& ops) {
   std::lock_guard<std::mutex> g(mtx_);
-  // A write that deletes is a finished tree's garbage collection (which may re-put its
-  // summary): it comes after the end, when the node happens to get to it.
+  // A write that deletes records of a tree is a finished tree's garbage collection (which
+  // may re-put its summary): it comes after the end, when the node happens to get to it.
+  // Deleting in the node's range is consuming an event, with the delivery that consumed it.
   for (const auto& op : ops)
-    if (op.what != store_op::kind::put)
+    if (op.what == store_op::kind::delete_trees
+        || (op.what == store_op::kind::delete_range && op.root_id != 0))
       return inner_->write(ops);
   bool hit = false;
+  std::vector<std::string> events;
   for (const auto& op : ops) {
+    if (op.what != store_op::kind::put)
+      continue;
     if (auto b = name(op.value)) {
       hit = hit || (target_ && *b == *target_);
+      if (!b->event_key.empty())
+        events.push_back(b->event_key);
       seen_.push_back(std::move(*b));
     }
   }
@@ -117,7 +128,11 @@ rocksdb::Status boundary_store::write(const std::vector<store_op>& ops) {
     if (fired_ != nullptr)
       *fired_ = true;
   }
-  return inner_->write(ops);
+  auto st = inner_->write(ops);
+  if (st.ok())
+    for (const auto& key : events)
+      ++durable_events_[key];
+  return st;
 }
 
 }  // namespace proctor::testing

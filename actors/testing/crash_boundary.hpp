@@ -31,6 +31,7 @@ struct boundary {
   uint32_t occurrence = 0;         ///< records of this kind the procedure wrote before
   int32_t state = 0;               ///< the step's or undo's state, else 0
   std::string label;               ///< "root/1: step #2 (LEDGER_STEP)"; not compared
+  std::string event_key;           ///< an EventArrived record's key; not compared
 
   bool operator<(const boundary& o) const {
     return std::tie(position, kind, occurrence, state)
@@ -44,8 +45,10 @@ struct boundary {
 
 /// A journal store for one node incarnation: names every record written through it and,
 /// when armed, freezes the underlying fault_store just before or after the write that
-/// carries a given record. A finished tree's garbage collection (a write that deletes,
-/// with whatever it puts) is not a boundary: it comes after the end the harness waits for,
+/// carries a given record. A finished tree's garbage collection (a write that deletes
+/// records of a tree, with whatever it puts) is not a boundary; the delivery that consumes
+/// an event (an EventDelivered with the deletion of the event's record, in the node's
+/// range) is: it comes after the end the harness waits for,
 /// and whether it comes before the node stops is timing. For the same reason the harness
 /// takes the clean run's records when it sees the end, not when the node stops.
 class boundary_store : public journal_store {
@@ -66,6 +69,13 @@ public:
   std::vector<boundary> seen() const {
     std::lock_guard<std::mutex> g(mtx_);
     return seen_;
+  }
+
+  /// How many events of each key (their EventArrived records) were written durably through
+  /// this store.
+  std::map<std::string, int> durable_events() const {
+    std::lock_guard<std::mutex> g(mtx_);
+    return durable_events_;
   }
 
   fault_store& faults() { return *inner_; }
@@ -98,6 +108,7 @@ private:
   std::map<uint64_t, proc_info> procs_;
   std::map<int, uint32_t> tree_written_;  ///< records of no procedure, per kind
   std::vector<boundary> seen_;
+  std::map<std::string, int> durable_events_;  ///< EventArrived records written, by key
   std::optional<boundary> target_;
   bool after_ = false;
   bool* fired_ = nullptr;

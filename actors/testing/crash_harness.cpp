@@ -128,6 +128,7 @@ public:
   }
 
   bool frozen() const { return store_->frozen(); }
+  std::map<std::string, int> durable_events() const { return store_->durable_events(); }
   uint64_t writes() const { return store_->writes(); }
   std::vector<boundary> records() const { return store_->seen(); }
 
@@ -146,6 +147,51 @@ public:
       : opts_(o), log_(std::make_shared<execution_log>()),
         types_(counting_registry(*o.types, log_)) {}
 
+  /// Marks posted the events of the options that are durable: of each key, as many as
+  /// `durable` says, in their order.
+  void mark_durable(std::vector<bool>& posted, std::map<std::string, int> durable) const {
+    for (size_t e = 0; e < posted.size(); ++e)
+      if (durable[opts_.events[e].key]-- > 0)
+        posted[e] = true;
+  }
+
+  /// Posts the next of the options' events not posted yet in this run (`posted`), if a
+  /// procedure of the tree waits for its key now. `before`: the events earlier incarnations
+  /// of the run made durable.
+  void post_events(incarnation& inc, std::vector<bool>& posted,
+                   const std::map<std::string, int>& before, const std::string& label) {
+    auto next = std::find(posted.begin(), posted.end(), false);
+    if (next == posted.end())
+      return;
+    const auto& e = opts_.events[static_cast<size_t>(next - posted.begin())];
+    pb::Request list;
+    list.mutable_list()->set_state(pb::WAITING);
+    list.mutable_list()->set_all(true);
+    list.mutable_list()->set_local(true);
+    auto waiting = inc.call(list, std::chrono::milliseconds{500});
+    if (!waiting)
+      return;
+    bool waits = false;
+    for (const auto& s : waiting->list())
+      waits = waits || s.waiting_for() == "event " + e.key;
+    if (!waits)
+      return;
+    pb::Request req;
+    req.mutable_event()->set_key(e.key);
+    req.mutable_event()->set_payload_json(e.payload_json);
+    auto r = inc.call(req, std::chrono::seconds{1});
+    if (r && r->code() != pb::Response::OK)
+      throw std::runtime_error(label + ": event '" + e.key + "' refused: " + r->error());
+    if (r) {
+      *next = true;  // answered: durable
+      return;
+    }
+    auto durable = before;  // no answer (a crash): durable if its record was written
+    for (const auto& [key, n] : inc.durable_events())
+      durable[key] += n;
+    mark_durable(posted, std::move(durable));
+  }
+
   /// Runs the procedure to its end in a fresh directory. `crash(i, store)` arms the store of
   /// incarnation i (0 = first) or leaves it alone. `first_records`, if given, receives the
   /// records the first incarnation wrote, in write order.
@@ -160,6 +206,8 @@ public:
     log_->take();
     auto deadline = std::chrono::steady_clock::now() + opts_.run_timeout;
     uint64_t id = 0;
+    std::vector<bool> posted(opts_.events.size(), false);
+    std::map<std::string, int> durable_events;  // made durable by the run's incarnations
     for (int i = 0;; ++i) {
       incarnation inc(types_, dir, opts_.workers, [&](boundary_store& s) {
         if (crash)
@@ -183,6 +231,7 @@ public:
           throw std::runtime_error(label + ": the submit never became durable");
       }
       while (!crashed) {
+        post_events(inc, posted, durable_events, label);
         pb::Request req;
         req.mutable_wait()->set_id(id);
         req.mutable_wait()->set_timeout_ms(20);
@@ -200,6 +249,9 @@ public:
           throw std::runtime_error(label + ": did not end within the run timeout");
       }
       out.journal_writes += inc.writes();
+      for (const auto& [key, n] : inc.durable_events())
+        durable_events[key] += n;
+      mark_durable(posted, durable_events);  // those posted, then a crash came before the answer
       if (!crashed)
         break;
       ++out.crashes;
@@ -218,14 +270,23 @@ private:
   int counter_ = 0;
 };
 
-std::string describe(const step_key& k) {
+/// `state`'s name in `type` (procedure::state_name; a state_machine's: its enum value's).
+std::string state_name(const registry& types, const std::string& type, int32_t state) {
+  if (const auto* t = types.find(type); t != nullptr && t->make)
+    if (auto p = t->make())
+      return p->state_name(state);
+  return std::to_string(state);
+}
+
+/// "shop.order state RESERVE (data 12 bytes)".
+std::string describe(const registry& types, const step_key& k) {
   std::ostringstream o;
-  o << k.type << (k.undo ? " undo of state " : " state ") << k.state << " (data " << k.data.size()
-    << " bytes)";
+  o << k.type << (k.undo ? " undo of state " : " state ") << state_name(types, k.type, k.state)
+    << " (data " << k.data.size() << " bytes)";
   return o.str();
 }
 
-void compare(const crash_run& clean, const crash_run& r, bool bounded,
+void compare(const registry& types, const crash_run& clean, const crash_run& r, bool bounded,
              std::vector<std::string>* failures) {
   auto fail = [&](const std::string& what) { failures->push_back(r.label + ": " + what); };
   if (r.root.state() != clean.root.state())
@@ -235,10 +296,10 @@ void compare(const crash_run& clean, const crash_run& r, bool bounded,
     auto i = r.executions.find(k);
     int got = i == r.executions.end() ? 0 : i->second;
     if (got < n)
-      fail(describe(k) + " ran " + std::to_string(got) + " time(s), the clean run "
+      fail(describe(types, k) + " ran " + std::to_string(got) + " time(s), the clean run "
            + std::to_string(n));
     else if (bounded && got > 2 * n)
-      fail(describe(k) + " ran " + std::to_string(got) + " time(s): more than twice");
+      fail(describe(types, k) + " ran " + std::to_string(got) + " time(s): more than twice");
   }
 }
 
@@ -344,7 +405,7 @@ crash_report run_crash_matrix(const crash_matrix_options& opts) {
         });
         if (!fired)
           rep.unreached.push_back(label);
-        compare(clean, run, true, &rep.failures);
+        compare(*opts.types, clean, run, true, &rep.failures);
       });
     }
   }
@@ -353,7 +414,7 @@ crash_report run_crash_matrix(const crash_matrix_options& opts) {
     // previous incarnation was killed before) and is killed before the next.
     attempt("chained", [&](crash_run& run) {
       run = r.run("chained", [](int, boundary_store& s) { s.faults().crash_at(2, false); });
-      compare(clean, run, false, &rep.failures);
+      compare(*opts.types, clean, run, false, &rep.failures);
     });
   }
   return rep;

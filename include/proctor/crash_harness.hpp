@@ -34,6 +34,11 @@
 // execution") then crashes at the second write of every incarnation until the procedure
 // ends. Every run is made and judged, whatever the earlier ones did: the report lists every
 // failing boundary, not only the first.
+//
+// A procedure that waits for an event (`suspend`) gets it from the harness: list it in
+// `events`, and every run posts it when the tree waits for it. Failures name a step by its
+// type and its state's name (procedure::state_name: a state_machine's enum value names,
+// "shop.order state RESERVE").
 #pragma once
 
 #include <chrono>
@@ -69,6 +74,12 @@ struct crash_run {
   uint64_t journal_writes = 0;  ///< writes that became durable, over all incarnations
 };
 
+/// An external event the harness posts, as `proctor event KEY PAYLOAD` would.
+struct crash_event {
+  std::string key;
+  std::string payload_json;  ///< the payload (JSON text) the woken step sees
+};
+
 struct crash_matrix_options {
   const registry* types = nullptr;  ///< the procedure's type and every type it spawns
   std::string type;
@@ -83,6 +94,12 @@ struct crash_matrix_options {
   bool crash_before = true;
   bool crash_after = true;
   bool chained = true;
+  /// Events to post in every run, in this order, each once: when a procedure of the tree
+  /// waits for its key (its suspend is durable). A crash before the event was durable posts
+  /// it again once the restarted node waits for it again, as a client would. The event's
+  /// arrival ("tree: event #1 (KEY)") and the delivery that consumes it ("root: delivered
+  /// #1") are boundaries like any other: the matrix crashes before and after each.
+  std::vector<crash_event> events;
 };
 
 struct crash_report {
