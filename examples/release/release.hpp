@@ -1,8 +1,10 @@
 // example.release: a release of a few files, staged by children, checked, then published.
 //
 // It shows what a typical procedure does: a step with an undo (stage), children that undo
-// their own effects (write_file), a check that fails the whole tree (verify), a durable wait
-// (the soak), and a point of no return (publish).
+// their own effects and report what they did (write_file, its WriteResult), a check that
+// fails the whole tree (verify), a wait for an external event with a state of its own for
+// when it does not come (the approval), a durable timer (the soak), a point of no return
+// (publish), and policies declared at registration (register_release).
 #pragma once
 
 #include <chrono>
@@ -31,7 +33,10 @@ private:
     auto aside = d.path() + ".part";
     std::ofstream(aside, std::ios::trunc) << d.content();
     fs::rename(aside, d.path());
-    return done();
+    WriteResult r;  // what the parent reads: ctx.children()[i].result<WriteResult>()
+    r.set_path(d.path());
+    r.set_bytes(static_cast<int64_t>(fs::file_size(d.path())));
+    return done(r);
   }
 
   void remove(WriteData& d, proctor::context&) {
@@ -49,6 +54,7 @@ public:
     nonblocking(RELEASE_WRITE);  // it only lists the children: runs on the actor, not a worker
     on(RELEASE_VERIFY, &release_procedure::verify, &release_procedure::nothing);
     on_no_rollback(RELEASE_PUBLISH, &release_procedure::publish);  // point of no return
+    on(RELEASE_EXPIRED, &release_procedure::expired, &release_procedure::nothing);
   }
 
   std::string validate() const override {
@@ -97,12 +103,16 @@ private:
     return spawn(std::move(children), RELEASE_VERIFY);  // VERIFY runs once all ended
   }
 
-  proctor::outcome verify(ReleaseData& d, proctor::context&) {
-    uintmax_t bytes = 0;
-    for (const auto& f : d.files())
-      bytes += fs::file_size(staging(d) / f.name());
-    if (d.max_bytes() > 0 && bytes > static_cast<uintmax_t>(d.max_bytes()))
+  proctor::outcome verify(ReleaseData& d, proctor::context& ctx) {
+    int64_t bytes = 0;
+    for (const auto& c : ctx.children())  // the write_file children, as they ended
+      bytes += c.result<WriteResult>().bytes();
+    if (d.max_bytes() > 0 && bytes > d.max_bytes())
       return fail(std::to_string(bytes) + " bytes, more than max_bytes");  // all undone
+    if (d.approval_timeout_ms() > 0)  // publish once approved; undo all if not in time
+      return suspend("approve:" + d.name(), RELEASE_PUBLISH,
+                     std::chrono::milliseconds{d.approval_timeout_ms()})
+        .on_timeout(RELEASE_EXPIRED);
     if (d.soak_ms() > 0)
       return wait(std::chrono::milliseconds{d.soak_ms()}, RELEASE_PUBLISH);  // durable
     return next(RELEASE_PUBLISH);
@@ -115,13 +125,26 @@ private:
     return done(R"({"published":")" + (fs::path(d.dir()) / d.name()).string() + R"("})");
   }
 
+  proctor::outcome expired(ReleaseData& d, proctor::context&) {
+    return fail("release " + d.name() + " was not approved within "
+                + std::to_string(d.approval_timeout_ms()) + " ms");
+  }
+
   void nothing(ReleaseData&, proctor::context&) {}
 };
 
-/// At node start-up, and in tests.
+/// At node start-up, and in tests. Policies are declared on the registration.
 inline void register_release(proctor::registry& types) {
-  types.add<release_procedure>("example.release");
-  types.add<write_file>("example.write_file").child_only();
+  using namespace std::chrono_literals;
+  // A crashed child is restarted alone, 5 times a minute at most; a child placed on a node
+  // that stays unreachable for 30 s fails the release.
+  types.add<release_procedure>("example.release")
+    .supervision({.strategy = proctor::restart_strategy::one_for_one, .max_restarts = 5})
+    .on_node_loss(proctor::node_loss_policy::fail_after(30s));
+  // A step that fails is tried 3 times in all, 50 ms then 100 ms apart.
+  types.add<write_file>("example.write_file")
+    .child_only()
+    .retry({.kind = proctor::retry_policy::backoff::exponential, .delay = 50ms, .max_attempts = 3});
 }
 
 }  // namespace release

@@ -1,5 +1,6 @@
-// example.release against a crash at every journal boundary: published when it succeeds,
-// nothing left behind when its check fails and the tree rolls back.
+// example.release against a crash at every journal boundary: published when it is approved
+// (the harness posts the approval event when the release waits for it), nothing left behind
+// when its check fails or its approval does not come in time and the tree rolls back.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -36,15 +37,18 @@ struct scratch {
   }
 };
 
-/// The crash matrix of a release of two files into `dir`/releases, with `max_bytes`.
-proctor::testing::crash_matrix_options
-release_matrix(const scratch& dir, const proctor::registry& types, int max_bytes) {
+/// The crash matrix of a release of two files into `dir`/releases, with `max_bytes`, waiting
+/// `approval_ms` for its approval (0: none needed).
+proctor::testing::crash_matrix_options release_matrix(const scratch& dir,
+                                                      const proctor::registry& types, int max_bytes,
+                                                      int approval_ms = 0) {
   auto releases = dir.path + "/releases";
   proctor::testing::crash_matrix_options o;
   o.types = &types;
   o.type = "example.release";
   o.args_json = R"({"dir":")" + releases + R"(","name":"v1","max_bytes":)"
-                + std::to_string(max_bytes)
+                + std::to_string(max_bytes) + R"(,"approval_timeout_ms":)"
+                + std::to_string(approval_ms)
                 + R"(,"files":[{"name":"a","content":"alpha"},{"name":"b","content":"beta"}]})";
   o.work_dir = dir.path;  // each run gets its own data directory here
   o.reset = [releases] {  // put the world back as before the run: no releases
@@ -54,11 +58,14 @@ release_matrix(const scratch& dir, const proctor::registry& types, int max_bytes
   return o;
 }
 
-TEST(release, is_published_whatever_crash_comes) {
+TEST(release, is_published_once_approved_whatever_crash_comes) {
   scratch dir;
   proctor::registry types;
   release::register_release(types);
-  auto o = release_matrix(dir, types, 100);
+  auto o = release_matrix(dir, types, 100, 60000);
+  // Posted when the release waits for it, in every run; the matrix crashes around its
+  // arrival and its delivery too.
+  o.events = {{"approve:v1", R"({"by":"ana"})"}};
   o.check = [&](const proctor::testing::crash_run& r) -> std::string {
     if (r.root.state() != proctor::pb::SUCCESS)
       return "ended " + proctor::pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
@@ -81,6 +88,24 @@ TEST(release, that_fails_its_check_leaves_nothing_whatever_crash_comes) {
   o.check = [&](const proctor::testing::crash_run& r) -> std::string {
     if (r.root.state() != proctor::pb::ROLLEDBACK)
       return "ended " + proctor::pb::ProcState_Name(r.root.state());
+    if (!fs::is_empty(fs::path(dir.path) / "releases"))
+      return "the rollback left files behind";
+    return "";
+  };
+  auto report = proctor::testing::run_crash_matrix(o);
+  EXPECT_TRUE(report.ok()) << report.summary();
+}
+
+TEST(release, that_is_not_approved_in_time_leaves_nothing_whatever_crash_comes) {
+  scratch dir;
+  proctor::registry types;
+  release::register_release(types);
+  auto o = release_matrix(dir, types, 100, 50);  // no approval comes: RELEASE_EXPIRED runs
+  o.check = [&](const proctor::testing::crash_run& r) -> std::string {
+    if (r.root.state() != proctor::pb::ROLLEDBACK)
+      return "ended " + proctor::pb::ProcState_Name(r.root.state());
+    if (r.root.error().find("not approved within 50 ms") == std::string::npos)
+      return "failed for another reason: " + r.root.error();
     if (!fs::is_empty(fs::path(dir.path) / "releases"))
       return "the rollback left files behind";
     return "";
