@@ -27,27 +27,20 @@ namespace proctor::bench {
 
 namespace {
 
-/// Submits `count` procedures waiting on events to 127.0.0.1:port from `threads` clients;
-/// returns the submits acknowledged per second.
-double submit_waiting(uint16_t port, size_t count, size_t threads, const std::string& tag) {
+/// Runs one(i) for every i < count on `threads` client threads, each taking the next i; the
+/// first exception stops them all and is thrown here once they ended.
+template <typename F>
+void on_clients(size_t count, size_t threads, F&& one) {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::string why;
   std::mutex why_mu;
-  auto t0 = clk::now();
   std::vector<std::thread> ts;
   for (size_t t = 0; t < threads; ++t)
     ts.emplace_back([&] {
       for (size_t i; !failed && (i = next++) < count;) {
-        pb::Request req;
-        auto* s = req.mutable_submit();
-        s->set_type("demo.wait_event");
-        s->set_args_json("{\"key\":\"" + tag + "-" + std::to_string(i) + "\"}");
-        s->set_nonce(tag + "-" + std::to_string(i));
         try {
-          auto r = ask(port, req, std::chrono::seconds{60});
-          if (r.code() != pb::Response::OK)
-            throw std::runtime_error("submit refused: " + r.error());
+          one(i);
         } catch (const std::exception& e) {
           std::lock_guard<std::mutex> g(why_mu);
           why = e.what();
@@ -59,6 +52,22 @@ double submit_waiting(uint16_t port, size_t count, size_t threads, const std::st
     t.join();
   if (failed)
     throw std::runtime_error(why);
+}
+
+/// Submits `count` procedures waiting on events to 127.0.0.1:port from `threads` clients;
+/// returns the submits acknowledged per second.
+double submit_waiting(uint16_t port, size_t count, size_t threads, const std::string& tag) {
+  auto t0 = clk::now();
+  on_clients(count, threads, [&](size_t i) {
+    pb::Request req;
+    auto* s = req.mutable_submit();
+    s->set_type("demo.wait_event");
+    s->set_args_json("{\"key\":\"" + tag + "-" + std::to_string(i) + "\"}");
+    s->set_nonce(tag + "-" + std::to_string(i));
+    auto r = ask(port, req, std::chrono::seconds{60});
+    if (r.code() != pb::Response::OK)
+      throw std::runtime_error("submit refused: " + r.error());
+  });
   return static_cast<double>(count) / secs(clk::now() - t0);
 }
 
@@ -67,35 +76,8 @@ double submit_waiting(uint16_t port, size_t count, size_t threads, const std::st
 /// the last.
 double steps_per_s(uint16_t port, size_t count, int steps, size_t threads, const std::string& tag) {
   std::vector<uint64_t> ids(count);
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::string why;
-  std::mutex why_mu;
-  auto fail = [&](const std::string& w) {
-    std::lock_guard<std::mutex> g(why_mu);
-    why = w;
-    failed = true;
-  };
   auto t0 = clk::now();
-  auto run = [&](auto&& one) {
-    next = 0;
-    std::vector<std::thread> ts;
-    for (size_t t = 0; t < threads; ++t)
-      ts.emplace_back([&] {
-        for (size_t i; !failed && (i = next++) < count;) {
-          try {
-            one(i);
-          } catch (const std::exception& e) {
-            fail(e.what());
-          }
-        }
-      });
-    for (auto& t : ts)
-      t.join();
-    if (failed)
-      throw std::runtime_error(why);
-  };
-  run([&](size_t i) {
+  on_clients(count, threads, [&](size_t i) {
     pb::Request req;
     auto* s = req.mutable_submit();
     s->set_type("demo.noop");
@@ -106,7 +88,7 @@ double steps_per_s(uint16_t port, size_t count, int steps, size_t threads, const
       throw std::runtime_error("submit refused: " + r.error());
     ids[i] = r.id();
   });
-  run([&](size_t i) {
+  on_clients(count, threads, [&](size_t i) {
     pb::Request req;
     req.mutable_wait()->set_id(ids[i]);
     req.mutable_wait()->set_timeout_ms(120'000);
