@@ -54,14 +54,14 @@ std::string position_name(const std::vector<uint32_t>& pos) {
 
 }  // namespace
 
-std::string boundary_store::state_name(const std::string& type, int32_t state) const {
+std::string record_namer::state_name(const std::string& type, int32_t state) const {
   if (const auto* t = types_.find(type); t != nullptr && t->make)
     if (auto p = t->make())
       return p->state_name(state);
   return std::to_string(state);
 }
 
-std::optional<boundary> boundary_store::name(const std::string& value) {
+std::optional<boundary> record_namer::name(const std::string& node, const std::string& value) {
   pb::JournalRecord r;
   if (!r.ParseFromString(value) || r.body_case() == pb::JournalRecord::BODY_NOT_SET)
     return std::nullopt;
@@ -69,11 +69,15 @@ std::optional<boundary> boundary_store::name(const std::string& value) {
   // first answer, not by a procedure: no boundary of one.
   if (r.has_incarnation() || r.has_peer_incarnation())
     return std::nullopt;
+  std::lock_guard<std::mutex> g(mtx_);
   boundary b;
+  b.node = node;
   b.kind = static_cast<int>(r.body_case());
   b.state = state_of(r);
   auto id = proc_of(r);
-  if (r.has_submitted()) {
+  // A procedure submitted again keeps its place: a fragment's root (its placeholder's id on
+  // its parent's node), or a submit written again after a crash refused it.
+  if (r.has_submitted() && procs_.count(id) == 0) {
     auto& p = procs_[id];
     if (auto parent = procs_.find(r.submitted().parent_id()); parent != procs_.end()) {
       p.position = parent->second.position;
@@ -84,13 +88,14 @@ std::optional<boundary> boundary_store::name(const std::string& value) {
   std::string type;
   if (auto p = procs_.find(id); id != 0 && p != procs_.end()) {
     b.position = p->second.position;
-    b.occurrence = p->second.written[b.kind]++;
+    b.occurrence = p->second.written[{node, b.kind}]++;
     type = p->second.type;
   } else {
-    b.occurrence = tree_written_[b.kind]++;
+    b.occurrence = tree_written_[{node, b.kind}]++;
   }
-  b.label = (id == 0 ? std::string("tree") : position_name(b.position)) + ": " + kind_name(b.kind)
-            + " #" + std::to_string(b.occurrence + 1);
+  b.label = (node.empty() ? "" : node + ": ")
+            + (id == 0 ? std::string("tree") : position_name(b.position)) + ": "
+            + kind_name(b.kind) + " #" + std::to_string(b.occurrence + 1);
   if (r.has_step() || r.has_undone() || r.has_failed())
     b.label += " (" + state_name(type, b.state) + ")";
   if (r.has_event()) {
@@ -114,7 +119,7 @@ rocksdb::Status boundary_store::write(const std::vector<store_op>& ops) {
   for (const auto& op : ops) {
     if (op.what != store_op::kind::put)
       continue;
-    if (auto b = name(op.value)) {
+    if (auto b = namer_->name(node_, op.value)) {
       hit = hit || (target_ && *b == *target_);
       if (!b->event_key.empty())
         events.push_back(b->event_key);

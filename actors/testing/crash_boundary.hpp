@@ -26,21 +26,49 @@ namespace proctor::testing {
 
 /// One journal record of a run, by what it is rather than by id or write count.
 struct boundary {
+  std::string node;                ///< the node that wrote it ("" on a run of one node)
   std::vector<uint32_t> position;  ///< child indexes from the root ({} = the root)
   int kind = 0;                    ///< JournalRecord's body field number
   uint32_t occurrence = 0;         ///< records of this kind the procedure wrote before
   int32_t state = 0;               ///< the step's or undo's state, else 0
-  std::string label;               ///< "root/1: step #2 (LEDGER_STEP)"; not compared
+  std::string label;  ///< "root/1: step #2 (LEDGER_STEP)", "b: root/1: ..."; not compared
   std::string event_key;           ///< an EventArrived record's key; not compared
 
   bool operator<(const boundary& o) const {
-    return std::tie(position, kind, occurrence, state)
-           < std::tie(o.position, o.kind, o.occurrence, o.state);
+    return std::tie(node, position, kind, occurrence, state)
+           < std::tie(o.node, o.position, o.kind, o.occurrence, o.state);
   }
   bool operator==(const boundary& o) const {
-    return std::tie(position, kind, occurrence, state)
-           == std::tie(o.position, o.kind, o.occurrence, o.state);
+    return std::tie(node, position, kind, occurrence, state)
+           == std::tie(o.node, o.position, o.kind, o.occurrence, o.state);
   }
+};
+
+/// Names the records of one run, for every node of it: the stores of a run's nodes share one,
+/// so that a child's fragment on another node (its root has the id of the placeholder its
+/// parent's node wrote) takes the placeholder's position in the tree. Occurrences are counted
+/// per node: the placeholder's `submitted #1` on a and the fragment's on b are two boundaries.
+class record_namer {
+public:
+  explicit record_namer(const registry& types) : types_(types) {}
+
+  /// Names the record in `value`, written by `node`; nullopt if it is none (or not parsable).
+  std::optional<boundary> name(const std::string& node, const std::string& value);
+
+private:
+  struct proc_info {
+    std::vector<uint32_t> position;
+    std::string type;
+    uint32_t children = 0;
+    std::map<std::pair<std::string, int>, uint32_t> written;  ///< per node and kind so far
+  };
+
+  std::string state_name(const std::string& type, int32_t state) const;
+
+  const registry& types_;
+  std::mutex mtx_;
+  std::map<uint64_t, proc_info> procs_;
+  std::map<std::pair<std::string, int>, uint32_t> tree_written_;  ///< of no procedure
 };
 
 /// A journal store for one node incarnation: names every record written through it and,
@@ -53,8 +81,10 @@ struct boundary {
 /// takes the clean run's records when it sees the end, not when the node stops.
 class boundary_store : public journal_store {
 public:
-  boundary_store(std::shared_ptr<fault_store> inner, const registry& types)
-      : inner_(std::move(inner)), types_(types) {}
+  /// `node`: the name boundaries carry ("" for a run of one node).
+  boundary_store(std::shared_ptr<fault_store> inner, std::shared_ptr<record_namer> namer,
+                 std::string node = "")
+      : inner_(std::move(inner)), namer_(std::move(namer)), node_(std::move(node)) {}
 
   /// Crash at `target` (before or after its write) when it comes; `*fired` (if given) is
   /// set then.
@@ -91,22 +121,10 @@ public:
   }
 
 private:
-  struct proc_info {
-    std::vector<uint32_t> position;
-    std::string type;
-    uint32_t children = 0;
-    std::map<int, uint32_t> written;  ///< records per kind so far
-  };
-
-  /// Names the record in `value`, or nullopt if it is none (or not parsable).
-  std::optional<boundary> name(const std::string& value);
-  std::string state_name(const std::string& type, int32_t state) const;
-
   std::shared_ptr<fault_store> inner_;
-  const registry& types_;
+  std::shared_ptr<record_namer> namer_;
+  std::string node_;
   mutable std::mutex mtx_;
-  std::map<uint64_t, proc_info> procs_;
-  std::map<int, uint32_t> tree_written_;  ///< records of no procedure, per kind
   std::vector<boundary> seen_;
   std::map<std::string, int> durable_events_;  ///< EventArrived records written, by key
   std::optional<boundary> target_;

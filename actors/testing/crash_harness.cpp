@@ -13,9 +13,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/testing/crash_boundary.hpp"
-#include "actors/node/node.hpp"
-#include "actors/base/rpc.hpp"
-#include "persistence/fault_store.hpp"
+#include "actors/testing/harness_nodes.hpp"
 
 namespace proctor::testing {
 
@@ -80,65 +78,6 @@ registry counting_registry(const registry& types, const std::shared_ptr<executio
   return out;
 }
 
-class quiet_config : public caf::actor_system_config {
-public:
-  quiet_config() { tune_actor_system(*this); }
-};
-
-/// One incarnation of a node over `dir`; `crash` configures the store's crash point.
-class incarnation {
-public:
-  incarnation(const registry& types, const std::string& dir, size_t workers,
-              const std::function<void(boundary_store&)>& crash)
-      : sys_(cfg_), node_(sys_, types) {
-    std::string err;
-    std::shared_ptr<journal_store> inner = open_rocksdb_store(dir, &err);
-    if (!inner)
-      throw std::runtime_error("cannot open " + dir + ": " + err);
-    store_ =
-      std::make_shared<boundary_store>(std::make_shared<fault_store>(std::move(inner)), types);
-    if (crash)
-      crash(*store_);
-    node_options o;
-    o.data_dir = dir;
-    o.workers = workers;
-    o.store = store_;
-    o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
-    o.on_journal_fatal = [](const std::string&) {};  // a frozen store is the simulated crash
-    auto started = node_.start(o);
-    if (!started)
-      throw std::runtime_error("node did not start: " + error_text(sys_, started.error()));
-  }
-
-  ~incarnation() { node_.stop(); }
-
-  /// Sends one request; nullopt when no answer came within `timeout` (e.g. frozen journal).
-  std::optional<pb::Response> call(const pb::Request& req, std::chrono::milliseconds timeout) {
-    caf::scoped_actor self{sys_};
-    std::optional<pb::Response> out;
-    self->request(node_.executor(), timeout, rpc_atom::value, req.SerializeAsString())
-      .receive(
-        [&](const std::string& bytes) {
-          pb::Response r;
-          if (r.ParseFromString(bytes))
-            out = std::move(r);
-        },
-        [&](caf::error&) {});
-    return out;
-  }
-
-  bool frozen() const { return store_->frozen(); }
-  std::map<std::string, int> durable_events() const { return store_->durable_events(); }
-  uint64_t writes() const { return store_->writes(); }
-  std::vector<boundary> records() const { return store_->seen(); }
-
-private:
-  quiet_config cfg_;
-  caf::actor_system sys_;
-  node node_;
-  std::shared_ptr<boundary_store> store_;
-};
-
 constexpr const char* nonce = "crash-harness";
 
 class runner {
@@ -156,46 +95,46 @@ public:
   }
 
   /// Posts the next of the options' events not posted yet in this run (`posted`), if a
-  /// procedure of the tree waits for its key now. `before`: the events earlier incarnations
-  /// of the run made durable.
-  void post_events(incarnation& inc, std::vector<bool>& posted,
-                   const std::map<std::string, int>& before, const std::string& label) {
+  /// procedure of the tree waits for its key now, on the node where it waits.
+  void post_events(harness_nodes& nodes, std::vector<bool>& posted, const std::string& label) {
     auto next = std::find(posted.begin(), posted.end(), false);
     if (next == posted.end())
       return;
     const auto& e = opts_.events[static_cast<size_t>(next - posted.begin())];
-    pb::Request list;
-    list.mutable_list()->set_state(pb::WAITING);
-    list.mutable_list()->set_all(true);
-    list.mutable_list()->set_local(true);
-    auto waiting = inc.call(list, std::chrono::milliseconds{500});
-    if (!waiting)
-      return;
-    bool waits = false;
-    for (const auto& s : waiting->list())
-      waits = waits || s.waiting_for() == "event " + e.key;
-    if (!waits)
-      return;
-    pb::Request req;
-    req.mutable_event()->set_key(e.key);
-    req.mutable_event()->set_payload_json(e.payload_json);
-    auto r = inc.call(req, std::chrono::seconds{1});
-    if (r && r->code() != pb::Response::OK)
-      throw std::runtime_error(label + ": event '" + e.key + "' refused: " + r->error());
-    if (r) {
-      *next = true;  // answered: durable
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes.frozen(i))
+        continue;
+      pb::Request list;
+      list.mutable_list()->set_state(pb::WAITING);
+      list.mutable_list()->set_all(true);
+      list.mutable_list()->set_local(true);
+      auto waiting = nodes.call(i, list, std::chrono::milliseconds{500});
+      if (!waiting)
+        continue;
+      bool waits = false;
+      for (const auto& s : waiting->list())
+        waits = waits || s.waiting_for() == "event " + e.key;
+      if (!waits)
+        continue;
+      pb::Request req;
+      req.mutable_event()->set_key(e.key);
+      req.mutable_event()->set_payload_json(e.payload_json);
+      auto r = nodes.call(i, req, std::chrono::seconds{1});
+      if (r && r->code() != pb::Response::OK)
+        throw std::runtime_error(label + ": event '" + e.key + "' refused: " + r->error());
+      if (r)
+        *next = true;  // answered: durable
+      else             // no answer (a crash): durable if its record was written
+        mark_durable(posted, nodes.durable_events());
       return;
     }
-    auto durable = before;  // no answer (a crash): durable if its record was written
-    for (const auto& [key, n] : inc.durable_events())
-      durable[key] += n;
-    mark_durable(posted, std::move(durable));
   }
 
-  /// Runs the procedure to its end in a fresh directory. `crash(i, store)` arms the store of
-  /// incarnation i (0 = first) or leaves it alone. `first_records`, if given, receives the
-  /// records the first incarnation wrote, in write order.
-  crash_run run(const std::string& label, const std::function<void(int, boundary_store&)>& crash,
+  /// Runs the procedure to its end in a fresh directory, on the options' nodes. `crash(n, i,
+  /// store)` arms the store of node n's incarnation i (0 = first) or leaves it alone.
+  /// `first_records`, if given, receives the records the nodes wrote up to the end (the
+  /// clean run: first incarnations only), node by node, in write order.
+  crash_run run(const std::string& label, const harness_nodes::arm_fn& crash,
                 std::vector<boundary>* first_records = nullptr) {
     crash_run out;
     out.label = label;
@@ -205,58 +144,56 @@ public:
       opts_.reset();
     log_->take();
     auto deadline = std::chrono::steady_clock::now() + opts_.run_timeout;
-    uint64_t id = 0;
+    auto names = opts_.nodes.empty() ? std::vector<std::string>{""} : opts_.nodes;
     std::vector<bool> posted(opts_.events.size(), false);
-    std::map<std::string, int> durable_events;  // made durable by the run's incarnations
-    for (int i = 0;; ++i) {
-      incarnation inc(types_, dir, opts_.workers, [&](boundary_store& s) {
-        if (crash)
-          crash(i, s);
-      });
-      bool crashed = false;
+    {
+      harness_nodes nodes(types_, names, dir, opts_.workers,
+                          std::make_shared<record_namer>(types_), crash);
+      auto restart = [&] {
+        // Events posted before a crash came before their answer: durable if written.
+        if (int n = nodes.restart_crashed(); n > 0) {
+          out.crashes += n;
+          mark_durable(posted, nodes.durable_events());
+        }
+        if (out.crashes > 10000)
+          throw std::runtime_error(label + ": crashes without end");
+      };
       // Submit (again, after a crash: the nonce makes it idempotent) until it is durable.
-      while (id == 0 && !crashed) {
+      uint64_t id = 0;
+      while (id == 0) {
+        restart();
         pb::Request req;
         auto* s = req.mutable_submit();
         s->set_type(opts_.type);
         s->set_args_json(opts_.args_json);
         s->set_nonce(nonce);
-        auto r = inc.call(req, std::chrono::milliseconds{200});
+        auto r = nodes.call(0, req, std::chrono::milliseconds{200});
         if (r && r->code() != pb::Response::OK)
           throw std::runtime_error(label + ": submit refused: " + r->error());
         if (r)
           id = r->id();
-        crashed = inc.frozen();
         if (std::chrono::steady_clock::now() > deadline)
           throw std::runtime_error(label + ": the submit never became durable");
       }
-      while (!crashed) {
-        post_events(inc, posted, durable_events, label);
+      for (;;) {
+        restart();
+        post_events(nodes, posted, label);
         pb::Request req;
         req.mutable_wait()->set_id(id);
         req.mutable_wait()->set_timeout_ms(20);
-        auto r = inc.call(req, std::chrono::seconds{5});
+        auto r = nodes.call(0, req, std::chrono::seconds{5});
         if (r && r->code() == pb::Response::OK) {
           out.root = r->status();
-          if (i == 0 && first_records != nullptr)
-            *first_records = inc.records();
+          if (first_records != nullptr)
+            *first_records = nodes.records();
           break;
         }
         if (r && r->code() != pb::Response::TIMEOUT)
           throw std::runtime_error(label + ": the procedure was lost: " + r->error());
-        crashed = inc.frozen();
         if (std::chrono::steady_clock::now() > deadline)
           throw std::runtime_error(label + ": did not end within the run timeout");
       }
-      out.journal_writes += inc.writes();
-      for (const auto& [key, n] : inc.durable_events())
-        durable_events[key] += n;
-      mark_durable(posted, durable_events);  // those posted, then a crash came before the answer
-      if (!crashed)
-        break;
-      ++out.crashes;
-      if (out.crashes > 10000)
-        throw std::runtime_error(label + ": crashes without end");
+      out.journal_writes = nodes.writes();
     }
     out.executions = log_->take();
     std::filesystem::remove_all(dir);
@@ -355,6 +292,7 @@ crash_report run_crash_matrix(const crash_matrix_options& opts) {
   } restore_level{level};
   std::filesystem::create_directories(opts.work_dir);
   runner r(opts);
+  auto names = opts.nodes.empty() ? std::vector<std::string>{""} : opts.nodes;
   // One run, whatever happens in it: a run that throws (a lost procedure, a timeout) is one
   // failing boundary, and the matrix goes on to the next.
   auto attempt = [&](const std::string& label, const std::function<void(crash_run&)>& body) {
@@ -399,8 +337,8 @@ crash_report run_crash_matrix(const crash_matrix_options& opts) {
       auto label = std::string("crash ") + (after ? "after " : "before ") + b.label;
       attempt(label, [&](crash_run& run) {
         bool fired = false;
-        run = r.run(label, [&](int i, boundary_store& s) {
-          if (i == 0)
+        run = r.run(label, [&](size_t n, int i, boundary_store& s) {
+          if (i == 0 && names[n] == b.node)
             s.arm(b, after, &fired);
         });
         if (!fired)
@@ -413,7 +351,8 @@ crash_report run_crash_matrix(const crash_matrix_options& opts) {
     // HBase's double execution: every incarnation lets one write through (the one the
     // previous incarnation was killed before) and is killed before the next.
     attempt("chained", [&](crash_run& run) {
-      run = r.run("chained", [](int, boundary_store& s) { s.faults().crash_at(2, false); });
+      run = r.run("chained",
+                  [](size_t, int, boundary_store& s) { s.faults().crash_at(2, false); });
       compare(*opts.types, clean, run, false, &rep.failures);
     });
   }

@@ -79,6 +79,24 @@ private:
   void nothing(pb::WaitEventData&, context&) {}
 };
 
+/// Spawns one test.appender child on node b, with its own data.
+class remote_parent : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  remote_parent() {
+    on(pb::LEDGER_STEP, &remote_parent::spawn_on_b, &remote_parent::nothing);
+    on(pb::LEDGER_JOIN, &remote_parent::join, &remote_parent::nothing);
+  }
+
+private:
+  outcome spawn_on_b(pb::LedgerData& d, context&) {
+    std::vector<child_spec> kids;
+    kids.push_back(child("test.appender", d).on_node("b"));
+    return spawn(std::move(kids), pb::LEDGER_JOIN);
+  }
+  outcome join(pb::LedgerData&, context&) { return done(); }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
 class crash_harness_test : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -90,6 +108,7 @@ protected:
     types_.add<appender>("test.appender");
     types_.add<brancher>("test.brancher");
     types_.add<waits_twice>("test.waits_twice");
+    types_.add<remote_parent>("test.remote_parent");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -253,6 +272,63 @@ TEST_F(crash_harness_test, events_of_one_key_are_posted_in_order_each_once) {
   auto rep = run_crash_matrix(o);
   EXPECT_TRUE(rep.ok()) << rep.summary();
   EXPECT_TRUE(has(rep.boundary_labels, "tree: event #2 (k)")) << labels(rep);
+}
+
+// A tree with one child on this node and one on b: every record of both nodes is a boundary,
+// and a crash at one restarts that node alone while the other goes on.
+TEST_F(crash_harness_test, a_tree_across_two_nodes_survives_every_boundary_of_each) {
+  auto o = options("demo.ledger", ledger_tree(ledger_, R"(,"steps":2,"spread":true)"));
+  o.nodes = {"a", "b"};
+  o.check = [this](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::SUCCESS)
+      return "ended " + pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    auto n = files_in(ledger_);
+    return n == 6 ? "" : "ledger holds " + std::to_string(n) + " files, want 6";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_TRUE(rep.unreached.empty()) << rep.summary();
+  // The child on b: its placeholder on a, its fragment on b, its end journaled back on a.
+  for (const char* b : {"a: root: step #1 (LEDGER_STEP)", "a: root/0: step #2 (LEDGER_STEP)",
+                        "a: root/1: submitted #1", "b: root/1: submitted #1",
+                        "b: root/1: step #2 (LEDGER_STEP)", "a: root/1: finished #1"})
+    EXPECT_TRUE(has(rep.boundary_labels, b)) << b << " is not a boundary\n" << labels(rep);
+  EXPECT_EQ(rep.runs, 2 * rep.boundaries + 2);
+}
+
+TEST_F(crash_harness_test, a_failing_tree_across_two_nodes_rolls_back_on_both_whatever_crashes) {
+  auto o = options("demo.ledger", ledger_tree(ledger_, R"(,"steps":3,"fail_at":2,"spread":true)"));
+  o.nodes = {"a", "b"};
+  o.check = [this](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::ROLLEDBACK)
+      return "ended " + pb::ProcState_Name(r.root.state());
+    auto n = files_in(ledger_);
+    return n == 0 ? "" : "ledger holds " + std::to_string(n) + " files after the rollback";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_TRUE(has(rep.boundary_labels, "b: root/1: undone #3 (LEDGER_STEP)")) << labels(rep);
+  EXPECT_GT(rep.crashes, 0u);
+}
+
+// The crashes on b are real: a child there that is not idempotent is caught at b's boundaries.
+TEST_F(crash_harness_test, it_catches_a_step_that_is_not_idempotent_on_the_other_node) {
+  auto o = options("test.remote_parent", R"({"steps":2,"ledger_dir":")" + ledger_ + "\"}");
+  o.nodes = {"a", "b"};
+  o.chained = false;
+  o.check = [this](const crash_run&) -> std::string {
+    std::ifstream in(ledger_ + "/log");
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return all == "step 0\nstep 1\n" ? "" : "the log holds '" + all + "'";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_FALSE(rep.ok());
+  EXPECT_TRUE(has(rep.failing_boundaries, "crash before b: root/0: step #1 (LEDGER_STEP)"))
+    << rep.summary();
+  for (const auto& b : rep.failing_boundaries)
+    EXPECT_EQ(b.rfind("crash before b: ", 0) == 0 || b.rfind("crash after b: ", 0) == 0, true)
+      << b << ": only b's crashes re-run the child's steps\n"
+      << rep.summary();
 }
 
 TEST_F(crash_harness_test, an_unknown_type_is_reported) {

@@ -98,7 +98,10 @@ private:
       WriteData w;
       w.set_path((staging(d) / f.name()).string());
       w.set_content(f.content());
-      children.push_back(proctor::child("example.write_file", w));
+      auto c = proctor::child("example.write_file", w);
+      if (!d.writers_on().empty())
+        c = std::move(c).on_node(d.writers_on());  // undone there too, if the release fails
+      children.push_back(std::move(c));
     }
     return spawn(std::move(children), RELEASE_VERIFY);  // VERIFY runs once all ended
   }

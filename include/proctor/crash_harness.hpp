@@ -36,7 +36,8 @@
 // failing boundary, not only the first.
 //
 // A procedure that waits for an event (`suspend`) gets it from the harness: list it in
-// `events`, and every run posts it when the tree waits for it. Failures name a step by its
+// `events`, and every run posts it when the tree waits for it. A tree whose children run on
+// other nodes is crashed on each of them: list the nodes in `nodes`. Failures name a step by its
 // type and its state's name (procedure::state_name: a state_machine's enum value names,
 // "shop.order state RESERVE").
 #pragma once
@@ -100,6 +101,16 @@ struct crash_matrix_options {
   /// arrival ("tree: event #1 (KEY)") and the delivery that consumes it ("root: delivered
   /// #1") are boundaries like any other: the matrix crashes before and after each.
   std::vector<crash_event> events;
+  /// The names of the nodes of an in-process cluster to run the tree on; the root is submitted
+  /// to the first, and `child(...).on_node(name)` places a child on another (ctx.nodes() lists
+  /// them). Each node has its own directory and journal; requests between them go straight to
+  /// the named node. The boundaries are every node's records, named with their node
+  /// ("b: root/1: step #2 (LEDGER_STEP)"); a crash at one stops that node alone and starts it
+  /// again from its directory while the others go on, as a killed process on one machine is
+  /// restarted while its peers keep running; the chained run crashes every node at the second
+  /// write of each of its incarnations. Events are posted to the node whose procedure waits.
+  /// Empty: one node without a name.
+  std::vector<std::string> nodes;
 };
 
 struct crash_report {

@@ -24,49 +24,13 @@
 #include "actors/cluster/peer_link.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "actors/base/rpc.hpp"
+#include "actors/testing/switchboard.hpp"
 #include "procedures/demo.hpp"
 #include <proctor/wire.pb.h>
 
 namespace proctor::testing {
 
 namespace fs = std::filesystem;
-
-/// Routes (peer_request_atom, name, bytes, timeout) to the named node's executor.
-struct switchboard {
-  std::mutex mtx;
-  std::map<std::string, caf::actor> executors;
-  std::set<std::string> cut;               ///< nodes nobody reaches
-  std::atomic<uint64_t> tree_requests{0};  ///< `tree` requests between nodes (cut off too)
-
-  caf::actor executor(const std::string& name) {
-    std::lock_guard<std::mutex> g(mtx);
-    if (cut.count(name) > 0)
-      return {};
-    auto i = executors.find(name);
-    return i == executors.end() ? caf::actor{} : i->second;
-  }
-};
-
-inline caf::behavior transport_fn(caf::event_based_actor* self, std::shared_ptr<switchboard> sb) {
-  return {
-    [self, sb](peer_request_atom, const std::string& peer, const std::string& bytes,
-               uint32_t) -> caf::result<std::string> {
-      if (pb::Request req; req.ParseFromString(bytes) && req.has_tree())
-        ++sb->tree_requests;
-      auto e = sb->executor(peer);
-      if (!e)
-        return caf::make_error(caf::sec::request_receiver_down, "node " + peer + " unreachable");
-      auto rp = self->make_response_promise<std::string>();
-      spdlog::debug("transport: {} bytes to node {}", bytes.size(), peer);
-      self->request(e, std::chrono::seconds{30}, rpc_atom::value, bytes)
-        .then([rp](std::string& r) mutable { rp.deliver(std::move(r)); },
-              [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
-    },
-    // The in-process nodes have no links: no peer status to report.
-    [](peer_subscribe_atom, const caf::actor&) {},
-  };
-}
 
 class nodes_fixture : public ::testing::Test {
 protected:
@@ -82,7 +46,7 @@ protected:
     tune_actor_system(cfg_);
     sys_ = std::make_unique<caf::actor_system>(cfg_);
     sb_ = std::make_shared<switchboard>();
-    transport_ = sys_->spawn(transport_fn, sb_);
+    transport_ = spawn_switchboard_transport(*sys_, sb_);
     for (std::string name : {"a", "b", "c"})
       start_node(name);
   }
@@ -141,18 +105,15 @@ protected:
         caf::anon_send(x->executor(), peer_status_atom::value, s);
   }
 
-  void cut(const std::string& name) {
-    std::lock_guard<std::mutex> g(sb_->mtx);
-    sb_->cut.insert(name);
-  }
+  void cut(const std::string& name) { sb_->unplug(name); }
 
   /// Makes `name` reachable again and asks every outbox to deliver to it at once.
   void uncut(const std::string& name) {
-    {
+    if (nodes_.count(name) > 0)
+      sb_->plug(name, nodes_.at(name)->executor());
+    else {
       std::lock_guard<std::mutex> g(sb_->mtx);
       sb_->cut.erase(name);
-      if (nodes_.count(name) > 0)
-        sb_->executors[name] = nodes_.at(name)->executor();
     }
     for (auto& [n, x] : nodes_)
       caf::anon_send(x->outbox(), outbox_kick_atom::value, name);
