@@ -24,12 +24,14 @@ add_library(Proctor::allocator ALIAS proctor_allocator)
 set(PROCTOR_LIBRARIES proctor_proto proctor_procedures proctor_persistence
   proctor_supervision proctor_wire proctor_base proctor_scheduling proctor_cluster
   proctor_procedure proctor_executor proctor_http proctor_console proctor_node proctor_testing)
+# Components (the Debian packages of cmake/ProctorPackage.cmake): `server` has the programs,
+# `dev` what authors build with.
 install(TARGETS ${PROCTOR_LIBRARIES} proctor_all proctor_allocator EXPORT ProctorTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-install(TARGETS proctord proctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS proctord proctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
 
 # The public headers: this list, and nothing else (tests/process/... and
 # scripts/check_layers.py check that examples include only these).
@@ -38,14 +40,14 @@ set(PROCTOR_PUBLIC_HEADERS context.hpp crash_harness.hpp outcome.hpp policy.hpp
 list(TRANSFORM PROCTOR_PUBLIC_HEADERS PREPEND ${PROJECT_SOURCE_DIR}/include/proctor/)
 install(FILES ${PROCTOR_PUBLIC_HEADERS}
   ${PROCTOR_GEN_DIR}/proctor/journal.pb.h ${PROCTOR_GEN_DIR}/proctor/wire.pb.h
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proctor)
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proctor COMPONENT dev)
 
 set(PROCTOR_CMAKE_DEST ${CMAKE_INSTALL_LIBDIR}/cmake/Proctor)
-install(EXPORT ProctorTargets NAMESPACE Proctor:: DESTINATION ${PROCTOR_CMAKE_DEST})
+install(EXPORT ProctorTargets NAMESPACE Proctor:: DESTINATION ${PROCTOR_CMAKE_DEST} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ProctorConfig.cmake.in
   ${PROJECT_BINARY_DIR}/ProctorConfig.cmake INSTALL_DESTINATION ${PROCTOR_CMAKE_DEST})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ProctorConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/ProctorConfig.cmake
   ${PROJECT_BINARY_DIR}/ProctorConfigVersion.cmake ${PROJECT_SOURCE_DIR}/cmake/FindCAF.cmake
-  DESTINATION ${PROCTOR_CMAKE_DEST})
+  DESTINATION ${PROCTOR_CMAKE_DEST} COMPONENT dev)

@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev
   libcli11-dev libcpp-httplib-dev
   libjemalloc-dev
+  lintian curl  # the Debian packages' check (scripts/package.sh)
   ccache  # rebuilds, and a fresh clone of the project, find their objects again
   prometheus-cpp-dev nlohmann-json3-dev libsimdjson-dev
   # the web console's browser test (tests/process/console_browser_test.py; skipped without them)

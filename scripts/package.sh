@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Builds the Debian packages (proctor, libproctor-dev; cmake/ProctorPackage.cmake) from ./build
+# into OUT_DIR (default build/deb-out) and checks them: lintian reports no error, each package
+# has what it must, the systemd unit passes `systemd-analyze verify`, and the packaged
+# proctord starts from the unit's own command line with the packaged example settings.
+# Usage: scripts/package.sh [OUT_DIR]   (after scripts/build.sh)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+out=$(realpath -m "${1:-build/deb-out}")
+rm -rf "$out"
+mkdir -p "$out"
+(cd build && cpack -G DEB -B "$out" >"$out/cpack.log" 2>&1) || {
+  cat "$out/cpack.log" >&2
+  echo "package: cpack failed" >&2
+  exit 1
+}
+shopt -s nullglob
+server=("$out"/proctor_*.deb)
+dev=("$out"/libproctor-dev_*.deb)
+if ((${#server[@]} != 1 || ${#dev[@]} != 1)); then
+  echo "package: expected one proctor and one libproctor-dev package in $out" >&2
+  exit 1
+fi
+echo "package: ${server[0]##*/}, ${dev[0]##*/}"
+
+rc=0
+if command -v lintian >/dev/null; then
+  # Errors fail; warnings (no man pages, systemctl in prerm) are shown.
+  lintian --tag-display-limit 0 "${server[0]}" "${dev[0]}" 2>&1 | grep -v "root privileges" |
+    tee "$out/lintian.txt" || true
+  if grep -q '^E: ' "$out/lintian.txt"; then
+    echo "package: lintian reports errors" >&2
+    rc=1
+  fi
+else
+  echo "package: lintian not installed (scripts/setup.sh installs it): not checked" >&2
+  rc=1
+fi
+
+root="$out/root"
+mkdir -p "$root"
+dpkg-deb -x "${server[0]}" "$root"
+dpkg-deb -x "${dev[0]}" "$root"
+unit=usr/lib/systemd/system/proctord@.service
+for f in usr/bin/proctord usr/bin/proctor "$unit" usr/share/doc/proctor/examples/node.toml \
+  usr/share/doc/proctor/copyright usr/include/proctor/state_machine.hpp \
+  usr/lib/cmake/Proctor/ProctorConfig.cmake; do
+  if [[ ! -e $root/$f ]]; then
+    echo "package: /$f is missing" >&2
+    rc=1
+  fi
+done
+for script in postinst prerm postrm; do
+  if ! dpkg-deb --ctrl-tarfile "${server[0]}" | tar -t | grep -q "^\./$script$"; then
+    echo "package: the proctor package has no $script" >&2
+    rc=1
+  fi
+done
+
+# The unit as installed, its binary taken from the extracted package (verify checks that
+# ExecStart's program exists and is executable).
+instance="$out/proctord@a.service"
+sed "s|/usr/bin/proctord|$root/usr/bin/proctord|" "$root/$unit" >"$instance"
+if command -v systemd-analyze >/dev/null; then
+  if ! verify=$(systemd-analyze verify "$instance" 2>&1) || [[ -n $verify ]]; then
+    echo "package: systemd-analyze verify proctord@.service: $verify" >&2
+    rc=1
+  else
+    echo "package: systemd-analyze verify: clean"
+  fi
+else
+  echo "package: systemd-analyze not found: the unit is not verified"
+fi
+
+# The packaged proctord started as the unit starts it (ExecStart, %i = a), with the example
+# settings (its addresses moved to free loopback ports): it must serve.
+exec_start=$(sed -n 's/^ExecStart=//p' "$instance")
+conf="$out/a.toml"
+http_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+sed -e "s|^listen = .*|listen = \"127.0.0.1:0\"|" -e "s|^peers = .*||" \
+  -e "s|^http = .*|http = \"127.0.0.1:$http_port\"|" -e "s|^http-token-file = .*||" \
+  "$root/usr/share/doc/proctor/examples/node.toml" >"$conf"
+cmd=${exec_start//\/etc\/proctor\/%i.toml/$conf}
+cmd=${cmd//\/var\/lib\/proctor\/%i/$out/data-a}
+cmd=${cmd//%i/a}
+# shellcheck disable=SC2086  # the unit's command line, split as systemd splits it
+$cmd >"$out/proctord.log" 2>&1 &
+pid=$!
+served=0
+for _ in $(seq 1 100); do
+  if curl -fsS "http://127.0.0.1:$http_port/metrics" >/dev/null 2>&1; then
+    served=1
+    break
+  fi
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -TERM "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+if ((served == 0)); then
+  echo "package: proctord started as the unit starts it did not serve:" >&2
+  cat "$out/proctord.log" >&2
+  rc=1
+else
+  echo "package: the unit's command line with the example settings serves"
+fi
+rm -rf "$root"
+exit "$rc"
