@@ -21,6 +21,11 @@ using peer_subscribe_atom = caf::atom_constant<caf::atom("peersub")>;
 /// (absent: not heard from yet), and the journal that records the first one heard. Until
 /// then no link takes its peer for up (docs/cluster.md, "Incarnations").
 using peer_expect_atom = caf::atom_constant<caf::atom("peerexp")>;
+/// (peer_leaving_atom, uint32_t bound_ms) -> bool to the transport: this node stops in order;
+/// tell every peer that is up (a ping with `leaving`), answered once all did or `bound_ms`
+/// passed. (peer_left_atom, std::string name) to the transport: that peer said it leaves.
+using peer_leaving_atom = caf::atom_constant<caf::atom("peerleav")>;
+using peer_left_atom = caf::atom_constant<caf::atom("peerleft")>;
 
 /// How this node sees one peer.
 struct peer_status {

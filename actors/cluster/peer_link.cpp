@@ -77,6 +77,9 @@ struct link_state {
   caf::actor journal;                ///< records the first incarnation heard
   bool recording = false;            ///< ... which is being recorded now
   uint64_t refused_incarnation = 0;  ///< the other incarnation last refused (for the log)
+  /// The peer said it stops in order (a ping with `leaving`): down as "left" until it answers
+  /// again, logged at info and not counted as a failure.
+  bool left = false;
 };
 
 using link_actor = caf::io::stateful_broker<link_state>;
@@ -118,8 +121,12 @@ void go_down(link_actor* self, const std::string& reason, bool close_now) {
   } else {
     st.next_connect = clock_type::now();
   }
-  if (st.status.up || st.status.reason.empty()) {
-    if (st.status.up) {
+  if (st.left && !st.status.up) {
+    // Left in order: that is what it is down for, whatever connecting to it says now.
+  } else if (st.status.up || st.status.reason.empty()) {
+    if (st.status.up && st.left) {
+      spdlog::info("node {} left ({})", st.cfg.peer_name, reason);
+    } else if (st.status.up) {
       ++st.status.downs;
       spdlog::warn("node {} is down: {}", st.cfg.peer_name, reason);
     }
@@ -309,6 +316,7 @@ void on_pong(link_actor* self, const pb::Response& r) {
   }
   st.backoff = std::chrono::milliseconds{0};
   if (!s.up) {
+    st.left = false;
     spdlog::info("node {} is up ({})", st.cfg.peer_name, s.address);
     s.up = true;
     s.since_ms = wall_ms();
@@ -403,6 +411,16 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       return rp;
     },
     [self](peer_status_atom) { return self->state.status; },
+    // The peer stops in order (it said so in a ping): down now, as "left", without a warning;
+    // it is tried again after a second (its process is going away meanwhile).
+    [self](peer_left_atom) {
+      auto& st = self->state;
+      if (!st.status.up)
+        return;
+      st.left = true;
+      go_down(self, "left: stopped in order by its operator", true);
+      st.next_connect = std::max(st.next_connect, clock_type::now() + std::chrono::seconds{1});
+    },
     [self](peer_expect_atom, uint64_t incarnation, caf::actor& journal) {
       auto& st = self->state;
       st.expect_known = true;

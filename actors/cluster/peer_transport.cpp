@@ -1,11 +1,13 @@
 #include "actors/cluster/peer_transport.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <sstream>
 
 #include "actors/wire/endpoint.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/wire/wall_clock.hpp"
+#include <proctor/wire.pb.h>
 
 namespace proctor {
 
@@ -81,6 +83,7 @@ namespace {
 
 struct transport_state {
   static inline const char* name = "proctor.peers";
+  std::string self_name;
   std::map<std::string, caf::actor> links;
   std::map<std::string, peer_status> status;
   std::vector<caf::actor> subscribers;
@@ -89,6 +92,7 @@ struct transport_state {
 using transport_actor = caf::stateful_actor<transport_state>;
 
 caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
+  self->state.self_name = cfg.self_name;
   for (const auto& [name, addr] : cfg.peers) {
     peer_link_config lc;
     lc.self_name = cfg.self_name;
@@ -134,6 +138,40 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
         self->send(link, peer_expect_atom::value, k == known.end() ? uint64_t{0} : k->second,
                    journal);
       }
+    },
+    // This node stops in order: each peer that is up hears it from a ping that says so
+    // (its link to this node then shows "left", not a failure), within the bound.
+    [self](peer_leaving_atom, uint32_t bound_ms) -> caf::result<bool> {
+      pb::Request req;
+      req.mutable_ping()->set_from(self->state.self_name);
+      req.mutable_ping()->set_leaving(true);
+      auto bytes = req.SerializeAsString();
+      auto rp = self->make_response_promise<bool>();
+      auto left = std::make_shared<size_t>(0);
+      for (const auto& [name, link] : self->state.links)
+        if (self->state.status[name].up)
+          ++*left;
+      if (*left == 0) {
+        rp.deliver(true);
+        return rp;
+      }
+      for (const auto& [name, link] : self->state.links) {
+        if (!self->state.status[name].up)
+          continue;
+        auto one = [rp, left]() mutable {
+          if (--*left == 0)
+            rp.deliver(true);
+        };
+        self
+          ->request(link, std::chrono::milliseconds{bound_ms}, peer_request_atom::value, name,
+                    bytes, bound_ms)
+          .then([one](std::string&) mutable { one(); }, [one](caf::error&) mutable { one(); });
+      }
+      return rp;
+    },
+    [self](peer_left_atom, const std::string& name) {
+      if (auto l = self->state.links.find(name); l != self->state.links.end())
+        self->send(l->second, peer_left_atom::value);
     },
     [self](peer_status_atom) {
       std::vector<peer_status> out;

@@ -37,6 +37,8 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   }
   if (!not_peer.empty())
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, not_peer));
+  if (req.leaving() && misdirected.empty() && st.env->transport)
+    caf::anon_send(st.env->transport, peer_left_atom::value, req.from());
   pb::Response r;
   auto* info = r.mutable_pong();
   info->set_name(st.env->node_name);
@@ -87,8 +89,8 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
       continue;
     ++told;
   }
-  if (told > 0)
-    spdlog::info("node {} is {}: told {} procedure(s) waiting for it", s.name, s.up ? "up" : "down",
+  if (told > 0)  // the link logged the change itself: one line per event at info
+    spdlog::debug("node {} is {}: told {} procedure(s) waiting for it", s.name, s.up ? "up" : "down",
                  told);
 }
 

@@ -432,6 +432,13 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     else
       sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
     spdlog::info("signal {}: shutting down", sig);
+    // Peers hear that this node leaves (they show it as "left", not as failed); not a
+    // replica (another one takes over) and not a fenced process (it is not the node now).
+    if (transport && !rn && sig != 0) {
+      caf::scoped_actor self{sys};
+      self->request(transport, std::chrono::seconds{1}, peer_leaving_atom::value, uint32_t{500})
+        .receive([](bool) {}, [](caf::error&) {});
+    }
     if (rn)
       rn->retire();
 #ifdef PROCTOR_HAVE_HTTPLIB
