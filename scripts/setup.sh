@@ -19,7 +19,21 @@ packages=(
   prometheus-cpp-dev nlohmann-json3-dev libsimdjson-dev
   # the web console's browser test (tests/process/console_browser_test.py; skipped without them)
   chromium chromium-driver python3-selenium
+  # the HTTP API's example clients (examples/http/, tests/process/http_clients_test.py; curl above)
+  jq python3-requests
 )
+
+# The OpenAPI document's validator (tests/process/openapi_validate.sh, skipped without it):
+# npm's, as bookworm packages none. Not fatal: the npm registry may be out of reach.
+openapi_validator() {
+  command -v validate-api >/dev/null 2>&1 && return 0
+  local as=()
+  [[ $(id -u) -ne 0 ]] && as=(sudo)
+  { command -v npm >/dev/null 2>&1 ||
+    { "${as[@]}" apt-get update && "${as[@]}" apt-get install -y --no-install-recommends npm; }; } &&
+    "${as[@]}" npm install -g --no-audit --no-fund @seriousme/openapi-schema-validator@2.11.0 ||
+    echo "setup: could not install validate-api (npm); openapi_validate will be skipped" >&2
+}
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup: not a Debian system (no dpkg-query); install these yourself: ${packages[*]}" >&2
@@ -35,6 +49,7 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#packages[@]} build dependencies are installed"
+  openapi_validator
   exit 0
 fi
 
@@ -50,3 +65,4 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 "${sudo[@]}" apt-get update
 "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+openapi_validator

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <string_view>
 
 #include "actors/console/console_api.hpp"
@@ -16,8 +17,9 @@ namespace proctor {
 
 namespace {
 
-/// Larger request bodies are refused (413): the API's bodies are a few bytes.
-constexpr size_t max_body_bytes = 64 * 1024;
+/// Threads serving requests: long-polls hold one each (at most max_waits of them), the
+/// others are for the console's pages and quick calls.
+constexpr size_t min_threads = 8;
 
 std::string content_type(std::string_view name) {
   auto ends = [name](std::string_view ext) {
@@ -66,10 +68,6 @@ void serve_file(const httplib::Request& req, httplib::Response& res) {
   res.set_content("404 not found: " + req.path + "\n", "text/plain; charset=utf-8");
 }
 
-bool is_api(const std::string& path) {
-  return path == "/api" || path.rfind("/api/", 0) == 0;
-}
-
 }  // namespace
 
 console_http::console_http(caf::actor_system& sys, caf::actor executor, console_http_options opts)
@@ -81,11 +79,14 @@ console_http::~console_http() {
 
 uint16_t console_http::start(const std::string& host, uint16_t port, std::string* error) {
   server_ = std::make_unique<httplib::Server>();
+  const size_t max_body_bytes = 2 * opts_.max_args_bytes + 64 * 1024;
   server_->set_payload_max_length(max_body_bytes);
+  const auto threads = min_threads + static_cast<size_t>(std::max(opts_.max_waits, 0));
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   bind_exclusively(*server_);
   auto answer = [this](const httplib::Request& req, std::string body, httplib::Response& res) {
     secure(res);
-    if (!is_api(req.path))
+    if (!is_api_path(req.path))
       return serve_file(req, res);
     console_request cr;
     cr.method = req.method;
@@ -94,14 +95,22 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
     cr.body = std::move(body);
     cr.auth = check_bearer(req.get_header_value("Authorization"), opts_.token);
     auto ask = [this](const pb::Request& r) {
-      return ask_executor(sys_, executor_, r, opts_.node_timeout);
+      auto bound = opts_.node_timeout;
+      if (r.has_wait())
+        bound += std::chrono::milliseconds{r.wait().timeout_ms()};
+      return ask_executor(sys_, executor_, r, bound);
     };
-    auto reply = handle_console_api(cr, ask, wall_ms());
+    console_api_options api;
+    api.max_args_bytes = opts_.max_args_bytes;
+    api.max_wait = opts_.max_wait;
+    api.waits = &waits_;
+    api.max_waits = opts_.max_waits;
+    auto reply = handle_console_api(cr, ask, wall_ms(), api);
     res.status = reply.status;
     for (auto& [k, v] : reply.headers)
       res.set_header(k.c_str(), v);
     res.set_header("Cache-Control", "no-store");
-    res.set_content(reply.body, "application/json; charset=utf-8");
+    res.set_content(reply.body, reply.content_type.c_str());
     if (req.method != "GET" && req.method != "HEAD") {
       // Changes made through the console are an operator's acts: logged like the CLI's are
       // by the executor, with where they came from.
@@ -119,12 +128,15 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
   // with neither Content-Length nor chunked encoding (`curl -X POST .../abort`) to have a
   // body that runs to the end of the connection, and answers an empty 400 once it times out,
   // whereas HTTP/1.1 (RFC 9112, 6.3) says such a request has no body.
-  auto handle_body = [answer](const httplib::Request& req, httplib::Response& res,
-                              const httplib::ContentReader& read) {
+  auto handle_body = [answer, max_body_bytes](const httplib::Request& req, httplib::Response& res,
+                                              const httplib::ContentReader& read) {
     std::string body;
     if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
-      bool too_large = false;
-      read([&](const char* data, size_t n) {
+      // A Content-Length past the bound is refused unread (cpp-httplib's reader then calls
+      // nothing and reports failure: the handler must not take that for an empty body).
+      bool too_large =
+        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > max_body_bytes;
+      bool read_all = !too_large && read([&](const char* data, size_t n) {
         if (body.size() + n > max_body_bytes) {
           too_large = true;
           return false;
@@ -132,12 +144,15 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
         body.append(data, n);
         return true;
       });
-      if (too_large) {
+      if (!read_all) {
         secure(res);
-        auto r = console_error(413, "PAYLOAD_TOO_LARGE",
-                               "the body exceeds " + std::to_string(max_body_bytes) + " bytes");
+        auto r = too_large
+                   ? console_error(413, "PAYLOAD_TOO_LARGE",
+                                   "the body exceeds " + std::to_string(max_body_bytes) + " bytes")
+                   : console_error(400, "BAD_REQUEST", "the body could not be read");
         res.status = r.status;
         res.set_content(r.body, "application/json; charset=utf-8");
+        res.set_header("Connection", "close");  // what is left of the body is not read
         return;
       }
     }

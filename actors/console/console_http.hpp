@@ -1,9 +1,10 @@
 // The web console (docs/web-console.md): `proctord --http HOST:PORT` serves its pages,
-// built into the binary (actors/console/, actors/console/embedded_files.hpp), and the JSON API
-// behind them (actors/console/console_api.hpp) on threads of its own. Each API call is one request
+// built into the binary (actors/console/, actors/console/embedded_files.hpp), and the HTTP/JSON
+// API (docs/http-api.md, actors/console/console_api.hpp) on threads of its own. Each API call is one request
 // to the executor, as a CLI command is, waited for at most `node_timeout` (then 503).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -22,8 +23,14 @@ struct console_http_options {
   /// The token POSTs must carry ("Authorization: Bearer TOKEN"); "" makes the console
   /// read-only.
   std::string token;
-  /// Bound on the node's answer to one API call.
+  /// Bound on the node's answer to one API call (a `?wait=` long-poll: its wait plus this).
   std::chrono::milliseconds node_timeout{10'000};
+  /// The node's --max-args-bytes: the largest args a submit may carry; request bodies are
+  /// bounded by twice this plus 64 KiB (args in a JSON string may be escaped), more is a 413.
+  size_t max_args_bytes = size_t{1} << 20;
+  /// The longest a `?wait=` long-poll is held, and how many may be held at once.
+  std::chrono::milliseconds max_wait{60'000};
+  int max_waits = 16;
 };
 
 class console_http {
@@ -44,6 +51,7 @@ private:
   caf::actor_system& sys_;
   caf::actor executor_;
   console_http_options opts_;
+  std::atomic<int> waits_{0};
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

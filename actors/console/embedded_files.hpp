@@ -1,5 +1,6 @@
 // Files built into the binary (cmake/EmbedFiles.cmake generates the arrays): the web
-// console's pages, served without reading anything from disk at run time.
+// console's pages and the API's OpenAPI document, served without reading anything from disk
+// at run time.
 #pragma once
 
 #include <span>
@@ -16,5 +17,8 @@ struct embedded_file {
 
 /// The web console's files (actors/console/).
 std::span<const embedded_file> console_files();
+
+/// The API's OpenAPI document (docs/openapi.json), served at /api/openapi.json.
+std::span<const embedded_file> api_files();
 
 }  // namespace proctor

@@ -410,6 +410,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (!http_addr.empty()) {
       console_http_options co;
       co.token = *console_token;
+      co.max_args_bytes = max_args;
       console = std::make_unique<console_http>(sys, rn ? rn->front() : n.executor(), co);
       std::string err;
       if (console->start(http_ep->host, http_ep->port, &err) == 0) {

@@ -1,0 +1,280 @@
+// The API's client contract against a fake node (console_api.hpp): submit, event, wait,
+// release and /metrics; each malformed body is a 400 naming its field and asks the node
+// nothing; each answer is the node's, once it answered.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/console/console_api.hpp"
+#include "actors/wire/json/status_json.hpp"
+
+namespace proctor {
+namespace {
+
+using json = nlohmann::json;
+
+struct fake_node {
+  std::vector<pb::Request> asked;
+  std::function<executor_answer(const pb::Request&)> answer = [](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    return a;
+  };
+  node_caller caller() {
+    return [this](const pb::Request& r) {
+      asked.push_back(r);
+      return answer(r);
+    };
+  }
+};
+
+console_reply call(fake_node& n, const std::string& method, const std::string& path,
+                   std::string body = "", std::multimap<std::string, std::string> params = {},
+                   const console_api_options& opts = {}) {
+  console_request r;
+  r.method = method;
+  r.path = path;
+  r.params = std::move(params);
+  r.auth = console_auth::granted;
+  r.body = std::move(body);
+  return handle_console_api(r, n.caller(), 1'764'052'812'345, opts);
+}
+
+json body(const console_reply& r) {
+  return json::parse(r.body);
+}
+
+TEST(http_api, a_submit_sends_the_clis_request_and_answers_the_id) {
+  fake_node n;
+  n.answer = [](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_id(41);
+    return a;
+  };
+  auto r = call(n, "POST", "/api/procs",
+                R"({"type":"demo.ledger","args":{"steps":2,"ledger_dir":"/tmp/x"},)"
+                R"("nonce":"order-7","priority":-3})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"id":41})");
+  ASSERT_EQ(n.asked.size(), 1u);
+  const auto& s = n.asked[0].submit();
+  EXPECT_EQ(s.type(), "demo.ledger");
+  EXPECT_EQ(json::parse(s.args_json()), json::parse(R"({"steps":2,"ledger_dir":"/tmp/x"})"));
+  EXPECT_EQ(s.nonce(), "order-7");
+  EXPECT_EQ(s.priority(), -3);
+  EXPECT_EQ(r.headers.at(0).second, "/api/procs/41");
+
+  call(n, "POST", "/api/procs", R"({"type":"demo.noop","args_json":"{\"a\":1}"})");
+  EXPECT_EQ(n.asked.back().submit().args_json(), R"({"a":1})");
+  EXPECT_EQ(n.asked.back().submit().nonce(), "");
+  call(n, "POST", "/api/procs", R"({"type":"demo.noop"})");
+  EXPECT_EQ(n.asked.back().submit().args_json(), "");
+}
+
+TEST(http_api, a_malformed_submit_is_a_400_naming_its_field) {
+  fake_node n;
+  const std::pair<const char*, const char*> cases[] = {
+    {"", "type"},
+    {"{nope", "body"},
+    {"[1,2]", "body"},
+    {R"({"args":{}})", "type"},
+    {R"({"type":7})", "type"},
+    {R"({"type":""})", "type"},
+    {R"({"type":"t","args":[1]})", "args"},
+    {R"({"type":"t","args":"{}"})", "args"},
+    {R"({"type":"t","args":{},"args_json":"{}"})", "args"},
+    {R"({"type":"t","args_json":{"a":1}})", "args_json"},
+    {R"({"type":"t","args_json":"{oops"})", "args_json"},
+    {R"({"type":"t","args_json":"[1]"})", "args_json"},
+    {R"({"type":"t","nonce":5})", "nonce"},
+    {R"({"type":"t","priority":"high"})", "priority"},
+    {R"({"type":"t","priority":1.5})", "priority"},
+    {R"({"type":"t","priority":4294967296})", "priority"},
+    {R"({"type":"t","arg":{}})", "arg"},
+  };
+  for (auto [text, field] : cases) {
+    auto r = call(n, "POST", "/api/procs", text);
+    EXPECT_EQ(r.status, 400) << text;
+    auto b = body(r);
+    EXPECT_EQ(b["code"], "BAD_REQUEST") << text;
+    EXPECT_EQ(b["field"], field) << text << " " << r.body;
+    EXPECT_EQ(b["error"].get<std::string>().rfind(std::string(field) + ": ", 0), 0u) << r.body;
+  }
+  EXPECT_TRUE(n.asked.empty());
+}
+
+TEST(http_api, args_past_the_nodes_limit_are_a_413) {
+  fake_node n;
+  console_api_options o;
+  o.max_args_bytes = 100;
+  std::string big = R"({"type":"t","args":{"x":")" + std::string(100, 'a') + R"("}})";
+  auto r = call(n, "POST", "/api/procs", big, {}, o);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(body(r)["field"], "args");
+  auto ev = call(n, "POST", "/api/events",
+                 R"({"key":"k","payload":")" + std::string(100, 'b') + R"("})", {}, o);
+  EXPECT_EQ(ev.status, 413);
+  EXPECT_TRUE(n.asked.empty());
+  std::string fits = R"({"type":"t","args":{"x":")" + std::string(80, 'a') + R"("}})";
+  EXPECT_EQ(call(n, "POST", "/api/procs", fits, {}, o).status, 200);
+}
+
+TEST(http_api, node_refusals_of_a_submit_map_to_statuses) {
+  fake_node n;
+  pb::Response::Code code = pb::Response::UNKNOWN_TYPE;
+  n.answer = [&](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_code(code);
+    a.response->set_error("no procedure type 'x'");
+    a.response->set_leader("10.0.0.2:7001");
+    return a;
+  };
+  auto r = call(n, "POST", "/api/procs", R"({"type":"x"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(body(r)["code"], "UNKNOWN_TYPE");
+  code = pb::Response::REFUSED;
+  EXPECT_EQ(call(n, "POST", "/api/procs", R"({"type":"x"})").status, 409);
+  code = pb::Response::NOT_LEADER;
+  auto nl = call(n, "POST", "/api/procs", R"({"type":"x"})");
+  EXPECT_EQ(nl.status, 503);
+  EXPECT_EQ(body(nl)["code"], "NOT_LEADER");
+  ASSERT_EQ(nl.headers.size(), 1u);
+  EXPECT_EQ(nl.headers[0],
+            std::make_pair(std::string("X-Proctor-Leader"), std::string("10.0.0.2:7001")));
+}
+
+TEST(http_api, an_event_carries_its_key_and_payload) {
+  fake_node n;
+  n.answer = [](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_text("event 'paid' delivered to 1 procedure(s)");
+    return a;
+  };
+  auto r = call(n, "POST", "/api/events", R"({"key":"paid","payload":{"amount":42}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body(r)["accepted"], true);
+  EXPECT_EQ(body(r)["text"], "event 'paid' delivered to 1 procedure(s)");
+  EXPECT_EQ(n.asked.back().event().key(), "paid");
+  EXPECT_EQ(n.asked.back().event().payload_json(), R"({"amount":42})");
+  call(n, "POST", "/api/events", R"({"key":"paid","payload_json":"[1]"})");
+  EXPECT_EQ(n.asked.back().event().payload_json(), "[1]");
+  call(n, "POST", "/api/events", R"({"key":"paid"})");
+  EXPECT_EQ(n.asked.back().event().payload_json(), "");
+  auto asked = n.asked.size();
+  for (auto [text, field] : {std::pair{"{}", "key"},
+                             {R"({"key":3})", "key"},
+                             {R"({"key":"k","payload_json":"{x"})", "payload_json"},
+                             {R"({"key":"k","payload":1,"payload_json":"1"})", "payload"},
+                             {R"({"key":"k","body":1})", "body"}}) {
+    auto bad = call(n, "POST", "/api/events", text);
+    EXPECT_EQ(bad.status, 400) << text;
+    EXPECT_EQ(body(bad)["field"], field) << text;
+  }
+  EXPECT_EQ(n.asked.size(), asked);
+}
+
+TEST(http_api, a_wait_is_bounded_and_says_whether_the_procedure_ended) {
+  fake_node n;
+  pb::Response::Code code = pb::Response::OK;
+  n.answer = [&](const pb::Request& r) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_code(code);
+    auto* s = a.response->mutable_status();
+    s->set_id(r.has_wait() ? r.wait().id() : r.status().id());
+    s->set_state(code == pb::Response::OK ? pb::SUCCESS : pb::WAITING);
+    return a;
+  };
+  auto ended = call(n, "GET", "/api/procs/9", "", {{"wait", "30s"}});
+  EXPECT_EQ(ended.status, 200);
+  EXPECT_EQ(body(ended)["state"], "SUCCESS");
+  ASSERT_TRUE(n.asked.back().has_wait());
+  EXPECT_EQ(n.asked.back().wait().id(), 9u);
+  EXPECT_EQ(n.asked.back().wait().timeout_ms(), 30'000u);
+
+  code = pb::Response::TIMEOUT;
+  auto running = call(n, "GET", "/api/procs/9", "", {{"wait", "250ms"}});
+  EXPECT_EQ(running.status, 202);
+  EXPECT_EQ(body(running)["state"], "WAITING");
+  EXPECT_EQ(n.asked.back().wait().timeout_ms(), 250u);
+
+  // Capped, never "forever"; 0 or no wait is a plain status.
+  call(n, "GET", "/api/procs/9", "", {{"wait", "2m"}});
+  EXPECT_EQ(n.asked.back().wait().timeout_ms(), 60'000u);
+  call(n, "GET", "/api/procs/9", "", {{"wait", "45"}});
+  EXPECT_EQ(n.asked.back().wait().timeout_ms(), 45'000u);
+  call(n, "GET", "/api/procs/9", "", {{"wait", "0"}});
+  EXPECT_TRUE(n.asked.back().has_status());
+
+  auto asked = n.asked.size();
+  for (auto bad : {"soon", "-1s", "5h", "1.5s", "s"}) {
+    auto r = call(n, "GET", "/api/procs/9", "", {{"wait", bad}});
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(body(r)["field"], "wait");
+  }
+  EXPECT_EQ(n.asked.size(), asked);
+
+  code = pb::Response::NOT_FOUND;
+  n.answer = [&](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_code(code);
+    return a;
+  };
+  EXPECT_EQ(call(n, "GET", "/api/procs/9", "", {{"wait", "1s"}}).status, 404);
+}
+
+TEST(http_api, waits_past_the_limit_are_a_429) {
+  fake_node n;
+  std::atomic<int> held{2};
+  console_api_options o;
+  o.waits = &held;
+  o.max_waits = 2;
+  auto r = call(n, "GET", "/api/procs/9", "", {{"wait", "1s"}}, o);
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(body(r)["code"], "TOO_MANY_WAITS");
+  EXPECT_TRUE(n.asked.empty());
+  EXPECT_EQ(held.load(), 2);
+  held = 1;
+  EXPECT_EQ(call(n, "GET", "/api/procs/9", "", {{"wait", "1s"}}, o).status, 200);
+  EXPECT_EQ(held.load(), 1);
+}
+
+TEST(http_api, release_and_abort_answer_what_the_node_did) {
+  fake_node n;
+  auto r = call(n, "POST", "/api/procs/12/release");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"id":12,"released":true})");
+  EXPECT_EQ(n.asked.back().release().id(), 12u);
+  n.answer = [](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_text("abort of procedure 12 accepted: its tree (root 10) rolls back");
+    return a;
+  };
+  auto ab = call(n, "POST", "/api/procs/12/abort");
+  EXPECT_EQ(body(ab)["text"], "abort of procedure 12 accepted: its tree (root 10) rolls back");
+}
+
+TEST(http_api, metrics_are_the_prometheus_text) {
+  fake_node n;
+  n.answer = [](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_text("# TYPE proctor_procedures gauge\nproctor_procedures 3\n");
+    return a;
+  };
+  auto r = call(n, "GET", "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "# TYPE proctor_procedures gauge\nproctor_procedures 3\n");
+  EXPECT_EQ(r.content_type.rfind("text/plain; version=0.0.4", 0), 0u);
+  EXPECT_TRUE(n.asked.back().has_metrics());
+  EXPECT_TRUE(is_api_path("/metrics"));
+  EXPECT_FALSE(is_api_path("/metrics.js"));
+}
+
+}  // namespace
+}  // namespace proctor

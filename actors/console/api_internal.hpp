@@ -1,0 +1,77 @@
+// Internal to the console's API (console_api.cpp routes, api_reads.cpp and api_mutations.cpp
+// answer): what every route does alike: ask the node, map its codes to HTTP statuses, read
+// the query and a JSON body, name the field that is wrong.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/console/console_api.hpp"
+
+namespace proctor::api_detail {
+
+using json = nlohmann::ordered_json;
+
+/// One request as a route's handler sees it: `id` is the path's {id} (0 when it has none).
+struct api_call {
+  const console_request& req;
+  const node_caller& ask;
+  const console_api_options& opts;
+  int64_t now_ms;
+  uint64_t id;
+};
+
+/// JSON text of `j`; author text that is not valid UTF-8 becomes U+FFFD, as in status_json.
+std::string dump(const json& j);
+
+/// `body` (JSON) with `status`.
+console_reply ok_json(std::string body, int status = 200);
+
+std::string first_line(const std::string& text);
+
+/// The HTTP status and {"error","code"} of a node's answer that is not OK.
+console_reply node_error(const pb::Response& r);
+
+/// The node's OK answer to `req`, or the reply that says why there is none.
+std::variant<pb::Response, console_reply> ask_node(const node_caller& ask, const pb::Request& req);
+
+/// The last value of query parameter `key`, "" when absent.
+std::string param(const console_request& req, const std::string& key);
+
+/// A boolean parameter: absent, "" or "false"/"0" is false, "true"/"1" true, else nullopt.
+std::optional<bool> flag(const console_request& req, const std::string& key);
+
+/// 400 {"error":"FIELD: WHY","code":"BAD_REQUEST","field":FIELD}.
+console_reply bad_field(const std::string& field, const std::string& why);
+
+/// The body as a JSON object ({} when it is empty), or a 400 saying it is not one.
+std::variant<json, console_reply> body_object(const console_request& req);
+
+/// Refuses a change unless the request carries the node's token (401, 403).
+std::optional<console_reply> check_change_allowed(const console_request& req);
+
+// -- the routes' handlers ---------------------------------------------------------------------
+
+console_reply console_info(const api_call& c);
+console_reply list_procs(const api_call& c);
+console_reply proc_status(const api_call& c);  ///< with ?wait=: a bounded long-poll
+console_reply proc_history(const api_call& c);
+console_reply proc_tree(const api_call& c);
+console_reply locks(const api_call& c);
+console_reply nodes(const api_call& c);
+console_reply metrics_summary(const api_call& c);
+console_reply metrics_text(const api_call& c);
+console_reply quarantine(const api_call& c);
+console_reply openapi_document(const api_call& c);
+
+console_reply submit(const api_call& c);
+console_reply send_event(const api_call& c);
+console_reply abort_proc(const api_call& c);
+console_reply bypass_proc(const api_call& c);
+console_reply release_proc(const api_call& c);
+
+}  // namespace proctor::api_detail

@@ -1,0 +1,212 @@
+// The API's reads (console_api.hpp): each one request to the node, rendered as the CLI's
+// --json renders it; a status with ?wait= is a long-poll with a bound.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "actors/console/api_internal.hpp"
+#include "actors/console/console_metrics.hpp"
+#include "actors/console/embedded_files.hpp"
+#include "actors/wire/json/status_json.hpp"
+#include "actors/wire/json/views_json.hpp"
+
+namespace proctor::api_detail {
+
+namespace {
+
+json state_names() {
+  json names = json::array();
+  for (int s = pb::ProcState_MIN + 1; s <= pb::ProcState_MAX; ++s)
+    names.push_back(pb::ProcState_Name(static_cast<pb::ProcState>(s)));
+  return names;
+}
+
+/// The node's OK answer to a request `fill` makes, rendered by `render`.
+template <class Fill, class Render>
+console_reply read(const api_call& c, Fill fill, Render render) {
+  pb::Request r;
+  fill(r);
+  auto got = ask_node(c.ask, r);
+  if (auto* e = std::get_if<console_reply>(&got))
+    return std::move(*e);
+  return render(std::get<pb::Response>(got));
+}
+
+/// A duration: a number with a unit (ms, s, m; none: seconds), e.g. "30s", "500ms", "2m".
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc{} || end == s.data() || n > 86'400'000)
+    return std::nullopt;
+  std::string_view unit(end, static_cast<size_t>(s.data() + s.size() - end));
+  if (unit == "ms")
+    return std::chrono::milliseconds{n};
+  if (unit.empty() || unit == "s")
+    return std::chrono::milliseconds{n * 1000};
+  if (unit == "m")
+    return std::chrono::milliseconds{n * 60'000};
+  return std::nullopt;
+}
+
+/// Counts a long-poll while it is held.
+class wait_slot {
+public:
+  explicit wait_slot(std::atomic<int>* n) : n_(n) {
+    if (n_)
+      ++*n_;
+  }
+  ~wait_slot() {
+    if (n_)
+      --*n_;
+  }
+  wait_slot(const wait_slot&) = delete;
+  wait_slot& operator=(const wait_slot&) = delete;
+  int held() const { return n_ ? n_->load() : 0; }
+
+private:
+  std::atomic<int>* n_;
+};
+
+}  // namespace
+
+console_reply console_info(const api_call& c) {
+  const bool read_only = c.req.auth == console_auth::not_configured;
+  json j;
+  j["read_only"] = read_only;
+  j["why"] =
+    read_only ? "read-only: the node was started without --http-token or --http-token-file" : "";
+  j["states"] = state_names();
+  return ok_json(dump(j));
+}
+
+console_reply list_procs(const api_call& c) {
+  pb::Request r;
+  auto* list = r.mutable_list();
+  auto state_text = param(c.req, "state");
+  if (!state_text.empty()) {
+    std::transform(state_text.begin(), state_text.end(), state_text.begin(),
+                   [](unsigned char ch) { return std::toupper(ch); });
+    pb::ProcState s = pb::STATE_UNSPECIFIED;
+    if (!pb::ProcState_Parse(state_text, &s) || s == pb::STATE_UNSPECIFIED)
+      return console_error(400, "BAD_REQUEST",
+                           "unknown state '" + param(c.req, "state") + "' (one of "
+                             + state_names().dump() + ")");
+    list->set_state(s);
+  }
+  for (const char* key : {"all", "local"})
+    if (!flag(c.req, key))
+      return bad_field(key, "true or false is wanted");
+  list->set_all(*flag(c.req, "all"));
+  list->set_local(*flag(c.req, "local"));
+  auto got = ask_node(c.ask, r);
+  if (auto* e = std::get_if<console_reply>(&got))
+    return std::move(*e);
+  auto& resp = std::get<pb::Response>(got);
+  auto type = param(c.req, "type");
+  if (!type.empty()) {
+    google::protobuf::RepeatedPtrField<pb::ProcStatus> kept;
+    for (auto& s : *resp.mutable_list())
+      if (s.type() == type)
+        kept.Add(std::move(s));
+    resp.mutable_list()->Swap(&kept);
+  }
+  auto out = ok_json(list_to_json(resp.list()));
+  // A cluster-wide list that lacks some node's procedures says so (as the CLI's stderr does).
+  std::string missing;
+  for (const auto& u : resp.unreachable())
+    missing += (missing.empty() ? "" : "; ") + first_line(u);
+  if (!missing.empty())
+    out.headers.emplace_back("X-Proctor-Unreachable", missing);
+  return out;
+}
+
+console_reply proc_status(const api_call& c) {
+  auto wait_text = param(c.req, "wait");
+  std::chrono::milliseconds wait{0};
+  if (!wait_text.empty()) {
+    auto d = parse_duration(wait_text);
+    if (!d)
+      return bad_field("wait", "a duration is wanted, e.g. 30s, 500ms or 2m");
+    wait = std::min(*d, c.opts.max_wait);
+  }
+  if (wait.count() == 0)
+    return read(
+      c, [&](pb::Request& r) { r.mutable_status()->set_id(c.id); },
+      [](const pb::Response& r) { return ok_json(status_to_json(r.status())); });
+  wait_slot slot(c.opts.waits);
+  if (slot.held() > c.opts.max_waits) {
+    auto r = console_error(429, "TOO_MANY_WAITS",
+                           std::to_string(c.opts.max_waits)
+                             + " waits are held already; wait again in a moment");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
+  pb::Request r;
+  r.mutable_wait()->set_id(c.id);
+  r.mutable_wait()->set_timeout_ms(static_cast<uint64_t>(wait.count()));
+  auto a = c.ask(r);
+  if (!a.response)
+    return console_error(503, "UNAVAILABLE", a.failure);
+  // Ended: 200 and its final status. Still running when the bound passed: 202 and its
+  // status then (ask again).
+  if (a.response->code() == pb::Response::OK)
+    return ok_json(status_to_json(a.response->status()));
+  if (a.response->code() == pb::Response::TIMEOUT && a.response->has_status())
+    return ok_json(status_to_json(a.response->status()), 202);
+  return node_error(*a.response);
+}
+
+console_reply proc_history(const api_call& c) {
+  return read(
+    c, [&](pb::Request& r) { r.mutable_history()->set_id(c.id); },
+    [](const pb::Response& r) { return ok_json(history_to_json(r.history())); });
+}
+
+console_reply proc_tree(const api_call& c) {
+  return read(
+    c, [&](pb::Request& r) { r.mutable_tree()->set_id(c.id); },
+    [&](const pb::Response& r) { return ok_json(tree_to_json(r.list(), c.now_ms)); });
+}
+
+console_reply locks(const api_call& c) {
+  return read(
+    c, [](pb::Request& r) { r.mutable_locks(); },
+    [](const pb::Response& r) { return ok_json(locks_to_json(r.locks())); });
+}
+
+console_reply nodes(const api_call& c) {
+  return read(
+    c, [](pb::Request& r) { r.mutable_nodes(); },
+    [](const pb::Response& r) { return ok_json(nodes_to_json(r.nodes())); });
+}
+
+console_reply quarantine(const api_call& c) {
+  return read(
+    c, [](pb::Request& r) { r.mutable_quarantine(); },
+    [](const pb::Response& r) { return ok_json(quarantine_to_json(r.quarantined())); });
+}
+
+console_reply metrics_summary(const api_call& c) {
+  return read(
+    c, [](pb::Request& r) { r.mutable_metrics(); },
+    [&](const pb::Response& r) { return ok_json(metrics_to_json(r.text(), c.now_ms)); });
+}
+
+console_reply metrics_text(const api_call& c) {
+  return read(
+    c, [](pb::Request& r) { r.mutable_metrics(); },
+    [](const pb::Response& r) {
+      auto out = ok_json(r.text());
+      out.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      return out;
+    });
+}
+
+console_reply openapi_document(const api_call&) {
+  for (const auto& f : api_files())
+    if (f.name == "openapi.json")
+      return ok_json(std::string(f.data));
+  return console_error(500, "INTERNAL", "the OpenAPI document was not built into this binary");
+}
+
+}  // namespace proctor::api_detail
