@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <cstdlib>
 #include <iostream>
@@ -52,6 +53,39 @@ std::string console_address(const std::string& text) {
   if (!text.empty() && text.front() == ':')
     return "127.0.0.1" + text;
   return text;
+}
+
+/// Parses the command line and its --config file. Nullopt to go on; otherwise what to print
+/// before exit 64, or "" when help was asked for and printed (exit 0). One line per error,
+/// naming the option or the file's key.
+std::optional<std::string> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::CallForHelp& e) {
+    app.exit(e);
+    return std::string{};
+  } catch (const CLI::CallForAllHelp& e) {
+    app.exit(e);
+    return std::string{};
+  } catch (const CLI::ConfigError& e) {
+    // CLI11's "INI was not able to parse KEY" is a key no option has.
+    std::string what = e.what();
+    const std::string extra = "INI was not able to parse ";
+    std::string file = app.get_option("--config")->as<std::string>();
+    if (what.rfind(extra, 0) == 0) {
+      // A section's first line comes as "SECTION.++" (CLI11 would take it for a subcommand's).
+      auto key = what.substr(extra.size());
+      if (key.size() > 3 && key.ends_with(".++"))
+        return "--config " + file + ": unknown section [" + key.substr(0, key.size() - 3) + "]";
+      return "--config " + file + ": unknown key '" + key + "'";
+    }
+    return "--config " + file + ": " + what;
+  } catch (const CLI::FileError& e) {
+    return std::string{"--config: "} + e.what();
+  } catch (const CLI::ParseError& e) {
+    return std::string{e.what()};
+  }
 }
 
 }  // namespace
@@ -136,10 +170,15 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   app.add_option("--tls-cert", tls.cert, "PEM certificate this node presents (mutual TLS)");
   app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
   app.add_option("--tls-ca", tls.ca, "PEM CA every client's and peer's certificate must chain to");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+  // docs/command-line.md#configuration-file: every option above, by its long name.
+  app.set_config("--config", "",
+                 "A TOML file of options, KEY = VALUE with each option's long name (e.g. "
+                 "workers = 4); the command line overrides it");
+  app.allow_config_extras(false);
+  if (auto why = parse_command_line(app, argc, argv); why) {
+    if (!why->empty())
+      std::cerr << program << ": " << *why << "\n";
+    return why->empty() ? 0 : 64;
   }
   auto logger = spdlog::stderr_color_mt(program);
   spdlog::set_default_logger(logger);

@@ -328,7 +328,9 @@ bool node::launch() {
     return true;
   std::error_code ec;
   std::filesystem::create_directories(log_.parent_path(), ec);
-  std::vector<std::string> args{"--data-dir", data_dir_.string(), "--listen", address()};
+  std::vector<std::string> args;
+  if (!extra_args_only_)
+    args = {"--data-dir", data_dir_.string(), "--listen", address()};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   child_io io;
   io.out_file = log_.string();

@@ -104,6 +104,10 @@ public:
   /// Waits until the running process answers `list --json` (at most `limit`).
   bool wait_ready(std::chrono::milliseconds limit = std::chrono::seconds{60});
 
+  /// With `only`, the process gets `extra_args` alone, no --data-dir or --listen (a
+  /// --config file then names this node's data dir and address).
+  void set_extra_args_only(bool only) noexcept { extra_args_only_ = only; }
+
   /// SIGKILL and reap. No-op if not running.
   void kill();
 
@@ -137,6 +141,7 @@ private:
   std::filesystem::path data_dir_;
   uint16_t port_;
   std::vector<std::string> extra_args_;
+  bool extra_args_only_ = false;
   std::filesystem::path log_;
   pid_t pid_ = -1;
   int last_exit_code_ = -1;
