@@ -29,7 +29,10 @@
 // and it can SIGKILL a child (the crash of phase d, or a phase that overruns its deadline).
 // Clients run in-process as actors of the child's actor system: no CAF networking. (g),
 // (h), (i) and (k) start proctord processes (the binary beside this one) from their phase's
-// child (apps/bench/processes.cpp).
+// child (apps/bench/processes.cpp). Each phase child leads its own process group, which its
+// proctords share; when the phase ends (done, failed or overrun) the group is killed and
+// reaped, and a process whose parent dies gets SIGKILL (PR_SET_PDEATHSIG): no process the
+// benchmark starts outlives it.
 //
 // The code: apps/bench/bench.hpp (shared declarations), apps/bench/children.cpp (the child
 // processes and the helpers used inside them), apps/bench/clients.cpp (burst clients and the
@@ -37,6 +40,8 @@
 // f), apps/bench/phases_nodes.cpp (g, h), apps/bench/phases_standby.cpp (i),
 // apps/bench/phases_replicas.cpp (k); this file holds
 // the output formatting and main().
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -151,6 +156,11 @@ int main(int argc, char** argv) {
     std::cerr << "proctor-bench: --procedures and --waiting must be positive\n";
     return 64;
   }
+
+  // Every process a phase starts is this one's descendant; one its parent left behind (a
+  // phase child killed at its deadline) becomes this one's child, so that run_phase can reap
+  // it: nothing the benchmark started outlives it (apps/bench/children.cpp).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   // A fresh data directory: refuse anything that is not empty.
   std::error_code ec;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include <caf/all.hpp>
+#include <spdlog/spdlog.h>
 
 #include "bench.hpp"
 #include <proctor/wire.pb.h>
@@ -67,6 +69,45 @@ void reporter::write_all(const std::string& s) {
   }
 }
 
+namespace {
+
+/// Waits up to `limit` for child `pid` to exit, without reaping it (its process group stays
+/// reserved while it is a zombie). True if it exited.
+bool await_exit(pid_t pid, std::chrono::milliseconds limit) {
+  auto end = clk::now() + limit;
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
+        && info.si_pid == pid)
+      return true;
+    if (clk::now() >= end)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+}
+
+/// Ends phase child `pid` and every process of its group (the proctords it started): gives
+/// the child a moment to exit (a finished phase exits at once), then SIGKILLs the group and
+/// reaps them all. The proctords a killed child leaves become this process's children (it is
+/// their subreaper: main()), so this returns once none is left. Returns the child's status.
+int end_process_group(pid_t pid) {
+  if (!await_exit(pid, std::chrono::seconds{5}))
+    ::kill(-pid, SIGKILL);
+  await_exit(pid, std::chrono::seconds{60});
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  // A SIGKILLed process ends within moments; the bound is for one stuck in the kernel.
+  auto end = clk::now() + std::chrono::seconds{60};
+  while (::waitpid(-pid, nullptr, WNOHANG) >= 0 && clk::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  if (::waitpid(-pid, nullptr, WNOHANG) >= 0)
+    spdlog::error("a process of phase child {} outlived SIGKILL for 60 s", pid);
+  return status;
+}
+
+}  // namespace
+
 /// Runs `body` in a forked child; collects its lines until "end", EOF or the deadline.
 /// `kill_after` SIGKILLs the child once it reported (phase d's crash).
 phase_result run_phase(const std::string& name, double timeout_s, bool kill_after,
@@ -80,7 +121,10 @@ phase_result run_phase(const std::string& name, double timeout_s, bool kill_afte
   std::fflush(stdout);
   std::fflush(stderr);
   auto t0 = clk::now();
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
+  if (pid > 0)
+    ::setpgid(pid, pid);  // also here: no kill of the group before the child set it
   if (pid < 0) {
     res.error = std::string("fork: ") + std::strerror(errno);
     ::close(p[0]);
@@ -88,6 +132,11 @@ phase_result run_phase(const std::string& name, double timeout_s, bool kill_afte
     return res;
   }
   if (pid == 0) {
+    // Its own process group, which the proctords it starts share: the parent kills the
+    // group when the phase ends, however it ends. And SIGKILL if proctor-bench dies first.
+    ::setpgid(0, 0);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
+      ::_exit(3);
     ::close(p[0]);
     reporter r(p[1], kill_after);
     try {
@@ -143,19 +192,8 @@ phase_result run_phase(const std::string& name, double timeout_s, bool kill_afte
   }
   ::close(p[0]);
   if (kill_after || res.timed_out)
-    ::kill(pid, SIGKILL);
-  int status = 0;
-  // A finished child exits at once; give it a moment, then make sure.
-  for (int i = 0; i < 500; ++i) {
-    auto w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid)
-      break;
-    if (i == 499) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds{10});
-  }
+    ::kill(-pid, SIGKILL);
+  int status = end_process_group(pid);
   res.wall_s = secs(clk::now() - t0);
   if (auto e = res.values.find("error"); e != res.values.end())
     res.error = e->second;

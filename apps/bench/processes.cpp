@@ -3,13 +3,14 @@
 // client protocol (proto/WIRE.md) as the CLI drives it.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -61,6 +62,8 @@ void kill_live_proctords() {
 }
 
 pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log) {
+  // Everything the child needs is prepared before fork: a phase's child has the threads of
+  // its actor system, so between fork and exec only async-signal-safe calls are allowed.
   auto exe = fs::read_symlink("/proc/self/exe").parent_path() / "proctord";
   std::vector<std::string> all{exe.string()};
   all.insert(all.end(), args.begin(), args.end());
@@ -68,15 +71,26 @@ pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& lo
   for (auto& a : all)
     argv.push_back(a.data());
   argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0)
-    throw std::runtime_error("cannot start " + exe.string() + ": " + std::strerror(rc));
+  int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (out < 0)
+    throw std::runtime_error("cannot open " + log + ": " + std::strerror(errno));
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // SIGKILL when the phase's process dies, however it dies (killed at its deadline, a
+    // crash, proctor-bench itself killed): a proctord never outlives the phase. The phase
+    // calls this from its main thread, whose end is the process's.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
+      ::_exit(127);
+    if (::dup2(out, 1) < 0 || ::dup2(out, 2) < 0)
+      ::_exit(127);
+    ::execve(argv[0], argv.data(), environ);
+    ::_exit(127);
+  }
+  int err = errno;
+  ::close(out);
+  if (pid < 0)
+    throw std::runtime_error("cannot start " + exe.string() + ": " + std::strerror(err));
   live_proctords().push_back(pid);
   return pid;
 }
