@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
         "");
     if (auto b = lat.num("journal_batches"); b && *b > 0)
       row("    journal (whole run, warm-up included)",
-          fmt_num(*b) + " synced writes, slowest " + fmt_num(*lat.num("journal_max_fsync_us"))
+          fmt_num(*b) + " synced writes, slowest <= " + fmt_num(*lat.num("journal_max_fsync_us"))
             + " us",
           fmt_num(*lat.num("journal_slow_writes")) + " over "
             + fmt_num(static_cast<double>(proctor::slow_write_us / 1000)) + " ms");

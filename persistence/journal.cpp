@@ -126,6 +126,8 @@ void flush(journal_actor* self) {
   st.stats.fsync_us_total += us;
   st.stats.fsync_us_max = std::max(st.stats.fsync_us_max, us);
   st.stats.slow_writes += us > slow_write_us ? 1 : 0;
+  auto bucket = std::lower_bound(sync_bucket_us.begin(), sync_bucket_us.end(), us);
+  ++st.stats.sync_buckets[static_cast<size_t>(bucket - sync_bucket_us.begin())];
   for (auto& a : st.staged) {
     if (a.tagged_sender)
       self->send(a.tagged_sender, appended_atom::value, a.tag, uint64_t{a.last_lsn});

@@ -15,6 +15,7 @@
 // ever acknowledged.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -68,6 +69,11 @@ using journal_records = std::vector<stored_record>;
 /// it, and every append behind it, waited at least that long.
 constexpr uint64_t slow_write_us = 10'000;
 
+/// Upper bounds (microseconds) of the buckets journal_stats::sync_buckets counts synced
+/// writes in (proctor_journal_sync_seconds); one bucket more counts the slower ones.
+constexpr std::array<uint64_t, 12> sync_bucket_us{
+  100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 1'000'000};
+
 struct journal_stats {
   uint64_t batches = 0;          ///< WriteBatches written
   uint64_t records = 0;          ///< records appended
@@ -77,6 +83,9 @@ struct journal_stats {
   uint64_t fsync_us_last = 0;
   uint64_t fsync_us_max = 0;  ///< the slowest synced write so far
   uint64_t slow_writes = 0;   ///< synced writes that took longer than slow_write_us
+  /// Synced writes by duration: [i] those over sync_bucket_us[i-1] and at most
+  /// sync_bucket_us[i]; the last, those over sync_bucket_us.back() (not cumulative).
+  std::array<uint64_t, sync_bucket_us.size() + 1> sync_buckets{};
   uint64_t next_lsn = 0;
 };
 

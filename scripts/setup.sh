@@ -17,6 +17,7 @@ packages=(
   lintian curl  # the Debian packages' check (scripts/package.sh)
   ccache  # rebuilds, and a fresh clone of the project, find their objects again
   prometheus-cpp-dev nlohmann-json3-dev libsimdjson-dev
+  prometheus  # promtool: the metrics_promtool test checks /metrics with `promtool check metrics`
   # the web console's browser test (tests/process/console_browser_test.py; skipped without them)
   chromium chromium-driver python3-selenium
   # the HTTP API's example clients (examples/http/, tests/process/http_clients_test.py; curl above)

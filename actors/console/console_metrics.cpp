@@ -74,9 +74,10 @@ std::string metrics_to_json(std::string_view prometheus_text, int64_t at_ms) {
   j["at_ms"] = at_ms;
   j["steps_total"] = get("proctor_journal_records_total");
   j["waiting"] = get("proctor_waiting_procedures");
-  j["failures_total"] = get("proctor_procedures_failed_total")
-                        + get("proctor_procedures_rolledback_total")
-                        + get("proctor_undo_failures_total");
+  // One meaning of failed (docs/metrics.md): procedures that ended other than SUCCESS:
+  // FAILED or ROLLEDBACK. Undos that threw are retried, not failures of a procedure.
+  j["failures_total"] =
+    get("proctor_procedures_failed_total") + get("proctor_procedures_rolledback_total");
   j["running_steps"] = get("proctor_running_steps");
   j["queue_depth"] = get("proctor_queue_depth");
   j["procedures"] = get("proctor_procedures");

@@ -21,7 +21,8 @@ std::map<std::string, double> sum_metrics(std::string_view text);
 ///    "running_steps":2,"queue_depth":0,"procedures":40,"metrics":{"proctor_...":1,...}}
 /// `steps_total`: journal records appended (one per committed step, plus a procedure's
 /// submit and end), the counter behind the steps/s chart; `failures_total`: procedures that
-/// ended FAILED or ROLLEDBACK, plus undos that threw; `metrics`: every metric summed.
+/// ended FAILED or ROLLEDBACK (proctor_procedures_failed_total plus
+/// proctor_procedures_rolledback_total; docs/metrics.md); `metrics`: every metric summed.
 std::string metrics_to_json(std::string_view prometheus_text, int64_t at_ms);
 
 }  // namespace proctor

@@ -121,6 +121,50 @@ void fill_node(const peer_status& s, pb::NodeStatus* n) {
 
 }  // namespace
 
+void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stats& s,
+                   const journal_stats& j) {
+  auto& st = self->state;
+  auto g = std::make_shared<executor_gauges>();
+  g->waiting = st.waiting;
+  g->hibernated = st.dormant;
+  g->procedures = st.procs.size();
+  g->quarantined = st.quarantined.size();
+  g->rolling_back = st.rolling_back.size();
+  g->undos = st.undos;
+  g->undo_failures = st.undo_failures;
+  g->epoch = st.env->epoch;
+  g->active_since_ms = st.env->started_at_ms;
+  g->takeover_ms = st.env->takeover_ms.load();
+  g->passivation_attempts = st.env->passivation_attempts.load();
+  g->dormant_procedures = st.env->dormant_procedures.load();
+  g->calls_in_flight = st.calls.size();
+  g->queued_wakes = st.env->queued_wakes.load();
+  g->misdirected_pings = st.misdirected_pings;
+  g->peer_refusals = peer_total(self, &peer_status::refusals);
+  g->peer_stray_answers = peer_total(self, &peer_status::stray_answers);
+  g->incomplete_views = st.incomplete_views;
+  auto render = [self, s, j, g](const std::map<std::string, size_t>& outbox) {
+    for (const auto& p : self->state.env->cluster->all()) {
+      auto pending = outbox.find(p.name);
+      g->peers.push_back(peer_sample{p.name, p.up, p.rtt_us,
+                                     pending == outbox.end() ? 0 : pending->second, p.downs});
+    }
+    pb::Response r;
+    r.set_text(self->state.metrics.render(s, j, *g));
+    return encode(r);
+  };
+  if (!st.env->transport)
+    return reply(rp, render({}));
+  self->request(st.env->outbox, std::chrono::seconds{5}, outbox_stats_atom::value)
+    .then(
+      [rp, render](outbox_stats& o) mutable {
+        reply(rp, render({o.pending.begin(), o.pending.end()}));
+      },
+      [rp](caf::error&) mutable {
+        reply(rp, error_reply(pb::Response::INTERNAL, "outbox stats unavailable"));
+      });
+}
+
 void handle_nodes(executor_actor* self, promise_t rp) {
   auto& st = self->state;
   auto r = std::make_shared<pb::Response>();

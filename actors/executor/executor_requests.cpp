@@ -275,32 +275,16 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return;
     }
     case pb::Request::kMetrics: {
-      auto r = std::make_shared<pb::Response>();
       self->request(st.env->scheduler, std::chrono::seconds{5}, stats_atom::value)
         .then(
-          [self, rp, r](step_scheduler_stats& s) mutable {
+          [self, rp](step_scheduler_stats& s) mutable {
             self
               ->request(self->state.env->journal, std::chrono::seconds{5},
                         journal_stats_atom::value)
-              .then(
-                [self, rp, r, s](journal_stats& j) mutable {
-                  auto& st = self->state;
-                  r->set_text(st.metrics.render(
-                    s, j,
-                    executor_gauges{
-                      st.waiting, st.dormant, st.procs.size(), st.quarantined.size(),
-                      st.rolling_back.size(), st.undos, st.undo_failures, st.env->epoch,
-                      st.env->started_at_ms, st.env->takeover_ms.load(),
-                      st.env->passivation_attempts.load(), st.env->dormant_procedures.load(),
-                      st.calls.size(), st.env->queued_wakes.load(), st.misdirected_pings,
-                      peer_total(self, &peer_status::refusals),
-                      peer_total(self, &peer_status::downs),
-                      peer_total(self, &peer_status::stray_answers), st.incomplete_views}));
-                  reply(rp, encode(*r));
-                },
-                [rp](caf::error&) mutable {
-                  reply(rp, error_reply(pb::Response::INTERNAL, "journal stats unavailable"));
-                });
+              .then([self, rp, s](journal_stats& j) mutable { reply_metrics(self, rp, s, j); },
+                    [rp](caf::error&) mutable {
+                      reply(rp, error_reply(pb::Response::INTERNAL, "journal stats unavailable"));
+                    });
           },
           [rp](caf::error&) mutable {
             reply(rp, error_reply(pb::Response::INTERNAL, "scheduler stats unavailable"));

@@ -1,5 +1,6 @@
 #include "actors/executor/metrics.hpp"
 
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -37,6 +38,41 @@ MetricFamily one_sample(std::string name, std::string help, MetricType type, dou
   return MetricFamily{std::move(name), std::move(help), type, {std::move(m)}};
 }
 
+/// A family of one sample per peer, labelled peer="NAME".
+MetricFamily per_peer(std::string name, std::string help, MetricType type,
+                      const std::vector<peer_sample>& peers, double (*value)(const peer_sample&)) {
+  MetricFamily f{std::move(name), std::move(help), type, {}};
+  for (const auto& p : peers) {
+    ClientMetric m;
+    m.label.push_back({"peer", p.name});
+    if (type == MetricType::Counter)
+      m.counter.value = value(p);
+    else
+      m.gauge.value = value(p);
+    f.metric.push_back(std::move(m));
+  }
+  return f;
+}
+
+/// The journal's synced writes by duration (journal_stats::sync_buckets), in seconds.
+MetricFamily sync_histogram(const journal_stats& j) {
+  ClientMetric m;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < sync_bucket_us.size(); ++i) {
+    cumulative += j.sync_buckets[i];
+    m.histogram.bucket.push_back({cumulative, static_cast<double>(sync_bucket_us[i]) / 1e6});
+  }
+  cumulative += j.sync_buckets.back();
+  m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+  m.histogram.sample_count = cumulative;
+  m.histogram.sample_sum = static_cast<double>(j.fsync_us_total) / 1e6;
+  return MetricFamily{"proctor_journal_sync_seconds",
+                      "Duration of the journal's synced writes (each a WriteBatch every append in "
+                      "it waited for).",
+                      MetricType::Histogram,
+                      {std::move(m)}};
+}
+
 }  // namespace
 
 /// The counters kept here, one sample per procedure type in each family.
@@ -64,7 +100,7 @@ struct type_metrics::families {
       .Help("Procedures flagged for committing the same state with the same data many times.")
       .Register(registry);
   Family<Histogram>& runtime = prometheus::BuildHistogram()
-                                 .Name("proctor_procedure_runtime_ms")
+                                 .Name("proctor_procedure_runtime_seconds")
                                  .Help("Submit-to-end time of procedures.")
                                  .Register(registry);
 
@@ -121,7 +157,7 @@ void type_metrics::ended(const std::string& type, proc_state state,
       return;
   }
   if (runtime.count() >= 0)
-    t.runtime.Observe(static_cast<double>(runtime.count()));
+    t.runtime.Observe(static_cast<double>(runtime.count()) / 1000.0);
 }
 
 std::string type_metrics::render(const step_scheduler_stats& s, const journal_stats& j,
@@ -177,10 +213,6 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
           "Heartbeat answers from a peer's address that refused this node or named another "
           "node (a --peers mistake on one side).",
           g.peer_refusals);
-  counter("proctor_peer_downs_total",
-          "Times a peer's link found it down after it was up (heartbeats unanswered, the "
-          "connection closed).",
-          g.peer_downs);
   counter("proctor_peer_stray_answers_total",
           "Answers from peers that the link could not read or match to a request (dropped; "
           "the request they answered fails at its deadline, and the peer stays up).",
@@ -205,16 +237,41 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
         static_cast<double>(g.takeover_ms) / 1000.0);
   gauge("proctor_journal_last_batch_size", "Appends in the journal's last WriteBatch.",
         static_cast<double>(j.last_batch_size));
-  gauge("proctor_journal_last_fsync_us", "Duration of the journal's last synced write.",
-        static_cast<double>(j.fsync_us_last));
-  gauge("proctor_journal_max_fsync_us", "Duration of the journal's slowest synced write.",
-        static_cast<double>(j.fsync_us_max));
+  gauge("proctor_journal_last_sync_seconds", "Duration of the journal's last synced write.",
+        static_cast<double>(j.fsync_us_last) / 1e6);
+  out.push_back(sync_histogram(j));
   counter("proctor_journal_batches_total", "Synced WriteBatches.", j.batches);
   counter("proctor_journal_records_total", "Records appended.", j.records);
   counter("proctor_journal_range_deletes_total", "Range deletes written.", j.range_deletes);
-  counter("proctor_journal_fsync_us_total", "Time in synced writes.", j.fsync_us_total);
   counter("proctor_journal_slow_writes_total",
           "Synced writes over " + std::to_string(slow_write_us / 1000) + " ms.", j.slow_writes);
+  if (!g.peers.empty()) {
+    out.push_back(
+      per_peer("proctor_peer_up", "1 while the peer answers heartbeats, 0 while it is down.",
+               MetricType::Gauge, g.peers, [](const peer_sample& p) { return p.up ? 1.0 : 0.0; }));
+    out.push_back(
+      per_peer("proctor_peer_rtt_seconds",
+               "The round trip of the last heartbeat the peer answered.", MetricType::Gauge,
+               g.peers, [](const peer_sample& p) { return static_cast<double>(p.rtt_us) / 1e6; }));
+    out.push_back(
+      per_peer("proctor_peer_outbox_messages",
+               "Messages for the peer (remote children, their ends, events) journaled and not "
+               "acknowledged by it yet.",
+               MetricType::Gauge, g.peers,
+               [](const peer_sample& p) { return static_cast<double>(p.outbox); }));
+    out.push_back(per_peer("proctor_peer_downs_total",
+                           "Times a peer's link found it down after it was up (heartbeats "
+                           "unanswered, the connection closed): link flaps.",
+                           MetricType::Counter, g.peers,
+                           [](const peer_sample& p) { return static_cast<double>(p.downs); }));
+  }
+  ClientMetric info;
+  info.label = {{"version", PROCTOR_VERSION}};
+  info.gauge.value = 1;
+  out.push_back(MetricFamily{"proctor_build_info",
+                             "The version this process runs (always 1).",
+                             MetricType::Gauge,
+                             {std::move(info)}});
   return prometheus::TextSerializer{}.Serialize(out);
 }
 

@@ -7,12 +7,22 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/scheduling/step_scheduler.hpp"
 #include "persistence/journal.hpp"
 #include <proctor/proc_state.hpp>
 
 namespace proctor {
+
+/// One peer as this node sees it, for the per-peer families (proctor_peer_*{peer="NAME"}).
+struct peer_sample {
+  std::string name;
+  bool up = false;
+  int64_t rtt_us = 0;  ///< the last heartbeat's round trip
+  size_t outbox = 0;   ///< messages for it not acknowledged yet
+  uint64_t downs = 0;  ///< times it went down after being up (link flaps)
+};
 
 /// The executor's own gauges.
 struct executor_gauges {
@@ -32,9 +42,9 @@ struct executor_gauges {
   uint64_t queued_wakes = 0;          ///< counter: wake-ups that waited for a sibling to go down
   uint64_t misdirected_pings = 0;     ///< counter: heartbeats from non-peers or for another name
   uint64_t peer_refusals = 0;         ///< counter: peers' answers refusing this node or misnamed
-  uint64_t peer_downs = 0;            ///< counter: peers that went down after being up
   uint64_t peer_stray_answers = 0;    ///< counter: peers' answers no request could be found for
   uint64_t incomplete_views = 0;      ///< counter: tree views lacking a node's parts
+  std::vector<peer_sample> peers;     ///< each peer (none without --peers)
 };
 
 class type_metrics {
@@ -58,9 +68,9 @@ public:
   std::string render(const step_scheduler_stats& s, const journal_stats& j,
                      const executor_gauges& g) const;
 
-  /// Upper bounds (ms) of the runtime histogram's buckets.
-  static constexpr std::array<int64_t, 10> buckets{1,   5,    10,   50,    100,
-                                                   500, 1000, 5000, 30000, 300000};
+  /// Upper bounds (seconds) of the runtime histogram's buckets.
+  static constexpr std::array<double, 10> buckets{0.001, 0.005, 0.01, 0.05, 0.1,
+                                                  0.5,   1,     5,    30,   300};
 
 private:
   struct families;  // prometheus-cpp's registry, kept out of this header

@@ -33,14 +33,14 @@ TEST(metrics, counts_per_type_and_the_runtime_histogram) {
   EXPECT_EQ(value_of(text, "proctor_procedures_failed_total" + t), "1");
   EXPECT_EQ(value_of(text, "proctor_procedures_rolledback_total" + t), "1");
   EXPECT_EQ(value_of(text, "proctor_procedures_no_progress_total" + t), "1");
-  EXPECT_EQ(value_of(text, "proctor_procedure_runtime_ms_count" + t), "2");
-  EXPECT_EQ(value_of(text, "proctor_procedure_runtime_ms_sum" + t), "400007");
-  const std::string b = R"(proctor_procedure_runtime_ms_bucket{type="demo.ledger",le=)";
-  EXPECT_EQ(value_of(text, b + R"("5"})"), "0");
-  EXPECT_EQ(value_of(text, b + R"("10"})"), "1");
-  EXPECT_EQ(value_of(text, b + R"("300000"})"), "1");
+  EXPECT_EQ(value_of(text, "proctor_procedure_runtime_seconds_count" + t), "2");
+  EXPECT_EQ(value_of(text, "proctor_procedure_runtime_seconds_sum" + t), "400.007");
+  const std::string b = R"(proctor_procedure_runtime_seconds_bucket{type="demo.ledger",le=)";
+  EXPECT_EQ(value_of(text, b + R"("0.005"})"), "0");
+  EXPECT_EQ(value_of(text, b + R"("0.01"})"), "1");
+  EXPECT_EQ(value_of(text, b + R"("300"})"), "1");
   EXPECT_EQ(value_of(text, b + R"("+Inf"})"), "2");
-  EXPECT_NE(text.find("# TYPE proctor_procedure_runtime_ms histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE proctor_procedure_runtime_seconds histogram\n"), std::string::npos);
   EXPECT_NE(text.find("# HELP proctor_procedures_submitted_total Procedures submitted or "
                       "spawned.\n# TYPE proctor_procedures_submitted_total counter\n"),
             std::string::npos);
@@ -61,12 +61,12 @@ TEST(metrics, gauges_and_node_counters_keep_their_digits) {
   g.takeover_ms = 1500;
   g.undos = 3;
   journal_stats j;
-  j.fsync_us_max = 1'234'567;
+  j.fsync_us_last = 1'234'567;
   j.records = 12'345'678'901;
   auto text = render(m, g, j);
   EXPECT_EQ(value_of(text, "proctor_active_since_seconds"), "1764090215.123") << text;
   EXPECT_EQ(value_of(text, "proctor_takeover_seconds"), "1.5");
-  EXPECT_EQ(value_of(text, "proctor_journal_max_fsync_us"), "1234567");
+  EXPECT_EQ(value_of(text, "proctor_journal_last_sync_seconds"), "1.234567");
   EXPECT_EQ(value_of(text, "proctor_journal_records_total"), "12345678901");
   EXPECT_EQ(value_of(text, "proctor_undos_total"), "3");
   EXPECT_NE(text.find("# TYPE proctor_undos_total counter\n"), std::string::npos);
@@ -74,6 +74,42 @@ TEST(metrics, gauges_and_node_counters_keep_their_digits) {
             std::string::npos);
   EXPECT_NE(text.find("# HELP proctor_journal_slow_writes_total Synced writes over 10 ms.\n"),
             std::string::npos);
+}
+
+TEST(metrics, journal_syncs_are_a_histogram_in_seconds) {
+  type_metrics m;
+  journal_stats j;
+  j.sync_buckets[0] = 4;   // up to 100 us
+  j.sync_buckets[6] = 2;   // over 5 ms, up to 10 ms
+  j.sync_buckets[12] = 1;  // over 1 s
+  j.fsync_us_total = 1'500'000;
+  auto text = render(m, {}, j);
+  const std::string b = R"(proctor_journal_sync_seconds_bucket{le=)";
+  EXPECT_EQ(value_of(text, b + R"("0.0001"})"), "4") << text;
+  EXPECT_EQ(value_of(text, b + R"("0.005"})"), "4");
+  EXPECT_EQ(value_of(text, b + R"("0.01"})"), "6");
+  EXPECT_EQ(value_of(text, b + R"("1"})"), "6");
+  EXPECT_EQ(value_of(text, b + R"("+Inf"})"), "7");
+  EXPECT_EQ(value_of(text, "proctor_journal_sync_seconds_count"), "7");
+  EXPECT_EQ(value_of(text, "proctor_journal_sync_seconds_sum"), "1.5");
+  EXPECT_NE(text.find("# TYPE proctor_journal_sync_seconds histogram\n"), std::string::npos);
+  EXPECT_EQ(text.find("_us"), std::string::npos) << "a unit that is not a base unit: " << text;
+  EXPECT_EQ(text.find("_ms"), std::string::npos) << "a unit that is not a base unit: " << text;
+}
+
+TEST(metrics, each_peer_has_its_link_and_outbox_and_the_build_its_version) {
+  type_metrics m;
+  executor_gauges g;
+  EXPECT_EQ(render(m, g).find("proctor_peer_up"), std::string::npos) << "no peers, no samples";
+  g.peers = {peer_sample{"b", true, 1500, 3, 2}, peer_sample{"c", false, 0, 7, 1}};
+  auto text = render(m, g);
+  EXPECT_EQ(value_of(text, R"(proctor_peer_up{peer="b"})"), "1") << text;
+  EXPECT_EQ(value_of(text, R"(proctor_peer_up{peer="c"})"), "0");
+  EXPECT_EQ(value_of(text, R"(proctor_peer_rtt_seconds{peer="b"})"), "0.0015");
+  EXPECT_EQ(value_of(text, R"(proctor_peer_outbox_messages{peer="c"})"), "7");
+  EXPECT_EQ(value_of(text, R"(proctor_peer_downs_total{peer="b"})"), "2");
+  EXPECT_NE(text.find("# TYPE proctor_peer_downs_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("\nproctor_build_info{version=\""), std::string::npos) << text;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -236,11 +237,21 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
   auto m = call(self, exec, metrics_req()).text();
   auto batches = metric(m, "proctor_journal_batches_total");
   auto records = metric(m, "proctor_journal_records_total");
-  auto fsync_us = metric(m, "proctor_journal_fsync_us_total");
+  auto fsync_us = metric(m, "proctor_journal_sync_seconds_sum") * 1e6;
   r.put(prefix + "journal_batches", batches);
   r.put(prefix + "journal_records", records);
   r.put(prefix + "journal_fsync_us", fsync_us);
-  r.put(prefix + "journal_max_fsync_us", metric(m, "proctor_journal_max_fsync_us"));
+  // The slowest synced write, as the histogram knows it: the bound of its bucket (the
+  // first whose cumulative count is all of them; +Inf: over the last bound).
+  auto count = metric(m, "proctor_journal_sync_seconds_count");
+  const std::string bucket = "proctor_journal_sync_seconds_bucket{le=\"";
+  double slowest_us = -1;
+  std::istringstream lines(m);
+  for (std::string line; slowest_us < 0 && std::getline(lines, line);)
+    if (line.rfind(bucket, 0) == 0
+        && std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr) >= count)
+      slowest_us = std::strtod(line.c_str() + bucket.size(), nullptr) * 1e6;
+  r.put(prefix + "journal_max_fsync_us", slowest_us);
   r.put(prefix + "journal_slow_writes", metric(m, "proctor_journal_slow_writes_total"));
 }
 

@@ -633,11 +633,12 @@ TEST(cli, metrics_histogram_counts_finished_procedures) {
   auto r = f.n.ctl({"metrics"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   // One procedure ended, so the submit-to-end histogram has one observation.
-  EXPECT_EQ(sample_value(r.out, R"(proctor_procedure_runtime_ms_count{type="demo.ledger"})"), 1.0)
+  EXPECT_EQ(sample_value(r.out, R"(proctor_procedure_runtime_seconds_count{type="demo.ledger"})"),
+            1.0)
     << r.out;
-  EXPECT_EQ(
-    sample_value(r.out, R"(proctor_procedure_runtime_ms_bucket{type="demo.ledger",le="+Inf"})"),
-    1.0)
+  EXPECT_EQ(sample_value(
+              r.out, R"(proctor_procedure_runtime_seconds_bucket{type="demo.ledger",le="+Inf"})"),
+            1.0)
     << r.out;
   f.n.kill();
 }

@@ -454,10 +454,14 @@ double metric(const node& n, const std::string& name) {
   auto r = n.ctl({"metrics"}, std::chrono::seconds{30});
   std::istringstream in(r.out);
   std::string line;
+  double sum = 0;
+  bool found = false;
   while (std::getline(in, line))
-    if (line.rfind(name + " ", 0) == 0)
-      return std::stod(line.substr(name.size() + 1));
-  return -1;
+    if (line.rfind(name + " ", 0) == 0 || line.rfind(name + "{", 0) == 0) {
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+      found = true;
+    }
+  return found ? sum : -1;
 }
 
 std::set<std::string> file_names(const std::filesystem::path& dir) {

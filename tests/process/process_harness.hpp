@@ -176,7 +176,8 @@ uint64_t id_of(const google::protobuf::Value& v);
 /// A run_result for failure messages.
 std::string describe(const run_result& r);
 
-/// The value of metric `name` (no labels) in node `n`'s `proctor metrics`; -1 if absent.
+/// The value of metric `name` in node `n`'s `proctor metrics`, summed over its labels (one
+/// sample per peer, per type); -1 if absent.
 double metric(const node& n, const std::string& name);
 
 // -- ledgers ----------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ export class Chart {
 
 // Turns the node's cumulative counters into the charts' series: a rate per second for
 // steps, the gauges as they are (waiting; failures: procedures that ended FAILED or
-// ROLLEDBACK and undos that threw, since the node started).
+// ROLLEDBACK since the node started, docs/metrics.md).
 export class MetricsSeries {
   constructor(charts) {
     this.charts = charts;

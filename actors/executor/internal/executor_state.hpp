@@ -413,6 +413,10 @@ void on_peer_status(executor_actor* self, const peer_status& s);
 uint64_t peer_total(executor_actor* self, uint64_t peer_status::*count);
 /// Answers `nodes`: this node and each peer as seen from here.
 void handle_nodes(executor_actor* self, promise_t rp);
+/// Answers `metrics` with the scheduler's and the journal's stats, the executor's gauges
+/// and, with peers, each one's link and outbox (actors/executor/metrics.hpp).
+void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stats& s,
+                   const journal_stats& j);
 /// A list not limited to this node (`local` unset) on a node with peers: asks each peer for
 /// its part and answers the merge (with the peers that did not answer). False: answer
 /// `local` (this node's part) as it is.
