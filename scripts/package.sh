@@ -3,14 +3,14 @@
 # into OUT_DIR (default build/deb-out) and checks them: lintian reports no error, each package
 # has what it must, the systemd unit passes `systemd-analyze verify`, and the packaged
 # proctord starts from the unit's own command line with the packaged example settings.
-# Usage: scripts/package.sh [OUT_DIR]   (after scripts/build.sh)
+# Usage: [BUILD_DIR=build] scripts/package.sh [OUT_DIR]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 out=$(realpath -m "${1:-build/deb-out}")
 rm -rf "$out"
 mkdir -p "$out"
-(cd build && cpack -G DEB -B "$out" >"$out/cpack.log" 2>&1) || {
+(cd "${BUILD_DIR:-build}" && cpack -G DEB -B "$out" >"$out/cpack.log" 2>&1) || {
   cat "$out/cpack.log" >&2
   echo "package: cpack failed" >&2
   exit 1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Proctor, runs the whole GoogleTest suite through ctest, builds examples/release
 # against Proctor installed to a temporary prefix and runs its test, the black-box acceptance
-# checks in ../shared/acceptance when that directory exists next to the project, the
+# checks in ../shared/acceptance when that directory exists next to the project, the Debian
+# packages (built and checked by scripts/package.sh), the
 # fuzzers for a bounded time, and a quick benchmark run (that it runs, not its figures).
 # Fails if any test or check fails (both always run, so one report shows everything).
 set -euo pipefail
@@ -33,6 +34,11 @@ else
   rc=1
 fi
 rm -rf "$example"
+
+echo "== Debian packages (scripts/package.sh: lintian, contents, the systemd unit, its command line)"
+deb_dir=$(mktemp -d)
+bash scripts/package.sh "$deb_dir/out" || rc=1
+rm -rf "$deb_dir"
 
 acceptance=../shared/acceptance
 if [[ -d $acceptance ]]; then
