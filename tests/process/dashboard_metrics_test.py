@@ -102,7 +102,7 @@ def main():
 
     try:
         deadline = time.monotonic() + LIMIT
-        while ctl("list").returncode != 0:
+        while ctl("list", "--local").returncode != 0:
             if node.poll() is not None or time.monotonic() > deadline:
                 print("FAILED: proctord did not come up:\n" + open(log.name).read())
                 return 1
