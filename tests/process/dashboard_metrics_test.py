@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,13 +24,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DASHBOARD = os.path.join(HERE, "..", "..", "examples", "grafana", "proctor-dashboard.json")
-LIMIT = 60  # seconds: a bound on each wait for a condition, not a pace
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, HERE)
+from test_support import LIMIT, free_port  # noqa: E402
 
 
 def queries(dashboard):

@@ -16,44 +16,16 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
-SKIP = 77
-LIMIT = 60  # seconds: a bound on each wait for a condition, not a pace
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "examples", "http")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, message):
-    if not cond:
-        raise Failure(message)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(cond, what, limit=LIMIT, interval=0.05):
-    deadline = time.monotonic() + limit
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise Failure(f"timed out after {limit}s waiting for {what}")
-        time.sleep(interval)
+sys.path.insert(0, HERE)
+from test_support import SKIP, Failure, check, free_port, wait_until  # noqa: E402
 
 
 class Node:
