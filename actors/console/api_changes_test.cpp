@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/console/console_api.hpp"
+#include "actors/console/console_api_fake_node.hpp"
 #include "actors/wire/json/status_json.hpp"
 
 namespace proctor {
@@ -13,35 +14,16 @@ namespace {
 
 using json = nlohmann::json;
 
-struct fake_node {
-  std::vector<pb::Request> asked;
-  std::function<executor_answer(const pb::Request&)> answer = [](const pb::Request&) {
-    executor_answer a;
-    a.response.emplace();
-    return a;
-  };
-  node_caller caller() {
-    return [this](const pb::Request& r) {
-      asked.push_back(r);
-      return answer(r);
-    };
-  }
-};
+using testing::api_request;
+using testing::body;
+using testing::fake_node;
 
 console_reply call(fake_node& n, const std::string& method, const std::string& path,
                    std::string body = "", std::multimap<std::string, std::string> params = {},
                    const console_api_options& opts = {}) {
-  console_request r;
-  r.method = method;
-  r.path = path;
-  r.params = std::move(params);
-  r.auth = console_auth::granted;
-  r.body = std::move(body);
-  return handle_console_api(r, n.caller(), 1'764'052'812'345, opts);
-}
-
-json body(const console_reply& r) {
-  return json::parse(r.body);
+  return handle_console_api(
+    api_request(method, path, std::move(params), console_auth::granted, std::move(body)),
+    n.caller(), 1'764'052'812'345, opts);
 }
 
 TEST(http_api, a_submit_sends_the_clis_request_and_answers_the_id) {

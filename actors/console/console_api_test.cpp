@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/console/console_api_fake_node.hpp"
 #include "actors/console/console_auth.hpp"
 #include "actors/console/console_metrics.hpp"
 #include "actors/wire/json/status_json.hpp"
@@ -16,21 +17,9 @@ namespace {
 
 using json = nlohmann::json;
 
-/// A node that answers from a table and remembers what it was asked.
-struct fake_node {
-  std::vector<pb::Request> asked;
-  std::function<executor_answer(const pb::Request&)> answer = [](const pb::Request&) {
-    executor_answer a;
-    a.response.emplace();
-    return a;
-  };
-  node_caller caller() {
-    return [this](const pb::Request& r) {
-      asked.push_back(r);
-      return answer(r);
-    };
-  }
-};
+using testing::api_request;
+using testing::body;
+using testing::fake_node;
 
 pb::ProcStatus status(uint64_t id, const std::string& type, pb::ProcState state) {
   pb::ProcStatus s;
@@ -44,17 +33,8 @@ pb::ProcStatus status(uint64_t id, const std::string& type, pb::ProcState state)
 console_reply call(fake_node& n, const std::string& method, const std::string& path,
                    std::multimap<std::string, std::string> params = {},
                    console_auth auth = console_auth::granted, std::string body = "") {
-  console_request r;
-  r.method = method;
-  r.path = path;
-  r.params = std::move(params);
-  r.auth = auth;
-  r.body = std::move(body);
-  return handle_console_api(r, n.caller(), 1'764'052'812'345);
-}
-
-json body(const console_reply& r) {
-  return json::parse(r.body);
+  return handle_console_api(api_request(method, path, std::move(params), auth, std::move(body)),
+                            n.caller(), 1'764'052'812'345);
 }
 
 TEST(console_api, a_list_is_the_cli_list_filtered_by_type_and_state) {
