@@ -117,7 +117,7 @@ for i in "${!ids[@]}"; do
     final="submit failed"
   else
     out=$(ctl wait "$id" --timeout-s 120 2>&1) || true
-    final=$(grep -o '"state":"[A-Z_]*"' <<<"$out" | head -n 1 | cut -d'"' -f4)
+    final=$(grep -o '"state":"[A-Z_]*"' <<<"$out" | head -n 1 | cut -d'"' -f4) || true
     [[ -n $final ]] || final="? ${out:0:60}"
   fi
   mark=ok

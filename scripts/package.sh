@@ -51,8 +51,12 @@ for f in usr/bin/proctord usr/bin/proctor "$unit" usr/share/doc/proctor/examples
     rc=1
   fi
 done
+# The list is read whole first: `grep -q` in a pipeline under pipefail fails the pipeline when
+# it exits before tar has written everything (tar dies of SIGPIPE), which once reported a
+# prerm that was there as missing.
+control=$(dpkg-deb --ctrl-tarfile "${server[0]}" | tar -t)
 for script in postinst prerm postrm; do
-  if ! dpkg-deb --ctrl-tarfile "${server[0]}" | tar -t | grep -q "^\./$script$"; then
+  if ! grep -qx "\./$script" <<<"$control"; then
     echo "package: the proctor package has no $script" >&2
     rc=1
   fi
