@@ -154,6 +154,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         auto* e = add(r.lsn, "failed");
         e->set_state(s.failed_state());
         e->set_state_name(s.failed_state() == 0 ? "" : name(s.failed_state()));
+        e->set_at_ms(s.at_ms());
         e->set_detail(s.error());
         break;
       }
@@ -164,6 +165,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         auto* e = add(r.lsn, "undone");
         e->set_state(s.state());
         e->set_state_name(name(s.state()));
+        e->set_at_ms(s.at_ms());
         e->set_detail(s.remote()          ? "its fragment on another node was rolled back"
                       : s.never_started() ? "never started: nothing to undo"
                       : s.undone_lsn() == 0
@@ -175,7 +177,9 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         const auto& s = rec.finished();
         if (s.proc_id() != id)
           break;
-        add(r.lsn, "finished")->set_detail(end_text(s.state(), s.result_json(), s.error()));
+        auto* e = add(r.lsn, "finished");
+        e->set_at_ms(s.at_ms());
+        e->set_detail(end_text(s.state(), s.result_json(), s.error()));
         break;
       }
       case pb::JournalRecord::kBypassed: {
@@ -192,9 +196,12 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         e->set_detail(d);
         break;
       }
-      case pb::JournalRecord::kRolledBack:
-        add(r.lsn, "rolledback")->set_detail(rec.rolled_back().error());
+      case pb::JournalRecord::kRolledBack: {
+        auto* e = add(r.lsn, "rolledback");
+        e->set_at_ms(rec.rolled_back().at_ms());
+        e->set_detail(rec.rolled_back().error());
         break;
+      }
       case pb::JournalRecord::kSummary: {
         for (const auto& p : rec.summary().procs()) {
           if (p.proc_id() != id)

@@ -73,6 +73,7 @@ void rollback_after_stop(proc_actor* self) {
           u->set_proc_id(id);
           u->set_state(p->state);
           u->set_never_started(true);
+          u->set_at_ms(wall_ms());
           batch.entries.push_back(make_entry(st.root_id, rec));
           p->partial_undone = true;
         }
@@ -316,6 +317,7 @@ void on_undo_done(proc_actor* self, step_result& r) {
   u->set_state(item.state);
   u->set_data(r.data);
   u->set_data_version(st.env->types->find(st.rb_image->find(item.proc_id)->type)->version);
+  u->set_at_ms(wall_ms());
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
   st.busy = true;

@@ -324,6 +324,11 @@ TEST_F(bypass_test, history_shows_the_failure_and_each_undo_of_a_rollback) {
   EXPECT_EQ(hist.history().entries(2).state(), 2);
   EXPECT_NE(hist.history().entries(2).detail().find("fails as asked"), std::string::npos);
   EXPECT_EQ(hist.history().entries(3).state(), 2);
+  // The failure and each undo say when (the console shows the times on their rows).
+  const auto submitted_at = hist.history().entries(0).at_ms();
+  EXPECT_GT(submitted_at, 0);
+  EXPECT_GE(hist.history().entries(2).at_ms(), submitted_at);
+  EXPECT_GE(hist.history().entries(3).at_ms(), hist.history().entries(2).at_ms());
   world().open("u");
   EXPECT_EQ(wait(id).state(), pb::ROLLEDBACK);
 }
