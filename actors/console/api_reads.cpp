@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
+#include <tuple>
 
 #include "actors/console/api_internal.hpp"
 #include "actors/console/console_metrics.hpp"
@@ -46,6 +48,63 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
   if (unit == "m")
     return std::chrono::milliseconds{n * 60'000};
   return std::nullopt;
+}
+
+/// A count parameter: absent is `fallback`, else a decimal number up to 10^9.
+std::optional<size_t> count(const console_request& req, const std::string& key, size_t fallback) {
+  auto v = param(req, key);
+  if (v.empty())
+    return fallback;
+  size_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || end != v.data() + v.size() || n > 1'000'000'000)
+    return std::nullopt;
+  return n;
+}
+
+/// The console's view of a list (docs/web-console.md): `order=newest` puts the last started
+/// first (ties: the higher id), `offset` and `limit` cut a page of it.
+struct list_view {
+  bool newest = false;
+  bool paged = false;
+  size_t offset = 0;
+  size_t limit = 0;
+};
+
+std::variant<list_view, console_reply> read_list_view(const console_request& req) {
+  list_view v;
+  auto order = param(req, "order");
+  if (!order.empty() && order != "id" && order != "newest")
+    return bad_field("order", "id or newest is wanted");
+  v.newest = order == "newest";
+  auto offset = count(req, "offset", 0);
+  if (!offset)
+    return bad_field("offset", "a number is wanted");
+  auto limit = count(req, "limit", std::numeric_limits<size_t>::max());
+  if (!limit)
+    return bad_field("limit", "a number is wanted");
+  v.paged = !param(req, "offset").empty() || !param(req, "limit").empty();
+  v.offset = *offset;
+  v.limit = *limit;
+  return v;
+}
+
+/// Orders and cuts `list`; a page says in X-Proctor-Total how many there are in all.
+void apply_list_view(const list_view& v, google::protobuf::RepeatedPtrField<pb::ProcStatus>& list,
+                     console_reply& out) {
+  if (v.newest)
+    std::sort(list.begin(), list.end(), [](const pb::ProcStatus& a, const pb::ProcStatus& b) {
+      return std::make_tuple(a.started_at_ms(), a.id())
+             > std::make_tuple(b.started_at_ms(), b.id());
+    });
+  if (!v.paged)
+    return;
+  const auto total = static_cast<size_t>(list.size());
+  out.headers.emplace_back("X-Proctor-Total", std::to_string(total));
+  const auto from = std::min(v.offset, total);
+  const auto to = from + std::min(v.limit, total - from);
+  list.DeleteSubrange(static_cast<int>(to), static_cast<int>(total - to));
+  list.DeleteSubrange(0, static_cast<int>(from));
 }
 
 /// Counts a long-poll while it is held.
@@ -98,6 +157,9 @@ console_reply list_procs(const api_call& c) {
       return bad_field(key, "true or false is wanted");
   list->set_all(*flag(c.req, "all"));
   list->set_local(*flag(c.req, "local"));
+  auto view = read_list_view(c.req);
+  if (auto* e = std::get_if<console_reply>(&view))
+    return std::move(*e);
   auto got = ask_node(c.ask, r);
   if (auto* e = std::get_if<console_reply>(&got))
     return std::move(*e);
@@ -110,7 +172,9 @@ console_reply list_procs(const api_call& c) {
         kept.Add(std::move(s));
     resp.mutable_list()->Swap(&kept);
   }
-  auto out = ok_json(list_to_json(resp.list()));
+  console_reply out;
+  apply_list_view(std::get<list_view>(view), *resp.mutable_list(), out);
+  out.body = list_to_json(resp.list());
   // A cluster-wide list that lacks some node's procedures says so (as the CLI's stderr does).
   std::string missing;
   for (const auto& u : resp.unreachable())

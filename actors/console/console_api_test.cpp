@@ -62,6 +62,47 @@ TEST(console_api, a_list_is_the_cli_list_filtered_by_type_and_state) {
   EXPECT_EQ(r.body, list_to_json(want));
 }
 
+TEST(console_api, a_list_newest_first_is_paged_and_says_how_many_in_all) {
+  fake_node n;
+  pb::Response resp;
+  // Ids of two nodes: a higher id is not a newer procedure; a tie in time goes by id.
+  for (auto [id, at] : std::vector<std::pair<uint64_t, int64_t>>{
+         {1, 1000}, {2, 3000}, {(uint64_t{1} << 48) + 1, 2000}, {3, 3000}, {4, 0}}) {
+    *resp.add_list() = status(id, "demo.ledger", pb::WAITING);
+    resp.mutable_list()->rbegin()->set_started_at_ms(at);
+  }
+  n.answer = [&](const pb::Request&) { return executor_answer{resp, ""}; };
+  auto ids = [](const console_reply& r) {
+    std::vector<uint64_t> out;
+    for (const auto& p : body(r))
+      out.push_back(p["id"].get<uint64_t>());
+    return out;
+  };
+  const uint64_t other = (uint64_t{1} << 48) + 1;
+
+  auto all = call(n, "GET", "/api/procs", {{"order", "newest"}});
+  ASSERT_EQ(all.status, 200) << all.body;
+  EXPECT_EQ(ids(all), (std::vector<uint64_t>{3, 2, other, 1, 4}));
+  EXPECT_TRUE(all.headers.empty());  // not paged: no total
+
+  auto page = call(n, "GET", "/api/procs", {{"order", "newest"}, {"offset", "1"}, {"limit", "2"}});
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_EQ(ids(page), (std::vector<uint64_t>{2, other}));
+  ASSERT_EQ(page.headers.size(), 1u);
+  EXPECT_EQ(page.headers[0], (std::pair<std::string, std::string>{"X-Proctor-Total", "5"}));
+
+  auto past = call(n, "GET", "/api/procs", {{"offset", "9"}, {"limit", "2"}});
+  EXPECT_EQ(past.body, "[]");
+  auto by_id = call(n, "GET", "/api/procs", {{"limit", "2"}});
+  EXPECT_EQ(ids(by_id), (std::vector<uint64_t>{1, 2}));  // the CLI's order
+
+  const auto asked = n.asked.size();
+  EXPECT_EQ(call(n, "GET", "/api/procs", {{"order", "oldest"}}).status, 400);
+  EXPECT_EQ(call(n, "GET", "/api/procs", {{"limit", "-1"}}).status, 400);
+  EXPECT_EQ(call(n, "GET", "/api/procs", {{"offset", "x"}}).status, 400);
+  EXPECT_EQ(n.asked.size(), asked);
+}
+
 TEST(console_api, a_bad_filter_is_a_400_naming_the_choices) {
   fake_node n;
   auto r = call(n, "GET", "/api/procs", {{"state", "sleepy"}});
