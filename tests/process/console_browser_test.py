@@ -41,7 +41,7 @@ class Node:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [os.path.join(self.bin, "proctord"), "--data-dir", os.path.join(self.work, "data"),
-             "--listen", f"127.0.0.1:{self.port}", "--workers", "4",
+             "--listen", f"127.0.0.1:{self.port}", "--workers", "4", "--name", "console-n1",
              "--http", f"127.0.0.1:{self.http_port}", "--http-token-file", self.token_file],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         wait_until(lambda: self.proc.poll() is not None or self.ctl("list").returncode == 0,
@@ -110,6 +110,123 @@ def console_errors(driver, allowed):
             continue
         out.append(msg)
     return out
+
+
+def row_ids(driver):
+    """The ids of the list's rows, top to bottom (None while the table is being redrawn)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    try:
+        return [int(r.get_attribute("data-id"))
+                for r in driver.find_elements(By.CSS_SELECTOR, "#procs tbody tr")]
+    except StaleElementReferenceException:
+        return None
+
+
+def overflowing(driver, selector):
+    """True when the element (or the page, for "html") needs a horizontal scrollbar."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e.scrollWidth > e.clientWidth + 1;",
+        selector)
+
+
+OVERLAPS_JS = """
+const boxes = [...document.querySelectorAll('#timeline svg text')].map((t) => t.getBoundingClientRect());
+const out = [];
+for (let i = 0; i < boxes.length; ++i)
+  for (let j = i + 1; j < boxes.length; ++j) {
+    const a = boxes[i], b = boxes[j];
+    if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5)
+      out.push([i, j]);
+  }
+return [boxes.length, out];
+"""
+
+IN_VIEW_JS = """
+const n = document.querySelector('#tree .node.selected');
+if (!n) return false;
+const r = n.getBoundingClientRect(), box = document.getElementById('tree').getBoundingClientRect();
+return r.top >= Math.max(0, box.top) - 1 && r.bottom <= Math.min(innerHeight, box.bottom) + 1;
+"""
+
+
+def check_list_and_cluster(node, driver, root, css_wait, text_wait, click):
+    """The cluster panel; the list newest first with its node column, paged; long words
+    wrapped; a procedure picked in the list scrolled into view in its tree."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    def until(cond, what):
+        try:
+            return WebDriverWait(driver, LIMIT).until(lambda d: cond())
+        except Exception:
+            raise Failure(f"the page did not show {what} within {LIMIT}s")
+
+    # The cluster panel: this node, up, as `proctor nodes` says.
+    me = [n for n in node.json("nodes", "--json") if n.get("self")]
+    check(len(me) == 1, f"proctor nodes names no node as itself: {me}")
+    name = me[0]["name"]
+    text_wait('#nodes tbody tr[data-up="true"] td:first-child',
+              lambda t: t == f"{name} (this node)", f"node {name} up in the cluster panel")
+
+    # Newest first: three more roots, submitted one after the other, come before the first.
+    # One waits for an event whose key is one long word, shown in the list without widening
+    # it (and in the status line of the detail panel).
+    long_key = "k" * 400
+    newer = []
+    for key in ("console-a", "console-b", long_key):
+        r = node.ctl("submit", "demo.wait_event", "--args-json", json.dumps({"key": key}))
+        check(r.returncode == 0, f"submit failed: {r.stderr}")
+        newer.append(int(r.stdout.strip()))
+    want = list(reversed(newer)) + [root]
+    until(lambda: (row_ids(driver) or [])[:4] == want,
+          f"the list newest first, {want} (rows: {row_ids(driver)})")
+    ids = row_ids(driver)
+    check(ids == sorted(ids, reverse=True), f"the list is not newest first: {ids}")
+    # The node column names the node answering for its own procedures.
+    text_wait(f'#procs tbody tr[data-id="{root}"] td.node-name', lambda t: t == name,
+              f"node {name} in the root's row")
+    check(not overflowing(driver, "#procs-panel"), "the list needs a horizontal scrollbar")
+    click(f'#procs tbody tr[data-id="{newer[-1]}"]', "the procedure with the long key")
+    text_wait("#status", lambda t: long_key in t.replace("\n", ""), "the long key in the status")
+    check(not overflowing(driver, "#detail-panel"), "the detail panel needs a horizontal scrollbar")
+    check(not overflowing(driver, "html"), "the page needs a horizontal scrollbar")
+
+    # Paged: a fanout of 30 children, listed with "children too", 25 a page.
+    r = node.ctl("submit", "demo.fanout", "--args-json", json.dumps({"children": 30}))
+    check(r.returncode == 0, f"submit failed: {r.stderr}")
+    fanout = int(r.stdout.strip())
+    tree = wait_until(lambda: (lambda t: t if len(t.get("children", [])) == 30 else None)(
+        node.json("tree", str(fanout), "--json")), "the fanout's 30 children")
+    total = len(node.json("list", "--all", "--json"))
+    driver.find_element(By.ID, "f-all").click()
+    Select(driver.find_element(By.ID, "f-size")).select_by_visible_text("25")
+    text_wait("#page-info", lambda t: t == f"1–25 of {total}", f"page 1–25 of {total}")
+    first = until(lambda: (lambda ids: ids if ids and len(ids) == 25 else None)(row_ids(driver)),
+                  "25 rows")
+    check(driver.find_element(By.ID, "page-newer").get_attribute("disabled") is not None,
+          "the first page offers newer procedures")
+    driver.find_element(By.ID, "page-older").click()
+    text_wait("#page-info", lambda t: t == f"26–{min(total, 50)} of {total}", "the second page")
+    second = until(lambda: (lambda ids: ids if ids and not set(ids) & set(first) else None)(
+        row_ids(driver)), "the second page's rows")
+    check(len(second) == min(total, 50) - 25, f"the second page has {len(second)} rows")
+    driver.find_element(By.ID, "page-newer").click()
+    text_wait("#page-info", lambda t: t.startswith("1–25 "), "the first page again")
+
+    # Picked in the list, in a narrow window (the detail panel below the list): the tree is
+    # scrolled so that the procedure picked is in view.
+    last = tree["children"][-1]["id"]
+    driver.set_window_size(900, 700)
+    click(f'#procs tbody tr[data-id="{last}"]', "the fanout's last child in the list")
+    css_wait(f'#tree .node.selected[data-id="{last}"]', "the last child picked in its tree")
+    until(lambda: driver.execute_script(IN_VIEW_JS), "the picked procedure scrolled into view")
+    driver.set_window_size(1400, 1000)
+    driver.find_element(By.ID, "f-all").click()
+    Select(driver.find_element(By.ID, "f-size")).select_by_visible_text("50")
+    driver.execute_script(f"location.hash = '#proc={root}'")
+    text_wait("#sel-id", lambda t: t == str(root), "the root selected again")
+    return newer
 
 
 def run(node, driver, work):
@@ -186,6 +303,8 @@ def run(node, driver, work):
         css_wait(f'#tree .node[data-id="{k["id"]}"][data-state="{k["state"]}"]',
                  f"child {k['id']} {k['state']}")
 
+    waiters = check_list_and_cluster(node, driver, root, css_wait, text_wait, click)
+
     # The list: the root's row, with its state; a state filter that excludes it.
     css_wait(f'#procs tbody tr[data-id="{root}"][data-state="WAITING"]', "the root in the list")
     Select(driver.find_element(By.ID, "f-state")).select_by_value("SUCCESS")
@@ -215,6 +334,9 @@ def run(node, driver, work):
     check(len(driver.find_elements(By.CSS_SELECTOR, '#timeline g.entry[data-kind="step"] rect')) >= 2,
           "the timeline does not show the child's two steps")
     text_wait("#sel-id", lambda t: t == str(kids[0]), "the child selected")
+    # Its labels (entries journaled within a few ms) do not overlap.
+    count, overlaps = driver.execute_script(OVERLAPS_JS)
+    check(count >= 3 and not overlaps, f"timeline labels overlap: {overlaps} of {count}")
 
     # Locks (none here) and the metrics charts fed by /api/metrics.
     css_wait("#locks-none:not([hidden])", "no locks")
@@ -251,6 +373,9 @@ def run(node, driver, work):
     check(abort.is_enabled() and driver.find_element(By.ID, "bypass").is_enabled(),
           "abort/bypass disabled while the root rolls back: "
           + driver.find_element(By.ID, "actions-why").text)
+    # Its history's failure says when, as its steps do.
+    text_wait('#history-table tbody tr[data-kind="failed"] td:nth-child(2)',
+              lambda t: t != "-", "a time on the root's failed row")
     open(os.path.join(gate, "undo.1"), "w").close()
     r = node.ctl("wait", str(root), "--timeout-s", str(LIMIT))
     check(r.returncode == 1 and json.loads(r.stdout)["state"] == "ROLLEDBACK",
@@ -259,6 +384,8 @@ def run(node, driver, work):
         check(node.json("status", str(k))["state"] == "ROLLEDBACK", f"child {k} not rolled back")
     css_wait(f'#tree .node[data-id="{root}"][data-state="ROLLEDBACK"]', "the root ROLLEDBACK")
     css_wait("#abort:disabled", "the abort button disabled once the root ended")
+    for w in waiters:
+        node.ctl("abort", str(w))
 
     errors = console_errors(driver, [(f"/api/procs/{root}/abort", "401")])
     check(not errors, "errors in the browser's console:\n  " + "\n  ".join(errors))

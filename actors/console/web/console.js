@@ -14,6 +14,10 @@ const page = {
   state: null,     // its state, as last seen
   token: '',
   types: new Set(),
+  offset: 0,       // the list's page: how many newer procedures it skips
+  listAsked: 0,    // list requests made: only the last one's answer is drawn
+  here: '',        // the name of the node answering (from /api/nodes)
+  reveal: false,   // scroll the picked procedure into view once its tree is drawn
 };
 
 // One API call: {ok, status, body}; a node that cannot be reached is {ok:false, status:0}.
@@ -43,6 +47,7 @@ function select(id) {
   if (id === page.selected) return;
   page.selected = id;
   page.state = null;
+  page.reveal = true;
   history.replaceState(null, '', `#proc=${id}`);
   $('action-result').hidden = true;
   disarm();
@@ -56,12 +61,19 @@ function selectionFromHash() {
 }
 
 // -- the list --------------------------------------------------------------------------------
+// Newest first, a page at a time (the API orders and cuts the list: docs/web-console.md).
 async function refreshList() {
   const q = new URLSearchParams();
   if ($('f-state').value) q.set('state', $('f-state').value);
   if ($('f-type').value.trim()) q.set('type', $('f-type').value.trim());
   if ($('f-all').checked) q.set('all', 'true');
+  const size = Number($('f-size').value);
+  q.set('order', 'newest');
+  q.set('offset', String(page.offset));
+  q.set('limit', String(size));
+  const asked = ++page.listAsked;
   const r = await api(`/api/procs?${q}`);
+  if (asked !== page.listAsked) return true;  // a later one (another page, filter) is on its way
   const note = $('procs-note');
   if (!r.ok) {
     note.hidden = false;
@@ -71,7 +83,17 @@ async function refreshList() {
   const missing = r.headers.get('X-Proctor-Unreachable');
   note.hidden = !missing;
   note.textContent = missing ? `not listed: ${missing}` : '';
-  renderProcs($('procs').tBodies[0], r.body, page.selected, select);
+  const total = Number(r.headers.get('X-Proctor-Total') ?? r.body.length);
+  if (page.offset > 0 && page.offset >= total) {
+    // The list shrank below the page shown (released trees, a filter): show its last page.
+    page.offset = Math.max(0, Math.floor((total - 1) / size) * size);
+    return refreshList();
+  }
+  $('page-info').textContent = total === 0 ? 'none'
+    : `${page.offset + 1}–${page.offset + r.body.length} of ${total}`;
+  $('page-newer').disabled = page.offset === 0;
+  $('page-older').disabled = page.offset + r.body.length >= total;
+  renderProcs($('procs').tBodies[0], r.body, page.selected, select, page.here);
   let added = false;
   for (const p of r.body) if (!page.types.has(p.type)) { page.types.add(p.type); added = true; }
   if (added) $('f-types').replaceChildren(...[...page.types].sort().map((t) => el('option', { value: t })));
@@ -87,8 +109,13 @@ async function refreshDetail() {
   if (id === null) return true;
   const [tree, hist] = await Promise.all([api(`/api/trees/${id}`), api(`/api/procs/${id}/history`)]);
   if (id !== page.selected) return true;  // another one was picked meanwhile
-  if (tree.ok) renderTree($('tree'), tree.body, id, select);
-  else $('tree').replaceChildren(el('p', { class: 'note' }, tree.body.error));
+  if (tree.ok) {
+    renderTree($('tree'), tree.body, id, select);
+    if (page.reveal) {
+      page.reveal = false;
+      reveal($('tree').querySelector('.node.selected'));
+    }
+  } else $('tree').replaceChildren(el('p', { class: 'note' }, tree.body.error));
   if (hist.ok) {
     const s = hist.body.status;
     page.state = s.state;
@@ -107,6 +134,16 @@ async function refreshDetail() {
   }
   updateActions();
   return tree.status !== 0;
+}
+
+// Scrolls the picked procedure of the tree into view, unless it is in view already (the
+// tree is scrolled on its own when it is taller than its box).
+function reveal(node) {
+  if (!node) return;
+  const r = node.getBoundingClientRect();
+  const box = $('tree').getBoundingClientRect();
+  const top = Math.max(0, box.top), bottom = Math.min(window.innerHeight, box.bottom);
+  if (r.top < top || r.bottom > bottom) node.scrollIntoView({ block: 'center', inline: 'nearest' });
 }
 
 // -- abort and bypass ----------------------------------------------------------------------------
@@ -166,7 +203,10 @@ async function refreshLocks() {
 
 async function refreshNodes() {
   const r = await api('/api/nodes');
-  if (r.ok) renderNodes($('nodes').tBodies[0], r.body);
+  if (r.ok) {
+    renderNodes($('nodes').tBodies[0], r.body);
+    page.here = (r.body.find((n) => n.self) || {}).name || '';
+  }
   return r.status !== 0;
 }
 
@@ -214,11 +254,21 @@ async function start() {
   $('token').addEventListener('input', (e) => { page.token = e.target.value.trim(); updateActions(); });
   $('token-form').addEventListener('submit', (e) => e.preventDefault());
   $('filters').addEventListener('submit', (e) => e.preventDefault());
-  for (const f of ['f-state', 'f-type', 'f-all']) $(f).addEventListener('change', refreshList);
+  const fromTop = () => { page.offset = 0; refreshList(); };
+  for (const f of ['f-state', 'f-type', 'f-all', 'f-size']) $(f).addEventListener('change', fromTop);
+  $('page-newer').addEventListener('click', () => {
+    page.offset = Math.max(0, page.offset - Number($('f-size').value));
+    refreshList();
+  });
+  $('page-older').addEventListener('click', () => {
+    page.offset += Number($('f-size').value);
+    refreshList();
+  });
   $('abort').addEventListener('click', (e) => act(e.currentTarget, 'abort'));
   $('bypass').addEventListener('click', (e) => act(e.currentTarget, 'bypass'));
   window.addEventListener('hashchange', () => { const id = selectionFromHash(); if (id !== null) select(id); });
   page.selected = selectionFromHash();
+  page.reveal = page.selected !== null;
   updateActions();
   every(POLL_MS, async () => {
     const [a, b, c] = await Promise.all([refreshList(), refreshDetail(), refreshLocks()]);

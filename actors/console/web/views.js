@@ -44,7 +44,23 @@ function firstLine(text) {
   return (text || '').split('\n')[0];
 }
 
-export function renderProcs(tbody, list, selected, pick) {
+// A name (STATE_NAME, demo.type) that may break after its '_' and '.' (<wbr>: the text
+// copied stays the same).
+function breakable(text) {
+  const parts = String(text).split(/(?<=[_.])/);
+  const out = el('span');
+  parts.forEach((p, i) => { if (i > 0) out.append(el('wbr')); out.append(p); });
+  return out;
+}
+
+// Free text in a table cell (an error, a key, a path): its width is bounded and its long
+// words break anywhere, so that it neither widens the page nor starves the other columns.
+function longText(text, cls = '', title = undefined) {
+  return el('div', { class: `wrap ${cls}`, title }, text);
+}
+
+// `here`: the name of the node answering, whose own procedures the list does not name.
+export function renderProcs(tbody, list, selected, pick, here) {
   tbody.replaceChildren(...list.map((p) => el('tr', {
     'data-id': p.id, 'data-state': p.state, class: p.id === selected ? 'selected' : '',
     onclick: () => pick(p.id),
@@ -52,9 +68,10 @@ export function renderProcs(tbody, list, selected, pick) {
   el('td', {}, p.id),
   el('td', {}, p.type),
   el('td', {}, stateBadge(p.state)),
-  el('td', {}, p.waiting_for),
+  el('td', { class: 'node-name' }, p.node || here || '-'),
+  el('td', {}, longText(p.waiting_for)),
   el('td', {}, p.children.length || ''),
-  el('td', { class: 'note' }, firstLine(p.error)))));
+  el('td', {}, longText(firstLine(p.error), 'note', p.error || undefined)))));
 }
 
 function treeNode(n, selected, pick) {
@@ -67,12 +84,12 @@ function treeNode(n, selected, pick) {
   },
   el('b', {}, n.id), n.type, stateBadge(n.state),
   n.bypassed ? el('span', { class: 'meta' }, 'bypassed') : null,
-  n.waiting_for ? el('span', { class: 'meta' }, n.waiting_for) : null,
+  n.waiting_for ? el('span', { class: 'meta wrap' }, n.waiting_for) : null,
   n.total > 0 ? el('span', { class: 'progress', 'data-done': n.done, 'data-total': n.total },
     el('span', { class: 'bar' }, fill), ` ${n.done}/${n.total}`) : null,
   el('span', { class: 'meta' }, humanMs(n.duration_ms)),
   n.node ? el('span', { class: 'meta' }, `@${n.node}`) : null,
-  n.error ? el('span', { class: 'meta error' }, firstLine(n.error)) : null);
+  n.error ? el('span', { class: 'meta error wrap' }, firstLine(n.error)) : null);
   const kids = (n.children || []).map((c) => treeNode(c, selected, pick));
   return el('li', {}, label, kids.length ? el('ul', {}, ...kids) : null);
 }
@@ -81,16 +98,55 @@ export function renderTree(container, tree, selected, pick) {
   container.replaceChildren(el('ul', {}, treeNode(tree, selected, pick)));
 }
 
+// The width of `text` in the timeline's font (its CSS: 10px, the page's family).
+let measurer = null;
+function textWidth(text) {
+  if (!measurer) {
+    measurer = document.createElement('canvas').getContext('2d');
+    measurer.font = `10px ${getComputedStyle(document.body).fontFamily || 'sans-serif'}`;
+  }
+  return measurer.measureText(text).width;
+}
+
+// Places each label in the first row, alternately above and below the axis, where it does
+// not overlap the row's last label; a label that fits nowhere is left out (its entry keeps
+// its tooltip). Returns [{x, row, above}] (null when left out) and the rows used.
+function placeLabels(items, left, right, rows) {
+  const ends = [];  // per slot: the right end of its last label
+  const gap = 6;
+  const placed = items.map(({ at, text }) => {
+    const tw = textWidth(text);
+    const x = Math.min(Math.max(at - tw / 2, left), right - tw);
+    for (let slot = 0; slot < 2 * rows; ++slot) {
+      if (ends[slot] === undefined || ends[slot] + gap <= x) {
+        ends[slot] = x + tw;
+        return { x, row: Math.floor(slot / 2), above: slot % 2 === 0 };
+      }
+    }
+    return null;
+  });
+  const used = (above) => Math.max(0, ...placed.filter((p) => p && p.above === above).map((p) => p.row + 1));
+  return { placed, above: used(true), below: used(false) };
+}
+
 // The history's entries on a time axis: a bar per step as long as its handler ran (at
-// least a few pixels), a dot for the other kinds, labelled with their state.
+// least a few pixels), a dot for the other kinds, labelled with their state (labels never
+// overlap: rows are added above and below the axis, up to three each).
 function timeline(entries) {
   const timed = entries.filter((e) => e.at_ms);
   if (timed.length === 0) return el('p', { class: 'note' }, 'no commit times recorded');
-  const w = 720, h = 70, left = 10, right = 10, axis = 48;
+  const w = 720, left = 10, right = 10, rowH = 12;
   const t0 = Math.min(...timed.map((e) => e.at_ms - (e.took_us || 0) / 1000));
   const t1 = Math.max(...timed.map((e) => e.at_ms));
   const span = Math.max(1, t1 - t0);
   const x = (t) => left + ((t - t0) / span) * (w - left - right);
+  const label = (e) => (e.kind === 'step' ? (e.state_name || String(e.state)) : e.kind);
+  const lay = placeLabels(timed.map((e) => ({ at: x(e.at_ms), text: label(e) })), left, w - right, 3);
+  // Marks span [axis-14, axis]; above-row k has its baseline at axis-18-k*rowH, below-row
+  // k at axis+12+k*rowH; the start and span of the axis go on one more row below.
+  const axis = lay.above > 0 ? 26 + (lay.above - 1) * rowH : 16;
+  const foot = axis + 12 + lay.below * rowH + 2;
+  const h = foot + 4;
   const s = svg('svg', { viewBox: `0 0 ${w} ${h}`, role: 'img', 'aria-label': 'history timeline' });
   s.append(svg('line', { class: 'axis', x1: left, x2: w - right, y1: axis, y2: axis }));
   timed.forEach((e, i) => {
@@ -105,13 +161,15 @@ function timeline(entries) {
     } else {
       g.append(svg('circle', { class: `mark ${e.kind}`, cx: end, cy: axis - 8, r: 4 }));
     }
-    const y = i % 2 === 0 ? axis - 20 : axis + 14;
-    const anchor = end < left + 40 ? 'start' : end > w - right - 40 ? 'end' : 'middle';
-    g.append(svg('text', { x: end, y, 'text-anchor': anchor }, e.kind === 'step' ? (e.state_name || e.state) : e.kind));
+    const p = lay.placed[i];
+    if (p) {
+      const y = p.above ? axis - 18 - p.row * rowH : axis + 12 + p.row * rowH;
+      g.append(svg('text', { x: p.x, y }, label(e)));
+    }
     s.append(g);
   });
-  s.append(svg('text', { x: left, y: h - 2 }, timed[0].at || ''));
-  s.append(svg('text', { x: w - right, y: h - 2, 'text-anchor': 'end' }, `+${humanMs(span)}`));
+  s.append(svg('text', { class: 'foot', x: left, y: foot }, timed[0].at || ''));
+  s.append(svg('text', { class: 'foot', x: w - right, y: foot, 'text-anchor': 'end' }, `+${humanMs(span)}`));
   return s;
 }
 
@@ -130,10 +188,10 @@ export function renderHistory(timelineBox, tbody, note, history) {
     if (e.kind === 'step' && e.next_state_name) what += ` → ${e.next_state_name}`;
     const took = e.took_us ? (e.took_us < 1000 ? `${e.took_us}us` : humanMs(e.took_us / 1000)) : '-';
     return el('tr', { 'data-kind': e.kind, 'data-lsn': e.lsn },
-      el('td', {}, e.lsn), el('td', {}, clock(e)), el('td', {}, e.kind), el('td', {}, what),
+      el('td', {}, e.lsn), el('td', {}, clock(e)), el('td', {}, e.kind), el('td', {}, breakable(what)),
       el('td', {}, e.attempt > 0 ? e.attempt : '-'), el('td', {}, took),
       el('td', {}, e.since_previous_ms === null ? '-' : humanMs(e.since_previous_ms)),
-      el('td', { class: 'note' }, firstLine(e.detail)));
+      el('td', {}, longText(firstLine(e.detail), 'note')));
   }));
 }
 
