@@ -1,5 +1,7 @@
 #include "actors/executor/metrics.hpp"
 
+#include "actors/executor/process_metrics.hpp"
+
 #include <limits>
 #include <map>
 #include <vector>
@@ -272,6 +274,8 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
                              "The version this process runs (always 1).",
                              MetricType::Gauge,
                              {std::move(info)}});
+  for (auto& f : process_metric_families())
+    out.push_back(std::move(f));
   return prometheus::TextSerializer{}.Serialize(out);
 }
 

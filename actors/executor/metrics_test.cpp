@@ -1,5 +1,8 @@
 #include "actors/executor/metrics.hpp"
 
+#include <chrono>
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace proctor {
@@ -110,6 +113,36 @@ TEST(metrics, each_peer_has_its_link_and_outbox_and_the_build_its_version) {
   EXPECT_EQ(value_of(text, R"(proctor_peer_downs_total{peer="b"})"), "2");
   EXPECT_NE(text.find("# TYPE proctor_peer_downs_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("\nproctor_build_info{version=\""), std::string::npos) << text;
+}
+
+TEST(metrics, the_process_has_the_families_every_prometheus_client_exposes) {
+  type_metrics m;
+  executor_gauges g;
+  auto text = render(m, g);
+  auto number = [&](const char* name) {
+    auto v = value_of(text, name);
+    EXPECT_NE(v, "<missing>") << text;
+    return v == "<missing>" ? -1.0 : std::stod(v);
+  };
+  EXPECT_NE(text.find("# TYPE process_cpu_seconds_total counter\n"), std::string::npos);
+  // Burn some CPU so that the counter cannot be 0 by accident of the clock tick.
+  volatile uint64_t spin = 0;
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  while (std::chrono::steady_clock::now() < until)
+    spin = spin + 1;
+  text = render(m, g);
+  EXPECT_GT(number("process_cpu_seconds_total"), 0.0);
+  EXPECT_GT(number("process_resident_memory_bytes"), 1e6);
+  EXPECT_GE(number("process_virtual_memory_bytes"), number("process_resident_memory_bytes"));
+  EXPECT_GE(number("process_threads"), 1.0);
+  EXPECT_GE(number("process_open_fds"), 3.0);  // stdin, stdout, stderr at least
+  EXPECT_GE(number("process_max_fds"), number("process_open_fds"));
+  // Started this run: within the last hour, not in the future (to the clock tick).
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  double start = number("process_start_time_seconds");
+  EXPECT_LE(start, now + 1);
+  EXPECT_GT(start, now - 3600);
 }
 
 }  // namespace

@@ -16,63 +16,17 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_support import SKIP, LIMIT, Failure, check, free_port, wait_until  # noqa: E402
+from test_support import SKIP, LIMIT, Failure, check, wait_until  # noqa: E402
+from test_support import Node as SupportNode  # noqa: E402
 
 
-class Node:
-    def __init__(self, bin_dir, work):
-        self.bin = bin_dir
-        self.work = work
-        self.port = free_port()
-        self.http_port = free_port()
-        self.token = "console-test-token-4f1c"
-        self.token_file = os.path.join(work, "token")
-        with open(self.token_file, "w") as f:
-            f.write(self.token + "\n")
-        self.log_path = os.path.join(work, "node.log")
-        self.proc = None
+def Node(bin_dir, work):
+    return SupportNode(bin_dir, work, "console-test-token-4f1c", ["--name", "console-n1"])
 
-    def start(self):
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [os.path.join(self.bin, "proctord"), "--data-dir", os.path.join(self.work, "data"),
-             "--listen", f"127.0.0.1:{self.port}", "--workers", "4", "--name", "console-n1",
-             "--http", f"127.0.0.1:{self.http_port}", "--http-token-file", self.token_file],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_until(lambda: self.proc.poll() is not None or self.ctl("list").returncode == 0,
-                   "proctord to answer")
-        check(self.proc.poll() is None, "proctord exited at start:\n" + self.log_tail())
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def ctl(self, *args, timeout=60):
-        return subprocess.run(
-            [os.path.join(self.bin, "proctor"), "--node", f"127.0.0.1:{self.port}", *args],
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-    def json(self, *args):
-        r = self.ctl(*args)
-        check(r.returncode == 0, f"proctor {' '.join(args)} failed: {r.stderr.strip()}")
-        return json.loads(r.stdout)
-
-    def log_tail(self, n=30):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return "(no log)"
 
 
 def make_browser(show):
