@@ -1,5 +1,6 @@
 # Debian packages by CPack (`cpack -G DEB` in the build directory, or scripts/package.sh):
-#   proctor         proctord and the proctor CLI (stripped), the systemd unit proctord@.service
+#   proctor         proctord and the proctor CLI (stripped) with their manual pages, the
+#                   systemd unit proctord@.service
 #                   (instance = node name, settings in /etc/proctor/NAME.toml, journal in
 #                   /var/lib/proctor/NAME, user proctor), an example settings file, the
 #                   operations page;
@@ -68,9 +69,19 @@ foreach(pkg proctor libproctor-dev)
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/deb/${pkg}
     COMMAND gzip -9n -c ${PROJECT_SOURCE_DIR}/cmake/deb/changelog > ${changelog}
     DEPENDS ${PROJECT_SOURCE_DIR}/cmake/deb/changelog)
-  list(APPEND PROCTOR_DEB_CHANGELOGS ${changelog})
+  list(APPEND PROCTOR_DEB_GZIPPED ${changelog})
 endforeach()
-add_custom_target(deb_changelogs ALL DEPENDS ${PROCTOR_DEB_CHANGELOGS})
+# The manual pages, compressed as Debian wants them.
+foreach(page proctord.1 proctor.1)
+  set(gz ${PROJECT_BINARY_DIR}/deb/man/${page}.gz)
+  add_custom_command(OUTPUT ${gz}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/deb/man
+    COMMAND gzip -9n -c ${PROJECT_SOURCE_DIR}/cmake/deb/${page} > ${gz}
+    DEPENDS ${PROJECT_SOURCE_DIR}/cmake/deb/${page})
+  list(APPEND PROCTOR_DEB_GZIPPED ${gz})
+  install(FILES ${gz} DESTINATION share/man/man1 COMPONENT server EXCLUDE_FROM_ALL)
+endforeach()
+add_custom_target(deb_gzipped ALL DEPENDS ${PROCTOR_DEB_GZIPPED})
 install(FILES ${PROJECT_BINARY_DIR}/deb/proctor/changelog.gz
   DESTINATION ${PROCTOR_DEB_DOC} COMPONENT server EXCLUDE_FROM_ALL)
 install(FILES ${PROJECT_BINARY_DIR}/deb/libproctor-dev/changelog.gz

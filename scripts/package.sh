@@ -26,7 +26,7 @@ echo "package: ${server[0]##*/}, ${dev[0]##*/}"
 
 rc=0
 if command -v lintian >/dev/null; then
-  # Errors fail; warnings (no man pages, systemctl in prerm) are shown.
+  # Errors fail; warnings (systemctl in prerm) are shown.
   lintian --tag-display-limit 0 "${server[0]}" "${dev[0]}" 2>&1 | grep -v "root privileges" |
     tee "$out/lintian.txt" || true
   if grep -q '^E: ' "$out/lintian.txt"; then
@@ -44,6 +44,7 @@ dpkg-deb -x "${server[0]}" "$root"
 dpkg-deb -x "${dev[0]}" "$root"
 unit=usr/lib/systemd/system/proctord@.service
 for f in usr/bin/proctord usr/bin/proctor "$unit" usr/share/doc/proctor/examples/node.toml \
+  usr/share/man/man1/proctord.1.gz usr/share/man/man1/proctor.1.gz \
   usr/share/doc/proctor/copyright usr/include/proctor/state_machine.hpp \
   usr/lib/cmake/Proctor/ProctorConfig.cmake; do
   if [[ ! -e $root/$f ]]; then
