@@ -49,6 +49,7 @@ struct peer_queue {
   bool retry_armed = false;
   int failures = 0;
   std::string last_error;
+  bool left = false;  ///< the peer stopped in order: its return is expected, not a fault
 };
 
 struct outbox_state {
@@ -68,9 +69,15 @@ void delivery_failed(outbox_actor* self, const std::string& peer, const std::str
   q.in_flight = false;
   ++self->state.failed;
   ++q.failures;
-  if (q.failures == 1 || why != q.last_error)
+  if (q.left) {
+    if (q.failures == 1)
+      spdlog::info("outbox: {} message(s) for node {} wait for its return (it stopped in "
+                   "order)",
+                   q.pending.size(), peer);
+  } else if (q.failures == 1 || why != q.last_error) {
     spdlog::warn("outbox: {} message(s) for node {} not delivered yet: {}; retrying",
                  q.pending.size(), peer, why);
+  }
   q.last_error = why;
   auto delay =
     std::min<int64_t>(self->state.cfg.backoff_max.count(), int64_t{50} << std::min(q.failures, 8));
@@ -161,7 +168,13 @@ caf::behavior outbox_fn(outbox_actor* self, outbox_config cfg, std::vector<outbo
       auto& q = self->state.peers[peer];
       q.retry_armed = false;
       q.failures = 0;
+      q.left = false;
       deliver(self, peer);
+    },
+    [self](outbox_left_atom, const std::string& peer) {
+      auto& q = self->state.peers[peer];
+      q.left = true;
+      q.failures = 0;  // the next failure says so once
     },
     [self](retry_atom_t, const std::string& peer) {
       self->state.peers[peer].retry_armed = false;

@@ -24,6 +24,9 @@ namespace proctor {
 using outbox_add_atom = caf::atom_constant<caf::atom("obxadd")>;
 using outbox_kick_atom = caf::atom_constant<caf::atom("obxkick")>;
 using outbox_stats_atom = caf::atom_constant<caf::atom("obxstats")>;
+/// (outbox_left_atom, peer): the peer stopped in order (it said so): its messages wait for
+/// its return without a warning at each failed try (the next kick clears it).
+using outbox_left_atom = caf::atom_constant<caf::atom("obxleft")>;
 /// The transport's protocol: (peer_request_atom, peer name, serialized pb::Request,
 /// timeout_ms) -> serialized pb::Response (or an error: the peer is unknown or unreachable).
 using peer_request_atom = caf::atom_constant<caf::atom("peerreq")>;

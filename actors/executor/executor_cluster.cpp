@@ -69,6 +69,8 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
   if (s.up) {
     // Whatever waits for it is delivered now, not at the end of a back-off.
     caf::anon_send(st.env->outbox, outbox_kick_atom::value, s.name);
+  } else if (s.reason.rfind("left:", 0) == 0) {
+    caf::anon_send(st.env->outbox, outbox_left_atom::value, s.name);
   }
   // The procedures that wait for that node show it (and may have a deadline for it); those
   // of passivated trees come back to do so.
