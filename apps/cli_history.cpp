@@ -10,9 +10,6 @@
 
 namespace proctor::cli {
 
-namespace {
-
-/// Sends `req`, returns its answer or the exit code.
 std::variant<pb::Response, int> ask(const caller& call, const pb::Request& req) {
   auto got = call(req, std::chrono::seconds{30});
   if (auto* r = std::get_if<pb::Response>(&got))
@@ -20,6 +17,8 @@ std::variant<pb::Response, int> ask(const caller& call, const pb::Request& req) 
       return rc;
   return got;
 }
+
+namespace {
 
 /// "06:40:12.345" (UTC), or "-" when not recorded.
 std::string clock_text(int64_t ms) {

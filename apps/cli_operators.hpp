@@ -1,4 +1,4 @@
-// The operator commands of the proctor CLI: tree, watch, history, locks, bypass
+// The operator commands of the proctor CLI: tree, watch, history, locks, bypass, limits
 // (docs/command-line.md). apps/proctor.cpp registers them and lends them its round trip to
 // the node, so they share its addressing, timeouts and error reporting.
 #pragma once
@@ -33,6 +33,10 @@ constexpr int exit_unreachable = 3;
 
 /// Prints a non-OK answer's error (one line) and returns its exit code; exit_ok for OK.
 int check(const pb::Response& r);
+
+/// Sends `req` (30 s bound): its OK answer, or the exit code of a call that brought none or
+/// of a non-OK answer (its error printed).
+std::variant<pb::Response, int> ask(const caller& call, const pb::Request& req);
 
 /// Colours for a terminal (none in a pipe, or with NO_COLOR set).
 struct palette {
@@ -72,6 +76,7 @@ std::string progress_bar(size_t done, size_t total, size_t width = 20);
 void add_tree_command(CLI::App& app, runner* run);
 void add_watch_command(CLI::App& app, runner* run);
 void add_history_commands(CLI::App& app, runner* run);  ///< history, locks, bypass
+void add_limits_command(CLI::App& app, runner* run);    ///< limits [set|clear] (cli_limits.cpp)
 
 /// `replicas`: the group as a table, or JSON (cli_replicas.cpp).
 void print_replicas(const pb::ReplicasInfo& info, bool json);

@@ -77,6 +77,8 @@ using hibernate_atom = caf::atom_constant<caf::atom("hibernate")>;     // root -
 using rollback_atom = caf::atom_constant<caf::atom("rollback")>;       // root -> executor
 using undo_atom = caf::atom_constant<caf::atom("undo")>;               // root -> executor
 using locks_atom = caf::atom_constant<caf::atom("locks")>;             // executor -> scheduler
+using limits_atom = caf::atom_constant<caf::atom("limits")>;           // executor -> scheduler
+using limits_set_atom = caf::atom_constant<caf::atom("limitset")>;     // executor -> scheduler
 using bypass_atom = caf::atom_constant<caf::atom("bypass")>;           // executor -> procs
 // Passivation of a tree that only waits (proc_passivate_tree.cpp).
 using passivate_query_atom = caf::atom_constant<caf::atom("psvquery")>;    // parent -> child
@@ -107,6 +109,12 @@ struct step_job {
   /// Run inline without asking the scheduler first (nonblocking, no locks): there is no
   /// run slot to give back.
   bool direct = false;
+  /// The procedure's first step (it has committed none): counted by its type's rate.
+  bool first = false;
+  /// The scheduler's: the procedure was told its type's limits hold this job back.
+  bool limit_told = false;
+  /// The scheduler's: let go by its type's limits, ahead of that type's newer jobs.
+  bool limit_released = false;
 };
 
 /// What a worker reports back.

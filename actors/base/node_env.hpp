@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -47,6 +48,15 @@ struct node_env {
   /// Observability hook for tests: called (on an actor thread) whenever a procedure's actor
   /// starts, including restarts by a supervisor and recovery. May be empty.
   std::function<void(uint64_t id)> on_procedure_start;
+  /// Every registered type, true while limits are in force for it (type_limits, the
+  /// code's or an operator's): its steps then always ask the scheduler, never take the
+  /// direct path of a nonblocking step. Filled before the first procedure actor; the
+  /// executor flips a flag when an operator changes the type's limits.
+  mutable std::map<std::string, std::atomic<bool>, std::less<>> limited_types;
+  bool limited(std::string_view type) const {
+    auto i = limited_types.find(type);
+    return i != limited_types.end() && i->second.load(std::memory_order_relaxed);
+  }
   /// Services procedures of this node may call by name (outcome::call), and that other
   /// nodes may call through the executor: (service_call_atom, call_id, request) -> reply.
   std::map<std::string, caf::actor> services;

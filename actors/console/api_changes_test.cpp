@@ -258,5 +258,64 @@ TEST(http_api, metrics_are_the_prometheus_text) {
   EXPECT_FALSE(is_api_path("/metrics.js"));
 }
 
+TEST(http_api, limits_are_listed_and_changed_with_only_the_fields_given) {
+  fake_node n;
+  n.answer = [](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    auto* l = a.response->add_limits();
+    l->set_type("cloud.vm");
+    l->set_max_running(4);
+    l->set_rate(20);
+    l->set_per_ms(60'000);
+    l->set_operator_set(true);
+    l->set_set_at_ms(1'764'052'812'000);
+    l->set_code_max_running(10);
+    l->set_code_per_ms(1000);
+    l->set_running(4);
+    l->set_waiting(37);
+    l->set_throttled(112);
+    return a;
+  };
+  auto r = call(n, "GET", "/api/limits");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body(r), json::parse(R"([{"type":"cloud.vm","max_running":4,"rate":20,)"
+                                 R"("per_ms":60000,"source":"operator","running":4,)"
+                                 R"("waiting":37,"throttled":112,"code":{"max_running":10,)"
+                                 R"("rate":0,"per_ms":1000},"set_at_ms":1764052812000}])"));
+  EXPECT_TRUE(n.asked.back().limits().type().empty());
+  r = call(n, "POST", "/api/limits", R"({"type":"cloud.vm","max_running":4})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto& set = n.asked.back().limits();
+  EXPECT_EQ(set.type(), "cloud.vm");
+  EXPECT_TRUE(set.has_max_running());
+  EXPECT_EQ(set.max_running(), 4u);
+  EXPECT_FALSE(set.has_rate()) << "a field not given keeps the value in force";
+  EXPECT_FALSE(set.has_per_ms());
+  call(n, "POST", "/api/limits", R"({"type":"cloud.vm","rate":0,"per_ms":500})");
+  EXPECT_TRUE(n.asked.back().limits().has_rate());
+  EXPECT_EQ(n.asked.back().limits().per_ms(), 500u);
+  call(n, "POST", "/api/limits", R"({"type":"cloud.vm","clear":true})");
+  EXPECT_TRUE(n.asked.back().limits().clear());
+  auto asked = n.asked.size();
+  for (auto [text, field] : {std::pair{"{}", "type"},
+                             {R"({"type":"x","max_running":-1})", "max_running"},
+                             {R"({"type":"x","rate":1.5})", "rate"},
+                             {R"({"type":"x","per_ms":"1s"})", "per_ms"},
+                             {R"({"type":"x","clear":1})", "clear"},
+                             {R"({"type":"x","max":1})", "max"}}) {
+    auto bad = call(n, "POST", "/api/limits", text);
+    EXPECT_EQ(bad.status, 400) << text;
+    EXPECT_EQ(body(bad)["field"], field) << text;
+  }
+  EXPECT_EQ(n.asked.size(), asked);
+  // A change needs the token, like every POST.
+  auto anon = handle_console_api(api_request("POST", "/api/limits", {}, console_auth::missing,
+                                             R"({"type":"cloud.vm","clear":true})"),
+                                 n.caller(), 0, {});
+  EXPECT_EQ(anon.status, 401) << anon.body;
+  EXPECT_EQ(n.asked.size(), asked);
+}
+
 }  // namespace
 }  // namespace proctor

@@ -62,6 +62,7 @@ console_reply proc_status(const api_call& c);  ///< with ?wait=: a bounded long-
 console_reply proc_history(const api_call& c);
 console_reply proc_tree(const api_call& c);
 console_reply locks(const api_call& c);
+console_reply limits(const api_call& c);
 console_reply nodes(const api_call& c);
 console_reply metrics_summary(const api_call& c);
 console_reply metrics_text(const api_call& c);
@@ -73,5 +74,6 @@ console_reply send_event(const api_call& c);
 console_reply abort_proc(const api_call& c);
 console_reply bypass_proc(const api_call& c);
 console_reply release_proc(const api_call& c);
+console_reply set_limits(const api_call& c);
 
 }  // namespace proctor::api_detail

@@ -1,4 +1,4 @@
-// The API's changes (console_api.hpp): submit, event, abort, bypass, release. The router has
+// The API's changes (console_api.hpp): submit, event, abort, bypass, release, limits. The router has
 // checked the token; each is one request to the node, answered once the node answered, so
 // once what it did is durable. A body is a JSON object whose wrong or unknown field is a 400
 // naming it.
@@ -7,6 +7,7 @@
 
 #include "actors/console/api_internal.hpp"
 #include "actors/wire/json/status_json.hpp"
+#include "actors/wire/json/views_json.hpp"
 
 namespace proctor::api_detail {
 
@@ -181,6 +182,46 @@ console_reply release_proc(const api_call& c) {
   pb::Request r;
   r.mutable_release()->set_id(c.id);
   return change(c, r, [&](const pb::Response& resp) { return done(c.id, "released", resp); });
+}
+
+console_reply set_limits(const api_call& c) {
+  auto got = body_object(c.req);
+  if (auto* e = std::get_if<console_reply>(&got))
+    return std::move(*e);
+  const auto& o = std::get<json>(got);
+  if (auto bad = unknown_field(o, {"type", "max_running", "rate", "per_ms", "clear"}))
+    return std::move(*bad);
+  if (!o.contains("type") || !o["type"].is_string() || o["type"].get<std::string>().empty())
+    return bad_field("type", "the procedure type, a non-empty string, is wanted");
+  pb::Request r;
+  auto* l = r.mutable_limits();
+  l->set_type(o["type"].get<std::string>());
+  if (o.contains("clear")) {
+    if (!o["clear"].is_boolean())
+      return bad_field("clear", "true or false is wanted");
+    l->set_clear(o["clear"].get<bool>());
+  }
+  // Each a count from 0 (no limit) up; the node checks the bounds and says which.
+  auto count = [&](const char* key, uint64_t max) -> std::optional<console_reply> {
+    if (!o.contains(key))
+      return std::nullopt;
+    const auto& v = o[key];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > max)
+      return bad_field(key, "a whole number from 0 to " + std::to_string(max) + " is wanted");
+    return std::nullopt;
+  };
+  for (auto [key, max] : {std::pair{"max_running", uint64_t{0xffffffff}},
+                          std::pair{"rate", uint64_t{0xffffffff}},
+                          std::pair{"per_ms", uint64_t{1} << 53}})
+    if (auto bad = count(key, max))
+      return std::move(*bad);
+  if (o.contains("max_running"))
+    l->set_max_running(o["max_running"].get<uint32_t>());
+  if (o.contains("rate"))
+    l->set_rate(o["rate"].get<uint32_t>());
+  if (o.contains("per_ms"))
+    l->set_per_ms(o["per_ms"].get<uint64_t>());
+  return change(c, r, [](const pb::Response& resp) { return ok_json(limits_to_json(resp.limits())); });
 }
 
 }  // namespace proctor::api_detail

@@ -238,6 +238,12 @@ console_reply locks(const api_call& c) {
     [](const pb::Response& r) { return ok_json(locks_to_json(r.locks())); });
 }
 
+console_reply limits(const api_call& c) {
+  return read(
+    c, [](pb::Request& r) { r.mutable_limits(); },
+    [](const pb::Response& r) { return ok_json(limits_to_json(r.limits())); });
+}
+
 console_reply nodes(const api_call& c) {
   return read(
     c, [](pb::Request& r) { r.mutable_nodes(); },

@@ -34,6 +34,8 @@ const std::vector<route>& routes() {
     {{"GET", "/api/trees/{id}", false}, proc_tree},
     {{"POST", "/api/events", true}, send_event},
     {{"GET", "/api/locks", false}, locks},
+    {{"GET", "/api/limits", false}, limits},
+    {{"POST", "/api/limits", true}, set_limits},
     {{"GET", "/api/nodes", false}, nodes},
     {{"GET", "/api/metrics", false}, metrics_summary},
     {{"GET", "/api/quarantine", false}, quarantine},

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,20 @@ struct recovered_event {
 };
 
 /// What recovery hands the executor.
+/// An operator's limits for a type as the journal holds them (journal.proto TypeLimits).
+struct recovered_limit {
+  uint64_t lsn = 0;                   ///< of its record (deleted when the next is written)
+  std::optional<type_limits> limits;  ///< nullopt: cleared, back to the code's
+  int64_t at_ms = 0;
+};
+
+/// A TypeLimits record (journal.proto) at `lsn`, read back.
+recovered_limit limit_of(uint64_t lsn, const pb::TypeLimits& rec);
+
 struct recovered_state {
   std::vector<tree_image> trees;
   std::vector<recovered_event> events;
+  std::map<std::string, recovered_limit> limits;  ///< by type (in the last part)
 };
 
 /// Spawns the executor; it fills `env->executor` with itself before starting any tree.

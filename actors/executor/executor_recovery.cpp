@@ -115,6 +115,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
   for (auto& ev : part.events)
     st.events[ev.key].push_back(
       pending_event{ev.lsn, std::move(ev.payload_json), ev.arrived_at_ms});
+  for (auto& [type, l] : part.limits)
+    st.limit_records[type] = l;
   auto& trees = part.trees;
   // Sized by the first part (all of it, from recover()): rehashing tables of a million
   // entries at once is most of a large recovery. A scan's later parts let the tables grow

@@ -267,6 +267,43 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
                            MetricType::Counter, g.peers,
                            [](const peer_sample& p) { return static_cast<double>(p.downs); }));
   }
+  if (!s.types.empty()) {
+    auto per_type = [&](const char* name, const char* help, MetricType type,
+                        double (*value)(const type_limit_view&)) {
+      MetricFamily f{name, help, type, {}};
+      for (const auto& v : s.types) {
+        ClientMetric m;
+        m.label.push_back({"type", v.type});
+        if (type == MetricType::Counter)
+          m.counter.value = value(v);
+        else
+          m.gauge.value = value(v);
+        f.metric.push_back(std::move(m));
+      }
+      out.push_back(std::move(f));
+    };
+    per_type("proctor_type_running_steps",
+             "Steps of procedures of the type running now (forward steps; undos are not "
+             "counted).",
+             MetricType::Gauge, [](const type_limit_view& v) { return double(v.running); });
+    per_type("proctor_type_limit_waiting_steps",
+             "Steps of the type its limits hold back now (RUNNABLE, waiting for a slot of "
+             "the type or a start token).",
+             MetricType::Gauge, [](const type_limit_view& v) { return double(v.waiting); });
+    per_type("proctor_type_throttled_steps_total",
+             "Steps of the type its limits held back at least once.", MetricType::Counter,
+             [](const type_limit_view& v) { return double(v.throttled); });
+    per_type("proctor_type_max_running",
+             "The type's limit of steps running at once in force (0: none).", MetricType::Gauge,
+             [](const type_limit_view& v) { return double(v.effective.max_running); });
+    per_type("proctor_type_start_rate_per_second",
+             "The type's limit of starts per second in force (0: none).", MetricType::Gauge,
+             [](const type_limit_view& v) {
+               return v.effective.rate == 0 || v.effective.per.count() <= 0
+                        ? 0.0
+                        : v.effective.rate * 1000.0 / static_cast<double>(v.effective.per.count());
+             });
+  }
   ClientMetric info;
   info.label = {{"version", PROCTOR_VERSION}};
   info.gauge.value = 1;

@@ -1,6 +1,7 @@
 #include "actors/node/node.hpp"
 
 #include "actors/base/errors.hpp"
+#include "actors/base/messages.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 
 #include "actors/node/node_identity.hpp"
@@ -149,7 +150,15 @@ caf::expected<recovery_report> node::start(node_options opts) {
     env->node_names.push_back(opts.name);
     std::sort(env->node_names.begin(), env->node_names.end());
   }
-  env->scheduler = spawn_step_scheduler(sys_, opts.workers, opts.stuck_after);
+  // Every type's limits as its code declares them (an operator's, read below, override
+  // them); every type is counted by the scheduler, limited or not.
+  std::map<std::string, type_limits> declared;
+  for (const auto& name : types_.names()) {
+    const auto& l = types_.find(name)->limits;
+    declared[name] = l;
+    env->limited_types.try_emplace(name, l.any());
+  }
+  env->scheduler = spawn_step_scheduler(sys_, opts.workers, opts.stuck_after, declared);
   env->timeout = spawn_timeout(sys_);
   auto executor = spawn_recovering_executor(sys_, env, opts.executor);
   // However start() is left before the node runs (a refusal below, an exception from the
@@ -180,6 +189,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   std::vector<outbox_item> outbox;
   uint64_t incarnation = 0;                           // this node's (NodeIncarnation)
   std::map<std::string, uint64_t> peer_incarnations;  // as first heard (PeerIncarnation)
+  std::map<std::string, recovered_limit> limits;      // an operator's, by type (TypeLimits)
   std::optional<tree_folder> folder;                  // in place: no heap folder per tree
   auto close_tree = [&] {
     if (!folder)
@@ -216,6 +226,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
         incarnation = m.incarnation().incarnation();
       else if (m.has_peer_incarnation())
         peer_incarnations[m.peer_incarnation().peer()] = m.peer_incarnation().incarnation();
+      else if (m.has_type_limits())
+        limits[m.type_limits().type()] = limit_of(r.lsn, m.type_limits());
       else if (m.has_outbox())
         outbox.push_back(
           outbox_item{r.lsn, m.outbox().peer(), m.outbox().msg().SerializeAsString()});
@@ -233,6 +245,21 @@ caf::expected<recovery_report> node::start(node_options opts) {
     return true;
   });
   close_tree();
+  // An operator's limits hold before any procedure starts (at recover_done, below): the
+  // scheduler has them before the executor is told the scan is done.
+  for (auto& [type, l] : limits) {
+    auto flag = env->limited_types.find(type);
+    if (flag == env->limited_types.end()) {
+      spdlog::warn("type {}: limits set by an operator are kept in the journal, but no such "
+                   "type is registered in this binary",
+                   type);
+      continue;
+    }
+    flag->second.store(l.limits ? l.limits->any() : declared[type].any());
+    caf::anon_send(env->scheduler, limits_set_atom::value,
+                   type_limit_change{type, l.limits, l.at_ms});
+  }
+  part->limits = std::move(limits);
   if (!st.ok()) {
     if (st.IsCorruption() && st.ToString().find("malformed key") != std::string::npos) {
       spdlog::error("{}; those records are kept and ignored", st.ToString());

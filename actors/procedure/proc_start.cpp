@@ -63,6 +63,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.status = p->status;
   st.since_ms = p->since_ms;
   st.submitted_at_ms = p->submitted_at_ms;
+  st.started = !p->steps.empty() || p->committed_at_ms != 0;
   st.failed_at_ms = s.image->failed_at_ms;
   // Recovered or restarted RUNNABLE, its state may have run before the crash.
   st.ran_partly = !submitted && !s.fresh && st.status == proc_state::runnable;

@@ -143,6 +143,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
   auto after_commit = [self, no_return, data = r.data, executed, next = out.state()] {
     auto& st = self->state;
     st.ran_partly = false;  // the next state has not started
+    st.started = true;
     // No progress: the step leads back to itself with its data unchanged.
     bool same = next == executed && data == st.committed_data;
     st.same_state_commits = same ? st.same_state_commits + 1 : 0;

@@ -110,17 +110,18 @@ void schedule(proc_actor* self, bool now) {
   job.state = st.state;
   job.priority = st.priority;
   job.run_inline = runs_on_actor(st.ptype, *st.inst, st.state, false);
+  job.first = !st.started;
   st.busy = true;
   st.job_queued = true;
   set_status(self, proc_state::runnable, 0);  // callers that know when set it first
   st.ran_partly_by_queue = !st.ran_partly;
   st.ran_partly = true;
-  if (job.run_inline && st.locks.empty()) {
-    // A step that never blocks and needs no lock has nothing to wait for: it takes no run
-    // slot (those bound the worker threads) and so needs no turn from the scheduler. It runs
-    // on this actor: at once when the caller says nothing else needs a look first (right
-    // after a commit: a stop or abort already queued is seen before the next step commits),
-    // else after whatever is already in its mailbox (a stop, an abort).
+  if (job.run_inline && st.locks.empty() && !st.env->limited(st.type)) {
+    // A step that never blocks, needs no lock and has no type limit has nothing to wait
+    // for: it takes no run slot (those bound the worker threads) and so needs no turn from
+    // the scheduler. It runs on this actor: at once when the caller says nothing else needs
+    // a look first (right after a commit: a stop or abort already queued is seen before the
+    // next step commits), else after whatever is already in its mailbox (a stop, an abort).
     job.direct = true;
     if (now)
       return run_here(self, job);
@@ -354,11 +355,13 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       return begin_tree_failure(self, proc_id, state, error);
     },
     [self](no_return_atom) { self->state.past_no_return = true; },
-    [self](lock_wait_atom, const std::string& blocker) {
-      if (blocker.empty())
+    // The scheduler holds its step back ("lock NAME", "type limit x: 10 of 10 running"),
+    // or lets it go ("").
+    [self](lock_wait_atom, const std::string& why) {
+      if (why.empty())
         publish(self);  // granted: in its state since as before
       else
-        publish(self, "lock " + blocker, true);
+        publish(self, why, true);
     },
     [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
     [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },

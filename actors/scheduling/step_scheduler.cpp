@@ -9,8 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/scheduling/lock_table.hpp"
 #include "actors/base/messages.hpp"
+#include "actors/scheduling/lock_table.hpp"
 #include "actors/scheduling/worker_pool.hpp"
 #include <proctor/wire.pb.h>
 
@@ -19,6 +19,7 @@ namespace proctor {
 namespace {
 
 using stuck_check_atom = caf::atom_constant<caf::atom("stuckchk")>;
+using limit_wake_atom = caf::atom_constant<caf::atom("limitwake")>;
 
 /// Ready jobs of one priority: a FIFO per root, roots served round-robin.
 struct level {
@@ -58,6 +59,17 @@ struct running_job {
   std::string type;
   std::chrono::steady_clock::time_point since;
   bool reported = false;
+  bool counted = false;  ///< by its type's limiter (type_limiter::ended when it ends)
+};
+
+/// The jobs of one type its limits hold back, highest priority first, in arrival order
+/// within a priority: steps of procedures under way before first steps (a start needs a
+/// token as well as a slot, and one that waits must not hold up a procedure half done).
+struct held_jobs {
+  std::multimap<int32_t, step_job, std::greater<>> steps;
+  std::multimap<int32_t, step_job, std::greater<>> starts;
+  bool wake_armed = false;  ///< a limit_wake_atom is on its way (the next token)
+  size_t size() const noexcept { return steps.size() + starts.size(); }
 };
 
 struct scheduler_state {
@@ -66,6 +78,9 @@ struct scheduler_state {
   std::map<int32_t, level, std::greater<>> levels;
   std::vector<step_job> lock_blocked;
   lock_table locks;
+  type_limiter limiter;
+  std::unordered_map<std::string, held_jobs> held;  // by type
+  size_t held_total = 0;
   std::unordered_multimap<uint64_t, uint64_t> owners_by_root;
   std::unordered_map<uint64_t, running_job> running;  // by procedure id
   std::chrono::milliseconds stuck_after{0};
@@ -99,8 +114,114 @@ bool lock_ok(sched_actor* self, step_job& job) {
     return true;
   }
   spdlog::debug("[proc {} root {}] waits for lock {}", job.ctx.id(), job.ctx.root_id(), blocker);
-  self->send(job.proc, lock_wait_atom::value, blocker);
+  self->send(job.proc, lock_wait_atom::value, "lock " + blocker);
   return false;
+}
+
+/// Holds `job` back for its type's limits (`why` is the procedure's waiting_for), and makes
+/// sure a wake-up comes at `retry_at` when it waits for a token.
+void hold(sched_actor* self, step_job job, const std::string& why,
+          std::optional<type_limiter::clock::time_point> retry_at) {
+  auto& st = self->state;
+  if (!job.limit_told) {
+    job.limit_told = true;
+    st.limiter.throttled(job.type);
+    spdlog::debug("[proc {} root {}] waits: {}", job.ctx.id(), job.ctx.root_id(), why);
+    self->send(job.proc, lock_wait_atom::value, why);
+  }
+  job.limit_released = false;
+  auto& h = st.held[job.type];
+  if (retry_at && !h.wake_armed) {
+    h.wake_armed = true;
+    auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   *retry_at - type_limiter::clock::now())
+                 + std::chrono::milliseconds{1};
+    self->delayed_send(self, std::max(after, std::chrono::milliseconds{1}),
+                       limit_wake_atom::value, job.type);
+  }
+  auto prio = job.priority;
+  if (job.first)
+    h.starts.emplace(prio, std::move(job));
+  else
+    h.steps.emplace(prio, std::move(job));
+  ++st.held_total;
+}
+
+/// Puts jobs let go by their type's limits back in the ready queues, each at the front of its
+/// root's; roots new to a level take their turns in the order of `out`.
+void requeue(scheduler_state& st, std::vector<step_job>& out) {
+  for (auto& job : out) {
+    job.limit_released = true;
+    enqueue(st, std::move(job), true);
+  }
+}
+
+/// Gives back to the ready queues (at their front, in order) as many jobs of `type` as its
+/// limits let run now; they are admitted when their turn comes. Arms the wake-up for the
+/// next token if starts still wait for one.
+void release_held(sched_actor* self, const std::string& type) {
+  auto& st = self->state;
+  auto h = st.held.find(type);
+  if (h == st.held.end())
+    return;
+  auto now = type_limiter::clock::now();
+  auto [steps, starts] = st.limiter.room(type, h->second.steps.size(),
+                                         h->second.starts.size(), now);
+  std::vector<step_job> out;
+  auto take = [&](auto& from, size_t n) {
+    for (; n > 0 && !from.empty(); --n) {
+      out.push_back(std::move(from.begin()->second));
+      from.erase(from.begin());
+      --st.held_total;
+    }
+  };
+  take(h->second.steps, steps);
+  take(h->second.starts, starts);
+  if (!h->second.starts.empty() && !h->second.wake_armed) {
+    if (auto at = st.limiter.next_token(type, now)) {
+      h->second.wake_armed = true;
+      auto after = std::chrono::duration_cast<std::chrono::milliseconds>(*at - now)
+                   + std::chrono::milliseconds{1};
+      self->delayed_send(self, after, limit_wake_atom::value, type);
+    }
+  }
+  if (h->second.size() == 0 && !h->second.wake_armed)
+    st.held.erase(h);
+  requeue(st, out);
+}
+
+/// Asks `job`'s type's limits whether it may run now (counting it if so); holds it back
+/// if not. Undos are neither limited nor counted.
+bool limits_ok(sched_actor* self, step_job& job, bool* counted) {
+  auto& st = self->state;
+  *counted = false;
+  if (job.undo)
+    return true;
+  auto now = type_limiter::clock::now();
+  if (!job.limit_released && st.limiter.limited(job.type)) {
+    // Newer than the jobs its type holds back: behind them (they have their wake-up).
+    // (A procedure under way is behind held steps only; a start behind held starts too.)
+    auto h = st.held.find(job.type);
+    size_t before = h == st.held.end() ? 0
+                    : h->second.steps.size() + (job.first ? h->second.starts.size() : 0);
+    if (before > 0) {
+      auto why = "type limit " + job.type + ": behind " + std::to_string(before)
+                 + " held back before it (" + st.limiter.describe_of(job.type) + ")";
+      hold(self, std::move(job), why, std::nullopt);
+      return false;
+    }
+  }
+  auto v = st.limiter.admit(job.type, job.first, now);
+  if (!v.ok) {
+    hold(self, std::move(job), v.why, v.retry_at);
+    return false;
+  }
+  *counted = true;
+  if (job.limit_told) {
+    job.limit_told = false;
+    self->send(job.proc, lock_wait_atom::value, std::string{});
+  }
+  return true;
 }
 
 void dispatch(sched_actor* self) {
@@ -111,14 +232,20 @@ void dispatch(sched_actor* self) {
     if (i->second.empty())
       st.levels.erase(i);
     --st.queued;
+    bool counted = false;
+    if (!limits_ok(self, job, &counted))
+      continue;
     if (!lock_ok(self, job)) {
+      if (counted)
+        st.limiter.refund(job.type, job.first);
+      job.limit_released = true;  // its limits let it go: ahead of newer jobs when unblocked
       st.lock_blocked.push_back(std::move(job));
       continue;
     }
     --st.free;
     ++st.dispatched;
     st.running[job.ctx.id()] = running_job{job.ctx.id(), job.ctx.root_id(), job.type,
-                                           std::chrono::steady_clock::now(), false};
+                                           std::chrono::steady_clock::now(), false, counted};
     if (job.run_inline) {
       auto proc = job.proc;
       self->send(proc, run_inline_atom::value, std::move(job));
@@ -141,8 +268,11 @@ void unblock(sched_actor* self) {
 }
 
 caf::behavior scheduler_actor(sched_actor* self, size_t workers,
-                              std::chrono::milliseconds stuck_after) {
+                              std::chrono::milliseconds stuck_after,
+                              std::map<std::string, type_limits> declared) {
   auto& st = self->state;
+  for (const auto& [type, l] : declared)
+    st.limiter.declare(type, l);
   st.slots = st.free = workers;
   st.stuck_after = stuck_after;
   st.pool = std::make_unique<worker_pool>(workers, caf::actor_cast<caf::actor>(self));
@@ -156,8 +286,50 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
     [=](slot_atom, uint64_t proc) {
       auto& st = self->state;
       ++st.free;
-      st.running.erase(proc);
+      auto r = st.running.find(proc);
+      if (r != st.running.end()) {
+        if (r->second.counted) {
+          st.limiter.ended(r->second.type);
+          release_held(self, r->second.type);
+        }
+        st.running.erase(r);
+      }
       dispatch(self);
+    },
+    [=](limit_wake_atom, const std::string& type) {
+      auto& st = self->state;
+      if (auto h = st.held.find(type); h != st.held.end())
+        h->second.wake_armed = false;
+      release_held(self, type);
+      dispatch(self);
+    },
+    [=](limits_set_atom, type_limit_change& c) {
+      auto& st = self->state;
+      st.limiter.override_limits(c.type, c.limits, c.at_ms, type_limiter::clock::now());
+      spdlog::info("type {}: {} ({})", c.type, st.limiter.describe_of(c.type),
+                   c.limits ? "set by an operator" : "as its code declares");
+      // Held back by limits that no longer hold: all of them look again, in order.
+      if (auto h = st.held.find(c.type); h != st.held.end()) {
+        std::vector<step_job> out;
+        for (auto* from : {&h->second.steps, &h->second.starts})
+          for (auto& [prio, job] : *from)
+            out.push_back(std::move(job));
+        st.held_total -= out.size();
+        bool armed = h->second.wake_armed;
+        st.held.erase(h);
+        if (armed)
+          st.held[c.type].wake_armed = true;  // its wake-up still comes, and finds nothing
+        requeue(st, out);
+      }
+      dispatch(self);
+    },
+    [=](limits_atom) {
+      auto& st = self->state;
+      auto views = st.limiter.views();
+      for (auto& v : views)
+        if (auto h = st.held.find(v.type); h != st.held.end())
+          v.waiting = static_cast<uint32_t>(h->second.size());
+      return views;
     },
     [=](unlock_atom, uint64_t owner) {
       auto& st = self->state;
@@ -185,6 +357,14 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
     },
     [=](cancel_atom, uint64_t proc) {
       auto& st = self->state;
+      for (auto h = st.held.begin(); h != st.held.end(); ++h)
+        for (auto* from : {&h->second.steps, &h->second.starts})
+          for (auto j = from->begin(); j != from->end(); ++j)
+            if (j->second.ctx.id() == proc) {
+              from->erase(j);
+              --st.held_total;
+              return true;
+            }
       auto& b = st.lock_blocked;
       for (auto i = b.begin(); i != b.end(); ++i)
         if (i->ctx.id() == proc && !i->undo) {
@@ -256,9 +436,13 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
       size_t stuck = 0;
       for (const auto& [id, r] : st.running)
         stuck += r.reported;
-      return step_scheduler_stats{st.queued,     st.slots - st.free,     st.slots,
-                                  st.dispatched, st.lock_blocked.size(), st.locks.held(),
-                                  stuck};
+      step_scheduler_stats out{st.queued,     st.slots - st.free,     st.slots,
+                               st.dispatched, st.lock_blocked.size(), st.locks.held(),
+                               stuck,         st.held_total,          st.limiter.views()};
+      for (auto& v : out.types)
+        if (auto h = st.held.find(v.type); h != st.held.end())
+          v.waiting = static_cast<uint32_t>(h->second.size());
+      return out;
     },
   };
 }
@@ -266,8 +450,10 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
 }  // namespace
 
 caf::actor spawn_step_scheduler(caf::actor_system& sys, size_t workers,
-                                std::chrono::milliseconds stuck_after) {
-  return sys.spawn(scheduler_actor, workers == 0 ? size_t{1} : workers, stuck_after);
+                                std::chrono::milliseconds stuck_after,
+                                std::map<std::string, type_limits> declared) {
+  return sys.spawn(scheduler_actor, workers == 0 ? size_t{1} : workers, stuck_after,
+                   std::move(declared));
 }
 
 }  // namespace proctor

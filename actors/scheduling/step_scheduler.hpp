@@ -13,15 +13,25 @@
 //   (cancel_atom, id)        -> bool  drops the procedure's queued step (false: it runs)
 //   (locks_atom)             -> std::string  a serialized pb::Response whose `locks` lists
 //                               the held locks, then those awaited by blocked steps
-// A job whose locks conflict waits (its procedure is told: lock_wait_atom, "name") and is
-// retried whenever locks are released. A running step slower than `stuck_after` is reported
+//   (limits_set_atom, type_limit_change)  an operator's change of a type's limits (journaled)
+//   (limits_atom)            -> std::vector<type_limit_view>
+// A job whose locks conflict waits (its procedure is told: lock_wait_atom, "lock NAME") and
+// is retried whenever locks are released. A forward step of a type whose limits
+// (type_limits) do not let it run now is held back (its procedure is told why:
+// lock_wait_atom, "type limit x: 10 of 10 running") until a step of its type ends or its
+// next token comes (a delayed message to itself): every such wait has its wake-up. A running step slower than `stuck_after` is reported
 // once (log and the stuck_steps gauge).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
 
 #include <caf/all.hpp>
+
+#include "actors/scheduling/type_limiter.hpp"
 
 namespace proctor {
 
@@ -33,12 +43,18 @@ struct step_scheduler_stats {
   size_t lock_waiting = 0;  ///< jobs waiting for a lock
   size_t lock_owners = 0;   ///< procedures holding locks
   size_t stuck = 0;         ///< running steps older than stuck_after
+  size_t limit_waiting = 0; ///< jobs held back by their type's limits
+  std::vector<type_limit_view> types;  ///< each type's limits and load
 };
 
-/// Spawns the scheduler with `workers` run slots.
+/// Spawns the scheduler with `workers` run slots. `declared`: the limits each registered
+/// type declares (registry; types without limits too, so that their steps are counted).
 caf::actor spawn_step_scheduler(caf::actor_system& sys, size_t workers,
-                                std::chrono::milliseconds stuck_after = std::chrono::seconds{30});
+                                std::chrono::milliseconds stuck_after = std::chrono::seconds{30},
+                                std::map<std::string, type_limits> declared = {});
 
 }  // namespace proctor
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_scheduler_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::type_limit_change)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<proctor::type_limit_view>)

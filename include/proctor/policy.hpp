@@ -1,5 +1,6 @@
 // Per-type policies an author may declare at registration: how a parent supervises its
-// children, and how a failing step past its point of no return is retried.
+// children, how a failing step past its point of no return is retried, how much of the
+// node its procedures may use at once.
 #pragma once
 
 #include <chrono>
@@ -60,6 +61,23 @@ struct node_loss_policy {
   }
   std::chrono::milliseconds deadline{0};  ///< 0: wait
   bool waits() const noexcept { return deadline.count() <= 0; }
+};
+
+/// How much of the node a type's procedures may use at once (docs/flow-control.md): at most
+/// `max_running` steps of procedures of the type (roots and children alike) run at the same
+/// time, and at most `rate` procedures of the type start (run their first step) per `per`, a
+/// token bucket that holds `rate` tokens. A step held back waits RUNNABLE in the scheduler
+/// ("type limit x: 10 of 10 running"); it holds no run slot meanwhile. Only running steps
+/// count, never a procedure that waits (for children, an event, a timer): so a parent never
+/// holds a slot its children need, and a limit cannot deadlock a tree. Undos are neither
+/// limited nor counted: a rollback never waits behind new work. An operator can change
+/// both on a live node (`proctor limits set`), which overrides what the code declares.
+struct type_limits {
+  uint32_t max_running = 0;  ///< 0: no limit
+  uint32_t rate = 0;         ///< starts per `per`; 0: no limit
+  std::chrono::milliseconds per{std::chrono::seconds{1}};
+  bool any() const noexcept { return max_running > 0 || rate > 0; }
+  bool operator==(const type_limits&) const = default;
 };
 
 }  // namespace proctor

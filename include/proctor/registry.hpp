@@ -13,7 +13,9 @@
 //   types.add<order>("shop.order")
 //     .retry({.max_attempts = 3})                                     // a failing step
 //     .supervision({.strategy = proctor::restart_strategy::one_for_all})  // its children
-//     .on_node_loss(proctor::node_loss_policy::fail_after(std::chrono::seconds{30}));
+//     .on_node_loss(proctor::node_loss_policy::fail_after(std::chrono::seconds{30}))
+//     .max_running(10)                                                // steps at once
+//     .rate(100, std::chrono::minutes{1});                            // starts per minute
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,9 @@ struct procedure_type {
   /// What a procedure of this type does while a child it placed on another node cannot be
   /// reached.
   node_loss_policy node_loss{};
+  /// How many of its steps may run at once and how fast its procedures may start
+  /// (type_limits); an operator's `proctor limits set` overrides it on a live node.
+  type_limits limits{};
 };
 
 /// What `registry::add<T>` returns: the type just registered, to declare its upgrades and
@@ -133,6 +138,28 @@ public:
   type_declaration& on_node_loss(node_loss_policy p) {
     if (type_ != nullptr)
       type_->node_loss = p;
+    return *this;
+  }
+
+  /// At most `n` steps of procedures of this type run at once on a node (0: no limit);
+  /// the others wait RUNNABLE for one to end (type_limits).
+  type_declaration& max_running(uint32_t n) {
+    if (type_ != nullptr)
+      type_->limits.max_running = n;
+    return *this;
+  }
+
+  /// At most `n` procedures of this type start (run their first step) per `per` on a node,
+  /// in bursts of up to `n` (a token bucket; 0: no limit). `per` must be positive: a
+  /// mistake in the program throws std::invalid_argument when the node starts.
+  type_declaration& rate(uint32_t n, std::chrono::milliseconds per) {
+    if (type_ == nullptr)
+      return *this;
+    if (per.count() <= 0)
+      throw std::invalid_argument("procedure type '" + type_->name
+                                  + "': rate(n, per) needs a positive period");
+    type_->limits.rate = n;
+    type_->limits.per = per;
     return *this;
   }
 

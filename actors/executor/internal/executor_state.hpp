@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -120,6 +121,8 @@ struct expiry {
   bool operator>(const expiry& o) const { return at > o.at; }
 };
 
+using promise_t = caf::typed_response_promise<std::string>;
+
 struct executor_state {
   static inline const char* name = "proctor.executor";
   std::shared_ptr<node_env> env;
@@ -133,6 +136,12 @@ struct executor_state {
   std::unordered_map<uint64_t, std::vector<waiter>> waiters;
   uint64_t wait_token = 0;
   incremental_map<std::string, uint64_t> nonces;
+  // -- per-type limits (executor_limits.cpp) ----------------------------------------------
+  std::map<std::string, recovered_limit> limit_records;  ///< an operator's, by type
+  /// Changes of limits, journaled one at a time in the order they came (a change sets some
+  /// fields over what is in force: two at once would each miss the other's).
+  std::deque<std::pair<pb::LimitsRequest, promise_t>> limit_changes;
+  bool limit_change_busy = false;
   /// Submits with a nonce whose Submitted record is not durable yet.
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
     nonce_pending;
@@ -223,7 +232,6 @@ struct executor_state {
 
 using executor_actor = caf::stateful_actor<executor_state>;
 
-using promise_t = caf::typed_response_promise<std::string>;
 
 // -- replies ----------------------------------------------------------------------------------
 std::string encode(const pb::Response& r);
@@ -434,6 +442,9 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
 void handle_locks(executor_actor* self, promise_t rp);
 /// An operator's bypass: refused unless stuck or forced; answered once it is durable.
 void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t rp);
+/// Lists each type's limits and load, or changes a type's (answered once journaled):
+/// executor_limits.cpp.
+void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);
 
 /// Keeps an event for procedures that suspend on its key later, until its TTL.
 void keep_event(executor_actor* self, const std::string& key, pending_event ev);

@@ -102,4 +102,25 @@ std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>
   return json_writer{}.dump(list);
 }
 
+std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimitInfo>& xs) {
+  auto list = ordered_json::array();
+  for (const auto& l : xs) {
+    ordered_json x = {{"type", l.type()},
+                      {"max_running", l.max_running()},
+                      {"rate", l.rate()},
+                      {"per_ms", l.per_ms()},
+                      {"source", l.operator_set() ? "operator" : "code"},
+                      {"running", l.running()},
+                      {"waiting", l.waiting()},
+                      {"throttled", l.throttled()},
+                      {"code", {{"max_running", l.code_max_running()},
+                                {"rate", l.code_rate()},
+                                {"per_ms", l.code_per_ms()}}}};
+    if (l.operator_set())
+      x["set_at_ms"] = l.set_at_ms();
+    list.push_back(std::move(x));
+  }
+  return json_writer{}.dump(list);
+}
+
 }  // namespace proctor

@@ -32,6 +32,11 @@ std::string history_to_json(const pb::History& h);
 /// "blocked_by":""}, …]: the held ones, then the awaited ones.
 std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>& xs);
 
+/// `limits`: a JSON array, one object per type: {type, max_running, rate, per_ms, source
+/// ("code" or "operator"), running, waiting, throttled, code: {max_running, rate, per_ms},
+/// set_at_ms (operator only)}.
+std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimitInfo>& xs);
+
 /// A procedure's end time in a `tree` answer: ended_at_ms, or 0 while it runs.
 inline bool has_ended(const pb::ProcStatus& s) {
   return s.ended_at_ms() != 0;
