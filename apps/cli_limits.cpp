@@ -25,7 +25,11 @@ std::optional<uint64_t> parse_period(const std::string& text) {
     n = std::stoull(text.substr(0, digits));
   }
   auto unit = text.substr(digits);
-  uint64_t ms = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "m" ? 60'000 : unit == "h" ? 3'600'000 : 0;
+  uint64_t ms = unit == "ms"  ? 1
+                : unit == "s" ? 1000
+                : unit == "m" ? 60'000
+                : unit == "h" ? 3'600'000
+                              : 0;
   if (ms == 0 || n == 0)
     return std::nullopt;
   return n * ms;
@@ -49,12 +53,12 @@ std::string limits_text(const google::protobuf::RepeatedPtrField<pb::TypeLimitIn
                 "RATE", "SOURCE", "RUNNING", "WAITING", "THROTTLED");
   std::string out = line;
   for (const auto& l : xs) {
-    std::snprintf(line, sizeof line, "%-28s %-12s %-14s %-9s %8u %8u %10llu\n", l.type().c_str(),
-                  l.max_running() > 0 ? std::to_string(l.max_running()).c_str() : "-",
-                  l.rate() > 0 ? (std::to_string(l.rate()) + "/" + period_ms_text(l.per_ms())).c_str()
-                               : "-",
-                  l.operator_set() ? "operator" : "code", l.running(), l.waiting(),
-                  static_cast<unsigned long long>(l.throttled()));
+    std::snprintf(
+      line, sizeof line, "%-28s %-12s %-14s %-9s %8u %8u %10llu\n", l.type().c_str(),
+      l.max_running() > 0 ? std::to_string(l.max_running()).c_str() : "-",
+      l.rate() > 0 ? (std::to_string(l.rate()) + "/" + period_ms_text(l.per_ms())).c_str() : "-",
+      l.operator_set() ? "operator" : "code", l.running(), l.waiting(),
+      static_cast<unsigned long long>(l.throttled()));
     out += line;
   }
   return out;
@@ -138,8 +142,8 @@ void add_limits_command(CLI::App& app, runner* run) {
     };
   });
 
-  auto* clear = limits->add_subcommand(
-    "clear", "Take a type back to the limits its code declares (journaled)");
+  auto* clear =
+    limits->add_subcommand("clear", "Take a type back to the limits its code declares (journaled)");
   clear->add_option("type", a->type, "Procedure type")->required();
   clear->add_flag("--json", a->json, "Print the list as one JSON array");
   clear->callback([a, run, print] {

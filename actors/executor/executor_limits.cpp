@@ -95,8 +95,8 @@ void apply_change(executor_actor* self, pb::LimitsRequest req, promise_t rp) {
   auto old = st.limit_records.find(req.type());
   std::optional<type_limits> now;
   if (!req.clear()) {
-    type_limits l = old != st.limit_records.end() && old->second.limits ? *old->second.limits
-                                                                         : t->limits;
+    type_limits l =
+      old != st.limit_records.end() && old->second.limits ? *old->second.limits : t->limits;
     if (req.has_max_running())
       l.max_running = req.max_running();
     if (req.has_rate())

@@ -74,8 +74,9 @@ std::vector<MetricFamily> process_metric_families() {
     double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
     double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
     double cpu = (std::stod(f[14 - 3]) + std::stod(f[15 - 3])) / ticks;
-    out.push_back(family("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-                         MetricType::Counter, cpu));
+    out.push_back(family("process_cpu_seconds_total",
+                         "Total user and system CPU time spent in seconds.", MetricType::Counter,
+                         cpu));
     out.push_back(family("process_virtual_memory_bytes", "Virtual memory size in bytes.",
                          MetricType::Gauge, std::stod(f[23 - 3])));
     out.push_back(family("process_resident_memory_bytes", "Resident memory size in bytes.",
@@ -93,8 +94,8 @@ std::vector<MetricFamily> process_metric_families() {
        i.increment(ec))
     ++open;
   if (!ec)
-    out.push_back(family("process_open_fds", "Number of open file descriptors.",
-                         MetricType::Gauge, open));
+    out.push_back(
+      family("process_open_fds", "Number of open file descriptors.", MetricType::Gauge, open));
   if (double max = max_fds(); max >= 0)
     out.push_back(family("process_max_fds", "Maximum number of open file descriptors.",
                          MetricType::Gauge, max));

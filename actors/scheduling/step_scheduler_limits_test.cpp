@@ -47,9 +47,10 @@ struct fixture : ::testing::Test {
   /// for job N let go, "wait: REASON" for a reason given ("wait: " when one is let go).
   std::string next(std::chrono::milliseconds within = 2s) {
     std::string out = "nothing";
-    self->receive([&](run_inline_atom, step_job& job) { out = "run " + std::to_string(job.ctx.id()); },
-                  [&](lock_wait_atom, const std::string& why) { out = "wait: " + why; },
-                  caf::after(caf::duration{within}) >> [] {});
+    self->receive(
+      [&](run_inline_atom, step_job& job) { out = "run " + std::to_string(job.ctx.id()); },
+      [&](lock_wait_atom, const std::string& why) { out = "wait: " + why; },
+      caf::after(caf::duration{within}) >> [] {});
     return out;
   }
 
@@ -113,8 +114,8 @@ TEST_F(fixture, a_procedure_under_way_goes_before_starts_and_higher_priorities_f
   auto sched = spawn({{"x", type_limits{1, 0, 1s}}});
   ready(sched, 1, "x", true);
   EXPECT_EQ(next(), "run 1");
-  ready(sched, 2, "x", true);        // a start
-  ready(sched, 3, "x", false);       // a step of a procedure under way
+  ready(sched, 2, "x", true);             // a start
+  ready(sched, 3, "x", false);            // a step of a procedure under way
   ready(sched, 4, "x", false, false, 5);  // the same, of a higher priority
   EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");
   EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");  // a step is not behind a start

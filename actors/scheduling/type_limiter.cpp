@@ -22,8 +22,7 @@ std::string type_limiter::describe(const type_limits& l) {
   if (l.max_running > 0)
     out = "at most " + std::to_string(l.max_running) + " running";
   if (l.rate > 0)
-    out += (out.empty() ? "" : ", ") + std::to_string(l.rate) + " starts per "
-           + period_text(l.per);
+    out += (out.empty() ? "" : ", ") + std::to_string(l.rate) + " starts per " + period_text(l.per);
   return out.empty() ? "no limits" : out;
 }
 
@@ -121,8 +120,8 @@ void type_limiter::refund(const std::string& type, bool start) {
     e.tokens = std::min(static_cast<double>(e.effective().rate), e.tokens + 1);
 }
 
-std::pair<size_t, size_t> type_limiter::room(const std::string& type, size_t steps,
-                                             size_t starts, clock::time_point now) {
+std::pair<size_t, size_t> type_limiter::room(const std::string& type, size_t steps, size_t starts,
+                                             clock::time_point now) {
   auto i = types_.find(type);
   if (i == types_.end())
     return {steps, starts};
@@ -142,7 +141,7 @@ std::pair<size_t, size_t> type_limiter::room(const std::string& type, size_t ste
 }
 
 std::optional<type_limiter::clock::time_point> type_limiter::next_token(const std::string& type,
-                                                                       clock::time_point now) {
+                                                                        clock::time_point now) {
   auto i = types_.find(type);
   if (i == types_.end() || i->second.effective().rate == 0)
     return std::nullopt;

@@ -18,13 +18,13 @@ namespace proctor {
 /// One type's limits and load, as `proctor limits` shows them.
 struct type_limit_view {
   std::string type;
-  type_limits code;                     ///< as the type declares them (registry)
+  type_limits code;                         ///< as the type declares them (registry)
   std::optional<type_limits> operator_set;  ///< an operator's override (proctor limits set)
-  int64_t set_at_ms = 0;                ///< when the override was journaled
-  type_limits effective;                ///< the override, else the code's
-  uint32_t running = 0;                 ///< steps of the type running now (forward steps)
-  uint32_t waiting = 0;                 ///< steps held back by its limits now
-  uint64_t throttled = 0;               ///< steps held back at least once, since start
+  int64_t set_at_ms = 0;                    ///< when the override was journaled
+  type_limits effective;                    ///< the override, else the code's
+  uint32_t running = 0;                     ///< steps of the type running now (forward steps)
+  uint32_t waiting = 0;                     ///< steps held back by its limits now
+  uint64_t throttled = 0;                   ///< steps held back at least once, since start
 };
 
 /// An operator's change of one type's limits (journaled first, then applied).
@@ -42,8 +42,8 @@ public:
   void declare(const std::string& type, type_limits code);
 
   /// An operator's override of `type`'s limits (nullopt: back to the code's).
-  void override_limits(const std::string& type, std::optional<type_limits> limits,
-                       int64_t at_ms, clock::time_point now);
+  void override_limits(const std::string& type, std::optional<type_limits> limits, int64_t at_ms,
+                       clock::time_point now);
 
   /// True if `type` has a limit in force (its steps must ask admit()).
   bool limited(const std::string& type) const;

@@ -160,7 +160,8 @@ TEST_F(type_limits_test, starts_follow_the_rate_in_bursts_of_its_size) {
   EXPECT_GE(start_times[5] - start_times[0], std::chrono::milliseconds{390});
 }
 
-TEST_F(type_limits_test, an_operators_limits_are_journaled_survive_a_restart_and_clear_to_the_code) {
+TEST_F(type_limits_test,
+       an_operators_limits_are_journaled_survive_a_restart_and_clear_to_the_code) {
   start();
   auto r = limits([](pb::LimitsRequest& l) {
     l.set_type("test.free");

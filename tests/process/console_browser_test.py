@@ -105,8 +105,8 @@ return r.top >= Math.max(0, box.top) - 1 && r.bottom <= Math.min(innerHeight, bo
 
 
 def check_list_and_cluster(node, driver, root, css_wait, text_wait, click):
-    """The cluster panel; the list newest first with its node column, paged; long words
-    wrapped; a procedure picked in the list scrolled into view in its tree."""
+    """The cluster and limits panels; the list newest first with its node column, paged; long
+    words wrapped; a procedure picked in the list scrolled into view in its tree."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -122,6 +122,14 @@ def check_list_and_cluster(node, driver, root, css_wait, text_wait, click):
     name = me[0]["name"]
     text_wait('#nodes tbody tr[data-up="true"] td:first-child',
               lambda t: t == f"{name} (this node)", f"node {name} up in the cluster panel")
+
+    # The limits panel: a limit an operator sets shows, with who set it (on a type the rest
+    # of the test does not run).
+    r = node.ctl("limits", "set", "demo.flaky", "--max-running", "7", "--rate", "30/1m")
+    check(r.returncode == 0, f"proctor limits set failed: {r.stderr.strip()}")
+    text_wait('#limits tbody tr[data-type="demo.flaky"]',
+              lambda t: t.split()[:5] == ["demo.flaky", "7", "30", "per", "1m"]
+              and "operator" in t, "demo.flaky's limits in the limits panel")
 
     # Newest first: three more roots, submitted one after the other, come before the first.
     # One waits for an event whose key is one long word, shown in the list without widening

@@ -73,8 +73,8 @@ TEST(limits_process, an_operators_limits_survive_sigkill_and_hold_back_starts_un
   auto first = f.submit("demo.noop", R"({"steps":3})");
   EXPECT_EQ(f.n.ctl({"wait", std::to_string(first), "--timeout-s", "30"}, 60s).exit_code, 0);
   auto second = f.submit("demo.noop", R"({"steps":3})");
-  ASSERT_TRUE(f.held(second, "type rate demo.noop: 1 starts per 1h")) << describe(
-    f.n.ctl({"status", std::to_string(second)}, 10s));
+  ASSERT_TRUE(f.held(second, "type rate demo.noop: 1 starts per 1h"))
+    << describe(f.n.ctl({"status", std::to_string(second)}, 10s));
   auto l = f.limits_of("demo.noop");
   EXPECT_EQ(field(l, "waiting").number_value(), 1) << r.out;
   EXPECT_GE(field(l, "throttled").number_value(), 1);

@@ -1,7 +1,9 @@
 // Proctor's web console: polls the node's JSON API (docs/web-console.md) and draws it.
 // Abort and bypass send the token typed at the top as "Authorization: Bearer TOKEN".
 import { Chart, MetricsSeries } from './charts.js';
-import { el, ended, renderHistory, renderLocks, renderNodes, renderProcs, renderTree, stateBadge } from './views.js';
+import {
+  el, ended, renderHistory, renderLimits, renderLocks, renderNodes, renderProcs, renderTree, stateBadge,
+} from './views.js';
 
 const POLL_MS = 2000;
 const METRICS_MS = 1000;
@@ -194,10 +196,16 @@ async function act(button, what) {
   refreshDetail();
 }
 
-// -- locks and metrics -------------------------------------------------------------------------
+// -- locks, limits and metrics -----------------------------------------------------------------
 async function refreshLocks() {
   const r = await api('/api/locks');
   if (r.ok) renderLocks($('locks').tBodies[0], $('locks-none'), r.body, select);
+  return r.status !== 0;
+}
+
+async function refreshLimits() {
+  const r = await api('/api/limits');
+  if (r.ok) renderLimits($('limits').tBodies[0], $('limits-none'), r.body);
   return r.status !== 0;
 }
 
@@ -276,6 +284,7 @@ async function start() {
   });
   every(METRICS_MS, refreshMetrics);
   every(METRICS_MS, refreshNodes);
+  every(POLL_MS, refreshLimits);
 }
 
 start();

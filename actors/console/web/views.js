@@ -204,6 +204,24 @@ export function renderLocks(tbody, none, locks, pick) {
     el('td', {}, l.root_id), el('td', {}, l.blocked_by))));
 }
 
+// "20 per 1m" for a rate of 20 starts per 60,000 ms.
+function perText(rate, perMs) {
+  if (!rate) return '-';
+  const units = [[3600000, 'h'], [60000, 'm'], [1000, 's']];
+  const [size, unit] = units.find(([u]) => perMs % u === 0) || [1, 'ms'];
+  return `${rate} per ${perMs / size}${unit}`;
+}
+
+// The types that have limits, or a step running or held back now (the others say nothing).
+export function renderLimits(tbody, none, limits) {
+  const shown = limits.filter((l) => l.max_running || l.rate || l.running || l.waiting);
+  none.hidden = shown.length > 0;
+  tbody.parentElement.hidden = shown.length === 0;
+  tbody.replaceChildren(...shown.map((l) => el('tr', { 'data-type': l.type, 'data-waiting': l.waiting > 0 },
+    el('td', {}, l.type), el('td', {}, l.max_running || '-'), el('td', {}, perText(l.rate, l.per_ms)),
+    el('td', {}, l.source), el('td', {}, l.running), el('td', {}, l.waiting), el('td', {}, l.throttled))));
+}
+
 // A replica group as one line: "term 3, leader b1: b1 leader, b2 follower (lag 0), b3 (unreachable)".
 function groupText(g) {
   if (!g) return '';

@@ -125,9 +125,9 @@ struct proc_actor_state {
   int64_t since_ms = 0;
   int64_t submitted_at_ms = 0;  ///< its Submitted's time
   int attempt = 1;              ///< runs of `state` so far, this one included
+  bool started = false;  ///< it committed a step (its type's rate counts its first)
   /// `state` has started since the last commit (or may have, before a crash), so a rollback
   /// must undo it as a partly run state; false when it certainly never started.
-  bool started = false;  ///< it committed a step (its type's rate counts its first)
   bool ran_partly = false;
   bool ran_partly_by_queue = false;  ///< set by the job still queued (a cancel clears it)
   int32_t same_state_commits = 0;
