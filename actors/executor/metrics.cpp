@@ -40,20 +40,30 @@ MetricFamily one_sample(std::string name, std::string help, MetricType type, dou
   return MetricFamily{std::move(name), std::move(help), type, {std::move(m)}};
 }
 
-/// A family of one sample per peer, labelled peer="NAME".
-MetricFamily per_peer(std::string name, std::string help, MetricType type,
-                      const std::vector<peer_sample>& peers, double (*value)(const peer_sample&)) {
+/// A family of one sample per item of `items`, labelled `label`="key(item)": per peer, per
+/// procedure type.
+template <class Item>
+MetricFamily per_label(std::string name, std::string help, MetricType type, const char* label,
+                       const std::vector<Item>& items, const std::string Item::*key,
+                       double (*value)(const Item&)) {
   MetricFamily f{std::move(name), std::move(help), type, {}};
-  for (const auto& p : peers) {
+  for (const auto& x : items) {
     ClientMetric m;
-    m.label.push_back({"peer", p.name});
+    m.label.push_back({label, x.*key});
     if (type == MetricType::Counter)
-      m.counter.value = value(p);
+      m.counter.value = value(x);
     else
-      m.gauge.value = value(p);
+      m.gauge.value = value(x);
     f.metric.push_back(std::move(m));
   }
   return f;
+}
+
+/// A family of one sample per peer, labelled peer="NAME".
+MetricFamily per_peer(std::string name, std::string help, MetricType type,
+                      const std::vector<peer_sample>& peers, double (*value)(const peer_sample&)) {
+  return per_label(std::move(name), std::move(help), type, "peer", peers, &peer_sample::name,
+                   value);
 }
 
 /// The journal's synced writes by duration (journal_stats::sync_buckets), in seconds.
@@ -270,17 +280,7 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
   if (!s.types.empty()) {
     auto per_type = [&](const char* name, const char* help, MetricType type,
                         double (*value)(const type_limit_view&)) {
-      MetricFamily f{name, help, type, {}};
-      for (const auto& v : s.types) {
-        ClientMetric m;
-        m.label.push_back({"type", v.type});
-        if (type == MetricType::Counter)
-          m.counter.value = value(v);
-        else
-          m.gauge.value = value(v);
-        f.metric.push_back(std::move(m));
-      }
-      out.push_back(std::move(f));
+      out.push_back(per_label(name, help, type, "type", s.types, &type_limit_view::type, value));
     };
     per_type("proctor_type_running_steps",
              "Steps of procedures of the type running now (forward steps; undos are not "

@@ -118,6 +118,20 @@ bool lock_ok(sched_actor* self, step_job& job) {
   return false;
 }
 
+/// Makes sure the held jobs `h` of `type` are looked at again at `at` (their next token):
+/// one wake-up on its way per type.
+void arm_wake(sched_actor* self, held_jobs& h, const std::string& type,
+              type_limiter::clock::time_point at) {
+  if (h.wake_armed)
+    return;
+  h.wake_armed = true;
+  auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 at - type_limiter::clock::now())
+               + std::chrono::milliseconds{1};
+  self->delayed_send(self, std::max(after, std::chrono::milliseconds{1}), limit_wake_atom::value,
+                     type);
+}
+
 /// Holds `job` back for its type's limits (`why` is the procedure's waiting_for), and makes
 /// sure a wake-up comes at `retry_at` when it waits for a token.
 void hold(sched_actor* self, step_job job, const std::string& why,
@@ -131,14 +145,8 @@ void hold(sched_actor* self, step_job job, const std::string& why,
   }
   job.limit_released = false;
   auto& h = st.held[job.type];
-  if (retry_at && !h.wake_armed) {
-    h.wake_armed = true;
-    auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   *retry_at - type_limiter::clock::now())
-                 + std::chrono::milliseconds{1};
-    self->delayed_send(self, std::max(after, std::chrono::milliseconds{1}),
-                       limit_wake_atom::value, job.type);
-  }
+  if (retry_at)
+    arm_wake(self, h, job.type, *retry_at);
   auto prio = job.priority;
   if (job.first)
     h.starts.emplace(prio, std::move(job));
@@ -177,14 +185,9 @@ void release_held(sched_actor* self, const std::string& type) {
   };
   take(h->second.steps, steps);
   take(h->second.starts, starts);
-  if (!h->second.starts.empty() && !h->second.wake_armed) {
-    if (auto at = st.limiter.next_token(type, now)) {
-      h->second.wake_armed = true;
-      auto after = std::chrono::duration_cast<std::chrono::milliseconds>(*at - now)
-                   + std::chrono::milliseconds{1};
-      self->delayed_send(self, after, limit_wake_atom::value, type);
-    }
-  }
+  if (!h->second.starts.empty() && !h->second.wake_armed)
+    if (auto at = st.limiter.next_token(type, now))
+      arm_wake(self, h->second, type, *at);
   if (h->second.size() == 0 && !h->second.wake_armed)
     st.held.erase(h);
   requeue(st, out);

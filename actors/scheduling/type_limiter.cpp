@@ -76,6 +76,12 @@ void type_limiter::refill(entry& e, clock::time_point now) {
   e.refilled = now;
 }
 
+type_limiter::clock::time_point type_limiter::token_due(const entry& e, clock::time_point now) {
+  const auto& l = e.effective();
+  auto wait_ms = (1 - e.tokens) * static_cast<double>(l.per.count()) / l.rate;
+  return now + std::chrono::microseconds(static_cast<int64_t>(std::ceil(wait_ms * 1000)));
+}
+
 type_limiter::verdict type_limiter::admit(const std::string& type, bool start,
                                           clock::time_point now) {
   auto i = types_.find(type);
@@ -90,13 +96,11 @@ type_limiter::verdict type_limiter::admit(const std::string& type, bool start,
             {}};
   if (start && l.rate > 0) {
     refill(e, now);
-    if (e.tokens < 1) {
-      auto wait_ms = (1 - e.tokens) * static_cast<double>(l.per.count()) / l.rate;
+    if (e.tokens < 1)
       return {false,
               "type rate " + type + ": " + std::to_string(l.rate) + " starts per "
                 + period_text(l.per),
-              now + std::chrono::microseconds(static_cast<int64_t>(std::ceil(wait_ms * 1000)))};
-    }
+              token_due(e, now)};
     e.tokens -= 1;
   }
   ++e.running;
@@ -149,9 +153,7 @@ std::optional<type_limiter::clock::time_point> type_limiter::next_token(const st
   refill(e, now);
   if (e.tokens >= 1)
     return std::nullopt;
-  const auto& l = e.effective();
-  auto wait_ms = (1 - e.tokens) * static_cast<double>(l.per.count()) / l.rate;
-  return now + std::chrono::microseconds(static_cast<int64_t>(std::ceil(wait_ms * 1000)));
+  return token_due(e, now);
 }
 
 void type_limiter::throttled(const std::string& type) {

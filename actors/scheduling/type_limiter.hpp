@@ -99,6 +99,8 @@ private:
     const type_limits& effective() const { return op ? *op : code; }
   };
   void refill(entry& e, clock::time_point now);
+  /// When the next token of `e` (refilled, with less than one token, a rate) comes.
+  static clock::time_point token_due(const entry& e, clock::time_point now);
 
   std::map<std::string, entry, std::less<>> types_;
 };
