@@ -90,7 +90,8 @@ struct command {
     release,
     quarantine,
     nodes,
-    replicas
+    replicas,
+    forget
   };
   verb what = verb::status;
   bool json = false;            ///< `replicas --json`
@@ -159,6 +160,9 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
       return resp.unreachable().empty() ? exit_ok : exit_unreachable;
     case command::verb::nodes:
       std::cout << proctor::nodes_to_json(resp.nodes()) << '\n';
+      return exit_ok;
+    case command::verb::forget:
+      print_text(resp.text());
       return exit_ok;
     case command::verb::wait: {
       std::cout << proctor::status_to_json(resp.status()) << '\n';
@@ -463,6 +467,23 @@ int main(int argc, char** argv) {
   app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)")->callback([&] {
     cmd.what = verb::metrics;
     cmd.request.mutable_metrics();
+  });
+
+  std::string forget_name;
+  bool confirm_lost = false;
+  auto* node_cmd = app.add_subcommand("node", "Operator actions on a peer node");
+  node_cmd->require_subcommand(1);
+  auto* forget = node_cmd->add_subcommand(
+    "forget", "Declare a peer that is down lost for good: the trees with parts there fail and "
+              "undo what is elsewhere; its journal is refused from then on (docs/cluster.md)");
+  forget->add_option("name", forget_name, "The peer's name (--peers)")->required();
+  forget->add_flag("--confirm-lost", confirm_lost,
+                   "Say that what the node did is lost and will not be undone");
+  forget->callback([&] {
+    cmd.what = verb::forget;
+    auto* r = cmd.request.mutable_forget();
+    r->set_name(forget_name);
+    r->set_confirm(confirm_lost);
   });
 
   auto* quarantine = app.add_subcommand(

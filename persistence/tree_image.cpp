@@ -94,6 +94,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.priority = s.priority();
       p.nonce = s.nonce();
       p.submitted_at_ms = s.submitted_at_ms();
+      p.submitted_lsn = lsn;
       p.status = proc_state::runnable;
       p.since_ms = s.submitted_at_ms();
       p.state = s.state();
@@ -315,6 +316,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kIncarnation:
     case pb::JournalRecord::kPeerIncarnation:
     case pb::JournalRecord::kTypeLimits:
+    case pb::JournalRecord::kNodeForgotten:
     case pb::JournalRecord::BODY_NOT_SET:
       if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())
         t.corrupt = "empty record at lsn " + std::to_string(lsn);

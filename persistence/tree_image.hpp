@@ -36,6 +36,9 @@ struct proc_image {
   int32_t priority = 0;
   std::string nonce;
   int64_t submitted_at_ms = 0;
+  /// The LSN of its Submitted record (for a child just spawned: of the batch's last entry):
+  /// a placeholder whose node an operator forgot after it is lost (cluster_view::lost).
+  uint64_t submitted_lsn = 0;
 
   // Times (wall clock ms; 0 where the journal does not say, as older journals do not).
   /// When it entered its current status: the time of the record that put it there (for a

@@ -19,7 +19,13 @@ void cluster_view::set(const peer_status& s) {
   auto& mine = peers_[s.name];
   auto types = std::move(mine.types);
   bool known = mine.types_known;
+  auto forgotten_at = mine.forgotten_at_ms;
+  auto forgotten_lsn = mine.forgotten_lsn;
+  auto forgotten_incarnation = mine.forgotten_incarnation;
   mine = s;
+  mine.forgotten_at_ms = forgotten_at;
+  mine.forgotten_lsn = forgotten_lsn;
+  mine.forgotten_incarnation = forgotten_incarnation;
   if (!s.types_known && known) {
     // A status without types (a down peer) keeps what the peer said before.
     mine.types = std::move(types);
@@ -47,6 +53,29 @@ std::vector<peer_status> cluster_view::all() const {
   for (const auto& [name, s] : peers_)
     out.push_back(s);
   return out;
+}
+
+void cluster_view::forget(const std::string& name, uint64_t lsn, uint64_t incarnation,
+                          int64_t at_ms) {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto& mine = peers_[name];
+  if (mine.name.empty())
+    mine.name = name;
+  mine.forgotten_at_ms = at_ms;
+  mine.forgotten_lsn = lsn;
+  mine.forgotten_incarnation = incarnation;
+}
+
+bool cluster_view::lost(const std::string& name, uint64_t submitted_lsn) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto i = peers_.find(name);
+  return submitted_lsn != 0 && i != peers_.end() && i->second.forgotten_lsn > submitted_lsn;
+}
+
+std::string cluster_view::lost_text(const std::string& name) const {
+  auto s = get(name);
+  return "not undone: node " + name + " forgotten by an operator at "
+         + utc_text(s ? s->forgotten_at_ms : 0) + " (what it held is lost)";
 }
 
 std::string cluster_view::waiting_text(const std::string& node) const {

@@ -29,6 +29,19 @@ public:
 
   std::vector<peer_status> all() const;
 
+  /// An operator forgot `name` (its NodeForgotten record at `lsn`): kept across the link's
+  /// reports from now on.
+  void forget(const std::string& name, uint64_t lsn, uint64_t incarnation, int64_t at_ms);
+
+  /// True when `name` was forgotten after a procedure placed there was journaled at
+  /// `submitted_lsn`: that procedure's part is lost. An unknown LSN (0) is never lost: a
+  /// tree is failed only on what its journal says.
+  bool lost(const std::string& name, uint64_t submitted_lsn) const;
+
+  /// "not undone: node b forgotten by an operator at 2026-11-28T10:01:02Z (what it held is
+  /// lost)": the error of a part lost with its node.
+  std::string lost_text(const std::string& name) const;
+
   /// What a procedure waiting for `node` shows: "node b", or why it is unreachable.
   std::string waiting_text(const std::string& node) const;
 

@@ -170,6 +170,9 @@ struct tree_done {
   uint64_t root_id = 0;
   std::vector<proc_update> procs;
   std::string summary;  ///< the tree's summary record (a serialized pb::JournalRecord)
+  /// A fragment whose parent's node an operator forgot: nothing will release it, so it
+  /// expires as a root's result does.
+  bool orphan = false;
 };
 
 /// A subtree's answer to passivate_query_atom (passivate_answer_atom, the query's tag, the

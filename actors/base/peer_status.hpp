@@ -26,6 +26,10 @@ using peer_expect_atom = caf::atom_constant<caf::atom("peerexp")>;
 /// passed. (peer_left_atom, std::string name) to the transport: that peer said it leaves.
 using peer_leaving_atom = caf::atom_constant<caf::atom("peerleav")>;
 using peer_left_atom = caf::atom_constant<caf::atom("peerleft")>;
+/// (peer_forget_atom, std::string name, uint64_t incarnation) to the transport: an operator
+/// forgot that peer (journaled already): its link refuses that incarnation for good and
+/// records the next other one it hears (docs/cluster.md, "Forgetting a node").
+using peer_forget_atom = caf::atom_constant<caf::atom("peerfgt")>;
 
 /// How this node sees one peer.
 struct peer_status {
@@ -55,6 +59,12 @@ struct peer_status {
   /// Answers the link could neither read nor match to a request (dropped; they fail no
   /// request at once and leave the peer up), counted since the link started.
   uint64_t stray_answers = 0;
+  /// An operator forgot the peer (`node forget`): when (0: never), the journal record's LSN
+  /// (fragments placed there before it are lost) and the incarnation forgotten. Kept by the
+  /// cluster view, not by the link.
+  int64_t forgotten_at_ms = 0;
+  uint64_t forgotten_lsn = 0;
+  uint64_t forgotten_incarnation = 0;
 
   /// "node b unreachable since 2026-11-25T06:40:12Z (no answer to heartbeats for 3 s)".
   std::string unreachable_text() const;

@@ -97,6 +97,7 @@ void deliver(outbox_actor* self, const std::string& peer) {
   pb::Request req;
   auto* d = req.mutable_peer();
   d->set_from(st.cfg.node_name);
+  d->set_incarnation(st.cfg.incarnation);
   std::vector<uint64_t> lsns;
   for (auto& [lsn, bytes] : q.pending) {
     if (lsns.size() == st.cfg.max_batch)
@@ -175,6 +176,29 @@ caf::behavior outbox_fn(outbox_actor* self, outbox_config cfg, std::vector<outbo
       auto& q = self->state.peers[peer];
       q.left = true;
       q.failures = 0;  // the next failure says so once
+    },
+    [self](outbox_forget_atom, const std::string& peer, uint64_t before_lsn) -> size_t {
+      auto& q = self->state.peers[peer];
+      journal_batch del;
+      size_t n = 0;
+      for (auto i = q.pending.begin(); i != q.pending.end() && i->first < before_lsn;) {
+        auto lsn = i->first;
+        if (!del.deletes.empty() && del.deletes.back().before_lsn == lsn)
+          del.deletes.back().before_lsn = lsn + 1;
+        else
+          del.deletes.push_back({journal_keys::meta_root, lsn, lsn + 1});
+        i = q.pending.erase(i);
+        ++n;
+      }
+      if (n > 0) {
+        spdlog::warn("outbox: {} message(s) for node {} dropped: an operator forgot that node",
+                     n, peer);
+        // Not awaited: a delete lost in a crash is redone at recovery (node.cpp drops the
+        // records of a forgotten peer older than its NodeForgotten).
+        self->request(self->state.cfg.journal, caf::infinite, append_atom::value, std::move(del))
+          .then([](uint64_t) {}, [](caf::error&) {});
+      }
+      return n;
     },
     [self](retry_atom_t, const std::string& peer) {
       self->state.peers[peer].retry_armed = false;

@@ -27,6 +27,10 @@ using outbox_stats_atom = caf::atom_constant<caf::atom("obxstats")>;
 /// (outbox_left_atom, peer): the peer stopped in order (it said so): its messages wait for
 /// its return without a warning at each failed try (the next kick clears it).
 using outbox_left_atom = caf::atom_constant<caf::atom("obxleft")>;
+/// (outbox_forget_atom, peer, uint64_t lsn) -> size_t: an operator forgot the peer (its
+/// NodeForgotten record is at `lsn`): the messages for it journaled before are dropped and
+/// their records deleted (what they carried is declared lost); answers how many.
+using outbox_forget_atom = caf::atom_constant<caf::atom("obxfgt")>;
 /// The transport's protocol: (peer_request_atom, peer name, serialized pb::Request,
 /// timeout_ms) -> serialized pb::Response (or an error: the peer is unknown or unreachable).
 using peer_request_atom = caf::atom_constant<caf::atom("peerreq")>;
@@ -40,6 +44,7 @@ struct outbox_item {
 
 struct outbox_config {
   std::string node_name;
+  uint64_t incarnation = 0;  ///< this node's, sent with every delivery
   caf::actor journal;
   /// Carries a request to a peer (the peers actor; tests route between in-process nodes).
   caf::actor transport;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <unordered_map>
 
 #include <caf/io/all.hpp>
@@ -77,6 +78,8 @@ struct link_state {
   caf::actor journal;                ///< records the first incarnation heard
   bool recording = false;            ///< ... which is being recorded now
   uint64_t refused_incarnation = 0;  ///< the other incarnation last refused (for the log)
+  /// Incarnations an operator forgot (`node forget`): refused for good, whatever else.
+  std::set<uint64_t> forgotten;
   /// The peer said it stops in order (a ping with `leaving`): down as "left" until it answers
   /// again, logged at info and not counted as a failure.
   bool left = false;
@@ -219,6 +222,21 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
     return true;
   if (!st.expect_known)
     return false;  // asked again at the next heartbeat
+  if (st.forgotten.count(heard) > 0) {
+    auto why = "node " + st.cfg.peer_name + " at " + s.address + " came back as incarnation "
+               + incarnation_text(heard)
+               + ", which an operator forgot (proctor node forget): what it held was declared "
+                 "lost and undone elsewhere, so it is refused for good; to bring the name back, "
+                 "start it with an empty data directory";
+    auto n = ++s.refusals;
+    if (log_nth(n) || st.refused_incarnation != heard)
+      spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
+                    st.cfg.peer_name, why, n);
+    st.refused_incarnation = heard;
+    go_down(self, why, false);
+    notify(self);
+    return false;
+  }
   if (s.incarnation == heard)
     return true;
   if (s.incarnation == 0) {
@@ -426,6 +444,18 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       st.expect_known = true;
       st.status.incarnation = incarnation;
       st.journal = std::move(journal);
+    },
+    // An operator forgot the peer (journaled): that incarnation is refused from now on, and
+    // the next other one heard is recorded and taken (a new journal under the old name).
+    [self](peer_forget_atom, uint64_t incarnation) {
+      auto& st = self->state;
+      if (incarnation != 0)
+        st.forgotten.insert(incarnation);
+      if (incarnation == 0 || st.status.incarnation == incarnation)
+        st.status.incarnation = 0;
+      if (st.status.up && incarnation != 0)
+        go_down(self, "forgotten by an operator (proctor node forget)", true);
+      notify(self);
     },
     [self](link_fd_atom, int fd, const std::string& why, uint64_t attempt) {
       auto& st = self->state;

@@ -169,6 +169,10 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
       }
       return rp;
     },
+    [self](peer_forget_atom, const std::string& name, uint64_t incarnation) {
+      if (auto l = self->state.links.find(name); l != self->state.links.end())
+        self->send(l->second, peer_forget_atom::value, incarnation);
+    },
     [self](peer_left_atom, const std::string& name) {
       if (auto l = self->state.links.find(name); l != self->state.links.end())
         self->send(l->second, peer_left_atom::value);

@@ -317,5 +317,38 @@ TEST(http_api, limits_are_listed_and_changed_with_only_the_fields_given) {
   EXPECT_EQ(n.asked.size(), asked);
 }
 
+TEST(http_api, a_node_is_forgotten_only_when_the_loss_is_confirmed) {
+  fake_node n;
+  n.answer = [](const pb::Request& req) {
+    executor_answer a;
+    a.response.emplace();
+    if (req.forget().name() == "up") {
+      a.response->set_code(pb::Response::REFUSED);
+      a.response->set_error("node up is up (it answers its heartbeats at 127.0.0.1:7001)");
+      return a;
+    }
+    a.response->set_text("node b forgotten (incarnation 6f3c0a9d1e2b4c5d): 2 procedure(s) ...");
+    return a;
+  };
+  auto r = call(n, "POST", "/api/nodes/forget", R"({"name":"b","confirm_lost":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body(r)["node"], "b");
+  EXPECT_EQ(body(r)["forgotten"], true);
+  EXPECT_EQ(n.asked.back().forget().name(), "b");
+  EXPECT_TRUE(n.asked.back().forget().confirm());
+  auto refused = call(n, "POST", "/api/nodes/forget", R"({"name":"up","confirm_lost":true})");
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  auto asked = n.asked.size();
+  for (auto [text, field] : {std::pair{R"({"confirm_lost":true})", "name"},
+                             {R"({"name":"b"})", "confirm_lost"},
+                             {R"({"name":"b","confirm_lost":false})", "confirm_lost"},
+                             {R"({"name":"b","confirm_lost":true,"force":1})", "force"}}) {
+    auto bad = call(n, "POST", "/api/nodes/forget", text);
+    EXPECT_EQ(bad.status, 400) << text;
+    EXPECT_EQ(body(bad)["field"], field) << text;
+  }
+  EXPECT_EQ(n.asked.size(), asked) << "nothing unconfirmed reaches the node";
+}
+
 }  // namespace
 }  // namespace proctor

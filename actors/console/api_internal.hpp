@@ -75,5 +75,6 @@ console_reply abort_proc(const api_call& c);
 console_reply bypass_proc(const api_call& c);
 console_reply release_proc(const api_call& c);
 console_reply set_limits(const api_call& c);
+console_reply forget_node(const api_call& c);
 
 }  // namespace proctor::api_detail

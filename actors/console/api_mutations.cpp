@@ -224,4 +224,30 @@ console_reply set_limits(const api_call& c) {
   return change(c, r, [](const pb::Response& resp) { return ok_json(limits_to_json(resp.limits())); });
 }
 
+console_reply forget_node(const api_call& c) {
+  auto got = body_object(c.req);
+  if (auto* e = std::get_if<console_reply>(&got))
+    return std::move(*e);
+  const auto& o = std::get<json>(got);
+  if (auto bad = unknown_field(o, {"name", "confirm_lost"}))
+    return std::move(*bad);
+  if (!o.contains("name") || !o["name"].is_string() || o["name"].get<std::string>().empty())
+    return bad_field("name", "the peer's name, a non-empty string, is wanted");
+  if (!o.contains("confirm_lost") || !o["confirm_lost"].is_boolean()
+      || !o["confirm_lost"].get<bool>())
+    return bad_field("confirm_lost",
+                     "true is wanted: forgetting a node declares everything it holds lost (the "
+                     "trees with parts there undo what is elsewhere, not what it did)");
+  pb::Request r;
+  r.mutable_forget()->set_name(o["name"].get<std::string>());
+  r.mutable_forget()->set_confirm(true);
+  return change(c, r, [&](const pb::Response& resp) {
+    json j;
+    j["node"] = o["name"];
+    j["forgotten"] = true;
+    j["text"] = resp.text();
+    return ok_json(dump(j));
+  });
+}
+
 }  // namespace proctor::api_detail

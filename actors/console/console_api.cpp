@@ -37,6 +37,7 @@ const std::vector<route>& routes() {
     {{"GET", "/api/limits", false}, limits},
     {{"POST", "/api/limits", true}, set_limits},
     {{"GET", "/api/nodes", false}, nodes},
+    {{"POST", "/api/nodes/forget", true}, forget_node},
     {{"GET", "/api/metrics", false}, metrics_summary},
     {{"GET", "/api/quarantine", false}, quarantine},
     {{"GET", "/api/openapi.json", false}, openapi_document},

@@ -356,8 +356,9 @@ caf::behavior serving(executor_actor* self) {
       auto& re = st.roots[d.root_id];
       re.finished = true;
       collect_later(self, d.root_id, std::move(d.summary));
-      // A fragment of a tree on another node stays until that node releases it.
-      if (!is_fragment(self, d.root_id))
+      // A fragment of a tree on another node stays until that node releases it (unless that
+      // node was forgotten).
+      if (!is_fragment(self, d.root_id) || d.orphan)
         expire_after(self, d.root_id, st.cfg.result_ttl);
     },
     [self](fragment_done_atom, tree_done& d) {
@@ -372,6 +373,11 @@ caf::behavior serving(executor_actor* self) {
       self->state.roots[d.root_id].finished = true;
     },
     [self](peer_status_atom, peer_status& s) { on_peer_status(self, s); },
+    [self](remote_lost_atom, uint64_t id) { declare_lost(self, id); },
+    [self](orphan_retry_atom) {
+      self->state.orphan_retry_armed = false;
+      roll_back_orphans(self);
+    },
     [self](remote_route_atom, uint64_t id, caf::actor& h) {
       route_remote(self, id, std::move(h), false);
     },

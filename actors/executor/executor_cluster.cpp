@@ -72,6 +72,11 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
   } else if (s.reason.rfind("left:", 0) == 0) {
     caf::anon_send(st.env->outbox, outbox_left_atom::value, s.name);
   }
+  tell_waiting_for(self, s);
+}
+
+void tell_waiting_for(executor_actor* self, const peer_status& s) {
+  auto& st = self->state;
   // The procedures that wait for that node show it (and may have a deadline for it); those
   // of passivated trees come back to do so.
   wake_dormant_on(self, s.name);
@@ -86,7 +91,8 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
     if (st.remote_via.count(id) == 0)
       self->send(h, peer_status_atom::value, s);
     else if (!s.up)
-      self->send(h, wake_child_atom::value, id);  // its placeholder keeps the node-loss deadline
+      self->send(h, wake_child_atom::value, id);  // its placeholder keeps the node-loss
+                                                  // deadline, or finds its node forgotten
     else
       continue;
     ++told;
@@ -119,6 +125,8 @@ void fill_node(const peer_status& s, pb::NodeStatus* n) {
   if (!s.group.empty())
     (void)n->mutable_group()->ParseFromString(s.group);
   n->set_incarnation(s.incarnation);
+  n->set_forgotten_at_ms(s.forgotten_at_ms);
+  n->set_forgotten_incarnation(s.forgotten_incarnation);
 }
 
 }  // namespace

@@ -9,9 +9,21 @@
 
 namespace proctor::exec_detail {
 
-bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
+bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& in_bytes,
                       promise_t& rp) {
   auto& st = self->state;
+  // A request a peer passed on carries a tag (its link's; or the one set below, which a link
+  // replaces with its own). It goes at most one hop further, to where a child placed here
+  // runs: never back by the id's owner, which is how a node holding a placeholder of a
+  // fragment released since and the fragment's node sent a status to each other for ever.
+  const bool from_peer = req.tag() != 0;
+  std::string marked;
+  if (!from_peer) {
+    pb::Request copy = req;
+    copy.set_tag(1);
+    marked = copy.SerializeAsString();
+  }
+  const std::string& bytes = from_peer ? in_bytes : marked;
   uint64_t id = 0;
   auto timeout = std::chrono::milliseconds{30'000};
   switch (req.body_case()) {
@@ -47,17 +59,25 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
     // steps), so a node that does not answer is said to be unreachable.
     if (held->second.node().empty() || !st.env->transport)
       return false;
+    // Its node was forgotten and it ended here as lost: what is known of it is here.
+    if (held->second.ended) {
+      auto s = st.env->cluster->get(held->second.node());
+      if (s && s->forgotten_lsn != 0 && !s->up)
+        return false;
+    }
     if (req.has_history()) {
       auto where = "procedure " + std::to_string(id) + " runs on node " + held->second.node();
       self
         ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value,
                   held->second.node(), bytes, static_cast<uint32_t>(timeout.count()))
         .then(
-          [rp, where](std::string& answer) mutable {
+          [self, rp, where, h = req.history()](std::string& answer) mutable {
             pb::Response r;
             if (!r.ParseFromString(answer))
               return reply(
                 rp, error_reply(pb::Response::INTERNAL, where + ", which sent a malformed answer"));
+            if (r.code() == pb::Response::NOT_FOUND)
+              return handle_history(self, h, rp);  // released there: what is here
             if (r.code() != pb::Response::OK)
               return reply(rp, error_reply(r.code(), where + ", which says: " + r.error()));
             reply(rp, std::move(answer));
@@ -89,6 +109,11 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
   // Ids this node handed out are answered here.
   if (owner == 0 || owner == st.env->node_number)
     return false;
+  if (from_peer) {
+    reply(rp, error_reply(pb::Response::NOT_FOUND,
+                          "no procedure " + std::to_string(id) + " on node " + st.env->node_name));
+    return true;
+  }
   auto peer = st.env->peer_numbers.find(owner);
   if (peer == st.env->peer_numbers.end() || !st.env->transport) {
     reply(rp, error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(id)

@@ -217,18 +217,39 @@ bool proc_only_waits(const proc_image& p) {
 
 }  // namespace
 
-bool only_waits(const tree_image& t) {
+namespace {
+
+/// True if `p`'s parent waits for its children (its last spawn), `p` among them.
+bool parent_awaits(const tree_image& t, const proc_image& p) {
+  const auto* parent = t.find(p.parent_id);
+  return parent != nullptr && parent->status == proc_state::waiting && parent->event_key.empty()
+         && std::find(parent->last_spawned.begin(), parent->last_spawned.end(), p.id)
+              != parent->last_spawned.end();
+}
+
+}  // namespace
+
+bool only_waits(const tree_image& t, const cluster_view& cluster) {
   const auto* r = t.root();
   if (t.failed || t.finished || r == nullptr || !proc_only_waits(*r))
     return false;
   for (const auto& [id, p] : t.procs) {
-    if (is_final(p.status))
+    // A child on another node whose end is here already, its parent waiting for it: the
+    // parent runs on (the end may have been the last one it waited for, and no other will
+    // wake the tree). One placed on a node an operator forgot: its end is to be journaled.
+    if (p.remote()
+        && (p.remote_end_lsn != 0 ? parent_awaits(t, p)
+                                  : !is_final(p.status) && cluster.lost(p.node, p.submitted_lsn)))
+      return false;
+    if (is_final(p.status) || p.remote())
       continue;
-    if (p.remote()) {
-      if (p.remote_end_lsn != 0)
-        return false;  // its end is here already: its parent runs on
-      continue;
-    }
+    // Waiting for children that all ended: it runs on (nothing else would wake it).
+    if (p.status == proc_state::waiting && p.event_key.empty() && !p.last_spawned.empty()
+        && std::all_of(p.last_spawned.begin(), p.last_spawned.end(), [&t](uint64_t c) {
+             const auto* cp = t.find(c);
+             return cp != nullptr && is_final(cp->status);
+           }))
+      return false;
     if (!proc_only_waits(p))
       return false;
   }

@@ -127,7 +127,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
   for (size_t i = 0; i < trees.size(); ++i) {
     const auto& t = trees[i];
     procs += t.procs.size();
-    sleeps_at[i] = st.cfg.hibernate_after.count() >= 0 && t.corrupt.empty() && only_waits(t);
+    sleeps_at[i] = st.cfg.hibernate_after.count() >= 0 && t.corrupt.empty() && only_waits(t, *st.env->cluster);
     waiting_roots += sleeps_at[i] ? 1 : 0;
   }
   if (st.procs.empty()) {
@@ -160,12 +160,25 @@ void recover_part(executor_actor* self, recovered_state& part) {
     const auto* root = image->root();
     if (!root->nonce.empty())
       st.nonces[root->nonce] = image->root_id;
+    // A fragment whose parent's node an operator forgot after it came: rolled back (again:
+    // the order may not have been journaled before the node went down) once recovery ends;
+    // rolled back, nothing will release it: it expires as a root's result does.
+    const bool orphan =
+      !root->parent_node.empty()
+      && st.env->cluster->lost(root->parent_node,
+                               root->submitted_lsn != 0 ? root->submitted_lsn : image->last_lsn);
+    if (orphan && !image->rolled_back)
+      st.orphans.emplace_back(root->parent_node, image->root_id);
     // A fragment that succeeded and was then ordered rolled back: its rollback resumes.
     bool fragment_rolls_back = !root->parent_node.empty() && image->failed && !image->rolled_back;
     if (image->finished && !root->parent_node.empty() && !fragment_rolls_back) {
       // A fragment of a tree on another node, ended: kept as it is until released.
       ++n.done;
       st.roots[image->root_id].finished = true;
+      if (orphan && image->rolled_back)
+        expire_after(self, image->root_id,
+                     st.cfg.result_ttl
+                       - std::chrono::milliseconds{wall_ms() - image->finished_at_ms});
       continue;
     }
     if (image->finished && !fragment_rolls_back) {
@@ -225,6 +238,7 @@ void recover_end(executor_actor* self) {
     start_root(self, std::move(image), rb);
   for (auto id : std::exchange(st.to_wake, {}))
     wake_root(self, id);
+  roll_back_orphans(self);
   // Results that expired while the node was down go now; the rest when due.
   on_expiry_timer(self, st.expiry_token);
   if (!st.collectable.empty())

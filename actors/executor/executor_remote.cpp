@@ -4,6 +4,8 @@
 // whole batch "later", and the sender delivers it again. Each message is safe twice: a
 // spawn of a child held already, an end already journaled, a rollback of a fragment rolled
 // back, a release of a fragment gone — each is acknowledged and does nothing more.
+#include <cstdio>
+
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
@@ -21,18 +23,22 @@ using done_fn = std::function<void(bool taken, std::string why)>;
 
 /// Journals `batch` with its outbox records, hands those over, then `then`.
 void append_with_outbox(executor_actor* self, journal_batch batch,
-                        std::shared_ptr<outbox_staging> staged, std::function<void()> then) {
+                        std::shared_ptr<outbox_staging> staged,
+                        std::function<void(uint64_t last_lsn)> then) {
   auto n = batch.entries.size();
   append(self, std::move(batch), [self, staged, n, then = std::move(then)](uint64_t lsn) {
     staged->hand_over(self->state.env->outbox, lsn, n);
     if (then)
-      then();
+      then(lsn);
   });
 }
 
-/// Tells `peer` that fragment `id` ended (`state`), durably here first.
+/// Tells `peer` that fragment `id` ended (`state`), durably here first. `orphan`: `peer` was
+/// forgotten by an operator, nothing there waits for it: nothing is sent.
 void send_end(executor_actor* self, const std::string& peer, uint64_t id, pb::ProcState state,
-              const std::string& error, done_fn done) {
+              const std::string& error, done_fn done, bool orphan = false) {
+  if (orphan)
+    return done(true, {});
   pb::PeerMessage m;
   auto* e = m.mutable_end();
   e->set_proc_id(id);
@@ -41,7 +47,7 @@ void send_end(executor_actor* self, const std::string& peer, uint64_t id, pb::Pr
   journal_batch b;
   auto staged = std::make_shared<outbox_staging>();
   staged->add(b, peer, m);
-  append_with_outbox(self, std::move(b), staged, [done] { done(true, {}); });
+  append_with_outbox(self, std::move(b), staged, [done](uint64_t) { done(true, {}); });
 }
 
 /// A run of consecutive spawns, in one journal write: a wide remote fan-out arrives in
@@ -51,7 +57,7 @@ void on_spawns(executor_actor* self, const std::string& from,
   auto& st = self->state;
   struct started {
     uint64_t id;
-    std::shared_ptr<const tree_image> image;
+    pb::JournalRecord rec;  ///< its Submitted, folded once its LSN is known
     std::shared_ptr<procedure> inst;
   };
   auto fresh = std::make_shared<std::vector<started>>();
@@ -97,24 +103,27 @@ void on_spawns(executor_actor* self, const std::string& from,
     if (m->has_parent_supervision())
       *s->mutable_parent_supervision() = m->parent_supervision();
     b.entries.push_back(make_entry(id, rec));
-    tree_folder f(id);
-    f.add(0, rec);
     st.submitting.insert(id);
-    fresh->push_back({id, std::make_shared<const tree_image>(f.finish()), std::move(inst)});
+    fresh->push_back({id, std::move(rec), std::move(inst)});
   }
   if (b.entries.empty())
     return done(true, {});
-  append_with_outbox(self, std::move(b), staged, [self, fresh, done] {
+  append_with_outbox(self, std::move(b), staged, [self, fresh, done](uint64_t last_lsn) {
     auto& st = self->state;
     for (auto& c : *fresh) {
       st.submitting.erase(c.id);
-      const auto& p = *c.image->root();
+      // At the batch's last LSN (each one's own is not known here): a parent's node
+      // forgotten after this batch is forgotten after each of them (cluster_view::lost).
+      tree_folder f(c.id);
+      f.add(last_lsn, c.rec);
+      auto image = std::make_shared<const tree_image>(f.finish());
+      const auto& p = *image->root();
       spdlog::debug("[proc {} root {}] child of {} on node {} starts here", c.id, c.id, p.parent_id,
                     p.parent_node);
       proc_update u{c.id, c.id, p.parent_id, p.type, proc_state::runnable, {}, {}, {}, {}, {}};
       u.started_at_ms = u.since_ms = p.submitted_at_ms;  // as its Submitted says
       record_update(self, std::move(u));
-      start_root(self, c.image, false, std::move(c.inst));
+      start_root(self, image, false, std::move(c.inst));
     }
     done(true, {});
   });
@@ -188,26 +197,29 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
 }
 
 void on_rollback(executor_actor* self, const std::string& from, const pb::RemoteRollback& m,
-                 done_fn done) {
+                 done_fn done, bool orphan = false) {
   auto& st = self->state;
   auto id = m.proc_id();
   auto p = st.procs.find(id);
   if (p == st.procs.end())
-    return send_end(self, from, id, pb::ROLLEDBACK, "never ran on node " + st.env->node_name, done);
+    return send_end(self, from, id, pb::ROLLEDBACK, "never ran on node " + st.env->node_name, done,
+                    orphan);
   auto r = st.roots.find(id);
   if (r == st.roots.end())
     return done(false, "fragment " + std::to_string(id) + " is not known yet");
   auto& re = r->second;
   if (re.dormant)
-    return wake_root(self, id, [self, from, m, done] { on_rollback(self, from, m, done); });
+    return wake_root(self, id,
+                     [self, from, m, done, orphan] { on_rollback(self, from, m, done, orphan); });
   if (re.handle) {
     self->request(re.handle, std::chrono::seconds{30}, remote_rollback_atom::value, m.reason())
       .then(
-        [self, from, id, done](bool rolls_back) {
+        [self, from, id, done, orphan](bool rolls_back) {
           if (rolls_back)
             return done(true, {});
           send_end(self, from, id, pb::FAILED,
-                   "past its point of no return on node " + self->state.env->node_name, done);
+                   "past its point of no return on node " + self->state.env->node_name, done,
+                   orphan);
         },
         [self, id, done](caf::error& e) {
           done(false, "fragment " + std::to_string(id) + ": " + error_text(self->system(), e));
@@ -217,7 +229,7 @@ void on_rollback(executor_actor* self, const std::string& from, const pb::Remote
   if (!re.finished)
     return done(false, "fragment " + std::to_string(id) + " is restarting");
   if (p->second.state != proc_state::success)
-    return send_end(self, from, id, pb::ROLLEDBACK, p->second.error(), done);
+    return send_end(self, from, id, pb::ROLLEDBACK, p->second.error(), done, orphan);
   // It succeeded and was kept for this: it fails now and rolls back from its records.
   spdlog::info("[proc {} root {}] rolled back by order of node {}", id, id, from);
   pb::JournalRecord rec;
@@ -262,7 +274,7 @@ void on_release(executor_actor* self, const pb::RemoteRelease& m, done_fn done) 
   auto forget = [self, id, done] { release_trees(self, {id}, [done] { done(true, {}); }); };
   if (b.entries.empty())
     return forget();
-  append_with_outbox(self, std::move(b), staged, forget);
+  append_with_outbox(self, std::move(b), staged, [forget](uint64_t) { forget(); });
 }
 
 /// Takes the messages one after the other; answers once all are durable (or one is not
@@ -331,6 +343,33 @@ void take_next(executor_actor* self, std::shared_ptr<delivery> d) {
 
 }  // namespace
 
+void declare_lost(executor_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto p = st.procs.find(id);
+  if (p == st.procs.end() || p->second.node().empty())
+    return;
+  const auto node = p->second.node();
+  auto s = st.env->cluster->get(node);
+  if (!s || s->forgotten_lsn == 0)
+    return;  // the placeholder or root asking checked its own LSN against the forgetting
+  auto end = std::make_shared<pb::RemoteEnd>();
+  end->set_proc_id(id);
+  end->set_state(pb::FAILED);
+  end->set_error(st.env->cluster->lost_text(node));
+  spdlog::warn("[proc {} root {}] placed on node {}, which an operator forgot: its part is lost",
+               id, p->second.root_id, node);
+  // As an end from its node: journaled in its tree (a second time is a no-op), then told.
+  on_ends(self, {end.get()}, [end](bool, std::string) {});
+}
+
+void roll_back_orphan(executor_actor* self, const std::string& from, uint64_t id,
+                      std::function<void(bool, std::string)> done) {
+  pb::RemoteRollback m;
+  m.set_proc_id(id);
+  m.set_reason("its parent's node " + from + " was forgotten by an operator: its tree is lost");
+  on_rollback(self, from, m, std::move(done), true);
+}
+
 void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via) {
   auto& st = self->state;
   auto end = st.remote_ends.find(id);
@@ -366,6 +405,25 @@ bool remote_sleep_via(executor_actor* self, uint64_t id, const caf::actor& place
   return true;
 }
 
+/// Why a delivery from incarnation `inc` of peer `from` is refused ("" if it is not): an
+/// incarnation an operator forgot, or another one than this node knows (the peer came back
+/// with another journal: docs/cluster.md, "Incarnations"). 0 (unknown) is taken.
+std::string not_this_incarnation(executor_actor* self, const std::string& from, uint64_t inc) {
+  auto s = self->state.env->cluster->get(from);
+  if (inc == 0 || !s)
+    return {};
+  char heard[17];
+  std::snprintf(heard, sizeof heard, "%016llx", static_cast<unsigned long long>(inc));
+  if (s->forgotten_incarnation == inc)
+    return "node " + from + " incarnation " + heard
+           + " was forgotten by an operator on node " + self->state.env->node_name
+           + " (proctor node forget): its messages are refused for good";
+  if (s->incarnation != 0 && s->incarnation != inc)
+    return "node " + self->state.env->node_name + " knows another incarnation of node " + from
+           + " than " + heard + " (it came back with another journal): its messages are refused";
+  return {};
+}
+
 std::string not_a_peer(executor_actor* self, const std::string& from) {
   const auto& env = *self->state.env;
   if (!env.node_name.empty() && env.is_peer(from))
@@ -375,6 +433,8 @@ std::string not_a_peer(executor_actor* self, const std::string& from) {
 
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp) {
   if (auto why = not_a_peer(self, req.from()); !why.empty())
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST, why));
+  if (auto why = not_this_incarnation(self, req.from(), req.incarnation()); !why.empty())
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, why));
   spdlog::debug("delivery of {} message(s) from node {}", req.messages_size(), req.from());
   auto d = std::make_shared<delivery>();

@@ -334,6 +334,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_bypass(self, req.bypass(), rp);
     case pb::Request::kLimits:
       return handle_limits(self, req.limits(), rp);
+    case pb::Request::kForget:
+      return handle_forget(self, req.forget(), rp);
     case pb::Request::kReplicas:
       // A replica's front answers this itself (actors/node/replica_front.hpp).
       return reply(rp, error_reply(pb::Response::BAD_REQUEST,

@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/base/log_rate.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
@@ -136,9 +137,15 @@ void gather(executor_actor* self, uint64_t about, const std::vector<uint64_t>& s
   // Children placed on other nodes: each node is asked once, for all of its fragments.
   std::map<std::string, std::vector<uint64_t>> remote;
   std::unordered_set<uint64_t> tops(starts.begin(), starts.end());
-  for (const auto& s : g->local.list())
-    if (!s.node().empty() && st.env->transport && tops.count(s.id()) == 0)
-      remote[s.node()].push_back(s.id());
+  for (const auto& s : g->local.list()) {
+    if (s.node().empty() || !st.env->transport || tops.count(s.id()) > 0)
+      continue;
+    // A node an operator forgot is not asked (it would not answer): what was placed there is
+    // shown as its placeholder says (FAILED, "not undone: node b forgotten ...", once lost).
+    if (auto ps = st.env->cluster->get(s.node()); ps && ps->forgotten_lsn != 0 && !ps->up)
+      continue;
+    remote[s.node()].push_back(s.id());
+  }
   if (remote.empty())
     return g->then(g->finish());
   g->pending = remote.size();
@@ -306,7 +313,15 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
         *r.mutable_history()->mutable_status() = status;
         // A child on another node is asked there (forward_to_owner); this is what is left
         // without a transport (a node outside any cluster holds none).
-        if (!status.node().empty() && r.history().note().empty())
+        auto node = status.node().empty() ? std::optional<peer_status>{}
+                                          : self->state.env->cluster->get(status.node());
+        if (node && node->forgotten_lsn != 0 && status.state() == pb::FAILED)
+          r.mutable_history()->set_note(
+            "node " + status.node() + ", where it ran, was forgotten by an operator at "
+            + utc_text(node->forgotten_at_ms)
+            + ": what it did there is lost and not undone, its own history with it; these are "
+              "its records here");
+        else if (!status.node().empty() && r.history().note().empty())
           r.mutable_history()->set_note("it runs on node " + status.node()
                                         + ": its steps are in that node's journal (ask it there)");
         reply(rp, encode(r));

@@ -189,6 +189,12 @@ caf::expected<recovery_report> node::start(node_options opts) {
   std::vector<outbox_item> outbox;
   uint64_t incarnation = 0;                           // this node's (NodeIncarnation)
   std::map<std::string, uint64_t> peer_incarnations;  // as first heard (PeerIncarnation)
+  struct forgotten_peer {
+    std::string peer;
+    uint64_t incarnation = 0;
+    uint64_t lsn = 0;
+  };
+  std::vector<forgotten_peer> forgotten;  // NodeForgotten records, in LSN order
   std::map<std::string, recovered_limit> limits;      // an operator's, by type (TypeLimits)
   std::optional<tree_folder> folder;                  // in place: no heap folder per tree
   auto close_tree = [&] {
@@ -226,6 +232,13 @@ caf::expected<recovery_report> node::start(node_options opts) {
         incarnation = m.incarnation().incarnation();
       else if (m.has_peer_incarnation())
         peer_incarnations[m.peer_incarnation().peer()] = m.peer_incarnation().incarnation();
+      else if (m.has_node_forgotten()) {
+        // In LSN order: an incarnation recorded before the forgetting no longer holds.
+        const auto& f = m.node_forgotten();
+        peer_incarnations.erase(f.peer());
+        forgotten.push_back({f.peer(), f.incarnation(), r.lsn});
+        env->cluster->forget(f.peer(), r.lsn, f.incarnation(), f.at_ms());
+      }
       else if (m.has_type_limits())
         limits[m.type_limits().type()] = limit_of(r.lsn, m.type_limits());
       else if (m.has_outbox())
@@ -284,13 +297,6 @@ caf::expected<recovery_report> node::start(node_options opts) {
   jc.next_id = env->next_id;
   jc.fatal = opts.on_journal_fatal;
   env->journal = spawn_journal(sys_, std::move(jc));
-  outbox_config oc;
-  oc.node_name = opts.name;
-  oc.journal = env->journal;
-  oc.transport = opts.transport;
-  oc.reply_timeout = opts.peer_reply_timeout;
-  outbox_ = spawn_outbox(sys_, std::move(oc), std::move(outbox));
-  env->outbox = outbox_;
   // This node's incarnation: drawn, and journaled before anyone hears it, the first time
   // the journal is used (docs/cluster.md, "Incarnations"); then each link may take its
   // peer's answers (the incarnation it knows, or the first it hears).
@@ -313,9 +319,24 @@ caf::expected<recovery_report> node::start(node_options opts) {
     spdlog::info("node {}: a new journal, incarnation {:016x}", opts.name, incarnation);
   }
   env->incarnation = incarnation;
-  if (opts.transport)
+  outbox_config oc;
+  oc.node_name = opts.name;
+  oc.incarnation = incarnation;
+  oc.journal = env->journal;
+  oc.transport = opts.transport;
+  oc.reply_timeout = opts.peer_reply_timeout;
+  outbox_ = spawn_outbox(sys_, std::move(oc), std::move(outbox));
+  // Messages for a forgotten peer journaled before the forgetting: their delete did not
+  // become durable before a crash (outbox.cpp); dropped again.
+  for (const auto& f : forgotten)
+    caf::anon_send(outbox_, outbox_forget_atom::value, f.peer, f.lsn);
+  env->outbox = outbox_;
+  if (opts.transport) {
+    for (const auto& f : forgotten)  // before the expectation: nothing is taken yet
+      caf::anon_send(opts.transport, peer_forget_atom::value, f.peer, f.incarnation);
     caf::anon_send(opts.transport, peer_expect_atom::value, std::move(peer_incarnations),
                    env->journal);
+  }
   env_ = env;
   executor_ = executor;
   give_up.actors.clear();

@@ -31,6 +31,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.parent = s.parent;
   st.is_root = !s.parent;
   st.parent_node = st.is_root ? p->parent_node : std::string{};
+  st.fragment_lsn = st.is_root ? p->submitted_lsn : 0;
   st.parent_root_id = p->parent_root_id;
   st.root = st.is_root ? caf::actor_cast<caf::actor>(self) : s.root;
   st.ptype = st.env->types->find(p->type);

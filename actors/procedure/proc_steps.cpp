@@ -315,12 +315,14 @@ void commit_outcome(proc_actor* self, step_result& r) {
                            if (ids.empty())
                              return proceed(self);  // nothing to wait for
                            set_status(self, proc_state::waiting, at);
-                           // The children's images: fresh submits, folded like any journal records.
+                           // The children's images: fresh submits, folded like any journal records
+                           // (at the batch's last LSN: none of the batch's own is known here, and
+                           // a node forgotten after this batch is forgotten after every one).
                            auto img = std::make_shared<tree_image>();
                            img->root_id = st.root_id;
                            for (size_t i = 0; i < ids.size(); ++i) {
                              tree_folder f(st.root_id);
-                             f.add(0, subs[i]);
+                             f.add(last_lsn, subs[i]);
                              auto one = f.finish();
                              img->procs.emplace(ids[i], std::move(one.procs.at(ids[i])));
                            }

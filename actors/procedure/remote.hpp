@@ -43,6 +43,11 @@ using remote_sleep_via_atom = caf::atom_constant<caf::atom("rmtsleep")>;
 /// tree rolls back: roll the fragment back; true once that is durable (false: it is past a
 /// point of no return).
 using remote_rollback_atom = caf::atom_constant<caf::atom("rmtrb")>;
+/// (remote_lost_atom, uint64_t id), placeholder or rolling-back root -> executor: child `id`
+/// was placed on a node an operator forgot (cluster_view::lost): the executor journals its end
+/// as lost (FAILED, "not undone: node b forgotten ...") in its tree and tells whoever routes
+/// it, as for an end that came from its node (docs/cluster.md, "Forgetting a node").
+using remote_lost_atom = caf::atom_constant<caf::atom("rmtlost")>;
 /// (fragment_done_atom, tree_done), fragment root -> executor: the fragment succeeded; its
 /// records stay until released.
 using fragment_done_atom = caf::atom_constant<caf::atom("fragdone")>;

@@ -44,6 +44,7 @@ struct remote_child_state {
   /// Its entry as the journal holds it: the image it sleeps in when it gives up its actor.
   proc_image entry;
   bool offering = false;  ///< it offered its parent to give up its actor
+  bool lost = false;      ///< its node was forgotten after its spawn: its end is asked for
   /// Ends that came while it offered (each with its Finished record's time).
   std::vector<std::pair<std::string, int64_t>> held_ends;
 };
@@ -74,6 +75,16 @@ using node_loss_atom = caf::atom_constant<caf::atom("nodeloss")>;
 /// give up its actor) after hibernate_after.
 void watch_node(remote_child* self) {
   auto& st = self->state;
+  if (!st.ended && (st.lost || st.env->cluster->lost(st.node, st.entry.submitted_lsn))) {
+    // An operator forgot its node: its part is lost. The executor journals its end as such
+    // and tells it here (take_end), and the tree fails.
+    if (!std::exchange(st.lost, true)) {
+      RLOG(warn, self, "node {} was forgotten by an operator: this child's part is lost",
+           st.node);
+      self->send(st.env->executor, remote_lost_atom::value, st.id);
+    }
+    return;
+  }
   auto u = status_of(self, proc_state::waiting);
   u.waiting_for = st.env->cluster->waiting_text(st.node);
   auto s = st.env->cluster->get(st.node);
@@ -163,7 +174,8 @@ void take_end(remote_child* self, const std::string& bytes, int64_t at_ms) {
 /// held while it offers would go with its actor, or with its tree's).
 bool only_waits(remote_child* self) {
   auto& st = self->state;
-  return !st.ended && !st.failing && st.held_ends.empty() && st.env->cluster->is_up(st.node);
+  return !st.ended && !st.failing && !st.lost && st.held_ends.empty()
+         && st.env->cluster->is_up(st.node);
 }
 
 /// It only waits, and passivation is on: it may give up its actor.

@@ -9,6 +9,10 @@
 
 namespace proctor {
 
+bool proc_actor_state::parent_lost() const noexcept {
+  return is_fragment() && env->cluster->lost(parent_node, fragment_lsn);
+}
+
 bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
                         const std::string& error) {
   auto& st = self->state;
@@ -119,6 +123,15 @@ void show_remote_wait(proc_actor* self) {
   const auto* p = st.rb_image->find(st.plan[st.plan_pos].proc_id);
   if (p == nullptr)
     return;
+  if (st.env->cluster->lost(p->node, p->submitted_lsn)) {
+    // Its node was forgotten while the order waited for it: its end is asked for as lost.
+    if (st.remote_lost_asked.insert(p->id).second) {
+      PLOG(warn, self, "procedure {} ran on node {}, which an operator forgot: not undone", p->id,
+           p->node);
+      self->send(st.env->executor, remote_lost_atom::value, p->id);
+    }
+    return;
+  }
   auto text = progress(st) + "; waiting for node " + p->node + " to roll back procedure "
               + std::to_string(p->id);
   if (auto s = st.env->cluster->get(p->node); s && !s->up)
@@ -129,10 +142,18 @@ void show_remote_wait(proc_actor* self) {
 namespace {
 
 /// Journals the order to roll back fragment `p` (through the outbox), once per incarnation.
+/// A fragment on a node an operator forgot is not ordered: its end is asked for as lost
+/// (the executor journals it and tells this root as any end).
 void send_remote_rollback(proc_actor* self, const proc_image& p) {
   auto& st = self->state;
   if (st.remote_rolled_back.count(p.id) > 0 || !st.remote_ordered.insert(p.id).second)
     return;
+  if (st.env->cluster->lost(p.node, p.submitted_lsn)) {
+    PLOG(warn, self, "procedure {} ran on node {}, which an operator forgot: not undone", p.id,
+         p.node);
+    self->send(st.env->executor, remote_lost_atom::value, p.id);
+    return;
+  }
   PLOG(info, self, "ordering procedure {} on node {} rolled back", p.id, p.node);
   pb::PeerMessage m;
   m.mutable_rollback()->set_proc_id(p.id);
@@ -194,9 +215,11 @@ void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
   pb::RemoteEnd end;
   if (!end.ParseFromString(bytes) || end.state() == pb::SUCCESS)
     return;  // a success reported before our order: the order's answer comes later
-  if (end.state() == pb::FAILED)
+  if (end.state() == pb::FAILED) {
     PLOG(error, self, "procedure {} on another node cannot be rolled back: {}", end.proc_id(),
          end.error());
+    st.rb_remote_failed[end.proc_id()] = end.error();
+  }
   // The end is journaled (the executor did, before telling us): the fold counts the
   // fragment as rolled back from now on.
   bool current = st.rb_image && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote
@@ -234,8 +257,22 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   publish_rollback(self, progress(st));
   if (st.plan_pos == st.plan.size()) {
     std::vector<proc_update> procs;
+    std::string not_undone;
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
+      if (auto f = st.rb_remote_failed.find(id); p.remote() && f != st.rb_remote_failed.end()) {
+        u.state = proc_state::failed;  // its end came during the rollback
+        u.error = f->second;
+        u.since_ms = u.ended_at_ms = 0;  // finish_tree stamps the time
+      }
+      if (p.remote() && u.state == proc_state::failed) {
+        // Its part could not be undone there (its node was forgotten, or it is past its
+        // point of no return there): it stays FAILED, saying why, never ROLLEDBACK.
+        not_undone += (not_undone.empty() ? "" : ", ") + std::to_string(id) + " on node " + p.node;
+        u.ended = true;
+        procs.push_back(std::move(u));
+        continue;
+      }
       if (p.status != proc_state::rolledback)
         u.since_ms = u.ended_at_ms = 0;  // rolled back now: finish_tree stamps the time
       u.state = proc_state::rolledback;
@@ -245,7 +282,12 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
       u.result_json.clear();
       procs.push_back(std::move(u));
     }
-    PLOG(info, self, "ROLLEDBACK ({} procedure(s))", procs.size());
+    if (!not_undone.empty())
+      for (auto& u : procs)
+        if (u.id == st.root_id)
+          u.error += " (not undone: procedure " + not_undone + ")";
+    PLOG(info, self, "ROLLEDBACK ({} procedure(s){})", procs.size(),
+         not_undone.empty() ? "" : "; not undone: " + not_undone);
     return finish_tree(self, std::move(procs), true);
   }
   const auto& item = st.plan[st.plan_pos];
@@ -329,12 +371,18 @@ void on_undo_done(proc_actor* self, step_result& r) {
   });
 }
 
-void release_remote_children(const std::vector<proc_update>& procs, journal_batch& batch,
-                             outbox_staging& staged) {
+void release_remote_children(const cluster_view& cluster, const std::vector<proc_update>& procs,
+                             journal_batch& batch, outbox_staging& staged) {
   // The tree ended: its fragments on other nodes can go (nothing can order them undone).
+  // A part lost with its node (FAILED there, the node forgotten) has nothing to release.
   for (const auto& u : procs) {
     if (u.node.empty())
       continue;
+    if (u.state == proc_state::failed) {
+      auto s = cluster.get(u.node);
+      if (s && s->forgotten_lsn != 0)
+        continue;
+    }
     pb::PeerMessage m;
     m.mutable_release()->set_proc_id(u.id);
     staged.add(batch, u.node, m);
@@ -359,7 +407,8 @@ void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string resul
   e->set_state(pb::SUCCESS);
   e->set_result_json(result_json);
   auto staged = std::make_shared<outbox_staging>();
-  staged->add(batch, st.parent_node, m);
+  if (!st.parent_lost())
+    staged->add(batch, st.parent_node, m);
   st.finishing = true;
   journal_append_lsn(
     self, std::move(batch),
@@ -420,9 +469,9 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
   batch.entries.push_back(make_entry(st.root_id, rec));
   auto summary = batch.entries.back().record;
   auto staged = std::make_shared<outbox_staging>();
-  release_remote_children(procs, batch, *staged);
+  release_remote_children(*st.env->cluster, procs, batch, *staged);
   st.finishing = true;
-  if (st.is_fragment()) {
+  if (st.is_fragment() && !st.parent_lost()) {
     // The parent's node learns that this fragment rolled back (it failed here, or its
     // parent ordered it); it stays, as this summary, until released.
     pb::PeerMessage m;
@@ -443,7 +492,8 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
                             rolled_back ? "ROLLEDBACK" : "SUCCESS");
                        self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
                        self->send(st.env->executor, tree_done_atom::value,
-                                  tree_done{st.root_id, std::move(procs), std::move(summary)});
+                                  tree_done{st.root_id, std::move(procs), std::move(summary),
+                                            st.parent_lost()});
                        self->quit();
                      });
 }

@@ -84,6 +84,7 @@ caf::behavior transport_fn(caf::stateful_actor<transport_state>* self,
     // The in-process nodes have no links: no peer status to report, no incarnations to check.
     [](peer_subscribe_atom, const caf::actor&) {},
     [](peer_expect_atom, const std::map<std::string, uint64_t>&, const caf::actor&) {},
+    [](peer_forget_atom, const std::string&, uint64_t) {},
   };
 }
 

@@ -76,5 +76,58 @@ TEST_F(incarnations, a_node_restarted_empty_is_not_taken_for_the_one_that_left) 
   EXPECT_EQ(st.find("ROLLEDBACK"), std::string::npos) << st;
 }
 
+// `node forget` (docs/cluster.md, "Forgetting a node") across SIGKILLs: b is killed while it
+// runs children of a tree of a; an operator forgets it on a. The tree fails and undoes what
+// is on a; b's children end FAILED "not undone" (their ledger files stay), never ROLLEDBACK.
+// b restarted on its old journal is refused for good, also after a restarts; b started empty
+// is a new node and is taken.
+TEST_F(incarnations, a_forgotten_nodes_part_is_named_lost_and_its_old_journal_is_refused) {
+  auto id = submit(0, R"(,"steps":3,"children":2,"depth":1,"spread":false,"place_on":"b",)"
+                      R"("step_sleep_ms":300)");
+  ASSERT_NE(id, 0u);
+  ASSERT_TRUE(eventually([&] { return ledger_files() >= 3; }, 30s)) << nodes_[1]->log_tail();
+  nodes_[1]->kill();
+  ASSERT_TRUE(sees(0, "b", false)) << nodes_[0]->log_tail();
+  const auto kept = ledger_files();
+
+  // Without the confirmation nothing is done.
+  auto no = nodes_[0]->ctl({"node", "forget", "b"}, 30s);
+  EXPECT_EQ(no.exit_code, 1) << no.out << no.err;
+  EXPECT_NE(no.err.find("--confirm-lost"), std::string::npos) << no.err;
+  auto yes = nodes_[0]->ctl({"node", "forget", "b", "--confirm-lost"}, 30s);
+  ASSERT_EQ(yes.exit_code, 0) << yes.out << yes.err;
+  EXPECT_NE(yes.out.find("2 procedure(s) placed there are lost"), std::string::npos) << yes.out;
+
+  EXPECT_EQ(final_state(0, id), "ROLLEDBACK");
+  auto st = status_of(id);
+  EXPECT_NE(st.find("not undone: procedure"), std::string::npos) << st;
+  auto tree = nodes_[0]->ctl({"tree", std::to_string(id), "--json"}, 30s);
+  EXPECT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_NE(tree.out.find("not undone: node b forgotten"), std::string::npos) << tree.out;
+  // a's own step is undone; what b's children wrote stays, named, not claimed undone.
+  EXPECT_EQ(ledger_files(), kept - 1);
+
+  // b comes back on its old journal: refused for good, also after a restarts.
+  ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
+  std::string why;
+  ASSERT_TRUE(eventually(
+    [&] { return (why = why_b_is_down()).find("an operator forgot") != std::string::npos; }, 20s))
+    << why << nodes_[0]->log_tail();
+  nodes_[0]->kill();
+  ASSERT_TRUE(nodes_[0]->start()) << nodes_[0]->log_tail();
+  ASSERT_TRUE(eventually(
+    [&] { return (why = why_b_is_down()).find("an operator forgot") != std::string::npos; }, 20s))
+    << why << nodes_[0]->log_tail();
+  EXPECT_EQ(final_state(0, id), "ROLLEDBACK");
+
+  // Started empty under the name, b is a new node: taken, and it runs new children.
+  nodes_[1]->kill();
+  fs::remove_all(nodes_[1]->data_dir());
+  ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
+  ASSERT_TRUE(sees(0, "b", true)) << why_b_is_down() << nodes_[0]->log_tail();
+  auto again = submit(0, R"(,"steps":2,"children":2,"depth":1,"spread":false,"place_on":"b")");
+  EXPECT_EQ(final_state(0, again), "SUCCESS");
+}
+
 }  // namespace
 }  // namespace proctor::test

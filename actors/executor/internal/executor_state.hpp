@@ -34,6 +34,7 @@ using wait_timeout_atom = caf::atom_constant<caf::atom("waittmo")>;
 using event_expire_atom = caf::atom_constant<caf::atom("evexpire")>;
 using restart_root_atom = caf::atom_constant<caf::atom("rootrst")>;
 using wake_root_atom = caf::atom_constant<caf::atom("rootwake")>;
+using orphan_retry_atom = caf::atom_constant<caf::atom("orphretry")>;
 
 struct waiter {
   caf::typed_response_promise<std::string> rp;
@@ -184,6 +185,12 @@ struct executor_state {
   std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
   std::unordered_set<uint64_t> rolling_back;  ///< roots running their tree's rollback
+  /// Fragments here whose parent's node an operator forgot, to roll back (node, id), one at
+  /// a time; one not taken yet goes to the back, tried again after orphan_retry_atom.
+  std::deque<std::pair<std::string, uint64_t>> orphans;
+  bool orphan_in_flight = false;
+  bool orphan_retry_armed = false;
+  std::unordered_map<uint64_t, int> orphan_tries;  ///< not taken so far, by id
   /// Children placed on other nodes: who takes the messages about them (their placeholder,
   /// or the root rolling their tree back).
   std::unordered_map<uint64_t, caf::actor> remote_routes;
@@ -376,7 +383,7 @@ void wake_dormant_on(executor_actor* self, const std::string& node);
 /// The root is not dormant any more (it runs again, or it cannot be read).
 void end_sleep(executor_actor* self, uint64_t root_id);
 /// True if every procedure of the tree only waits (it starts passivated at recovery).
-bool only_waits(const tree_image& t);
+bool only_waits(const tree_image& t, const cluster_view& cluster);
 /// What a procedure of a passivated tree shows as waiting_for.
 std::string waiting_reason(const proc_image& p);
 /// Recovery of a tree that only waits: passivated from the start.
@@ -445,6 +452,20 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
 /// Lists each type's limits and load, or changes a type's (answered once journaled):
 /// executor_limits.cpp.
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);
+/// `proctor node forget` (executor_forget.cpp).
+void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promise_t rp);
+/// Tells whatever waits for node `s.name` (placeholders, roots rolling back, passivated
+/// trees) that its status changed (executor_cluster.cpp).
+void tell_waiting_for(executor_actor* self, const peer_status& s);
+/// Child `id` was placed on a node an operator forgot: its end is journaled as lost and told
+/// as any end (executor_remote.cpp).
+void declare_lost(executor_actor* self, uint64_t id);
+/// Fragment `id` here had its parent on node `from`, which an operator forgot: it rolls back
+/// as if `from` had ordered it, and nothing is sent back there; `done(taken, why)`.
+void roll_back_orphan(executor_actor* self, const std::string& from, uint64_t id,
+                      std::function<void(bool, std::string)> done);
+/// Rolls back executor_state::orphans one after the other (executor_forget.cpp).
+void roll_back_orphans(executor_actor* self);
 
 /// Keeps an event for procedures that suspend on its key later, until its TTL.
 void keep_event(executor_actor* self, const std::string& key, pending_event ev);

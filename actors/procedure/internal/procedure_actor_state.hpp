@@ -259,6 +259,15 @@ struct proc_actor_state {
   std::string parent_node;
   uint64_t parent_root_id = 0;
   bool is_fragment() const noexcept { return is_root && !parent_node.empty(); }
+  /// A fragment's Submitted LSN: its end is not sent to a parent's node an operator forgot
+  /// after it (cluster_view::lost; nothing there waits for it any more).
+  uint64_t fragment_lsn = 0;
+  /// Fragments of the rollback plan on a forgotten node whose end was asked for as lost.
+  std::unordered_set<uint64_t> remote_lost_asked;
+  /// Fragments whose end came FAILED during this rollback (lost with their node, or past a
+  /// point of no return there), with the error: they stay FAILED in the tree's summary.
+  std::unordered_map<uint64_t, std::string> rb_remote_failed;
+  bool parent_lost() const noexcept;
 
   // -- helpers --------------------------------------------------------------------------------
   child_slot* child(uint64_t cid) {

@@ -160,6 +160,9 @@ std::string nodes_to_json(const google::protobuf::RepeatedPtrField<pb::NodeStatu
                       {"live", n.live()},
                       {"started_at", time_field(n.started_at_ms())},
                       {"incarnation", incarnation_field(n.incarnation())}};
+    if (n.forgotten_at_ms() != 0)
+      j["forgotten"] = {{"at", time_field(n.forgotten_at_ms())},
+                        {"incarnation", incarnation_field(n.forgotten_incarnation())}};
     if (n.has_process()) {
       const auto& p = n.process();
       j["process"] = {{"pid", p.pid()},

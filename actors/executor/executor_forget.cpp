@@ -1,0 +1,180 @@
+// `proctor node forget NAME --confirm-lost` (docs/cluster.md, "Forgetting a node"): an
+// operator declares a peer lost for good, as HBase's HBCK2 lets one declare a dead server's
+// procedures lost. The NodeForgotten record is journaled before anything acts on it or the
+// operator hears back; then
+//   - every procedure this node placed there before the record is lost: its placeholder (or
+//     the root rolling its tree back) finds so (cluster_view::lost) and asks for its end,
+//     which is journaled as lost (declare_lost) — its tree fails and undoes everything that
+//     is elsewhere, the lost part named "not undone: node b forgotten ...";
+//   - every fragment here whose parent ran there rolls back (nothing is sent back there);
+//   - the messages for it in the outbox are dropped;
+//   - its link refuses the incarnation forgotten for good, and takes the next other one (a
+//     new journal under the old name) as a new node.
+// Recovery reads the record back (actors/node/node.cpp), so all of it holds across restarts.
+#include <spdlog/spdlog.h>
+
+#include "actors/base/errors.hpp"
+#include "actors/cluster/outbox.hpp"
+#include "actors/executor/internal/executor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
+#include "persistence/keys.hpp"
+
+namespace proctor::exec_detail {
+
+namespace {
+
+std::string incarnation_hex(uint64_t i) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(i));
+  return buf;
+}
+
+/// The fragments here whose parent ran on `node` (the node that handed out their ids), that
+/// have not ended rolled back: every one there is now, as the node is forgotten (it is down,
+/// so no new one came from it meanwhile).
+std::vector<uint64_t> orphans_of(executor_actor* self, const std::string& node) {
+  auto& st = self->state;
+  std::vector<uint64_t> out;
+  for (const auto& [id, re] : st.roots) {
+    auto p = st.procs.find(id);
+    if (p == st.procs.end() || p->second.parent_id == 0)
+      continue;  // a root of this node's own
+    auto owner = st.env->peer_numbers.find(owner_of(id));
+    if (owner == st.env->peer_numbers.end() || owner->second != node)
+      continue;
+    if (re.finished && p->second.state != proc_state::success)
+      continue;  // ended, and not kept to be undone
+    out.push_back(id);
+  }
+  return out;
+}
+
+/// What a forgetting sets going at once; the counts for the answer.
+std::pair<size_t, size_t> apply_forget(executor_actor* self, const std::string& node) {
+  auto& st = self->state;
+  size_t lost = 0;
+  for (const auto& [id, p] : st.procs)
+    if (p.node() == node && !p.ended)
+      ++lost;
+  if (auto s = st.env->cluster->get(node))
+    tell_waiting_for(self, *s);
+  auto orphans = orphans_of(self, node);
+  for (auto id : orphans)
+    st.orphans.emplace_back(node, id);
+  roll_back_orphans(self);
+  return {lost, orphans.size()};
+}
+
+}  // namespace
+
+void roll_back_orphans(executor_actor* self) {
+  auto& st = self->state;
+  if (st.orphan_in_flight || st.orphans.empty())
+    return;
+  auto [node, id] = st.orphans.front();
+  st.orphan_in_flight = true;
+  roll_back_orphan(self, node, id, [self, node, id](bool taken, std::string why) {
+    auto& st = self->state;
+    st.orphan_in_flight = false;
+    if (!taken) {
+      // Restarting, or not known yet: tried again in a second (its wake-up), others first;
+      // for a minute (a quarantined tree is never taken: an operator sees to it).
+      auto tries = ++st.orphan_tries[id];
+      auto entry = st.orphans.front();
+      st.orphans.pop_front();
+      if (tries >= 60) {
+        spdlog::error("[proc {} root {}] its parent's node {} was forgotten, but the fragment "
+                      "cannot be rolled back: {} (tried for a minute; restart the node to try "
+                      "again)",
+                      id, id, node, why);
+        st.orphan_tries.erase(id);
+        return roll_back_orphans(self);
+      }
+      spdlog::info("[proc {} root {}] rollback of a fragment of forgotten node {}: {}; again in 1 s",
+                   id, id, node, why);
+      st.orphans.push_back(std::move(entry));
+      if (!st.orphan_retry_armed) {
+        st.orphan_retry_armed = true;
+        self->delayed_send(self, std::chrono::seconds{1}, orphan_retry_atom::value);
+      }
+      return;
+    }
+    spdlog::info("[proc {} root {}] its parent's node {} was forgotten: the fragment rolls back",
+                 id, id, node);
+    st.orphans.pop_front();
+    st.orphan_tries.erase(id);
+    roll_back_orphans(self);
+  });
+}
+
+void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promise_t rp) {
+  auto& st = self->state;
+  const std::string name = req.name();
+  auto refuse = [&rp](pb::Response::Code code, std::string why) {
+    reply(rp, error_reply(code, std::move(why)));
+  };
+  if (st.env->node_name.empty() || st.env->peer_numbers.empty())
+    return refuse(pb::Response::BAD_REQUEST,
+                  "this node has no peers (--name and --peers): there is no node to forget");
+  if (name == st.env->node_name)
+    return refuse(pb::Response::BAD_REQUEST,
+                  "node " + name + " is the node asked: forget a lost node from one of its peers");
+  if (!st.env->is_peer(name)) {
+    std::string peers;
+    for (const auto& [num, peer] : st.env->peer_numbers)
+      peers += (peers.empty() ? "" : ", ") + peer;
+    return refuse(pb::Response::BAD_REQUEST, "node '" + name + "' is not a peer of node '"
+                                               + st.env->node_name + "' (its peers: " + peers
+                                               + ")");
+  }
+  auto s = st.env->cluster->get(name);
+  if (s && s->up)
+    return refuse(pb::Response::REFUSED,
+                  "node " + name + " is up (it answers its heartbeats at " + s->address
+                    + "): only a node that is lost can be forgotten; nothing was changed");
+  if (!req.confirm())
+    return refuse(pb::Response::BAD_REQUEST,
+                  "forgetting node " + name
+                    + " declares everything it holds lost: the trees with parts there fail and "
+                      "undo what is elsewhere, not what it did, and that node's journal is "
+                      "refused for good; say --confirm-lost to do so");
+  // The incarnation it answered with last; not heard from since an earlier forgetting: the
+  // one forgotten then (still refused).
+  const uint64_t incarnation =
+    !s ? 0 : s->incarnation != 0 ? s->incarnation : s->forgotten_incarnation;
+  // Forgotten before: journaled again all the same, for what was placed there since (its
+  // LSN is the line between lost and not).
+  const auto before = s ? s->forgotten_at_ms : 0;
+  const auto at = wall_ms();
+  pb::JournalRecord rec;
+  auto* f = rec.mutable_node_forgotten();
+  f->set_peer(name);
+  f->set_incarnation(incarnation);
+  f->set_at_ms(at);
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+  append(self, std::move(b), [self, rp, name, incarnation, at, before](uint64_t lsn) mutable {
+    auto& st = self->state;
+    st.env->cluster->forget(name, lsn, incarnation, at);
+    if (st.env->transport)
+      caf::anon_send(st.env->transport, peer_forget_atom::value, name, incarnation);
+    if (st.env->outbox)
+      caf::anon_send(st.env->outbox, outbox_forget_atom::value, name, lsn);
+    auto [lost, orphans] = apply_forget(self, name);
+    spdlog::warn("node {} (incarnation {}) forgotten by an operator: {} procedure(s) placed there "
+                 "are lost, {} fragment(s) here whose parent ran there roll back",
+                 name, incarnation_hex(incarnation), lost, orphans);
+    pb::Response r;
+    r.set_text("node " + name + " forgotten"
+               + (before != 0 ? " again (before: at " + utc_text(before) + ")" : std::string{})
+               + " (incarnation " + incarnation_hex(incarnation) + "): " + std::to_string(lost)
+               + " procedure(s) placed there are lost (their trees fail and undo what is "
+                 "elsewhere), "
+               + std::to_string(orphans)
+               + " fragment(s) here whose parent ran there roll back; that journal is refused "
+                 "from now on");
+    reply(rp, encode(r));
+  });
+}
+
+}  // namespace proctor::exec_detail
