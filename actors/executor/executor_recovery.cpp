@@ -160,6 +160,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
     const auto* root = image->root();
     if (!root->nonce.empty())
       st.nonces[root->nonce] = image->root_id;
+    if (root->resubmitted_from != 0)
+      note_resubmit(self, root->resubmitted_from, image->root_id);
     // A fragment that succeeded and was then ordered rolled back: its rollback resumes.
     bool fragment_rolls_back = !root->parent_node.empty() && image->failed && !image->rolled_back;
     if (image->finished && !root->parent_node.empty() && !fragment_rolls_back) {
