@@ -11,24 +11,6 @@
 
 namespace proctor::exec_detail {
 
-namespace {
-
-/// The ids from the root of `p`'s tree (fragment) down to `p`; empty if a link is missing.
-std::vector<uint64_t> path_to(executor_actor* self, const proc_record& p) {
-  std::vector<uint64_t> path{p.id};
-  auto id = p.id;
-  while (id != p.root_id) {
-    auto i = self->state.procs.find(id);
-    if (i == self->state.procs.end() || i->second.parent_id == 0)
-      return {};
-    id = i->second.parent_id;
-    path.insert(path.begin(), id);
-  }
-  return path;
-}
-
-}  // namespace
-
 void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t rp) {
   auto& st = self->state;
   auto refuse = [&rp](std::string why) {

@@ -452,6 +452,9 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
 void handle_locks(executor_actor* self, promise_t rp);
 /// An operator's bypass: refused unless stuck or forced; answered once it is durable.
 void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t rp);
+/// The ids from the root of `p`'s tree (fragment) down to `p`, the way an operator's order
+/// (bypass, retry) travels; empty if a link is missing.
+std::vector<uint64_t> path_to(executor_actor* self, const proc_record& p);
 /// An operator's retry of a failed (or backing-off) step: answered once the Retried record
 /// is durable (executor_retry.cpp).
 void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t rp);
