@@ -1,4 +1,5 @@
-// The operator commands of the proctor CLI: tree, watch, history, locks, bypass, limits
+// The operator commands of the proctor CLI: tree, watch, history, locks, bypass, limits,
+// retry, resubmit
 // (docs/command-line.md). apps/proctor.cpp registers them and lends them its round trip to
 // the node, so they share its addressing, timeouts and error reporting.
 #pragma once
@@ -77,6 +78,7 @@ void add_tree_command(CLI::App& app, runner* run);
 void add_watch_command(CLI::App& app, runner* run);
 void add_history_commands(CLI::App& app, runner* run);  ///< history, locks, bypass
 void add_limits_command(CLI::App& app, runner* run);    ///< limits [set|clear] (cli_limits.cpp)
+void add_retry_commands(CLI::App& app, runner* run);    ///< retry, resubmit (cli_retry.cpp)
 
 /// `replicas`: the group as a table, or JSON (cli_replicas.cpp).
 void print_replicas(const pb::ReplicasInfo& info, bool json);

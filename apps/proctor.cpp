@@ -537,7 +537,7 @@ int main(int argc, char** argv) {
     cmd.request.mutable_release()->set_id(id);
   });
 
-  proctor::cli::runner operator_command;  // tree, watch, history, locks, bypass
+  proctor::cli::runner operator_command;  // tree, watch, history, locks, bypass, retry, ...
   proctor::cli::add_operator_commands(app, &operator_command);
 
   try {

@@ -100,6 +100,11 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.state = s.state();
       p.data = s.data();
       p.data_version = s.type_version();  // data versions
+      if (p.id == t.root_id && s.parent_node().empty()) {
+        p.args = s.data();
+        p.args_kept = true;
+        p.resubmitted_from = s.resubmitted_from();
+      }
       p.node = s.node();
       if (p.id == t.root_id && !p.node.empty() && t.corrupt.empty())
         t.corrupt =
@@ -271,6 +276,12 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         t.finished = true;
       break;
     }
+    case pb::JournalRecord::kRetried:
+      // An operator's retry: the step runs again from the data of the last commit, which the
+      // fold holds already (a retry changes neither state nor data).
+      if (t.find(rec.retried().proc_id()) == nullptr)
+        return missing(rec.retried().proc_id());
+      break;
     case pb::JournalRecord::kRolledBack: {
       t.rolled_back = true;
       t.finished = true;
@@ -300,6 +311,13 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p.nonce = ps.nonce();
         p.node = ps.node();
         p.bypassed = ps.bypassed();
+        p.args = ps.args();
+        p.resubmitted_from = ps.resubmitted_from();
+        p.priority = ps.priority();
+        if (ps.type_version() != 0) {  // written with the root's submit
+          p.type_version = ps.type_version();
+          p.args_kept = true;
+        }
         p.submitted_at_ms = ps.started_at_ms();
         // Summaries written before the procedures' own ends were recorded: the tree's end.
         p.ended_at_ms = ps.ended_at_ms() != 0 ? ps.ended_at_ms() : s.finished_at_ms();
@@ -408,6 +426,12 @@ pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
     ps->set_nonce(p.nonce);
     ps->set_node(p.node);
     ps->set_bypassed(p.bypassed);
+    if (id == tree.root_id && p.args_kept) {
+      ps->set_args(p.args);
+      ps->set_type_version(std::max<uint32_t>(p.type_version, 1));  // 0: not kept
+      ps->set_priority(p.priority);
+      ps->set_resubmitted_from(p.resubmitted_from);
+    }
     ps->set_started_at_ms(p.submitted_at_ms);
     ps->set_ended_at_ms(p.ended_at_ms != 0 ? p.ended_at_ms : finished_at_ms);
   }

@@ -68,6 +68,11 @@ struct proc_image {
   /// The undo of its partly run state is done, or was not needed (the state never started).
   bool partial_undone = false;
   bool bypassed = false;  ///< an operator's Bypassed record ended it SUCCESS
+  /// A root's Submitted data (its args as submitted), kept for `proctor resubmit`; empty for
+  /// children, fragments' roots and summaries written before it was kept.
+  std::string args;
+  bool args_kept = false;  ///< `args` is the root's submit (not a summary that predates it)
+  uint64_t resubmitted_from = 0;  ///< a root resubmitted by an operator: the old root
 
   // WAITING on an event / WAITING_TIMEOUT
   std::string event_key;

@@ -159,6 +159,52 @@ private:
 
 // -- demo.flaky ---------------------------------------------------------------------------------
 
+// -- demo.forward ---------------------------------------------------------------------------------
+
+class forward : public state_machine<pb::ForwardData, pb::ForwardState> {
+public:
+  forward() {
+    on(pb::FORWARD_PREPARE, &forward::prepare, &forward::unprepare);
+    on_no_rollback(pb::FORWARD_COMMIT, &forward::commit);
+    on(pb::FORWARD_FINISH, &forward::finish, &forward::nothing);
+  }
+
+  std::string validate() const override {
+    const auto& d = typed_data();
+    if (d.ledger_dir().empty())
+      return "ledger_dir is required";
+    return check_dir(d.ledger_dir());
+  }
+
+private:
+  static fs::path file(const pb::ForwardData& d, const context& ctx, const char* what) {
+    return fs::path(d.ledger_dir())
+           / (std::to_string(ctx.root_id()) + "." + std::to_string(ctx.id()) + "." + what);
+  }
+
+  outcome prepare(pb::ForwardData& d, context& ctx) {
+    touch(file(d, ctx, "prepared"));
+    return next(pb::FORWARD_COMMIT);
+  }
+  void unprepare(pb::ForwardData& d, context& ctx) { remove_file(file(d, ctx, "prepared")); }
+
+  outcome commit(pb::ForwardData& d, context& ctx) {
+    touch(file(d, ctx, "committed"));
+    return next(pb::FORWARD_FINISH);
+  }
+
+  outcome finish(pb::ForwardData& d, context& ctx) {
+    if (!d.fix_file().empty() && !fs::exists(d.fix_file()))
+      return fail("demo.forward: " + d.fix_file() + " is missing (attempt "
+                  + std::to_string(ctx.attempt()) + ")");
+    touch(file(d, ctx, "finished"));
+    return done();
+  }
+  void nothing(pb::ForwardData&, context&) {}
+};
+
+// -- demo.flaky ---------------------------------------------------------------------------------
+
 class flaky : public state_machine<pb::FlakyData, pb::FlakyState> {
 public:
   flaky() {
@@ -426,6 +472,11 @@ void register_demo_procedures(registry& r) {
   r.add<ledger>("demo.ledger.impatient")
     .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{5}));
   r.add<flaky>("demo.flaky");
+  r.add<forward>("demo.forward")
+    .retry({.kind = retry_policy::backoff::fixed,
+            .delay = std::chrono::milliseconds{50},
+            .max_attempts = 1,
+            .max_attempts_past_no_return = 3});
   r.add<wait_event>("demo.wait_event");
   r.add<noop>("demo.noop").nonblocking();
   r.add<call_service>("demo.call");

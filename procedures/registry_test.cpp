@@ -212,9 +212,9 @@ TEST(registry_test, demo_procedures_are_registered) {
   registry r;
   register_demo_procedures(r);
   EXPECT_EQ(r.names(),
-            (std::vector<std::string>{"demo.call", "demo.fanout", "demo.flaky", "demo.ledger",
-                                      "demo.ledger.impatient", "demo.noop", "demo.timer",
-                                      "demo.timers", "demo.wait_event"}));
+            (std::vector<std::string>{"demo.call", "demo.fanout", "demo.flaky", "demo.forward",
+                                      "demo.ledger", "demo.ledger.impatient", "demo.noop",
+                                      "demo.timer", "demo.timers", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
     EXPECT_EQ(r.find(n)->version, 1u) << n;
@@ -266,7 +266,8 @@ TEST(registry_test, make_from_json_unknown_type) {
   EXPECT_EQ(
     err,
     "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
-    "demo.ledger, demo.ledger.impatient, demo.noop, demo.timer, demo.timers, demo.wait_event)");
+    "demo.forward, demo.ledger, demo.ledger.impatient, demo.noop, demo.timer, demo.timers, "
+    "demo.wait_event)");
   err.clear();
   // A near name (case and a typo) is suggested instead.
   EXPECT_EQ(r.make_from_json("demo.Noop", "{}", &err), nullptr);

@@ -80,6 +80,7 @@ using locks_atom = caf::atom_constant<caf::atom("locks")>;             // execut
 using limits_atom = caf::atom_constant<caf::atom("limits")>;           // executor -> scheduler
 using limits_set_atom = caf::atom_constant<caf::atom("limitset")>;     // executor -> scheduler
 using bypass_atom = caf::atom_constant<caf::atom("bypass")>;           // executor -> procs
+using op_retry_atom = caf::atom_constant<caf::atom("opretry")>;        // executor -> procs
 // Passivation of a tree that only waits (proc_passivate_tree.cpp).
 using passivate_query_atom = caf::atom_constant<caf::atom("psvquery")>;    // parent -> child
 using passivate_answer_atom = caf::atom_constant<caf::atom("psvanswer")>;  // child -> parent
@@ -165,6 +166,12 @@ struct bypass_order {
   bool forced = false;
 };
 
+/// An operator's retry of procedure path.back()'s failed step, executor -> root -> ... -> the
+/// procedure (as bypass_order goes).
+struct retry_order {
+  std::vector<uint64_t> path;
+};
+
 /// The end of a tree, root -> executor, with every procedure's final status.
 struct tree_done {
   uint64_t root_id = 0;
@@ -235,5 +242,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::step_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::proc_update)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::tree_done)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::bypass_order)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::retry_order)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::child_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::lock_set)

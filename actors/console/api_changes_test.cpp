@@ -241,6 +241,47 @@ TEST(http_api, release_and_abort_answer_what_the_node_did) {
   EXPECT_EQ(body(ab)["text"], "abort of procedure 12 accepted: its tree (root 10) rolls back");
 }
 
+TEST(http_api, a_retry_answers_the_status_and_a_resubmit_the_new_id_with_its_link) {
+  fake_node n;
+  n.answer = [](const pb::Request& req) {
+    executor_answer a;
+    a.response.emplace();
+    if (req.has_retry()) {
+      a.response->mutable_status()->set_id(req.retry().id());
+      a.response->mutable_status()->set_state(pb::RUNNABLE);
+    } else {
+      a.response->set_id(77);
+    }
+    return a;
+  };
+  auto r = call(n, "POST", "/api/procs/12/retry");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(body(r)["id"], 12);
+  EXPECT_EQ(body(r)["state"], "RUNNABLE");
+  EXPECT_EQ(n.asked.back().retry().id(), 12u);
+  auto s = call(n, "POST", "/api/procs/12/resubmit");
+  ASSERT_EQ(s.status, 200) << s.body;
+  EXPECT_EQ(s.body, R"({"id":77,"resubmitted_from":12})");
+  EXPECT_EQ(n.asked.back().resubmit().id(), 12u);
+  EXPECT_EQ(s.headers.at(0).second, "/api/procs/77");
+  // Refusals are the node's, with its words: a 409 (REFUSED), a 404, a 400 for a child.
+  pb::Response::Code code = pb::Response::REFUSED;
+  n.answer = [&](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    a.response->set_code(code);
+    a.response->set_error("procedure 12 already ended SUCCESS");
+    return a;
+  };
+  auto refused = call(n, "POST", "/api/procs/12/retry");
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_EQ(body(refused)["error"], "procedure 12 already ended SUCCESS");
+  code = pb::Response::NOT_FOUND;
+  EXPECT_EQ(call(n, "POST", "/api/procs/12/resubmit").status, 404);
+  code = pb::Response::BAD_REQUEST;
+  EXPECT_EQ(call(n, "POST", "/api/procs/12/resubmit").status, 400);
+}
+
 TEST(http_api, metrics_are_the_prometheus_text) {
   fake_node n;
   n.answer = [](const pb::Request&) {

@@ -73,6 +73,8 @@ console_reply submit(const api_call& c);
 console_reply send_event(const api_call& c);
 console_reply abort_proc(const api_call& c);
 console_reply bypass_proc(const api_call& c);
+console_reply retry_proc(const api_call& c);
+console_reply resubmit_proc(const api_call& c);
 console_reply release_proc(const api_call& c);
 console_reply set_limits(const api_call& c);
 console_reply forget_node(const api_call& c);

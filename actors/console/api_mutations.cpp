@@ -1,7 +1,7 @@
-// The API's changes (console_api.hpp): submit, event, abort, bypass, release, limits. The router has
-// checked the token; each is one request to the node, answered once the node answered, so
-// once what it did is durable. A body is a JSON object whose wrong or unknown field is a 400
-// naming it.
+// The API's changes (console_api.hpp): submit, event, abort, bypass, retry, resubmit, release,
+// limits. The router has checked the token; each is one request to the node, answered once
+// the node answered, so once what it did is durable. A body is a JSON object whose wrong or
+// unknown field is a 400 naming it.
 #include <initializer_list>
 #include <limits>
 
@@ -176,6 +176,27 @@ console_reply bypass_proc(const api_call& c) {
   r.mutable_bypass()->set_id(c.id);
   r.mutable_bypass()->set_force(*force);
   return change(c, r, [&](const pb::Response& resp) { return done(c.id, "bypassed", resp); });
+}
+
+console_reply retry_proc(const api_call& c) {
+  pb::Request r;
+  r.mutable_retry()->set_id(c.id);
+  return change(c, r, [&](const pb::Response& resp) { return done(c.id, "retried", resp); });
+}
+
+console_reply resubmit_proc(const api_call& c) {
+  pb::Request r;
+  r.mutable_resubmit()->set_id(c.id);
+  return change(c, r, [&](const pb::Response& resp) {
+    json j;
+    j["id"] = resp.id();
+    j["resubmitted_from"] = c.id;
+    if (!resp.text().empty())
+      j["text"] = first_line(resp.text());  // resubmitted already: the same id
+    auto out = ok_json(dump(j));
+    out.headers.emplace_back("Location", "/api/procs/" + std::to_string(resp.id()));
+    return out;
+  });
 }
 
 console_reply release_proc(const api_call& c) {

@@ -30,6 +30,8 @@ const std::vector<route>& routes() {
     {{"GET", "/api/procs/{id}/history", false}, proc_history},
     {{"POST", "/api/procs/{id}/abort", true}, abort_proc},
     {{"POST", "/api/procs/{id}/bypass", true}, bypass_proc},
+    {{"POST", "/api/procs/{id}/retry", true}, retry_proc},
+    {{"POST", "/api/procs/{id}/resubmit", true}, resubmit_proc},
     {{"POST", "/api/procs/{id}/release", true}, release_proc},
     {{"GET", "/api/trees/{id}", false}, proc_tree},
     {{"POST", "/api/events", true}, send_event},

@@ -64,6 +64,21 @@ std::string status_reply(const proc_record& u, pb::Response::Code code) {
   return encode(r);
 }
 
+void fill_links(executor_actor* self, pb::ProcStatus* s) {
+  auto& st = self->state;
+  if (auto i = st.resubmitted_from.find(s->id()); i != st.resubmitted_from.end())
+    s->set_resubmitted_from(i->second);
+  if (auto i = st.resubmitted_as.find(s->id()); i != st.resubmitted_as.end())
+    s->set_resubmitted_as(i->second);
+}
+
+std::string status_reply(executor_actor* self, const proc_record& u) {
+  pb::Response r;
+  fill_status(u, r.mutable_status());
+  fill_links(self, r.mutable_status());
+  return encode(r);
+}
+
 void record_update(executor_actor* self, proc_update u, update_clock at) {
   auto& st = self->state;
   auto [it, fresh] = st.procs.try_emplace(u.id);
@@ -76,6 +91,13 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
     }
   }
   auto final_now = u.ended && !rec.ended;
+  if (!fresh && rec.ended && !u.ended) {
+    // Live again: an operator's retry of a procedure FAILED for good (proc_retry.cpp).
+    rec.live_since_ns = at.steady_ns != 0 ? at.steady_ns : steady_ns();
+    ++st.live;
+    u.ended_at_ms = 0;
+    rec.ended_at_ms = 0;
+  }
   if (u.state != proc_state::waiting) {
     stop_call(self, u.id);
     forget_event_wait(self, u.id);

@@ -32,7 +32,8 @@ std::string not_stuck(executor_actor* self, const proc_record& p) {
   return {};
 }
 
-/// The ids from the root of `p`'s tree (fragment) down to `p`; empty if a link is missing.
+}  // namespace
+
 std::vector<uint64_t> path_to(executor_actor* self, const proc_record& p) {
   std::vector<uint64_t> path{p.id};
   auto id = p.id;
@@ -45,8 +46,6 @@ std::vector<uint64_t> path_to(executor_actor* self, const proc_record& p) {
   }
   return path;
 }
-
-}  // namespace
 
 void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t rp) {
   auto& st = self->state;

@@ -142,6 +142,8 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->rolling_back = st.rolling_back.size();
   g->undos = st.undos;
   g->undo_failures = st.undo_failures;
+  g->retries = st.retries;
+  g->resubmits = st.resubmits;
   g->epoch = st.env->epoch;
   g->active_since_ms = st.env->started_at_ms;
   g->takeover_ms = st.env->takeover_ms.load();

@@ -1,5 +1,5 @@
 // Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release,
-// history or bypass of a procedure another node holds goes to that node, and its answer
+// history, bypass, retry or resubmit of a procedure another node holds goes to that node, and its answer
 // comes back unchanged; a child placed on another node is asked where it runs (its status
 // and its history). (A tree is gathered across nodes by executor_views.cpp.)
 #include "actors/base/errors.hpp"
@@ -41,6 +41,12 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
       break;
     case pb::Request::kBypass:
       id = req.bypass().id();
+      break;
+    case pb::Request::kRetry:
+      id = req.retry().id();
+      break;
+    case pb::Request::kResubmit:
+      id = req.resubmit().id();
       break;
     case pb::Request::kWait:
       id = req.wait().id();

@@ -169,6 +169,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
                                root->submitted_lsn != 0 ? root->submitted_lsn : image->last_lsn);
     if (orphan && !image->rolled_back)
       st.orphans.emplace_back(root->parent_node, image->root_id);
+    if (root->resubmitted_from != 0)
+      note_resubmit(self, root->resubmitted_from, image->root_id);
     // A fragment that succeeded and was then ordered rolled back: its rollback resumes.
     bool fragment_rolls_back = !root->parent_node.empty() && image->failed && !image->rolled_back;
     if (image->finished && !root->parent_node.empty() && !fragment_rolls_back) {

@@ -58,28 +58,39 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
                                                            : pb::Response::BAD_REQUEST;
     return reply(rp, error_reply(code, err));
   }
+  submit_root(self, req.type(), std::move(inst), req.nonce(), req.priority(), 0, std::move(rp));
+}
+
+}  // namespace
+
+void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<procedure> inst,
+                 const std::string& nonce, int32_t priority, uint64_t resubmitted_from,
+                 promise_t rp, std::function<void(uint64_t)> on_durable) {
+  auto& st = self->state;
   auto id = st.env->next_id->fetch_add(1);
   pb::JournalRecord rec;
   auto* s = rec.mutable_submitted();
   s->set_proc_id(id);
-  s->set_type(req.type());
-  s->set_type_version(st.env->types->find(req.type())->version);
+  s->set_type(type);
+  s->set_type_version(st.env->types->find(type)->version);
   s->set_data(inst->data().SerializeAsString());
   s->set_state(inst->initial_state());
-  s->set_nonce(req.nonce());
-  s->set_priority(req.priority());
+  s->set_nonce(nonce);
+  s->set_priority(priority);
   s->set_submitted_at_ms(wall_ms());
+  s->set_resubmitted_from(resubmitted_from);
   journal_batch b;
   b.entries.push_back(make_entry(id, rec));
-  if (!req.nonce().empty())
-    st.nonce_pending[req.nonce()].push_back(rp);
+  if (!nonce.empty())
+    st.nonce_pending[nonce].push_back(rp);
   tree_folder f(id);
   f.add(0, rec);
   auto image = std::make_shared<const tree_image>(f.finish());
   std::shared_ptr<procedure> submitted = std::move(inst);
   st.submitting.insert(id);
   append(self, std::move(b),
-         [self, id, rp, image, submitted, nonce = req.nonce()](uint64_t) mutable {
+         [self, id, rp, image, submitted, nonce,
+          on_durable = std::move(on_durable)](uint64_t) mutable {
            auto& st = self->state;
            st.submitting.erase(id);
            const auto& p = *image->root();
@@ -87,6 +98,8 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
            u.started_at_ms = u.since_ms = p.submitted_at_ms;  // as its Submitted says
            record_update(self, std::move(u));
            start_root(self, image, false, std::move(submitted));
+           if (on_durable)
+             on_durable(id);
            pb::Response r;
            r.set_id(id);
            auto bytes = encode(r);
@@ -98,6 +111,8 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
            st.nonce_pending.erase(nonce);
          });
 }
+
+namespace {
 
 void handle_wait(executor_actor* self, const pb::WaitRequest& req, promise_t rp) {
   auto& st = self->state;
@@ -231,7 +246,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       auto* p = find_or_reply(self, req.status().id(), rp);
       if (p == nullptr)
         return;
-      return reply(rp, status_reply(*p));
+      return reply(rp, status_reply(self, *p));
     }
     case pb::Request::kList: {
       pb::Response r;
@@ -336,6 +351,10 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_limits(self, req.limits(), rp);
     case pb::Request::kForget:
       return handle_forget(self, req.forget(), rp);
+    case pb::Request::kRetry:
+      return handle_retry(self, req.retry(), rp);
+    case pb::Request::kResubmit:
+      return handle_resubmit(self, req.resubmit(), rp);
     case pb::Request::kReplicas:
       // A replica's front answers this itself (actors/node/replica_front.hpp).
       return reply(rp, error_reply(pb::Response::BAD_REQUEST,

@@ -74,6 +74,13 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
       --st.live;
     st.procs.erase(j);
   }
+  // The links of a resubmit live as long as the new root's records (which hold them): as
+  // after a restart.
+  st.resubmitted_as.erase(root_id);
+  if (auto f = st.resubmitted_from.find(root_id); f != st.resubmitted_from.end()) {
+    st.resubmitted_as.erase(f->second);
+    st.resubmitted_from.erase(f);
+  }
   auto r = st.roots.find(root_id);
   if (r != st.roots.end()) {
     forget_wake_volume(st, r->second);

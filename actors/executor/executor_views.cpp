@@ -305,12 +305,22 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
                  error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(req.id())));
   pb::ProcStatus status;
   fill_status(i->second, &status);
+  fill_links(self, &status);
   self->request(st.env->journal, std::chrono::seconds{30}, read_tree_atom::value, i->second.root_id)
     .then(
       [self, rp, status](journal_records& recs) mutable {
         pb::Response r;
         *r.mutable_history() = history_of(status.id(), recs, *self->state.env->types);
         *r.mutable_history()->mutable_status() = status;
+        if (auto as = status.resubmitted_as(); as != 0) {
+          // Journaled in the new root's tree (its Submitted names this one).
+          auto* e = r.mutable_history()->add_entries();
+          e->set_kind("resubmitted");
+          auto n = self->state.procs.find(as);
+          if (n != self->state.procs.end())
+            e->set_at_ms(n->second.started_at_ms);
+          e->set_detail("by an operator as procedure " + std::to_string(as));
+        }
         // A child on another node is asked there (forward_to_owner); this is what is left
         // without a transport (a node outside any cluster holds none).
         auto node = status.node().empty() ? std::optional<peer_status>{}

@@ -204,6 +204,13 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
         static_cast<double>(g.rolling_back));
   counter("proctor_undos_total", "Undos of rollbacks done.", g.undos);
   counter("proctor_undo_failures_total", "Undos that threw; each is retried.", g.undo_failures);
+  counter("proctor_retries_total",
+          "Operators' retries of a failed or backing-off step (proctor retry), journaled.",
+          g.retries);
+  counter("proctor_resubmits_total",
+          "Operators' resubmits of a ROLLEDBACK tree under a new id (proctor resubmit), "
+          "journaled.",
+          g.resubmits);
   counter("proctor_passivation_attempts_total",
           "Trees asked whether every procedure only waits (each attempt messages the whole "
           "tree).",

@@ -33,6 +33,8 @@ struct executor_gauges {
   size_t rolling_back = 0;            ///< trees whose rollback runs
   uint64_t undos = 0;                 ///< counter: undos done
   uint64_t undo_failures = 0;         ///< counter: undos that threw (and are retried)
+  uint64_t retries = 0;    ///< counter: operators' retries of failed steps (`proctor retry`)
+  uint64_t resubmits = 0;  ///< counter: operators' resubmits of ROLLEDBACK trees
   uint64_t epoch = 0;                 ///< the data directory's epoch this process holds
   int64_t active_since_ms = 0;        ///< wall clock: since when this process is the active one
   int64_t takeover_ms = 0;            ///< how long its takeover took (0: started without one)

@@ -63,6 +63,8 @@ TEST(metrics, gauges_and_node_counters_keep_their_digits) {
   g.active_since_ms = 1'764'090'215'123;
   g.takeover_ms = 1500;
   g.undos = 3;
+  g.retries = 4;
+  g.resubmits = 5;
   journal_stats j;
   j.fsync_us_last = 1'234'567;
   j.records = 12'345'678'901;
@@ -73,6 +75,9 @@ TEST(metrics, gauges_and_node_counters_keep_their_digits) {
   EXPECT_EQ(value_of(text, "proctor_journal_records_total"), "12345678901");
   EXPECT_EQ(value_of(text, "proctor_undos_total"), "3");
   EXPECT_NE(text.find("# TYPE proctor_undos_total counter\n"), std::string::npos);
+  EXPECT_EQ(value_of(text, "proctor_retries_total"), "4");
+  EXPECT_EQ(value_of(text, "proctor_resubmits_total"), "5");
+  EXPECT_NE(text.find("# TYPE proctor_resubmits_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE proctor_queue_depth gauge\nproctor_queue_depth 0\n"),
             std::string::npos);
   EXPECT_NE(text.find("# HELP proctor_journal_slow_writes_total Synced writes over 10 ms.\n"),

@@ -85,6 +85,9 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
           d += ", runs on node " + s.node();
         if (!s.parent_node().empty())
           d += ", child of " + std::to_string(s.parent_id()) + " on node " + s.parent_node();
+        if (s.resubmitted_from() != 0)
+          d += ", resubmitted by an operator from ROLLEDBACK procedure "
+               + std::to_string(s.resubmitted_from());
         e->set_detail(d);
         break;
       }
@@ -196,6 +199,23 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         e->set_detail(d);
         break;
       }
+      case pb::JournalRecord::kRetried: {
+        const auto& s = rec.retried();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "retried");
+        e->set_state(s.state());
+        e->set_state_name(name(s.state()));
+        e->set_attempt(s.attempts());
+        e->set_at_ms(s.at_ms());
+        std::string d = std::string("by an operator while ")
+                        + (s.was_failed() ? "FAILED (out of attempts)" : "backing off") + " after "
+                        + std::to_string(s.attempts()) + " attempt(s); attempts count again from 1";
+        if (!s.error().empty())
+          d += "; last failure: " + s.error();
+        e->set_detail(d);
+        break;
+      }
       case pb::JournalRecord::kRolledBack: {
         auto* e = add(r.lsn, "rolledback");
         e->set_at_ms(rec.rolled_back().at_ms());
@@ -210,7 +230,11 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
           auto* e = add(r.lsn, "summary");
           e->set_at_ms(rec.summary().finished_at_ms());
           e->set_detail(end_text(p.state(), p.result_json(), p.error())
-                        + (p.bypassed() ? " (bypassed by an operator)" : ""));
+                        + (p.bypassed() ? " (bypassed by an operator)" : "")
+                        + (p.resubmitted_from() != 0
+                             ? " (resubmitted from procedure "
+                                 + std::to_string(p.resubmitted_from()) + ")"
+                             : ""));
         }
         break;
       }

@@ -30,6 +30,11 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.nonce = p->nonce;
   st.parent = s.parent;
   st.is_root = !s.parent;
+  if (st.is_root) {
+    st.args = p->args;
+    st.args_version = p->type_version;
+    st.resubmitted_from = p->resubmitted_from;
+  }
   st.parent_node = st.is_root ? p->parent_node : std::string{};
   st.fragment_lsn = st.is_root ? p->submitted_lsn : 0;
   st.parent_root_id = p->parent_root_id;

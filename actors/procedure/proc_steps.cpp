@@ -50,6 +50,7 @@ void retry_step(proc_actor* self, int32_t state, const std::string& error, int m
   PLOG(info, self, "retrying {} in {} ms (attempt {}): {}", st.inst->state_name(state),
        delay.count(), st.attempt, error);
   st.busy = false;
+  st.backing_off = true;  // an operator's retry may run it before its back-off ends
   publish(self, "retry", true);
   arm_timer(self, wall_ms() + delay.count(), false);
 }
@@ -74,6 +75,7 @@ void on_business_failure(proc_actor* self, int32_t state, const std::string& err
   auto& st = self->state;
   PLOG(info, self, "step {} failed (attempt {}): {}", st.inst->state_name(state), st.attempt,
        error);
+  st.last_failure = error;
   const auto& policy = st.ptype->retry;
   if (policy.max_attempts == 0 || st.attempt < policy.max_attempts)
     return retry_step(self, state, error, policy.max_attempts);

@@ -332,6 +332,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       // reads it back.
       auto resume = [self] {
         auto& st = self->state;
+        st.backing_off = false;
         if (st.status == proc_state::waiting_timeout)
           set_status(self, proc_state::runnable, st.timer_at_ms);
         publish(self);
@@ -389,6 +390,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       return rp;
     },
     [self](bypass_atom, bypass_order& order) { return on_bypass(self, order); },
+    [self](op_retry_atom, retry_order& order) { return on_operator_retry(self, order); },
     [self](abort_atom, uint64_t proc_id) -> caf::result<bool> {
       auto& st = self->state;
       if (st.finishing)

@@ -461,6 +461,12 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
     ps->set_bypassed(u.bypassed);
     ps->set_started_at_ms(u.started_at_ms);
     ps->set_ended_at_ms(u.ended_at_ms);
+    if (u.id == st.id && !st.is_fragment()) {
+      ps->set_args(st.args);
+      ps->set_type_version(st.args_version);
+      ps->set_priority(st.priority);
+      ps->set_resubmitted_from(st.resubmitted_from);
+    }
   }
   // Only the summary is written: the fold lets it supersede the tree's earlier records, and
   // the executor deletes those soon, together with its neighbours' (collect_finished in

@@ -2,7 +2,8 @@
 """A Proctor client in Python with nothing but `requests` (docs/http-api.md).
 
 `Proctor` below is the whole client: submit, status, wait (a long-poll, asked again while
-the node answers 202), tree, history, list, event, abort, release, bypass, nodes, metrics.
+the node answers 202), tree, history, list, event, abort, release, bypass, retry, resubmit,
+nodes, metrics.
 Run as a program, it walks through them against a node started with --http and a token:
 
     proctord --data-dir /tmp/p --listen 127.0.0.1:7001 --http 127.0.0.1:8080 --http-token s3cret
@@ -100,6 +101,12 @@ class Proctor:
 
     def bypass(self, id_, force=False):
         return self._call("POST", f"/api/procs/{id_}/bypass", {"force": force}).json()
+
+    def retry(self, id_):
+        return self._call("POST", f"/api/procs/{id_}/retry").json()
+
+    def resubmit(self, id_):
+        return self._call("POST", f"/api/procs/{id_}/resubmit").json()
 
     def nodes(self):
         return self._call("GET", "/api/nodes").json()

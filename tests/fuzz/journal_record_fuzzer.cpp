@@ -127,7 +127,7 @@ pb::JournalRecord record_from_recipe(byte_reader& in, uint64_t root,
                                      const std::vector<uint64_t>& lsns) {
   pb::JournalRecord r;
   r.set_format(1);
-  switch (in.u8() % 13) {
+  switch (in.u8() % 14) {
     case 0: {
       auto* s = r.mutable_submitted();
       s->set_proc_id(recipe_id(in, root));
@@ -192,6 +192,12 @@ pb::JournalRecord record_from_recipe(byte_reader& in, uint64_t root,
         for (int c = in.u8() % 3; c > 0; --c)
           p->add_children(recipe_id(in, root));
         p->set_nonce(in.text(4));
+        if (p->proc_id() == root && in.u8() % 2 == 1) {  // a root's submit, for a resubmit
+          p->set_args(in.text());
+          p->set_type_version(1 + in.u8() % 3);
+          p->set_priority(static_cast<int8_t>(in.u8()));
+          p->set_resubmitted_from(in.u64());
+        }
       }
       s->set_finished_at_ms(static_cast<int64_t>(in.u64()));
       break;
@@ -234,6 +240,16 @@ pb::JournalRecord record_from_recipe(byte_reader& in, uint64_t root,
       e->set_event_key(in.text());
       e->set_payload_json(in.text());
       e->set_arrived_at_ms(static_cast<int64_t>(in.u64()));
+      break;
+    }
+    case 12: {
+      auto* t = r.mutable_retried();
+      t->set_proc_id(recipe_id(in, root));
+      t->set_state(recipe_state(in));
+      t->set_attempts(in.u8() % 5);
+      t->set_was_failed(in.u8() & 1);
+      t->set_error(in.text());
+      t->set_at_ms(static_cast<int64_t>(in.u64()));
       break;
     }
     default:
@@ -280,6 +296,9 @@ void remap_ids(pb::JournalRecord& r, uint64_t root) {
       break;
     case pb::JournalRecord::kDelivered:
       r.mutable_delivered()->set_proc_id(m(r.delivered().proc_id()));
+      break;
+    case pb::JournalRecord::kRetried:
+      r.mutable_retried()->set_proc_id(m(r.retried().proc_id()));
       break;
     default:
       break;

@@ -26,6 +26,7 @@
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
+#include <proctor/procedure.hpp>
 #include <proctor/wire.pb.h>
 
 namespace proctor::exec_detail {
@@ -211,6 +212,12 @@ struct executor_state {
   /// `tree` views that lack the parts of a node that did not answer.
   uint64_t incomplete_views = 0;
   uint64_t undo_failures = 0;  ///< undos that threw (each is retried)
+  uint64_t retries = 0;        ///< operators' retries (since the node started)
+  uint64_t resubmits = 0;      ///< operators' resubmits (since the node started)
+  /// Operators' resubmits of ROLLEDBACK trees (executor_resubmit.cpp): old root -> new root,
+  /// and back, from the new roots' Submitted records (or summaries) this node holds.
+  std::unordered_map<uint64_t, uint64_t> resubmitted_as;
+  std::unordered_map<uint64_t, uint64_t> resubmitted_from;
 
   // -- recovery (executor_recovery.cpp) ------------------------------------------------------
   /// Taking over the trees read back from the journal, possibly while the scan still runs
@@ -245,6 +252,9 @@ std::string encode(const pb::Response& r);
 std::string error_reply(pb::Response::Code code, std::string msg);
 void fill_status(const proc_record& r, pb::ProcStatus* s);
 std::string status_reply(const proc_record& r, pb::Response::Code code = pb::Response::OK);
+/// The status of `r` with its resubmit links (ProcStatus.resubmitted_from / _as).
+std::string status_reply(executor_actor* self, const proc_record& r);
+void fill_links(executor_actor* self, pb::ProcStatus* s);
 void reply(promise_t& rp, std::string bytes);
 
 // -- bookkeeping (executor.cpp) ---------------------------------------------------------------
@@ -449,6 +459,23 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
 void handle_locks(executor_actor* self, promise_t rp);
 /// An operator's bypass: refused unless stuck or forced; answered once it is durable.
 void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t rp);
+/// The ids from the root of `p`'s tree (fragment) down to `p`, the way an operator's order
+/// (bypass, retry) travels; empty if a link is missing.
+std::vector<uint64_t> path_to(executor_actor* self, const proc_record& p);
+/// An operator's retry of a failed (or backing-off) step: answered once the Retried record
+/// is durable (executor_retry.cpp).
+void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t rp);
+/// An operator's resubmit of a ROLLEDBACK tree under a new id: answered once the new root's
+/// Submitted record is durable (executor_resubmit.cpp).
+void handle_resubmit(executor_actor* self, const pb::ResubmitRequest& req, promise_t rp);
+/// Root `new_root` runs again the ROLLEDBACK tree of `old_root` (a resubmit, or read back).
+void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root);
+/// Journals a new root of `type` made of `inst` and starts it; answers its id once its
+/// Submitted record is durable (with a nonce: every submit of that nonce waiting for it),
+/// after `on_durable` ran (executor_requests.cpp).
+void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<procedure> inst,
+                 const std::string& nonce, int32_t priority, uint64_t resubmitted_from,
+                 promise_t rp, std::function<void(uint64_t)> on_durable = {});
 /// Lists each type's limits and load, or changes a type's (answered once journaled):
 /// executor_limits.cpp.
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);

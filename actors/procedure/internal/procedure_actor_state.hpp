@@ -109,6 +109,11 @@ struct proc_actor_state {
   std::string type;
   int32_t priority = 0;
   std::string nonce;
+  /// A root's submit, for its tree's summary (`proctor resubmit` of a ROLLEDBACK tree): its
+  /// Submitted data and type version, and the root it was resubmitted from (0: none).
+  std::string args;
+  uint32_t args_version = 0;
+  uint64_t resubmitted_from = 0;
   caf::actor parent;  ///< invalid for the root
   caf::actor root;    ///< the root's actor (self for the root)
   std::vector<uint64_t> ancestors;
@@ -177,6 +182,11 @@ struct proc_actor_state {
   /// operator's bypass that arrived meanwhile waits for it.
   std::vector<std::function<void(bool agreed)>> on_hibernate_answer;
   bool bypassing = false;  ///< an operator's bypass is being journaled: nothing runs
+  /// Its step failed and waits for its next attempt (a retry policy's back-off): an
+  /// operator's retry may run it now (proc_retry.cpp).
+  bool backing_off = false;
+  bool retrying = false;  ///< an operator's retry is being journaled
+  std::string last_failure;  ///< the error of its step's last failed attempt
 
   // -- children (this actor supervises them) -----------------------------------------------
   std::vector<child_slot> children;                  ///< every child, in spawn order
@@ -417,6 +427,10 @@ void on_business_failure(proc_actor* self, int32_t state, const std::string& err
 /// An operator's bypass on its way to (or at) its procedure (proc_bypass.cpp): answers ""
 /// once the Bypassed record is durable, else why it was refused.
 caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order);
+
+/// An operator's retry on its way to (or at) its procedure (proc_retry.cpp): answers "" once
+/// the Retried record is durable (the step is scheduled again), else why it was refused.
+caf::result<std::string> on_operator_retry(proc_actor* self, retry_order& order);
 
 /// Whether the step of `state` (its undo, if `undo`) of `inst` runs on its actor instead of
 /// a worker thread: its type (`type`, null if unknown) is declared nonblocking, or the

@@ -72,6 +72,10 @@ ordered_json status_object(json_writer& w, const pb::ProcStatus& s) {
     "result", result_field(w, s.result_json()))("waiting_for", s.waiting_for());
   if (!s.node().empty())
     j("node", s.node());
+  if (s.resubmitted_from() != 0)
+    j("resubmitted_from", s.resubmitted_from());
+  if (s.resubmitted_as() != 0)
+    j("resubmitted_as", s.resubmitted_as());
   return j.take();
 }
 
