@@ -73,6 +73,13 @@ protected:
   std::string own_type() const override { return "test.capped_inline"; }
 };
 
+/// No limits in code; its children are of its own type, so that every step counted in
+/// `most` is one of its (test.capped's children would be test.capped, limited apart).
+class free_type : public capped {
+protected:
+  std::string own_type() const override { return "test.free"; }
+};
+
 class type_limits_test : public engine {
 protected:
   void SetUp() override {
@@ -83,7 +90,7 @@ protected:
     types_.add<capped>("test.capped").max_running(1);
     types_.add<capped_inline>("test.capped_inline").nonblocking().max_running(2);
     types_.add<capped>("test.rated").rate(2, std::chrono::milliseconds{200});
-    types_.add<capped>("test.free");
+    types_.add<free_type>("test.free");
   }
 
   pb::Response limits(const std::function<void(pb::LimitsRequest&)>& fill = {}) {
@@ -174,7 +181,7 @@ TEST_F(type_limits_test,
   // A second change sets its field over what is in force.
   r = limits([](pb::LimitsRequest& l) {
     l.set_type("test.free");
-    l.set_rate(5);
+    l.set_rate(100);
     l.set_per_ms(60'000);
   });
   ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
@@ -183,7 +190,7 @@ TEST_F(type_limits_test,
   const auto* l = find(r, "test.free");
   ASSERT_NE(l, nullptr);
   EXPECT_EQ(l->max_running(), 2u);
-  EXPECT_EQ(l->rate(), 5u);
+  EXPECT_EQ(l->rate(), 100u);
   EXPECT_EQ(l->per_ms(), 60'000u);
   EXPECT_TRUE(l->operator_set());
   EXPECT_GT(l->set_at_ms(), 0);
