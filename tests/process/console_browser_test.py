@@ -203,8 +203,12 @@ def run(node, driver, work):
             raise Failure(f"the page did not show {what} ({selector}) within {LIMIT}s")
 
     def text_wait(selector, pred, what):
+        # The page redraws its tables at each poll: an element found just before a redraw is
+        # stale when its text is read, which is no answer yet (it was taken for a failure).
+        from selenium.common.exceptions import StaleElementReferenceException
         try:
-            return WebDriverWait(driver, LIMIT).until(
+            return WebDriverWait(driver, LIMIT,
+                                 ignored_exceptions=[StaleElementReferenceException]).until(
                 lambda d: [e for e in d.find_elements(By.CSS_SELECTOR, selector) if pred(e.text)])
         except Exception:
             raise Failure(f"the page did not show {what} ({selector}) within {LIMIT}s")
