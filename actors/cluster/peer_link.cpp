@@ -210,6 +210,20 @@ std::string incarnation_text(uint64_t i) {
   return buf;
 }
 
+/// The peer answered as incarnation `heard`, which is refused (`why`): down, the refusal
+/// counted and logged at a falling rate (and whenever another incarnation is refused).
+bool refuse_incarnation(link_actor* self, uint64_t heard, const std::string& why) {
+  auto& st = self->state;
+  auto n = ++st.status.refusals;
+  if (log_nth(n) || st.refused_incarnation != heard)
+    spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
+                  st.cfg.peer_name, why, n);
+  st.refused_incarnation = heard;
+  go_down(self, why, false);
+  notify(self);
+  return false;
+}
+
 /// Whether the peer that answered is the incarnation this node knows. Until the node
 /// recovered (it does not know yet), no; the first incarnation heard is journaled before it
 /// is taken (the next heartbeat then finds it known); another one than the journal's makes
@@ -222,21 +236,14 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
     return true;
   if (!st.expect_known)
     return false;  // asked again at the next heartbeat
-  if (st.forgotten.count(heard) > 0) {
-    auto why = "node " + st.cfg.peer_name + " at " + s.address + " came back as incarnation "
-               + incarnation_text(heard)
-               + ", which an operator forgot (proctor node forget): what it held was declared "
-                 "lost and undone elsewhere, so it is refused for good; to bring the name back, "
-                 "start it with an empty data directory";
-    auto n = ++s.refusals;
-    if (log_nth(n) || st.refused_incarnation != heard)
-      spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
-                    st.cfg.peer_name, why, n);
-    st.refused_incarnation = heard;
-    go_down(self, why, false);
-    notify(self);
-    return false;
-  }
+  if (st.forgotten.count(heard) > 0)
+    return refuse_incarnation(
+      self, heard,
+      "node " + st.cfg.peer_name + " at " + s.address + " came back as incarnation "
+        + incarnation_text(heard)
+        + ", which an operator forgot (proctor node forget): what it held was declared lost and "
+          "undone elsewhere, so it is refused for good; to bring the name back, start it with "
+          "an empty data directory");
   if (s.incarnation == heard)
     return true;
   if (s.incarnation == 0) {
@@ -266,19 +273,13 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
     }
     return false;
   }
-  auto why = "node " + st.cfg.peer_name + " at " + s.address
-             + " came back with another journal (incarnation " + incarnation_text(heard)
-             + "; this node knew " + incarnation_text(s.incarnation)
-             + "): what the node that left held is lost, and the new one's answers are not "
-               "taken for its";
-  auto n = ++s.refusals;
-  if (log_nth(n) || st.refused_incarnation != heard)
-    spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
-                  st.cfg.peer_name, why, n);
-  st.refused_incarnation = heard;
-  go_down(self, why, false);
-  notify(self);
-  return false;
+  return refuse_incarnation(
+    self, heard,
+    "node " + st.cfg.peer_name + " at " + s.address
+      + " came back with another journal (incarnation " + incarnation_text(heard)
+      + "; this node knew " + incarnation_text(s.incarnation)
+      + "): what the node that left held is lost, and the new one's answers are not taken for "
+        "its");
 }
 
 void on_pong(link_actor* self, const pb::Response& r) {
