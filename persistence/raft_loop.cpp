@@ -3,6 +3,7 @@
 // comments say.
 #include <sys/statfs.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -357,6 +358,7 @@ void raft_store_impl::on_check() {
       transfer_pending_ = true;
   }
   check_catch_up();
+  update_lease(leader_now);
   // A new leader is not ready until its barrier is applied: the barrier commits every entry
   // of earlier terms (a leader commits only entries of its own term) and applies them here.
   if (raft_leader_ && barrier_needed_ && !barrier_pending_) {
@@ -367,6 +369,71 @@ void raft_store_impl::on_check() {
       barrier_needed_ = false;
     }
   }
+}
+
+// -- only a leader acts: whether this leader is sure it still leads -------------------------
+
+bool raft_store_impl::sure_to_lead() const {
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+               .count();
+  return now < sure_until_ms_.load(std::memory_order_acquire);
+}
+
+void raft_store_impl::update_lease(bool leader_now) {
+  // libraft's leader checks once per election timeout that a majority answered it during the
+  // last one (tick.c: checkContactQuorum), and steps down only then, or when a message of a
+  // newer term arrives. A leader frozen for longer (SIGSTOP, a paused VM) is no longer
+  // leader by the time it thaws, but libraft learns it only from the next answers, while its
+  // answers from before the freeze still count: for that while every worker that thawed with
+  // it would start steps. So this loop vouches for the leader only while it runs: each check
+  // holds for half an election timeout, and after a gap longer than that between two checks
+  // it vouches again only once a round of heartbeats that began after the gap
+  // (election_timer_start, reset by libraft at each check) was answered by a majority. In the
+  // steady state (a check at least every heartbeat timeout) it is sure all along.
+  const uint64_t now = raft_.io->time(raft_.io);
+  const uint64_t hold = std::max<uint64_t>(opts_.election_timeout_ms / 2, 1);
+  if (last_check_ms_ != 0 && now - last_check_ms_ > hold) {
+    if (unsure_since_ms_ == 0 && ready_leader_.load())
+      spdlog::warn("replica {}: its Raft loop did not run for {} ms (frozen, or starved): no "
+                   "step runs until a majority answers it again, or it learns of a newer term",
+                   opts_.id, now - last_check_ms_);
+    unsure_since_ms_ = now;
+  }
+  last_check_ms_ = now;
+  bool sure = leader_now && ready_leader_.load();
+  if (sure && unsure_since_ms_ != 0) {
+    sure = false;
+    // Strictly after: the iteration that found the gap may have started a round itself (its
+    // timers run before its reads) and then read answers the others sent before the gap,
+    // still buffered. A round that begins an election timeout later counts only answers
+    // read since: by then, a newer term, if there is one, has reached this replica.
+    if (raft_.election_timer_start > unsure_since_ms_) {
+      unsigned voters = 0, heard = 0;
+      for (unsigned i = 0; i < raft_.configuration.n; ++i) {
+        const auto& s = raft_.configuration.servers[i];
+        if (s.role != RAFT_VOTER)
+          continue;
+        ++voters;
+        if (s.id == raft_.id || raft_.leader_state.progress[i].recent_recv)
+          ++heard;
+      }
+      sure = heard > voters / 2;
+    }
+    if (sure) {
+      spdlog::info("replica {}: a majority answered it again: it runs steps again", opts_.id);
+      unsure_since_ms_ = 0;
+    }
+  }
+  if (!leader_now)
+    unsure_since_ms_ = 0;  // a new term starts from its barrier (ready_leader_)
+  int64_t until = 0;
+  if (sure)
+    until = std::chrono::duration_cast<std::chrono::milliseconds>(
+              std::chrono::steady_clock::now().time_since_epoch())
+              .count()
+            + static_cast<int64_t>(hold);
+  sure_until_ms_.store(until, std::memory_order_release);
 }
 
 void raft_store_impl::refresh_members() {

@@ -142,6 +142,13 @@ public:
   /// term (it appends a barrier when elected and waits for it): a node acting on true sees
   /// the whole journal. False as soon as it steps down.
   virtual bool is_leader() const = 0;
+  /// Whether this replica is sure it still leads at this moment: is_leader(), and its loop
+  /// has run within half an election timeout, and, after a stall of the loop longer than
+  /// that (the process frozen by SIGSTOP, a paused VM), a majority answered it in a round
+  /// of heartbeats that began after the stall. A leader that is not sure runs no step
+  /// (actors/base/leader_fence.hpp): a frozen leader, woken, starts nothing before it learns
+  /// of the newer term. Cheap (one atomic); any thread.
+  virtual bool sure_to_lead() const = 0;
   /// The leader this replica knows of (itself when leader), as of the loop's last iteration.
   virtual leader_info leader() const = 0;
   virtual uint64_t term() const = 0;

@@ -39,6 +39,7 @@ public:
   rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override;
   rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override;
   bool is_leader() const override { return ready_leader_.load(); }
+  bool sure_to_lead() const override;
   leader_info leader() const override;
   uint64_t term() const override { return term_.load(); }
   uint64_t commit_index() const override { return commit_.load(); }
@@ -157,6 +158,13 @@ private:
 
   // -- observed (written by the loop thread) --------------------------------------------------
   std::atomic<bool> ready_leader_{false};
+  // sure_to_lead(): until when (steady clock, ms since its epoch) the loop vouches for this
+  // leader (0: not sure); the loop's last check (libraft's clock, ms), and since when it has
+  // been unsure after a stall (0: it was not stalled).
+  std::atomic<int64_t> sure_until_ms_{0};
+  uint64_t last_check_ms_ = 0;
+  uint64_t unsure_since_ms_ = 0;
+  void update_lease(bool leader_now);
   std::atomic<uint64_t> term_{0};
   std::atomic<uint64_t> commit_{0};
   std::atomic<uint64_t> applied_{0};

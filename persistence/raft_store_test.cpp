@@ -405,8 +405,13 @@ TEST(raft_store, replicates_and_refuses_on_followers) {
     ASSERT_TRUE(st.ok()) << st.ToString();
     model_apply(&model, ops);
   }
-  // Applied on the leader when write() returned.
+  // Applied on the leader when write() returned; its loop vouches for it (sure_to_lead) all
+  // along while it runs, without a pause.
   EXPECT_EQ(contents(leader), model);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(leader.sure_to_lead()) << i;
+    std::this_thread::sleep_for(50ms);
+  }
   ASSERT_TRUE(g.wait_applied(leader.applied_index())) << "followers did not catch up";
   for (auto& s : g.stores)
     EXPECT_EQ(contents(*s), model);
@@ -420,6 +425,7 @@ TEST(raft_store, replicates_and_refuses_on_followers) {
       continue;
     auto& f = *g.stores[i];
     EXPECT_FALSE(f.is_leader());
+    EXPECT_FALSE(f.sure_to_lead());
     EXPECT_EQ(f.leader().id, g.members[l].id);
     EXPECT_EQ(f.leader().address, g.members[l].address);
     auto st = f.write({put(999, 1, "refused")});

@@ -27,6 +27,21 @@ void touch(const fs::path& path) {
   ::close(fd);
 }
 
+/// Appends `line` and a newline to `path`, creating it (one write(2) with O_APPEND: whole
+/// lines, also from several processes); throws on I/O errors (a crash: retried).
+void append_line(const fs::path& path, std::string line) {
+  line += '\n';
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(errno));
+  auto n = ::write(fd, line.data(), line.size());
+  int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size()))
+    throw std::runtime_error("cannot append to " + path.string() + ": "
+                             + (n < 0 ? std::strerror(err) : "a short write"));
+}
+
 /// Removes `path` if present (idempotent).
 void remove_file(const fs::path& path) {
   std::error_code ec;
@@ -84,6 +99,9 @@ private:
   }
 
   outcome step(pb::LedgerData& d, context& ctx) {
+    const auto began = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
     int s = d.step();
     if (!gate_open(d.gate_dir(), "step." + std::to_string(s))) {
       nap(2);  // a closed gate must not spin a run slot
@@ -95,7 +113,9 @@ private:
     if (ctx.is_root() && s == fail_at(d))
       return fail("demo.ledger: failing at step " + std::to_string(s) + " as asked (fail_at)");
     nap(d.step_sleep_ms());
-    touch(file(d, ctx, s));
+    // Which process ran the step, and when it began: a test of a frozen leader tells steps
+    // its old leader began after it thawed (none may be) from those it had under way.
+    append_line(file(d, ctx, s), std::to_string(::getpid()) + " " + std::to_string(began));
     d.set_touched(s);
     d.set_step(s + 1);
     if (s == 0 && d.depth() > 0 && d.children() > 0) {

@@ -1,5 +1,6 @@
 // The built-in demo procedures, used by the demo, the tests and the benchmark:
-//   demo.ledger      steps that each leave one file; trees; a failing root (rollback)
+//   demo.ledger      steps that each leave one file (a line "<pid> <ms the step began>" per run
+//                    of the step); trees; a failing root (rollback)
 //   demo.ledger.impatient  demo.ledger whose tree fails after 5 s without a child's node
 //   demo.flaky       a step that crashes its first `crash_times` attempts (supervision)
 //   demo.wait_event  suspends until an external event or its deadline

@@ -13,6 +13,7 @@
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/base/leader_fence.hpp"
 #include "actors/cluster/client_server.hpp"
 
 namespace proctor {
@@ -102,6 +103,12 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
     }
   }
   auto* raw = r.get();
+  // Only a leader acts: no step runs while this replica is not sure it leads (a follower's
+  // never do: it runs no executor).
+  leader_fence::install([weak = std::weak_ptr<raft_store>(r->store_)] {
+    auto store = weak.lock();
+    return store && store->sure_to_lead();
+  });
   r->store_->on_leadership_change([raw](bool leader) {
     if (!leader && raw->leading_.load() && !raw->retired_.load())
       raw->step_down("this replica no longer leads (it lost its majority, or a newer term "

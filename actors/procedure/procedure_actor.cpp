@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "actors/base/errors.hpp"
+#include "actors/base/leader_fence.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/procedure/remote.hpp"
@@ -83,6 +84,13 @@ void on_appended(proc_actor* self, uint64_t tag, uint64_t lsn) {
 
 /// Runs `job`'s step on this actor (a type whose steps never block) and acts on its outcome.
 void run_here(proc_actor* self, step_job& job) {
+  if (!leader_fence::open()) {
+    // Only a leader acts: this replica is not sure it still leads. Looked at again shortly
+    // (the gate opens, or the process re-executes as a follower): never blocks this thread.
+    self->delayed_send(self, std::chrono::milliseconds{10}, run_inline_atom::value,
+                       std::move(job));
+    return;
+  }
   auto r = worker_pool::run(job);
   if (!job.direct)
     self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());

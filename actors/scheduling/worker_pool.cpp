@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/leader_fence.hpp"
+
 namespace proctor {
 
 worker_pool::worker_pool(size_t threads, caf::actor scheduler) : scheduler_(std::move(scheduler)) {
@@ -83,6 +85,13 @@ void worker_pool::loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
+    // Only a leader acts: not even a step already handed out runs while this replica is not
+    // sure it leads. A shutdown meanwhile drops the job, as it drops queued ones.
+    if (!leader_fence::wait_open([this] {
+          std::lock_guard<std::mutex> g(mtx_);
+          return stop_;
+        }))
+      return;
     auto r = run(job);
     auto id = job.ctx.id();
     caf::anon_send(job.proc, step_done_atom::value, std::move(r));

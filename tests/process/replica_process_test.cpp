@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -256,15 +257,26 @@ TEST_F(replicas, an_operators_limits_survive_the_leaders_sigkill) {
   EXPECT_EQ(waited(third), "SUCCESS") << logs();
 }
 
-TEST_F(replicas, a_frozen_leader_is_replaced_and_steps_down_when_it_thaws) {
+// Only a leader acts: a frozen leader, woken, begins no step before it learns of the newer
+// term (each ledger file has a line "<pid> <ms the step began>" per run of its step; the
+// replica's Raft loop vouches for it only while it runs: raft_store::sure_to_lead). Procedures
+// of many quick steps keep its workers busy when it freezes, with writes in flight that the
+// others may have stored: answers it reads when it thaws would otherwise let it go on.
+TEST_F(replicas, a_frozen_leader_is_replaced_and_begins_no_step_after_it_thaws) {
   launch_all();
   int l = leader();
   ASSERT_GE(l, 0) << logs();
   auto before = submit("demo.wait_event", R"({"key":"thaw"})");
-  ASSERT_EQ(::kill(b_[l]->pid(), SIGSTOP), 0);
+  std::vector<std::string> busy;
+  for (int i = 0; i < 8; ++i)
+    busy.push_back(submit("demo.ledger", R"({"steps":300,"ledger_dir":")" + ledger().string()
+                                           + "\"}"));
+  ASSERT_TRUE(eventually([&] { return count_files(ledger()) >= 80; }, 30s)) << logs();
+  const pid_t old = b_[l]->pid();
+  ASSERT_EQ(::kill(old, SIGSTOP), 0);
   int l2 = leader(30s, l);
   if (l2 < 0)
-    ::kill(b_[l]->pid(), SIGCONT);
+    ::kill(old, SIGCONT);
   ASSERT_GE(l2, 0) << logs();
   // Asked of the new leader alone: a frozen process's kernel still accepts connections, so a
   // client that tries it first waits out its reply timeout before it moves on.
@@ -272,14 +284,45 @@ TEST_F(replicas, a_frozen_leader_is_replaced_and_steps_down_when_it_thaws) {
                           R"({"steps":2,"ledger_dir":")" + ledger().string() + "\"}"});
   ASSERT_EQ(sub.exit_code, 0) << describe(sub);
   auto during = trim(sub.out);
-  ASSERT_EQ(::kill(b_[l]->pid(), SIGCONT), 0);
+  const auto thawed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  ASSERT_EQ(::kill(old, SIGCONT), 0);
   // The old leader learns of the newer term, re-executes itself and comes back a follower.
   EXPECT_TRUE(names_leader(l, l2)) << logs();
+  const auto follower_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   EXPECT_NE(b_[l]->log_tail(1'000'000).find("re-executing as a follower"), std::string::npos)
     << b_[l]->log_tail();
   EXPECT_EQ(waited(during), "SUCCESS") << logs();
+  for (const auto& id : busy)
+    EXPECT_EQ(waited(id), "SUCCESS") << id << logs();
   EXPECT_EQ(ctl({"event", "thaw"}).exit_code, 0);
   EXPECT_EQ(waited(before), "SUCCESS") << logs();
+  // Every step's file, and who began it when: none by the old leader between its thaw and
+  // the moment it answered as a follower.
+  size_t files = 0, by_old = 0, by_old_thawed = 0;
+  std::string late;
+  for (const auto& e : fs::directory_iterator(ledger())) {
+    ++files;
+    std::ifstream in(e.path());
+    long long pid = 0, began = 0;
+    while (in >> pid >> began) {
+      if (pid != old)
+        continue;
+      ++by_old;
+      if (began >= thawed_ms && began <= follower_ms) {
+        ++by_old_thawed;
+        late += e.path().filename().string() + " ";
+      }
+    }
+  }
+  std::printf("  %zu ledger files; %zu step runs by the frozen leader, %zu begun after it thawed\n",
+              files, by_old, by_old_thawed);
+  EXPECT_EQ(files, 8u * 300u + 2u);
+  EXPECT_GT(by_old, 0u);
+  EXPECT_EQ(by_old_thawed, 0u) << "begun by the old leader after it thawed: " << late << logs();
 }
 
 TEST_F(replicas, a_lost_machine_with_its_disk_loses_nothing_acknowledged) {
