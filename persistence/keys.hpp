@@ -12,6 +12,10 @@ constexpr size_t key_size = 16;
 constexpr uint64_t meta_root = 0;
 /// (meta_root, id_floor_lsn) holds an IdFloor record: ids below it were handed out.
 constexpr uint64_t id_floor_lsn = 1;
+/// A replica group's own records, not the journal's (no tree has this id, and recovery skips
+/// them): (replica_root, a member's Raft id) holds the id of the data directory the group
+/// recorded for that member, as "NAME\nDATA_DIR_ID\nAT_MS" (actors/node/replica_node.cpp).
+constexpr uint64_t replica_root = ~uint64_t{0};
 
 inline void put_be64(char* out, uint64_t v) {
   for (int i = 7; i >= 0; --i) {

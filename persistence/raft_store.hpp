@@ -145,7 +145,7 @@ public:
   /// Whether this replica is sure it still leads at this moment: is_leader(), and its loop
   /// has run within half an election timeout, and, after a stall of the loop longer than
   /// that (the process frozen by SIGSTOP, a paused VM), a majority answered it in a round
-  /// of heartbeats that began after the stall. A leader that is not sure runs no step
+  /// of heartbeats that began at least half an election timeout after the stall. A leader that is not sure runs no step
   /// (actors/base/leader_fence.hpp): a frozen leader, woken, starts nothing before it learns
   /// of the newer term. Cheap (one atomic); any thread.
   virtual bool sure_to_lead() const = 0;
@@ -198,6 +198,10 @@ public:
   /// or the store closes.
   virtual std::future<membership_outcome> change_membership(membership_change change) = 0;
 };
+
+/// True when `data_dir` holds no Raft state (no term, no vote: libraft's metadata files are
+/// absent), as in a directory never used or wiped.
+bool raft_state_is_fresh(const std::string& data_dir);
 
 /// Opens (creating) the replica in options.dir and starts it. On failure returns null and
 /// sets `error` to a one-line reason (bad options, a data directory on a file system

@@ -218,6 +218,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
   };
   uint64_t current_root = 0;
   auto st = store->scan([&](const stored_record& r) {
+    if (r.root_id == journal_keys::replica_root)
+      return true;  // a replica group's records, not the journal's (keys.hpp)
     ++rep.records;
     max_lsn = std::max(max_lsn, r.lsn);
     if (r.root_id == journal_keys::meta_root) {

@@ -50,16 +50,24 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
     return nullptr;
   }
   // Which replica the data directory holds (REPLICA, beside NODE): another one's is refused.
-  const auto id_file = s.data_dir + "/REPLICA";
-  std::string stored;
-  {
-    std::ifstream in(id_file);
-    std::getline(in, stored);
-  }
-  if (!stored.empty() && stored != s.replica) {
-    *error = "data directory " + s.data_dir + " belongs to replica " + stored + " of node "
+  auto file = read_replica_file(s.data_dir);
+  if (!file.name.empty() && file.name != s.replica) {
+    *error = "data directory " + s.data_dir + " belongs to replica " + file.name + " of node "
              + s.node_name + ", not to " + s.replica;
     return nullptr;
+  }
+  // A directory with no Raft state (new, or wiped) must not be one the group knows this
+  // replica by under another id: it would have forgotten its vote (replica_identity.hpp).
+  // No Raft state makes a new id even where REPLICA has one (only raft/ was deleted): the
+  // state the old id stood for is gone.
+  const bool fresh = raft_state_is_fresh(s.data_dir);
+  r->dir_id_ = fresh || file.dir_id.empty() ? new_data_dir_id() : file.dir_id;
+  if (fresh) {
+    if (auto why = check_not_wiped(s.group, *r->self_, s.node_name, r->dir_id_, s.tls);
+        !why.empty()) {
+      *error = why;
+      return nullptr;
+    }
   }
   raft_store_options o;
   o.id = r->self_->raft_id;
@@ -94,13 +102,9 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
       return nullptr;
     }
   }
-  if (stored.empty()) {
-    std::ofstream out(id_file, std::ios::trunc);
-    out << s.replica << '\n';
-    if (!out.flush()) {
-      *error = "cannot write " + id_file;
+  if (file.name != s.replica || file.dir_id != r->dir_id_) {
+    if (!write_replica_file(s.data_dir, {s.replica, r->dir_id_}, error))
       return nullptr;
-    }
   }
   auto* raw = r.get();
   // Only a leader acts: no step runs while this replica is not sure it leads (a follower's
@@ -138,6 +142,7 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
 }
 
 replica_node::~replica_node() {
+  recorder_.reset();
   if (server_)
     caf::anon_send_exit(server_, caf::exit_reason::user_shutdown);
   if (front_)
@@ -201,8 +206,14 @@ pb::ReplicasInfo replica_node::replicas() const {
     info.set_leader(l.address);
   const bool leading = l.id == self_->raft_id;
   const auto last = store_->commit_index();
+  // A few keys, read afresh: a replica asking whether it is known must see a removal at once.
+  const auto recorded = read_recorded_dirs(*store_);
   for (const auto& m : store_->members()) {
     auto* r = info.add_replicas();
+    if (auto i = recorded.find(m.id); i != recorded.end())
+      r->set_recorded_data_dir_id(i->second.dir_id);
+    if (m.id == self_->raft_id)
+      r->set_data_dir_id(dir_id_);
     const auto* gm = find_replica(g, m.id);
     r->set_name(gm != nullptr ? gm->name : "id " + std::to_string(m.id));
     if (gm != nullptr)
@@ -338,6 +349,14 @@ bool replica_node::wait_to_lead(const sigset_t& sigs) {
 
 void replica_node::lead(caf::actor executor) {
   leading_ = true;
+  dir_recorder::setup rs;
+  rs.node_name = setup_.node_name;
+  rs.self = self_;
+  rs.self_dir_id = dir_id_;
+  rs.group = [this] { return group(); };
+  rs.store = store_.get();
+  rs.tls = setup_.tls;
+  recorder_ = std::make_unique<dir_recorder>(std::move(rs));
   caf::anon_send(front_, front_lead_atom::value, std::move(executor));
   if (!store_->is_leader())
     step_down("this replica stopped leading while it took over");
@@ -382,6 +401,7 @@ pb::Response replica_node::change(const pb::ReplicasRequest& rq) {
   const auto g = group();
   membership_change c;
   std::string who;
+  uint64_t removed_id = 0;
   if (!rq.add().empty()) {
     replica_member m;
     std::string err;
@@ -422,6 +442,7 @@ pb::Response replica_node::change(const pb::ReplicasRequest& rq) {
                       + m->name + "` again");
     c.what = membership_change::kind::remove;
     c.member.id = m->raft_id;
+    removed_id = m->raft_id;
     who = "replica " + m->name;
   }
   const bool adding = c.what == membership_change::kind::add;
@@ -433,6 +454,14 @@ pb::Response replica_node::change(const pb::ReplicasRequest& rq) {
   const auto& st = outcome.status;
   if (st.ok()) {
     resp.set_text("node " + node + ": " + who + (adding ? " added: " : ": ") + outcome.text + "\n");
+    if (!adding) {
+      // Its data directory is forgotten with it: a replacement under its name, started with
+      // --join on a new directory, is recorded anew (replica_identity.hpp).
+      if (auto f = store_->write({forget_dir_op(removed_id)}); !f.ok())
+        resp.set_text(resp.text() + "(its data directory's id is still recorded: "
+                      + f.ToString() + "; a replacement under its name is refused until "
+                        "`replicas remove` is run again)\n");
+    }
     return resp;
   }
   auto text = "node " + node + ": " + who + ": " + outcome.text;

@@ -30,6 +30,7 @@
 
 #include "actors/node/replica_front.hpp"
 #include "actors/node/replica_group.hpp"
+#include "actors/node/replica_identity.hpp"
 #include "persistence/raft_store.hpp"
 
 namespace proctor {
@@ -46,6 +47,9 @@ struct replica_setup {
   /// An empty data directory joins the existing group (proctord --join) instead of founding
   /// it with `group`.
   bool join = false;
+  /// The node's TLS (docs/tls.md): how this replica asks the others which data directory
+  /// they know it by (replica_identity.hpp).
+  tls_options tls;
 };
 
 class replica_node {
@@ -102,6 +106,10 @@ private:
   uint16_t port_ = 0;
   std::atomic<bool> leading_{false};
   std::atomic<bool> retired_{false};
+  /// This replica's data directory's id (REPLICA), and, once it leads, the recorder of each
+  /// member's (replica_identity.hpp).
+  std::string dir_id_;
+  std::unique_ptr<dir_recorder> recorder_;
 };
 
 /// Replaces this process's image with a fresh run of the same program and `argv` (every

@@ -339,6 +339,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       rs.argv = argv;
       rs.election_timeout_ms = election_timeout_ms;
       rs.join = join;
+      rs.tls = tls;
       std::string err;
       rn = replica_node::open(sys, std::move(rs), &err);
       if (!rn) {

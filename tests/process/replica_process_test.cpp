@@ -325,6 +325,72 @@ TEST_F(replicas, a_frozen_leader_is_replaced_and_begins_no_step_after_it_thaws) 
   EXPECT_EQ(by_old_thawed, 0u) << "begun by the old leader after it thawed: " << late << logs();
 }
 
+// A replica's disk wiped and the replica started again under its old name would have
+// forgotten its term and vote, and could vote twice in a term. The group recorded the id of
+// each member's data directory, so the wiped one is refused; removed, then started with
+// --join on its new directory and added again, it is recorded anew and serves.
+TEST_F(replicas, a_wiped_replica_under_its_old_name_is_refused_until_removed_and_added_again) {
+  launch_all();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  auto recorded = [&](size_t i) {
+    auto r = ctl({"replicas", "--json"});
+    auto v = parse_json(r.out);
+    if (!v)
+      return std::string{};
+    for (const auto& m : field(*v, "replicas").list_value().values())
+      if (field(m, "name").string_value() == name(i))
+        return field(m, "recorded_data_dir_id").string_value();
+    return std::string{};
+  };
+  ASSERT_TRUE(eventually(
+    [&] { return !recorded(0).empty() && !recorded(1).empty() && !recorded(2).empty(); }, 30s))
+    << ctl({"replicas", "--json"}).out << logs();
+  const int f = (l + 1) % 3;
+  const auto old_id = recorded(f);
+  // Its own answer names the same id.
+  auto own = b_[f]->ctl({"replicas", "--json"});
+  EXPECT_NE(own.out.find("\"data_dir_id\":\"" + old_id + "\""), std::string::npos) << own.out;
+
+  b_[f]->kill();
+  fs::remove_all(b_[f]->data_dir());
+  b_[f]->launch();
+  ASSERT_TRUE(eventually([&] { return !b_[f]->running(); }, 30s)) << b_[f]->log_tail();
+  EXPECT_NE(b_[f]->last_exit_code(), 0);
+  EXPECT_NE(b_[f]->log_tail().find("has no Raft state here, but its group knows it by another "
+                                   "data directory (id "
+                                   + old_id),
+            std::string::npos)
+    << b_[f]->log_tail();
+  // The group carries on with two.
+  auto id = submit("demo.ledger", R"({"steps":2,"ledger_dir":")" + ledger().string() + "\"}");
+  EXPECT_EQ(waited(id), "SUCCESS") << logs();
+
+  auto removed = ctl({"replicas", "remove", name(f)});
+  ASSERT_EQ(removed.exit_code, 0) << describe(removed) << logs();
+  std::string group_now, spec_f;
+  for (size_t i = 0; i < 3; ++i) {
+    auto spec = name(i) + "=" + address(i) + "/" + std::to_string(raft_ports_[i]);
+    group_now += (i ? "," : "") + spec;
+    if (static_cast<int>(i) == f)
+      spec_f = spec;
+  }
+  fs::remove_all(b_[f]->data_dir());
+  b_[f] = std::make_unique<node>(
+    dir_.path() / name(f), ports_[f],
+    std::vector<std::string>{"--name", "b", "--replica", name(f), "--replicas", group_now,
+                             "--join"});
+  ASSERT_TRUE(b_[f]->launch()) << b_[f]->log_tail();
+  auto added = ctl({"replicas", "add", spec_f, "--timeout-s", "60"});
+  ASSERT_EQ(added.exit_code, 0) << describe(added) << logs();
+  EXPECT_TRUE(eventually([&] {
+    auto now = recorded(f);
+    return !now.empty() && now != old_id;
+  }, 30s))
+    << ctl({"replicas", "--json"}).out << logs();
+  EXPECT_TRUE(names_leader(f, l)) << logs();
+}
+
 TEST_F(replicas, a_lost_machine_with_its_disk_loses_nothing_acknowledged) {
   launch_all();
   int l = leader();
