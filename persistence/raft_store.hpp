@@ -102,6 +102,11 @@ struct raft_store_options {
   /// group, until a leader adds it (membership_change::kind::add) and sends it a snapshot and
   /// the log. An existing directory ignores it.
   bool join = false;
+  /// Forces the group to be `members` before the replica starts (libraft's raft_recover: a
+  /// new configuration appended to this replica's log), for a group that lost its majority
+  /// for good. Only on a directory with Raft state, while no other member runs, once, on the
+  /// survivor with the longest log (docs/replication.md, "Losing a majority").
+  bool recover = false;
   /// Writes queued or uncommitted at once; further writers wait for room.
   size_t max_in_flight = 64;
   /// 0: write() waits for the outcome libraft reports (committed and applied, or leadership

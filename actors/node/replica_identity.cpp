@@ -187,7 +187,14 @@ void dir_recorder::run() {
 
 void dir_recorder::round() {
   auto recorded = read_recorded_dirs(*s_.store);
-  for (const auto& m : s_.group()) {
+  const auto group = s_.group();
+  // A member no longer in the group (removed, or left out by --recover-group) is forgotten:
+  // a new replica under its name, on a new directory, is recorded anew.
+  for (const auto& [raft_id, d] : recorded)
+    if (find_replica(group, raft_id) == nullptr && s_.store->write({forget_dir_op(raft_id)}).ok())
+      spdlog::info("node {}: forgot the data directory of {}, no longer a replica", s_.node_name,
+                   d.name);
+  for (const auto& m : group) {
     {
       std::lock_guard<std::mutex> g(mtx_);
       if (stop_)

@@ -64,8 +64,8 @@ std::string check_not_wiped(const std::vector<replica_member>& group, const repl
 
 /// The leader's recorder: a thread that, every `every`, asks each member of `group()` for its
 /// data directory's id and records the ones not recorded yet (a different one is logged as
-/// an error: a member running on a directory that lost its Raft state). Stops when
-/// destroyed.
+/// an error: a member running on a directory that lost its Raft state), and forgets those of
+/// replicas no longer in the group. Stops when destroyed.
 class dir_recorder {
 public:
   struct setup {

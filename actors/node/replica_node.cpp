@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <limits>
+#include <thread>
 
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
@@ -37,6 +40,62 @@ void reexec_self(char** argv) {
   spdlog::default_logger()->flush();
   std::_Exit(75);
 }
+
+namespace {
+
+/// `members` as replica_members, when every one carries its label.
+bool labelled(const std::vector<raft_store::member_status>& members,
+              std::vector<replica_member>* out) {
+  if (members.empty())
+    return false;
+  std::vector<replica_member> g;
+  for (const auto& m : members) {
+    replica_member r;
+    std::string err;
+    if (!parse_replica(m.label, &r, &err) || r.raft_id != m.id)
+      return false;
+    g.push_back(std::move(r));
+  }
+  *out = std::move(g);
+  return true;
+}
+
+/// Why --recover-group must not run on this directory ("" when it may): a store opened as
+/// usual (its members stopped, it cannot be elected) says which group its log holds and
+/// whether that group still has a leader.
+std::string recover_refusal(const raft_store_options& o, const replica_setup& s) {
+  auto probe = o;
+  probe.recover = false;
+  std::string err;
+  auto st = open_raft_store(probe, &err);
+  if (!st)
+    return err;
+  auto until = std::chrono::steady_clock::now()
+               + 3 * std::chrono::milliseconds{std::max(s.election_timeout_ms, 100u)};
+  while (st->leader().id == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+  const auto leader = st->leader();
+  std::vector<replica_member> logged;
+  const bool known = labelled(st->members(), &logged);
+  st.reset();
+  if (leader.id != 0)
+    return "node " + s.node_name + "'s group has a leader (Raft address " + leader.address
+           + "): it has its majority, there is nothing to recover (stop every replica but "
+             "this one first, if that is what you meant)";
+  if (!known)
+    return "the Raft log in " + s.data_dir + " names no labelled group to recover";
+  for (const auto& m : s.group)
+    if (find_replica(logged, std::string_view{m.name}) == nullptr)
+      return m.name + " is not a member of node " + s.node_name + "'s group (it is "
+             + replica_group_spec(logged)
+             + "): keep survivors only, and add new replicas afterwards (`proctor replicas add`)";
+  if (same_members(logged, s.group))
+    return "node " + s.node_name + "'s group is already " + replica_group_spec(logged)
+           + ": start without --recover-group";
+  return "";
+}
+
+}  // namespace
 
 std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica_setup setup,
                                                  std::string* error) {
@@ -77,6 +136,20 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   o.dir = s.data_dir;
   o.election_timeout_ms = s.election_timeout_ms;
   o.join = s.join;
+  if (s.recover) {
+    if (fresh) {
+      *error = "--recover-group: " + s.data_dir + " holds no Raft state: run it on the survivor "
+               "with the longest log";
+      return nullptr;
+    }
+    if (auto why = recover_refusal(o, s); !why.empty()) {
+      *error = "--recover-group: " + why;
+      return nullptr;
+    }
+    spdlog::critical("replica {} of node {}: forcing the group to be {} (--recover-group)",
+                     s.replica, s.node_name, replica_group_spec(s.group));
+    o.recover = true;
+  }
   std::string err;
   auto store = open_raft_store(o, &err);
   if (!store) {
@@ -150,19 +223,7 @@ replica_node::~replica_node() {
 }
 
 bool replica_node::labelled_group(std::vector<replica_member>* out) const {
-  auto members = store_->members();
-  if (members.empty())
-    return false;
-  std::vector<replica_member> g;
-  for (const auto& m : members) {
-    replica_member r;
-    std::string err;
-    if (!parse_replica(m.label, &r, &err) || r.raft_id != m.id)
-      return false;
-    g.push_back(std::move(r));
-  }
-  *out = std::move(g);
-  return true;
+  return labelled(store_->members(), out);
 }
 
 std::vector<replica_member> replica_node::group() const {
@@ -381,6 +442,8 @@ void replica_node::step_down(const std::string& why) {
         args[i] = "--replicas=" + spec;
     }
   }
+  // A group recovered once is not recovered again (raft_recover runs once).
+  args.erase(std::remove(args.begin(), args.end(), std::string{"--recover-group"}), args.end());
   std::vector<char*> argv;
   for (auto& a : args)
     argv.push_back(a.data());

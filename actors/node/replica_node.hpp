@@ -47,6 +47,10 @@ struct replica_setup {
   /// An empty data directory joins the existing group (proctord --join) instead of founding
   /// it with `group`.
   bool join = false;
+  /// proctord --recover-group: the group lost its majority for good; force it to be `group`
+  /// (members of the logged group only) before this replica starts (raft_store_options::
+  /// recover). Refused on a fresh directory, with --join, or while the group has a leader.
+  bool recover = false;
   /// The node's TLS (docs/tls.md): how this replica asks the others which data directory
   /// they know it by (replica_identity.hpp).
   tls_options tls;

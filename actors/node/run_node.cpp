@@ -155,6 +155,12 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   app.add_flag("--join", join,
                "With --replica and an empty data directory: join the existing group as a new "
                "replica (`proctor replicas add` on its leader) instead of founding it");
+  bool recover_group = false;
+  app.add_flag("--recover-group", recover_group,
+               "With --replica: the group lost its majority for good; make it the replicas in "
+               "--replicas (survivors only, usually this one alone) and carry on. Once, on the "
+               "survivor with the longest log, every other replica stopped "
+               "(docs/replication.md)");
   app.add_option("--replica", replica,
                  "Run as this replica of a replica group (one of --replicas): the node "
                  "survives the loss of a minority of its replicas");
@@ -223,6 +229,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   }
   if (join && group.empty()) {
     std::cerr << program << ": --join goes with --replica and --replicas\n";
+    return 64;
+  }
+  if (recover_group && (group.empty() || join)) {
+    std::cerr << program << ": --recover-group goes with --replica and --replicas, not --join\n";
     return 64;
   }
   if (listen.empty()) {
@@ -339,6 +349,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       rs.argv = argv;
       rs.election_timeout_ms = election_timeout_ms;
       rs.join = join;
+      rs.recover = recover_group;
       rs.tls = tls;
       std::string err;
       rn = replica_node::open(sys, std::move(rs), &err);

@@ -391,6 +391,75 @@ TEST_F(replicas, a_wiped_replica_under_its_old_name_is_refused_until_removed_and
   EXPECT_TRUE(names_leader(f, l)) << logs();
 }
 
+// The group lost its majority for good: two replicas' machines gone with their disks. The
+// survivor, started once with --recover-group and itself alone in --replicas, is the group:
+// everything acknowledged is there and carries on; a replacement then joins as usual.
+TEST_F(replicas, a_group_that_lost_its_majority_is_recovered_on_its_survivor) {
+  launch_all();
+  int l = leader();
+  ASSERT_GE(l, 0) << logs();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i)
+    ids.push_back(submit("demo.wait_event", R"({"key":"majority"})"));
+  const int s = l;  // the survivor: the leader's log is the longest
+  for (int i = 0; i < 3; ++i)
+    if (i != s) {
+      b_[i]->kill();
+      fs::remove_all(b_[i]->data_dir());
+    }
+  // Without a majority it serves nothing.
+  EXPECT_TRUE(eventually([&] { return b_[s]->ctl({"list"}, 10s).exit_code != 0; }, 30s));
+  b_[s]->kill();
+  auto spec = [&](int i) {
+    return name(i) + "=" + address(i) + "/" + std::to_string(raft_ports_[i]);
+  };
+  auto replica_args = [&](int i, const std::string& group) {
+    return std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", group};
+  };
+  // A replica that is not a member cannot be kept: refused, nothing changed.
+  auto bad = replica_args(s, spec(s) + ",b9=127.0.0.1:" + std::to_string(free_port()) + "/"
+                               + std::to_string(free_port()));
+  bad.push_back("--recover-group");
+  b_[s] = std::make_unique<node>(dir_.path() / name(s), ports_[s], bad);
+  b_[s]->launch();
+  ASSERT_TRUE(eventually([&] { return !b_[s]->running(); }, 30s)) << b_[s]->log_tail();
+  EXPECT_NE(b_[s]->log_tail().find("--recover-group: b9 is not a member of node b's group"),
+            std::string::npos)
+    << b_[s]->log_tail();
+
+  auto alone = replica_args(s, spec(s));
+  alone.push_back("--recover-group");
+  b_[s] = std::make_unique<node>(dir_.path() / name(s), ports_[s], alone);
+  ASSERT_TRUE(b_[s]->launch()) << b_[s]->log_tail();
+  ASSERT_TRUE(eventually([&] { return b_[s]->ctl({"list", "--json"}, 10s).exit_code == 0; }, 30s))
+    << b_[s]->log_tail();
+  for (const auto& id : ids) {
+    auto v = parse_json(b_[s]->ctl({"status", id, "--json"}).out);
+    EXPECT_EQ(v ? state_of(*v) : "?", "WAITING") << id;
+  }
+  EXPECT_EQ(b_[s]->ctl({"event", "majority"}).exit_code, 0);
+  for (const auto& id : ids) {
+    auto v = parse_json(b_[s]->ctl({"wait", id, "--json", "--timeout-s", "60"}).out);
+    EXPECT_EQ(v ? state_of(*v) : "?", "SUCCESS") << id << b_[s]->log_tail();
+  }
+  // The lost replicas' data directories are forgotten: a replacement under an old name joins.
+  const int f = (s + 1) % 3;
+  ASSERT_TRUE(eventually(
+    [&] {
+      return b_[s]->log_tail(1'000'000).find("forgot the data directory of " + name(f))
+             != std::string::npos;
+    },
+    30s))
+    << b_[s]->log_tail();
+  auto join = replica_args(f, spec(s) + "," + spec(f));
+  join.push_back("--join");
+  b_[f] = std::make_unique<node>(dir_.path() / name(f), ports_[f], join);
+  ASSERT_TRUE(b_[f]->launch()) << b_[f]->log_tail();
+  auto added = b_[s]->ctl({"replicas", "add", spec(f), "--timeout-s", "60"});
+  ASSERT_EQ(added.exit_code, 0) << describe(added) << b_[s]->log_tail() << b_[f]->log_tail();
+  EXPECT_TRUE(names_leader(f, s)) << b_[f]->log_tail();
+}
+
 TEST_F(replicas, a_lost_machine_with_its_disk_loses_nothing_acknowledged) {
   launch_all();
   int l = leader();
