@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <vector>
 
 namespace proctor::calendar {
@@ -160,9 +161,34 @@ bool day_ok(const cron_spec& s, const std::chrono::year_month_day& ymd,
   return dom || dow;
 }
 
+/// `s` with control characters as \xNN: an error is one line whatever the text held.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+cron_parse parse(std::string_view text);
+
 }  // namespace
 
 cron_parse parse_cron(std::string_view text) {
+  auto r = parse(text);
+  r.error = printable(r.error);
+  return r;
+}
+
+namespace {
+
+cron_parse parse(std::string_view text) {
   cron_parse out;
   auto quoted = "cron \"" + std::string(text.substr(0, 64)) + (text.size() > 64 ? "...\"" : "\"");
   if (text.size() > 1024) {
@@ -239,6 +265,8 @@ cron_parse parse_cron(std::string_view text) {
   out.spec = s;
   return out;
 }
+
+}  // namespace
 
 bool cron_matches(const cron_spec& s, int64_t utc_ms) {
   using namespace std::chrono;

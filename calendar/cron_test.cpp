@@ -82,7 +82,8 @@ TEST(cron, errors_name_the_field) {
                             bad{"*/0 * * * *", "step 0"}, bad{"5-1 * * * *", "backwards"},
                             bad{"1,,2 * * * *", "empty list item"}, bad{"@reboot", "macro"},
                             bad{"a * * * *", "not a minute number"},
-                            bad{"1-2-3 * * * *", "not a number"}, bad{"*/x * * * *", "step"}}) {
+                            bad{"1-2-3 * * * *", "not a number"}, bad{"*/x * * * *", "step"},
+                            bad{"\n/7 17 * * * *", "\\x0a"}}) {
     auto p = parse_cron(text);
     EXPECT_FALSE(p.spec) << text;
     EXPECT_NE(p.error.find(says), std::string::npos) << text << " -> " << p.error;
