@@ -6,6 +6,7 @@
 // starts twice and is never lost. After downtime the catch-up policy decides the fire times
 // that came while the node was down (schedules_recovered).
 #include <algorithm>
+#include <deque>
 
 #include <spdlog/spdlog.h>
 
@@ -19,7 +20,9 @@ namespace {
 
 constexpr size_t recent_runs = 10;           ///< runs kept per schedule
 constexpr size_t catch_up_all_bound = 100;   ///< catch-up `all` submits at most these
-constexpr size_t enumerate_bound = 100'000;  ///< fire times looked at per catch-up
+/// Fire times before the catch-up window counted as missed, at most (the rest are skipped
+/// over uncounted).
+constexpr uint64_t enumerate_bound = 100'000;
 constexpr int64_t default_window_ms = 3'600'000;
 
 uint64_t fnv1a(const std::string& s) {
@@ -294,47 +297,60 @@ void schedules_recovered(executor_actor* self) {
   for (auto& [name, e] : st.schedules) {
     if (e.rec.paused() || e.rec.deleted())
       continue;
-    // The fire times that came while the node was down, oldest first (bounded).
-    std::vector<int64_t> due;
+    auto window = e.rec.catch_up_window_ms() != 0 ? static_cast<int64_t>(e.rec.catch_up_window_ms())
+                                                  : default_window_ms;
+    // The fire times that came while the node was down: those before the window are missed
+    // whatever the policy (counted up to enumerate_bound); of those within it, the last
+    // catch_up_all_bound are kept, oldest first.
     int64_t cursor = e.rec.decided_until_ms();
-    bool bounded = false;
+    uint64_t before = 0;
+    bool uncounted = false;
+    while (true) {
+      auto t = calendar::cron_next(e.cron, cursor);
+      if (!t || *t >= now - window || *t > now)
+        break;
+      if (before == enumerate_bound) {
+        uncounted = true;
+        break;
+      }
+      ++before;
+      cursor = *t;
+    }
+    cursor = std::max(cursor, std::min(now, now - window - 1));
+    std::deque<int64_t> last;
+    uint64_t in_window = 0;
     while (true) {
       auto t = calendar::cron_next(e.cron, cursor);
       if (!t || *t + jitter_of(e.rec, *t) > now)
         break;
-      if (due.size() >= enumerate_bound) {
-        bounded = true;
-        break;
-      }
-      due.push_back(*t);
+      ++in_window;
+      last.push_back(*t);
+      if (last.size() > catch_up_all_bound)
+        last.pop_front();
       cursor = *t;
     }
-    if (due.empty())
+    if (before + in_window == 0)
       continue;
-    auto window = e.rec.catch_up_window_ms() != 0 ? static_cast<int64_t>(e.rec.catch_up_window_ms())
-                                                  : default_window_ms;
-    auto first_in = std::lower_bound(due.begin(), due.end(), now - window);
-    size_t in_window = static_cast<size_t>(due.end() - first_in);
     size_t run = 0;
     switch (e.rec.catch_up()) {
       case pb::Schedule::CATCH_UP_NONE:
         break;
       case pb::Schedule::CATCH_UP_ALL:
-        run = std::min(in_window, catch_up_all_bound);
+        run = last.size();
         break;
       default:
-        run = std::min<size_t>(in_window, 1);
+        run = std::min<size_t>(last.size(), 1);
         break;
     }
-    size_t missed = due.size() - run;
+    uint64_t missed = before + in_window - run;
     auto rec = e.rec;
     rec.set_missed(rec.missed() + missed);
-    // The fire times to run stay undecided (the ticks run them as due, by the overlap policy).
-    rec.set_decided_until_ms(run > 0 ? due[due.size() - run] - 1
-                                     : (bounded ? now : due.back()));
+    // The fire times to run stay undecided (the ticks run them as due, by the overlap policy);
+    // every one before them is decided.
+    rec.set_decided_until_ms(run > 0 ? last[last.size() - run] - 1 : cursor);
     spdlog::warn("schedule {}: {}{} fire time(s) came while the node was down; catch-up {}: "
                  "{} run now, {} missed",
-                 name, bounded ? "more than " : "", due.size(),
+                 name, uncounted ? "more than " : "", before + in_window,
                  e.rec.catch_up() == pb::Schedule::CATCH_UP_ALL    ? "all"
                  : e.rec.catch_up() == pb::Schedule::CATCH_UP_NONE ? "none"
                                                                    : "one",

@@ -301,24 +301,29 @@ TEST_F(schedule_test, overlap_skip_and_buffer_one_wait_for_the_running_one) {
   EXPECT_EQ(show("s").schedule().fired(), 1u);
 }
 
-/// Three schedules, one per catch-up policy, every second, down for ~3.5 s: `all` runs every
-/// fire time missed, `one` the latest, `none` none; each fire time is fired, skipped or
-/// missed, exactly once.
+/// Four schedules, every second, down for ~3.5 s: `all` runs every fire time missed, `one`
+/// the latest, `none` none, `all` with a window of 1.5 s only those within it; each fire time
+/// is fired, skipped or missed, exactly once.
 TEST_F(schedule_test, catch_up_decides_what_came_while_down) {
   start_node();
-  for (auto [name, policy] : {std::pair{"all", pb::Schedule::CATCH_UP_ALL},
-                              std::pair{"one", pb::Schedule::CATCH_UP_ONE},
-                              std::pair{"none", pb::Schedule::CATCH_UP_NONE}})
+  const std::vector<std::pair<const char*, pb::Schedule::CatchUp>> policies = {
+    {"all", pb::Schedule::CATCH_UP_ALL},
+    {"one", pb::Schedule::CATCH_UP_ONE},
+    {"none", pb::Schedule::CATCH_UP_NONE},
+    {"windowed", pb::Schedule::CATCH_UP_ALL}};
+  for (auto [name, policy] : policies)
     ASSERT_EQ(add(name, "* * * * * *", "demo.noop", noop,
-                  [policy = policy](pb::Schedule& s) {
+                  [policy = policy, w = std::string(name) == "windowed"](pb::Schedule& s) {
                     s.set_catch_up(policy);
                     s.set_overlap(pb::Schedule::ALLOW);
+                    if (w)
+                      s.set_catch_up_window_ms(1500);
                   })
                 .code(),
               pb::Response::OK);
   ASSERT_TRUE(eventually([&] { return fired("none").size() >= 1; }));
   std::map<std::string, int64_t> created;
-  for (const char* n : {"all", "one", "none"})
+  for (const char* n : {"all", "one", "none", "windowed"})
     created[n] = show(n).schedule().created_at_ms();
   crash();
   std::this_thread::sleep_for(std::chrono::milliseconds{3500});
@@ -326,14 +331,14 @@ TEST_F(schedule_test, catch_up_decides_what_came_while_down) {
   auto restarted = wall_ms();
   // Caught up, and each has fired once more since (by its cron, not by catch-up).
   ASSERT_TRUE(eventually([&] {
-    for (const char* n : {"all", "one", "none"}) {
+    for (const char* n : {"all", "one", "none", "windowed"}) {
       auto t = fired(n);
       if (t.empty() || t.back() <= restarted)
         return false;
     }
     return true;
   }));
-  for (const char* n : {"all", "one", "none"}) {
+  for (const char* n : {"all", "one", "none", "windowed"}) {
     auto s = show(n).schedule();
     auto times = fired(n);
     auto expected = fire_times("* * * * * *", created[n], upto(s, times));
@@ -346,6 +351,10 @@ TEST_F(schedule_test, catch_up_decides_what_came_while_down) {
     if (std::string(n) == "all") {
       EXPECT_EQ(s.missed(), 0u);
       EXPECT_EQ(times, expected) << "catch-up all lost a fire time";
+    } else if (std::string(n) == "windowed") {
+      // Down ~3.5 s, a window of 1.5 s: the older ones are missed.
+      EXPECT_GE(s.missed(), 1u);
+      EXPECT_LE(s.missed(), static_cast<uint64_t>(gap - 1));
     } else if (std::string(n) == "one") {
       EXPECT_GE(s.missed(), 2u);
       EXPECT_GE(gap, 2);
