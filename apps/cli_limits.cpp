@@ -11,8 +11,6 @@
 
 namespace proctor::cli {
 
-namespace {
-
 /// "1s", "250ms", "5m", "2h" as milliseconds; nullopt if it is none of those.
 std::optional<uint64_t> parse_period(const std::string& text) {
   size_t digits = 0;
@@ -44,6 +42,8 @@ std::string period_ms_text(uint64_t ms) {
     return std::to_string(ms / 1000) + "s";
   return std::to_string(ms) + "ms";
 }
+
+namespace {
 
 std::string limits_text(const google::protobuf::RepeatedPtrField<pb::TypeLimitInfo>& xs) {
   if (xs.empty())

@@ -1,11 +1,13 @@
 // The operator commands of the proctor CLI: tree, watch, history, locks, bypass, limits,
-// retry, resubmit
+// retry, resubmit, schedule
 // (docs/command-line.md). apps/proctor.cpp registers them and lends them its round trip to
 // the node, so they share its addressing, timeouts and error reporting.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <string>
 #include <variant>
 
 #include <CLI/CLI.hpp>
@@ -50,6 +52,11 @@ struct palette {
   static palette for_stdout();
 };
 
+/// "1s", "250ms", "5m", "2h" as milliseconds; nullopt if it is none of those (cli_limits.cpp).
+std::optional<uint64_t> parse_period(const std::string& text);
+/// Milliseconds as the shortest of those: "2h", "90s", "250ms".
+std::string period_ms_text(uint64_t ms);
+
 /// A duration for people: "850ms", "12.3s", "4m05s", "2h03m".
 std::string human_ms(int64_t ms);
 
@@ -79,6 +86,8 @@ void add_watch_command(CLI::App& app, runner* run);
 void add_history_commands(CLI::App& app, runner* run);  ///< history, locks, bypass
 void add_limits_command(CLI::App& app, runner* run);    ///< limits [set|clear] (cli_limits.cpp)
 void add_retry_commands(CLI::App& app, runner* run);    ///< retry, resubmit (cli_retry.cpp)
+/// schedule add|list|show|pause|resume|delete|trigger (cli_schedule.cpp)
+void add_schedule_command(CLI::App& app, runner* run);
 
 /// `replicas`: the group as a table, or JSON (cli_replicas.cpp).
 void print_replicas(const pb::ReplicasInfo& info, bool json);

@@ -334,6 +334,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kIncarnation:
     case pb::JournalRecord::kPeerIncarnation:
     case pb::JournalRecord::kTypeLimits:
+    case pb::JournalRecord::kSchedule:
     case pb::JournalRecord::kNodeForgotten:
     case pb::JournalRecord::BODY_NOT_SET:
       if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())

@@ -6,7 +6,7 @@ it, never above):
 
     apps -> actors/testing -> actors/node -> actors/console -> actors/http -> actors/executor
          -> actors/procedure -> actors/cluster -> actors/scheduling -> actors/base
-         -> actors/wire -> supervision -> persistence -> procedures -> proto
+         -> actors/wire -> supervision -> persistence -> procedures -> calendar -> proto
 
 Besides the order it checks that
   - a folder's internal/ headers are included only from that folder (and from tests/);
@@ -40,6 +40,7 @@ LAYERS = [
     "supervision",
     "persistence",
     "procedures",
+    "calendar",
     "proto",
 ]
 RANK = {name: i for i, name in enumerate(LAYERS)}

@@ -14,7 +14,7 @@ if [[ ! $seconds =~ ^[1-9][0-9]*$ ]]; then
   echo "usage: bash scripts/fuzz.sh [SECONDS]  (SECONDS per target, default 20)" >&2
   exit 2
 fi
-targets=(journal_record wire_message)
+targets=(journal_record wire_message cron)
 
 # -- toolchain -----------------------------------------------------------------------------
 export DEBIAN_FRONTEND=noninteractive
@@ -50,7 +50,7 @@ CC=clang CXX=clang++ cmake -S tests/fuzz -B build/fuzz >/dev/null
 cmake --build build/fuzz -j"${JOBS:-2}"
 
 # -- run -----------------------------------------------------------------------------------
-# Both targets run at once (one core each), each on a fresh copy of its corpus.
+# The targets run at once, each on a fresh copy of its corpus.
 declare -A pids
 for name in "${targets[@]}"; do
   work=build/fuzz/run/$name

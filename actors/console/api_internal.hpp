@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <variant>
@@ -51,6 +52,15 @@ console_reply bad_field(const std::string& field, const std::string& why);
 /// The body as a JSON object ({} when it is empty), or a 400 saying it is not one.
 std::variant<json, console_reply> body_object(const console_request& req);
 
+/// A 400 naming the first field of `o` not among `known`.
+std::optional<console_reply> unknown_field(const json& o,
+                                           std::initializer_list<const char*> known);
+
+/// A JSON text from `o[value_key]` (any JSON) or `o[text_key]` (a string holding JSON), at
+/// most one of them; "" when neither. `object`: it must be a JSON object.
+std::variant<std::string, console_reply> json_field(const json& o, const char* value_key,
+                                                    const char* text_key, bool object);
+
 /// Refuses a change unless the request carries the node's token (401, 403).
 std::optional<console_reply> check_change_allowed(const console_request& req);
 
@@ -78,5 +88,13 @@ console_reply resubmit_proc(const api_call& c);
 console_reply release_proc(const api_call& c);
 console_reply set_limits(const api_call& c);
 console_reply forget_node(const api_call& c);
+
+// Recurring schedules (api_schedules.cpp).
+console_reply list_schedules(const api_call& c);  ///< ?name=: that one only
+console_reply add_schedule(const api_call& c);
+console_reply pause_schedule(const api_call& c);
+console_reply resume_schedule(const api_call& c);
+console_reply delete_schedule(const api_call& c);
+console_reply trigger_schedule(const api_call& c);
 
 }  // namespace proctor::api_detail

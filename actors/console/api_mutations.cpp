@@ -22,7 +22,8 @@ console_reply change(const api_call& c, const pb::Request& r, Render render) {
   return render(std::get<pb::Response>(got));
 }
 
-/// A 400 naming the first field of `o` not among `known`.
+}  // namespace
+
 std::optional<console_reply> unknown_field(const json& o,
                                            std::initializer_list<const char*> known) {
   for (const auto& [key, value] : o.items()) {
@@ -38,8 +39,6 @@ std::optional<console_reply> unknown_field(const json& o,
   return std::nullopt;
 }
 
-/// A JSON text from `o[value_key]` (any JSON) or `o[text_key]` (a string holding JSON), at
-/// most one of them; "" when neither. `object`: it must be a JSON object.
 std::variant<std::string, console_reply> json_field(const json& o, const char* value_key,
                                                     const char* text_key, bool object) {
   const bool has_value = o.contains(value_key);
@@ -62,6 +61,8 @@ std::variant<std::string, console_reply> json_field(const json& o, const char* v
     return bad_field(text_key, object ? "not a JSON object" : "not valid JSON");
   return text;
 }
+
+namespace {
 
 /// {"id":ID,KEY:true} and the node's `text` when it said something.
 console_reply done(uint64_t id, const char* key, const pb::Response& r) {

@@ -145,6 +145,8 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
     // An event handed to it that it did not take goes to the next waiter (or is kept).
     if (!st.handed_events.empty())
       release_handed_event(self, it->first);
+    if (!st.schedule_runs.empty() && rec.root_id == it->first)
+      schedule_run_ended(self, it->first);
   }
   if (final_now || fresh)
     st.env->cluster->local_live.store(st.live, std::memory_order_relaxed);
@@ -411,6 +413,7 @@ caf::behavior serving(executor_actor* self) {
                               std::move(parent));
     },
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
+    [self](schedule_tick_atom) { on_schedule_tick(self); },
     [self](collect_atom) { collect_finished(self); },
     [self](restart_root_atom, uint64_t root_id) { restart_root(self, root_id, {}); },
     [self](passivate_begin_atom, uint64_t root_id) { return passivation_epoch(self, root_id); },

@@ -68,10 +68,17 @@ struct recovered_limit {
 /// A TypeLimits record (journal.proto) at `lsn`, read back.
 recovered_limit limit_of(uint64_t lsn, const pb::TypeLimits& rec);
 
+/// A recurring schedule as the journal holds it (journal.proto Schedule): its last record.
+struct recovered_schedule {
+  uint64_t lsn = 0;  ///< of its record (deleted when the next is written)
+  pb::Schedule rec;  ///< a tombstone (rec.deleted()) too
+};
+
 struct recovered_state {
   std::vector<tree_image> trees;
   std::vector<recovered_event> events;
   std::map<std::string, recovered_limit> limits;  ///< by type (in the last part)
+  std::map<std::string, recovered_schedule> schedules;  ///< by name (in the last part)
 };
 
 /// Spawns the executor; it fills `env->executor` with itself before starting any tree.

@@ -155,6 +155,10 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->peer_refusals = peer_total(self, &peer_status::refusals);
   g->peer_stray_answers = peer_total(self, &peer_status::stray_answers);
   g->incomplete_views = st.incomplete_views;
+  for (const auto& [name, e] : st.schedules)
+    if (!e.rec.deleted())
+      g->schedules.push_back(schedule_sample{name, e.rec.fired(), e.rec.skipped(), e.rec.missed(),
+                                             next_fire_ms(e), e.rec.paused()});
   auto render = [self, s, j, g](const std::map<std::string, size_t>& outbox) {
     for (const auto& p : self->state.env->cluster->all()) {
       auto pending = outbox.find(p.name);

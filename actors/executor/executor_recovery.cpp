@@ -117,6 +117,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
       pending_event{ev.lsn, std::move(ev.payload_json), ev.arrived_at_ms});
   for (auto& [type, l] : part.limits)
     st.limit_records[type] = l;
+  for (auto& [name, s] : part.schedules)
+    recover_schedule(self, s);
   auto& trees = part.trees;
   // Sized by the first part (all of it, from recover()): rehashing tables of a million
   // entries at once is most of a large recovery. A scan's later parts let the tables grow
@@ -241,6 +243,8 @@ void recover_end(executor_actor* self) {
   for (auto id : std::exchange(st.to_wake, {}))
     wake_root(self, id);
   roll_back_orphans(self);
+  // Fire times that came while the node was down: the catch-up policy of each schedule.
+  schedules_recovered(self);
   // Results that expired while the node was down go now; the rest when due.
   on_expiry_timer(self, st.expiry_token);
   if (!st.collectable.empty())

@@ -65,7 +65,8 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
 
 void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<procedure> inst,
                  const std::string& nonce, int32_t priority, uint64_t resubmitted_from,
-                 promise_t rp, std::function<void(uint64_t)> on_durable) {
+                 promise_t rp, std::function<void(uint64_t id, uint64_t last_lsn)> on_durable,
+                 std::function<void(journal_batch&, uint64_t id)> extend) {
   auto& st = self->state;
   auto id = st.env->next_id->fetch_add(1);
   pb::JournalRecord rec;
@@ -81,6 +82,8 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
   s->set_resubmitted_from(resubmitted_from);
   journal_batch b;
   b.entries.push_back(make_entry(id, rec));
+  if (extend)
+    extend(b, id);  // after the Submitted: the LSN the callback gets is of its last entry
   if (!nonce.empty())
     st.nonce_pending[nonce].push_back(rp);
   tree_folder f(id);
@@ -90,7 +93,7 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
   st.submitting.insert(id);
   append(self, std::move(b),
          [self, id, rp, image, submitted, nonce,
-          on_durable = std::move(on_durable)](uint64_t) mutable {
+          on_durable = std::move(on_durable)](uint64_t last_lsn) mutable {
            auto& st = self->state;
            st.submitting.erase(id);
            const auto& p = *image->root();
@@ -99,7 +102,7 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
            record_update(self, std::move(u));
            start_root(self, image, false, std::move(submitted));
            if (on_durable)
-             on_durable(id);
+             on_durable(id, last_lsn);
            pb::Response r;
            r.set_id(id);
            auto bytes = encode(r);
@@ -355,6 +358,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_retry(self, req.retry(), rp);
     case pb::Request::kResubmit:
       return handle_resubmit(self, req.resubmit(), rp);
+    case pb::Request::kSchedule:
+      return handle_schedule(self, req.schedule(), rp);
     case pb::Request::kReplicas:
       // A replica's front answers this itself (actors/node/replica_front.hpp).
       return reply(rp, error_reply(pb::Response::BAD_REQUEST,

@@ -61,7 +61,7 @@ void resubmit_image(executor_actor* self, uint64_t old_root, const tree_image& t
   spdlog::warn("[proc {}] resubmitted by an operator ({}, priority {})", old_root, p->type,
                p->priority);
   submit_root(self, p->type, std::move(inst), resubmit_nonce(old_root), p->priority, old_root,
-              std::move(rp), [self, old_root](uint64_t id) {
+              std::move(rp), [self, old_root](uint64_t id, uint64_t) {
                 ++self->state.resubmits;
                 note_resubmit(self, old_root, id);
                 spdlog::warn("[proc {}] resubmitted as procedure {}: its Submitted record is "

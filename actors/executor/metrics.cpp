@@ -284,6 +284,35 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
                            MetricType::Counter, g.peers,
                            [](const peer_sample& p) { return static_cast<double>(p.downs); }));
   }
+  gauge("proctor_schedules", "Recurring schedules (paused ones included).",
+        static_cast<double>(g.schedules.size()));
+  if (!g.schedules.empty()) {
+    auto per_schedule = [&](const char* name, const char* help, MetricType type,
+                            double (*value)(const schedule_sample&)) {
+      out.push_back(
+        per_label(name, help, type, "schedule", g.schedules, &schedule_sample::name, value));
+    };
+    per_schedule("proctor_schedule_firings_total",
+                 "Runs the schedule submitted (its fire times and operators' triggers).",
+                 MetricType::Counter,
+                 [](const schedule_sample& x) { return static_cast<double>(x.fired); });
+    per_schedule("proctor_schedule_skipped_total",
+                 "Fire times the schedule skipped: its previous run had not ended (overlap "
+                 "skip, or buffer-one with one held already), or the run could not be submitted.",
+                 MetricType::Counter,
+                 [](const schedule_sample& x) { return static_cast<double>(x.skipped); });
+    per_schedule("proctor_schedule_missed_total",
+                 "Fire times that came while the node was down and that the catch-up policy "
+                 "did not run.",
+                 MetricType::Counter,
+                 [](const schedule_sample& x) { return static_cast<double>(x.missed); });
+    per_schedule("proctor_schedule_next_fire_timestamp_seconds",
+                 "The schedule's next fire time, jitter included (Unix time; 0: paused).",
+                 MetricType::Gauge,
+                 [](const schedule_sample& x) { return static_cast<double>(x.next_fire_ms) / 1000.0; });
+    per_schedule("proctor_schedule_paused", "1 while the schedule is paused.", MetricType::Gauge,
+                 [](const schedule_sample& x) { return x.paused ? 1.0 : 0.0; });
+  }
   if (!s.types.empty()) {
     auto per_type = [&](const char* name, const char* help, MetricType type,
                         double (*value)(const type_limit_view&)) {

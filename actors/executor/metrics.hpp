@@ -24,6 +24,17 @@ struct peer_sample {
   uint64_t downs = 0;  ///< times it went down after being up (link flaps)
 };
 
+/// One recurring schedule, for the per-schedule families (proctor_schedule_*{schedule="NAME"});
+/// its counts are journaled with it, so they run on across restarts.
+struct schedule_sample {
+  std::string name;
+  uint64_t fired = 0;        ///< runs submitted (triggers included)
+  uint64_t skipped = 0;      ///< fire times skipped (overlap, or not submittable)
+  uint64_t missed = 0;       ///< fire times missed while the node was down (catch-up)
+  int64_t next_fire_ms = 0;  ///< 0: none (paused)
+  bool paused = false;
+};
+
 /// The executor's own gauges.
 struct executor_gauges {
   size_t waiting = 0;                 ///< procedures WAITING or WAITING_TIMEOUT
@@ -47,6 +58,7 @@ struct executor_gauges {
   uint64_t peer_stray_answers = 0;    ///< counter: peers' answers no request could be found for
   uint64_t incomplete_views = 0;      ///< counter: tree views lacking a node's parts
   std::vector<peer_sample> peers;     ///< each peer (none without --peers)
+  std::vector<schedule_sample> schedules;  ///< each recurring schedule (not deleted)
 };
 
 class type_metrics {

@@ -84,6 +84,22 @@ TEST(metrics, gauges_and_node_counters_keep_their_digits) {
             std::string::npos);
 }
 
+TEST(metrics, schedules_are_labelled_by_name) {
+  type_metrics m;
+  executor_gauges g;
+  g.schedules.push_back(schedule_sample{"nightly", 7, 2, 3, 1'764'090'215'000, false});
+  g.schedules.push_back(schedule_sample{"sweep", 1, 0, 0, 0, true});
+  auto text = render(m, g, {});
+  EXPECT_EQ(value_of(text, "proctor_schedules"), "2") << text;
+  EXPECT_EQ(value_of(text, R"(proctor_schedule_firings_total{schedule="nightly"})"), "7");
+  EXPECT_EQ(value_of(text, R"(proctor_schedule_skipped_total{schedule="nightly"})"), "2");
+  EXPECT_EQ(value_of(text, R"(proctor_schedule_missed_total{schedule="nightly"})"), "3");
+  EXPECT_EQ(value_of(text, R"(proctor_schedule_next_fire_timestamp_seconds{schedule="nightly"})"),
+            "1764090215");
+  EXPECT_EQ(value_of(text, R"(proctor_schedule_paused{schedule="sweep"})"), "1");
+  EXPECT_NE(text.find("# TYPE proctor_schedule_missed_total counter\n"), std::string::npos);
+}
+
 TEST(metrics, journal_syncs_are_a_histogram_in_seconds) {
   type_metrics m;
   journal_stats j;

@@ -244,6 +244,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
       case pb::JournalRecord::kIncarnation:
       case pb::JournalRecord::kPeerIncarnation:
       case pb::JournalRecord::kTypeLimits:
+      case pb::JournalRecord::kSchedule:
       case pb::JournalRecord::kNodeForgotten:
       case pb::JournalRecord::BODY_NOT_SET:
         break;

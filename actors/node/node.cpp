@@ -196,6 +196,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   };
   std::vector<forgotten_peer> forgotten;  // NodeForgotten records, in LSN order
   std::map<std::string, recovered_limit> limits;      // an operator's, by type (TypeLimits)
+  std::map<std::string, recovered_schedule> schedules;  // by name (Schedule), the last of each
   std::optional<tree_folder> folder;                  // in place: no heap folder per tree
   auto close_tree = [&] {
     if (!folder)
@@ -243,6 +244,11 @@ caf::expected<recovery_report> node::start(node_options opts) {
       }
       else if (m.has_type_limits())
         limits[m.type_limits().type()] = limit_of(r.lsn, m.type_limits());
+      else if (m.has_schedule()) {
+        auto& s = schedules[m.schedule().name()];
+        if (r.lsn >= s.lsn)
+          s = recovered_schedule{r.lsn, m.schedule()};
+      }
       else if (m.has_outbox())
         outbox.push_back(
           outbox_item{r.lsn, m.outbox().peer(), m.outbox().msg().SerializeAsString()});
@@ -275,6 +281,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
                    type_limit_change{type, l.limits, l.at_ms});
   }
   part->limits = std::move(limits);
+  part->schedules = std::move(schedules);
   if (!st.ok()) {
     if (st.IsCorruption() && st.ToString().find("malformed key") != std::string::npos) {
       spdlog::error("{}; those records are kept and ignored", st.ToString());

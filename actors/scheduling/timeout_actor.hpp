@@ -33,6 +33,7 @@ enum class timeout_kind : uint8_t {
   root_restart,  ///< back-off before a crashed root restarts
   event_ttl,     ///< a kept event expires (owner: its LSN)
   node_loss,     ///< a remote child's node-loss deadline
+  schedule,      ///< the recurring schedules' next firing (owner 0: one for them all)
 };
 
 /// The timeout actor's figures (for metrics and proctor-bench).

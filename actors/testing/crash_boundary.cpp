@@ -66,13 +66,14 @@ std::optional<boundary> record_namer::name(const std::string& node, const std::s
   if (!r.ParseFromString(value) || r.body_case() == pb::JournalRecord::BODY_NOT_SET)
     return std::nullopt;
   // The node's own incarnations (docs/cluster.md) are written at its start and on a peer's
-  // first answer, an operator's limits and forgettings when made: not by a procedure, no boundary of one.
+  // first answer, an operator's limits, forgettings and schedules when made: not by a
+  // procedure, no boundary of one.
   // The id floor rides with every write that deletes (journal.cpp): how many there are
   // depends on how group commit happened to batch the deletes of ended trees, so its n-th
   // occurrence comes in one run and not in the next. The deletes are redone by recovery's
   // retention whichever side of the write a crash falls.
   if (r.has_incarnation() || r.has_peer_incarnation() || r.has_type_limits()
-      || r.has_node_forgotten() || r.has_id_floor())
+      || r.has_node_forgotten() || r.has_id_floor() || r.has_schedule())
     return std::nullopt;
   std::lock_guard<std::mutex> g(mtx_);
   boundary b;

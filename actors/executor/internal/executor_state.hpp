@@ -24,6 +24,7 @@
 #include "actors/executor/internal/proc_record.hpp"
 #include "actors/base/incremental_map.hpp"
 #include "actors/wire/wall_clock.hpp"
+#include "calendar/cron.hpp"
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
 #include <proctor/procedure.hpp>
@@ -36,6 +37,7 @@ using event_expire_atom = caf::atom_constant<caf::atom("evexpire")>;
 using restart_root_atom = caf::atom_constant<caf::atom("rootrst")>;
 using wake_root_atom = caf::atom_constant<caf::atom("rootwake")>;
 using orphan_retry_atom = caf::atom_constant<caf::atom("orphretry")>;
+using schedule_tick_atom = caf::atom_constant<caf::atom("schedtick")>;
 
 struct waiter {
   caf::typed_response_promise<std::string> rp;
@@ -144,6 +146,21 @@ struct executor_state {
   /// fields over what is in force: two at once would each miss the other's).
   std::deque<std::pair<pb::LimitsRequest, promise_t>> limit_changes;
   bool limit_change_busy = false;
+  // -- recurring schedules (executor_schedules.cpp, executor_schedule_firing.cpp) ------------
+  struct schedule_entry {
+    uint64_t lsn = 0;  ///< of its last record (deleted when the next is written)
+    pb::Schedule rec;  ///< as last journaled (a tombstone: rec.deleted())
+    calendar::cron_spec cron;
+  };
+  std::map<std::string, schedule_entry> schedules;  ///< by name
+  /// The roots the schedules submitted that are in their recent runs, to their schedule.
+  std::unordered_map<uint64_t, std::string> schedule_runs;
+  /// Changes and firings of schedules, journaled one at a time in the order they came (each
+  /// reads the schedule as the one before left it).
+  std::deque<std::function<void()>> schedule_ops;
+  bool schedule_busy = false;
+  bool schedules_live = false;    ///< recovery's catch-up is done: ticks fire
+  int64_t schedule_timer_ms = 0;  ///< the armed tick's deadline (0: none)
   /// Submits with a nonce whose Submitted record is not durable yet.
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
     nonce_pending;
@@ -473,9 +490,34 @@ void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root);
 /// Journals a new root of `type` made of `inst` and starts it; answers its id once its
 /// Submitted record is durable (with a nonce: every submit of that nonce waiting for it),
 /// after `on_durable` ran (executor_requests.cpp).
+// -- recurring schedules (executor_schedules.cpp, executor_schedule_firing.cpp) -----------------
+void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promise_t rp);
+/// Recovery: a schedule's last record read back.
+void recover_schedule(executor_actor* self, const recovered_schedule& s);
+/// Recovery ended: each schedule's missed fire times go by its catch-up policy, then the tick
+/// is armed.
+void schedules_recovered(executor_actor* self);
+/// The schedule tick (schedule_tick_atom): fires what is due, arms the next.
+void on_schedule_tick(executor_actor* self);
+/// Root `id` ended: a schedule buffering a firing behind it submits it.
+void schedule_run_ended(executor_actor* self, uint64_t id);
+/// Runs `op` once the schedule operations before it are done (it calls schedule_op_done).
+void schedule_op(executor_actor* self, std::function<void()> op);
+void schedule_op_done(executor_actor* self);
+/// (Re)arms the tick for the earliest due firing of all schedules.
+void arm_schedule_tick(executor_actor* self);
+/// The next fire time of `e` (jitter included), or 0 (paused, deleted, none).
+int64_t next_fire_ms(const executor_state::schedule_entry& e);
+/// Submits a run of schedule `name` for fire time `fire_ms` (manual: `schedule trigger`),
+/// journaled with the schedule's record in one batch; `done(id)` once durable (0: refused,
+/// with `why`).
+void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_ms, bool manual,
+                   bool buffered, std::function<void(uint64_t id, std::string why)> done);
+
 void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<procedure> inst,
                  const std::string& nonce, int32_t priority, uint64_t resubmitted_from,
-                 promise_t rp, std::function<void(uint64_t)> on_durable = {});
+                 promise_t rp, std::function<void(uint64_t id, uint64_t last_lsn)> on_durable = {},
+                 std::function<void(journal_batch&, uint64_t id)> extend = {});
 /// Lists each type's limits and load, or changes a type's (answered once journaled):
 /// executor_limits.cpp.
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);

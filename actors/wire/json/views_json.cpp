@@ -123,4 +123,67 @@ std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimi
   return json_writer{}.dump(list);
 }
 
+const char* overlap_name(pb::Schedule::Overlap o) {
+  switch (o) {
+    case pb::Schedule::BUFFER_ONE:
+      return "buffer-one";
+    case pb::Schedule::ALLOW:
+      return "allow";
+    default:
+      return "skip";
+  }
+}
+
+const char* catch_up_name(pb::Schedule::CatchUp c) {
+  switch (c) {
+    case pb::Schedule::CATCH_UP_NONE:
+      return "none";
+    case pb::Schedule::CATCH_UP_ALL:
+      return "all";
+    default:
+      return "one";
+  }
+}
+
+std::string schedules_to_json(const google::protobuf::RepeatedPtrField<pb::ScheduleInfo>& xs) {
+  auto list = ordered_json::array();
+  auto at = [](int64_t ms) { return ms != 0 ? ordered_json(utc_text(ms)) : ordered_json(nullptr); };
+  for (const auto& x : xs) {
+    const auto& s = x.schedule();
+    auto args = ordered_json::parse(s.args_json().empty() ? "{}" : s.args_json(), nullptr, false);
+    if (args.is_discarded())
+      args = s.args_json();
+    auto runs = ordered_json::array();
+    for (const auto& r : x.runs())
+      runs.push_back({{"fire_at", at(r.fire_ms())},
+                      {"fire_ms", r.fire_ms()},
+                      {"id", r.proc_id()},
+                      {"manual", r.manual()},
+                      {"state", r.state() == pb::STATE_UNSPECIFIED
+                                  ? ordered_json(nullptr)
+                                  : ordered_json(pb::ProcState_Name(r.state()))},
+                      {"ended", r.ended()}});
+    list.push_back({{"name", s.name()},
+                    {"cron", s.cron()},
+                    {"zone", s.zone().empty() ? "UTC" : s.zone()},
+                    {"type", s.type()},
+                    {"args", std::move(args)},
+                    {"priority", s.priority()},
+                    {"overlap", overlap_name(s.overlap())},
+                    {"catch_up", catch_up_name(s.catch_up())},
+                    {"catch_up_window_ms", s.catch_up_window_ms()},
+                    {"jitter_ms", s.jitter_ms()},
+                    {"paused", s.paused()},
+                    {"created_at", at(s.created_at_ms())},
+                    {"next_fire_at", at(x.next_fire_ms())},
+                    {"next_fire_ms", x.next_fire_ms()},
+                    {"buffered_fire_at", at(s.buffered_ms())},
+                    {"fired", s.fired()},
+                    {"skipped", s.skipped()},
+                    {"missed", s.missed()},
+                    {"runs", std::move(runs)}});
+  }
+  return json_writer{}.dump(list);
+}
+
 }  // namespace proctor

@@ -37,6 +37,17 @@ std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>
 /// set_at_ms (operator only)}.
 std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimitInfo>& xs);
 
+/// `schedule list` / `show`: a JSON array, one object per schedule: {name, cron, zone, type,
+/// args (the JSON), priority, overlap ("skip", "buffer-one", "allow"), catch_up ("none",
+/// "one", "all"), catch_up_window_ms, jitter_ms, paused, created_at, next_fire_at (null:
+/// none), next_fire_ms, buffered_fire_at (null: none), fired, skipped, missed, runs: [{fire_at,
+/// fire_ms, id, manual, state (null: released), ended}, ...] oldest first}.
+std::string schedules_to_json(const google::protobuf::RepeatedPtrField<pb::ScheduleInfo>& xs);
+
+/// "skip", "buffer-one", "allow"; and "none", "one", "all" (as the CLI and the API take them).
+const char* overlap_name(pb::Schedule::Overlap o);
+const char* catch_up_name(pb::Schedule::CatchUp c);
+
 /// A procedure's end time in a `tree` answer: ended_at_ms, or 0 while it runs.
 inline bool has_ended(const pb::ProcStatus& s) {
   return s.ended_at_ms() != 0;

@@ -1,0 +1,221 @@
+// `proctor schedule`: recurring schedules' add, pause, resume, delete, trigger (run now),
+// list and show (docs/flow-control.md, "Recurring schedules"). Every change is journaled
+// (a Schedule record in the node's own range, with a delete of the schedule's last) before it
+// is answered, in the order changes and firings came (schedule_op); a refused request changes
+// nothing. Firing is executor_schedule_firing.cpp.
+#include <regex>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/executor/internal/executor_state.hpp"
+#include "persistence/keys.hpp"
+
+namespace proctor::exec_detail {
+
+namespace {
+
+constexpr size_t name_bound = 128;
+constexpr uint64_t window_bound_ms = uint64_t{30} * 24 * 3'600'000;  // 30 days
+constexpr uint64_t jitter_bound_ms = uint64_t{24} * 3'600'000;       // 1 day
+
+void fill_info(executor_actor* self, const executor_state::schedule_entry& e,
+               pb::ScheduleInfo* x) {
+  auto& st = self->state;
+  *x->mutable_schedule() = e.rec;
+  x->set_next_fire_ms(next_fire_ms(e));
+  for (const auto& r : e.rec.runs()) {
+    auto* y = x->add_runs();
+    y->set_fire_ms(r.fire_ms());
+    y->set_proc_id(r.proc_id());
+    y->set_manual(r.manual());
+    if (auto p = st.procs.find(r.proc_id()); p != st.procs.end()) {
+      y->set_state(to_pb(p->second.state));
+      y->set_ended(p->second.ended);
+    } else {
+      y->set_ended(true);  // released: it ended
+    }
+  }
+}
+
+/// The answer: the schedule `name` (or every one, if empty); `id` for a trigger.
+std::string answer(executor_actor* self, const std::string& name, uint64_t id = 0,
+                   std::string text = {}) {
+  pb::Response r;
+  r.set_id(id);
+  r.set_text(std::move(text));
+  for (const auto& [n, e] : self->state.schedules)
+    if (!e.rec.deleted() && (name.empty() || n == name))
+      fill_info(self, e, r.add_schedules());
+  return encode(r);
+}
+
+/// "" if `spec` may be added as a new schedule, else why not (with its code).
+std::string refusal(executor_actor* self, const pb::Schedule& spec, pb::Response::Code* code) {
+  auto& st = self->state;
+  *code = pb::Response::BAD_REQUEST;
+  static const std::regex name_re{"[A-Za-z0-9][A-Za-z0-9._-]*"};
+  if (spec.name().empty() || spec.name().size() > name_bound
+      || !std::regex_match(spec.name(), name_re))
+    return "schedule name '" + spec.name()
+           + "': 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit";
+  if (auto i = st.schedules.find(spec.name()); i != st.schedules.end() && !i->second.rec.deleted()) {
+    *code = pb::Response::REFUSED;
+    return "schedule '" + spec.name() + "' exists already; delete it first to replace it";
+  }
+  auto p = calendar::parse_cron(spec.cron());
+  if (!p.spec)
+    return p.error;
+  if (!calendar::cron_next(*p.spec, wall_ms()))
+    return "cron \"" + spec.cron() + "\" never fires (no such date in the next 8 years)";
+  if (!spec.zone().empty() && spec.zone() != "UTC" && spec.zone() != "Etc/UTC")
+    return "time zone '" + spec.zone()
+           + "': only UTC is supported (named time zones are not built yet; write the cron "
+             "in UTC)";
+  if (!pb::Schedule::Overlap_IsValid(spec.overlap()) || !pb::Schedule::CatchUp_IsValid(spec.catch_up()))
+    return "unknown overlap or catch-up policy";
+  if (spec.catch_up_window_ms() > window_bound_ms)
+    return "catch-up window over 30 days";
+  if (spec.jitter_ms() > jitter_bound_ms)
+    return "jitter over 1 day";
+  if (spec.args_json().size() > st.cfg.max_args_bytes)
+    return "args JSON is " + std::to_string(spec.args_json().size())
+           + " bytes, more than the limit of " + std::to_string(st.cfg.max_args_bytes);
+  const auto* t = st.env->types->find(spec.type());
+  if (t == nullptr) {
+    *code = pb::Response::UNKNOWN_TYPE;
+    return st.env->types->unknown_type_error(spec.type());
+  }
+  if (t->child_only)
+    return "type '" + t->name + "' is child-only: only a parent procedure can spawn it";
+  std::string err;
+  if (!st.env->types->make_from_json(spec.type(), spec.args_json(), &err))
+    return err;
+  return "";
+}
+
+/// Writes schedule `rec` (its last record deleted in the same batch), then answers.
+void change(executor_actor* self, pb::Schedule rec, promise_t rp, std::string text) {
+  auto name = rec.name();
+  rec.set_at_ms(wall_ms());
+  pb::JournalRecord jr;
+  *jr.mutable_schedule() = rec;
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, jr));
+  auto& e = self->state.schedules[name];
+  if (e.lsn != 0)
+    b.deletes.push_back({journal_keys::meta_root, e.lsn, e.lsn + 1, 0});
+  append(self, std::move(b), [self, rec, rp, name, text](uint64_t lsn) mutable {
+    auto& st = self->state;
+    auto& e = st.schedules[name];
+    e.lsn = lsn;
+    e.rec = rec;
+    if (!rec.deleted()) {
+      if (auto p = calendar::parse_cron(rec.cron()); p.spec)
+        e.cron = *p.spec;
+    } else {
+      for (auto i = st.schedule_runs.begin(); i != st.schedule_runs.end();)
+        i = i->second == name ? st.schedule_runs.erase(i) : std::next(i);
+    }
+    spdlog::info("schedule {}: {}", name, text);
+    reply(rp, answer(self, name, 0, text));
+    schedule_op_done(self);
+  });
+}
+
+}  // namespace
+
+void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promise_t rp) {
+  auto& st = self->state;
+  auto name = req.op() == pb::ScheduleRequest::ADD ? req.spec().name() : req.name();
+  if (req.op() == pb::ScheduleRequest::LIST)
+    return reply(rp, answer(self, ""));
+  if (req.op() == pb::ScheduleRequest::ADD) {
+    pb::Response::Code code;
+    if (auto why = refusal(self, req.spec(), &code); !why.empty())
+      return reply(rp, error_reply(code, why));
+  } else {
+    auto i = st.schedules.find(name);
+    if (name.empty() || i == st.schedules.end() || i->second.rec.deleted())
+      return reply(rp, error_reply(pb::Response::NOT_FOUND, "no schedule '" + name + "'"));
+    if (req.op() == pb::ScheduleRequest::SHOW)
+      return reply(rp, answer(self, name));
+  }
+  // In order with the firings and the other changes: each reads what the one before wrote.
+  schedule_op(self, [self, req, rp, name]() mutable {
+    auto& st = self->state;
+    auto i = st.schedules.find(name);
+    bool exists = i != st.schedules.end() && !i->second.rec.deleted();
+    if (req.op() == pb::ScheduleRequest::ADD) {
+      if (exists) {
+        reply(rp, error_reply(pb::Response::REFUSED,
+                              "schedule '" + name + "' exists already; delete it first"));
+        return schedule_op_done(self);
+      }
+      pb::Schedule rec = req.spec();
+      rec.clear_runs();
+      rec.set_deleted(false);
+      rec.set_created_at_ms(wall_ms());
+      rec.set_decided_until_ms(rec.created_at_ms());
+      rec.set_buffered_ms(0);
+      rec.set_fired(0);
+      rec.set_skipped(0);
+      rec.set_missed(0);
+      if (rec.zone().empty())
+        rec.set_zone("UTC");
+      return change(self, std::move(rec), rp,
+                    std::string("added") + (req.spec().paused() ? " (paused)" : ""));
+    }
+    if (!exists) {  // deleted by a change queued before this one
+      reply(rp, error_reply(pb::Response::NOT_FOUND, "no schedule '" + name + "'"));
+      return schedule_op_done(self);
+    }
+    auto rec = i->second.rec;
+    switch (req.op()) {
+      case pb::ScheduleRequest::PAUSE:
+        if (rec.paused()) {
+          reply(rp, answer(self, name, 0, "paused already"));
+          return schedule_op_done(self);
+        }
+        rec.set_paused(true);
+        rec.set_buffered_ms(0);
+        return change(self, std::move(rec), rp, "paused");
+      case pb::ScheduleRequest::RESUME:
+        if (!rec.paused()) {
+          reply(rp, answer(self, name, 0, "not paused"));
+          return schedule_op_done(self);
+        }
+        if (auto p = calendar::parse_cron(rec.cron()); !p.spec) {
+          // A journaled cron this binary cannot read (recovery paused it): keep it paused.
+          reply(rp, error_reply(pb::Response::REFUSED, "schedule '" + name + "': " + p.error
+                                                         + "; delete it and add it again"));
+          return schedule_op_done(self);
+        }
+        // The fire times while it was paused are skipped, not caught up.
+        rec.set_paused(false);
+        rec.set_decided_until_ms(std::max(rec.decided_until_ms(), wall_ms()));
+        return change(self, std::move(rec), rp, "resumed");
+      case pb::ScheduleRequest::DELETE: {
+        pb::Schedule tomb;
+        tomb.set_name(name);
+        tomb.set_deleted(true);
+        return change(self, std::move(tomb), rp, "deleted");
+      }
+      case pb::ScheduleRequest::TRIGGER:
+        return fire_schedule(self, name, wall_ms(), true, false,
+                             [self, rp, name](uint64_t id, const std::string& why) mutable {
+                               if (id == 0)
+                                 reply(rp, error_reply(pb::Response::REFUSED,
+                                                       "schedule '" + name + "': " + why));
+                               else
+                                 reply(rp, answer(self, name, id,
+                                                  "triggered: procedure " + std::to_string(id)));
+                               schedule_op_done(self);
+                             });
+      default:
+        reply(rp, error_reply(pb::Response::BAD_REQUEST, "unknown schedule operation"));
+        return schedule_op_done(self);
+    }
+  });
+}
+
+}  // namespace proctor::exec_detail
