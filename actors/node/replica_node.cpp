@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <limits>
 #include <thread>
 
