@@ -287,6 +287,21 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
         return reply(
           rp, error_reply(pb::Response::REFUSED,
                           "procedure " + std::to_string(req.release().id()) + " has not ended"));
+      // A root FAILED past its point of no return has ended, but its tree has not: it waits
+      // for an operator, and its records are all that can carry it on. Releasing it would
+      // delete them.
+      if (auto r = st.roots.find(p->id); r != st.roots.end() && !r->second.finished) {
+        const auto id = std::to_string(p->id);
+        return reply(rp, error_reply(pb::Response::REFUSED,
+                                     p->state == proc_state::failed
+                                       ? "procedure " + id
+                                           + " is FAILED past its point of no return and its "
+                                             "tree waits for an operator: `proctor retry "
+                                           + id
+                                           + "` (or bypass it); release drops only a finished "
+                                             "tree's result"
+                                       : "the tree of procedure " + id + " has not finished"));
+      }
       // Answered once the deletion is durable: nothing is acknowledged before.
       release_trees(self, {req.release().id()},
                     [rp]() mutable { reply(rp, encode(pb::Response{})); });

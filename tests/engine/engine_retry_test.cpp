@@ -219,6 +219,13 @@ TEST_F(retry_test, refusals_name_the_state) {
   auto failed = submit("demo.forward", args());
   ASSERT_TRUE(failed_for_good(failed));
   refused(resubmit(failed), pb::Response::REFUSED, "proctor retry " + std::to_string(failed));
+  // Nor released: that would delete the records its retry needs (it was accepted once).
+  pb::Request rel;
+  rel.mutable_release()->set_id(failed);
+  refused(call(rel), pb::Response::REFUSED,
+          "is FAILED past its point of no return and its tree waits for an operator");
+  EXPECT_EQ(status(failed).state(), pb::FAILED);
+  EXPECT_GE(count(kinds(failed), "step"), 2);
   EXPECT_EQ(metric("proctor_retries_total"), 0);
   EXPECT_EQ(metric("proctor_resubmits_total"), 0);
 }
