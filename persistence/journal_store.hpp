@@ -1,6 +1,6 @@
 // The journal's storage, behind an interface so tests can inject I/O errors and crashes.
-// The only implementation used by nodes is RocksDB (rocksdb_store.hpp); raft_store.hpp
-// replicates it across a Raft group (not used by nodes yet: docs/replication.md).
+// A node uses RocksDB (rocksdb_store.hpp), or, run as a replica group, RocksDB replicated
+// across the group by Raft (raft_store.hpp, docs/replication.md).
 #pragma once
 
 #include <cstdint>
