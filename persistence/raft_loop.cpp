@@ -158,7 +158,8 @@ std::string raft_store_impl::init_loop() {
     });
     return abandon(why);
   };
-  if (fresh && !opts_.join) {
+  // `members` as voters, handed to `use` (raft_bootstrap or raft_recover): its result.
+  auto with_members = [this](int (*use)(struct raft*, const struct raft_configuration*)) {
     struct raft_configuration conf;
     raft_configuration_init(&conf);
     int rv = 0;
@@ -166,24 +167,18 @@ std::string raft_store_impl::init_loop() {
       if (rv == 0)
         rv = raft_configuration_add(&conf, m.id, config_address(m).c_str(), RAFT_VOTER);
     if (rv == 0)
-      rv = raft_bootstrap(&raft_, &conf);
+      rv = use(&raft_, &conf);
     raft_configuration_close(&conf);
-    if (rv != 0)
+    return rv;
+  };
+  if (fresh && !opts_.join) {
+    if (int rv = with_members(raft_bootstrap); rv != 0)
       return close_raft(std::string("raft bootstrap: ") + why_failed(rv));
   }
   if (opts_.recover) {
     if (fresh)
       return close_raft("cannot recover the group: " + raft_dir + " holds no Raft state");
-    struct raft_configuration conf;
-    raft_configuration_init(&conf);
-    int rv = 0;
-    for (const auto& m : opts_.members)
-      if (rv == 0)
-        rv = raft_configuration_add(&conf, m.id, config_address(m).c_str(), RAFT_VOTER);
-    if (rv == 0)
-      rv = raft_recover(&raft_, &conf);
-    raft_configuration_close(&conf);
-    if (rv != 0)
+    if (int rv = with_members(raft_recover); rv != 0)
       return close_raft(std::string("raft recover: ") + why_failed(rv));
   }
   if (int rv = raft_start(&raft_); rv != 0)

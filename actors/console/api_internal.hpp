@@ -61,6 +61,9 @@ std::optional<console_reply> unknown_field(const json& o,
 std::variant<std::string, console_reply> json_field(const json& o, const char* value_key,
                                                     const char* text_key, bool object);
 
+/// Sets `*out` from `o["priority"]` when present; a 400 unless it is a 32-bit integer.
+std::optional<console_reply> priority_field(const json& o, int32_t* out);
+
 /// Refuses a change unless the request carries the node's token (401, 403).
 std::optional<console_reply> check_change_allowed(const console_request& req);
 

@@ -24,6 +24,17 @@ console_reply change(const api_call& c, const pb::Request& r, Render render) {
 
 }  // namespace
 
+std::optional<console_reply> priority_field(const json& o, int32_t* out) {
+  if (!o.contains("priority"))
+    return std::nullopt;
+  const auto& p = o["priority"];
+  if (!p.is_number_integer() || p.get<int64_t>() < std::numeric_limits<int32_t>::min()
+      || p.get<int64_t>() > std::numeric_limits<int32_t>::max())
+    return bad_field("priority", "a 32-bit integer is wanted");
+  *out = p.get<int32_t>();
+  return std::nullopt;
+}
+
 std::optional<console_reply> unknown_field(const json& o,
                                            std::initializer_list<const char*> known) {
   for (const auto& [key, value] : o.items()) {
@@ -108,12 +119,10 @@ console_reply submit(const api_call& c) {
       return bad_field("nonce", "a string is wanted");
     s->set_nonce(o["nonce"].get<std::string>());
   }
-  if (o.contains("priority")) {
-    const auto& p = o["priority"];
-    if (!p.is_number_integer() || p.get<int64_t>() < std::numeric_limits<int32_t>::min()
-        || p.get<int64_t>() > std::numeric_limits<int32_t>::max())
-      return bad_field("priority", "a 32-bit integer is wanted");
-    s->set_priority(p.get<int32_t>());
+  if (int32_t priority = 0; o.contains("priority")) {
+    if (auto bad = priority_field(o, &priority))
+      return std::move(*bad);
+    s->set_priority(priority);
   }
   return change(c, r, [](const pb::Response& resp) {
     json j;

@@ -2,7 +2,6 @@
 // for one), POST /api/schedules (add), POST /api/schedules/{pause,resume,delete,trigger}
 // with {"name":...}. Each is one ScheduleRequest to the node, answered once the node
 // answered, so once the change is journaled; the node checks the cron, zone, type and args.
-#include <limits>
 
 #include "actors/console/api_internal.hpp"
 #include "actors/wire/json/views_json.hpp"
@@ -86,12 +85,10 @@ console_reply add_schedule(const api_call& c) {
       return bad_field("zone", "a string is wanted");
     s->set_zone(o["zone"].get<std::string>());
   }
-  if (o.contains("priority")) {
-    const auto& p = o["priority"];
-    if (!p.is_number_integer() || p.get<int64_t>() < std::numeric_limits<int32_t>::min()
-        || p.get<int64_t>() > std::numeric_limits<int32_t>::max())
-      return bad_field("priority", "a 32-bit integer is wanted");
-    s->set_priority(p.get<int32_t>());
+  if (int32_t priority = 0; o.contains("priority")) {
+    if (auto bad = priority_field(o, &priority))
+      return std::move(*bad);
+    s->set_priority(priority);
   }
   if (o.contains("overlap")) {
     auto v = o["overlap"].is_string() ? o["overlap"].get<std::string>() : "";
