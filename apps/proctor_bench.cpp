@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1.0, 3600.0));
   app.add_option(
     "--phases", o.phases,
-    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghijk)");
+    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghijkl)");
   app.add_option("--timers", o.timers, "(j) timers due within one second (default 1000000)")
     ->check(CLI::Range(1, 10000000));
   auto* opt_r = app
@@ -135,7 +135,15 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 100000));
   app.add_option("--spread-steps", o.spread_steps, "(h) steps per child S (default 10)")
     ->check(CLI::Range(1, 1000));
-  app.add_flag("--quick", o.quick, "Small sizes for CI: N=2000, M=5000, C=1000, R=1000, T=10");
+  auto* opt_l =
+    app.add_option("--loops", o.loops, "(l) passes of the self-compacting loop L (default 100000)")
+      ->check(CLI::Range(size_t{100}, size_t{100000000}));
+  app
+    .add_option("--loop-compact-after", o.loop_compact_after,
+                "(l) records its tree holds before it is compacted (default 1000)")
+    ->check(CLI::Range(uint64_t{2}, uint64_t{1} << 40));
+  app.add_flag("--quick", o.quick,
+               "Small sizes for CI: N=2000, M=5000, C=1000, R=1000, T=10, L=20000");
   CLI11_PARSE(app, argc, argv);
   if (o.quick) {
     if (opt_n->count() == 0)
@@ -148,6 +156,8 @@ int main(int argc, char** argv) {
       o.remote_children = 1000;
     if (opt_t->count() == 0)
       o.spread_roots = 10;
+    if (opt_l->count() == 0)
+      o.loops = 20000;
     o.timers = std::min<size_t>(o.timers, 20000);
     o.raw_seconds = std::min(o.raw_seconds, 1.0);
     o.latency_seconds = std::min(o.latency_seconds, 1.0);
@@ -299,6 +309,32 @@ int main(int argc, char** argv) {
     spread = run_phase("(h) three nodes beside one", 1200, false,
                        [&](reporter& r) { phase_spread(r, o, sub("spread")); });
     progress("(h) three nodes beside one", spread);
+  }
+  // (l): the loop L times and L / 100 times in trees that compact, L / 100 times in one that
+  // does not; each recovered after a SIGKILL.
+  struct loop_run {
+    phase_result pop, rec;
+  };
+  std::map<std::string, loop_run> loop_runs;
+  const size_t small_loops = std::max<size_t>(100, o.loops / 100);
+  if (want("l")) {
+    auto loop = [&](const std::string& key, size_t loops, uint64_t compact_after) {
+      auto& lr = loop_runs[key];
+      auto d = sub(("loop-" + key).c_str());
+      lr.pop = run_phase("(l) loop " + key, 3600, true,
+                         [&](reporter& r) { phase_loop_populate(r, o, d, loops, compact_after); });
+      if (!lr.pop.ok)
+        return;
+      auto id = static_cast<uint64_t>(*lr.pop.num("id"));
+      lr.rec = run_phase("(l) recovery " + key, 300, false, [&](reporter& r) {
+        phase_loop_recover(r, o, d, id, loops, compact_after);
+      });
+    };
+    loop("small", small_loops, o.loop_compact_after);
+    loop("big", o.loops, o.loop_compact_after);
+    loop("uncompacted", small_loops, 0);
+    progress("(l) a loop of " + std::to_string(o.loops),
+             loop_runs["big"].rec.ok ? loop_runs["big"].rec : loop_runs["big"].pop);
   }
   auto total_s = secs(clk::now() - t_run);
 
@@ -513,6 +549,33 @@ int main(int argc, char** argv) {
   } else {
     row("(k) failover of a replica group", failed(failover), "");
   }
+  auto loops_ok = [&](const std::string& k) { return loop_runs[k].pop.ok && loop_runs[k].rec.ok; };
+  if (!want("l")) {
+  } else if (loops_ok("big") && loops_ok("small") && loops_ok("uncompacted")) {
+    auto& big = loop_runs["big"];
+    auto& small = loop_runs["small"];
+    auto& unc = loop_runs["uncompacted"];
+    auto most = *big.pop.num("most_records");
+    auto limit = 2.0 * static_cast<double>(o.loop_compact_after);
+    row("(l) one procedure looping " + fmt_num(static_cast<double>(o.loops)) + " times",
+        fmt_num(*big.pop.num("loops_per_s")) + " loops/s, " + fmt_num(*big.pop.num("compactions"))
+          + " compactions",
+        "journal at most " + fmt_num(most) + " records (threshold "
+          + fmt_num(static_cast<double>(o.loop_compact_after)) + ") " + verdict(most <= limit));
+    auto rb = *big.rec.num("back_s"), rs = *small.rec.num("back_s"), ru = *unc.rec.num("back_s");
+    row("    recovery after SIGKILL, L / L/100 loops",
+        fmt_num(rb, 3) + " s / " + fmt_num(rs, 3) + " s",
+        "ratio " + fmt_num(rb / rs, 2) + "; records read " + fmt_num(*big.rec.num("records"))
+          + " / " + fmt_num(*small.rec.num("records")) + " "
+          + verdict(*big.rec.num("records") <= limit + 16));
+    row("    the same L/100 loops, never compacted", fmt_num(ru, 3) + " s",
+        "records read " + fmt_num(*unc.rec.num("records")));
+  } else {
+    for (const auto& k : {"small", "big", "uncompacted"})
+      if (!loops_ok(k))
+        row(std::string("(l) loop ") + k,
+            failed(loop_runs[k].pop.ok ? loop_runs[k].rec : loop_runs[k].pop), "");
+  }
   out << "\npeer (OpenStack TaskFlow + SQLite, same workload shape): "
          "python3 ../shared/peers/taskflow_bench.py 5 20\n";
   out << "total " << fmt_num(total_s, 1) << " s\n";
@@ -542,12 +605,16 @@ int main(int argc, char** argv) {
               << ", \"bytes_per_passivated_waiter\": "
               << json_num(get(timers, "recovered_bytes_per_waiter"))
               << ", \"timers_actor_floor_per_s\": " << json_num(get(timers, "actor_floor_per_s"))
+              << ", \"loop_per_s\": " << json_num(get(loop_runs["big"].pop, "loops_per_s"))
+              << ", \"loop_most_records\": " << json_num(get(loop_runs["big"].pop, "most_records"))
+              << ", \"loop_recovery_s\": " << json_num(get(loop_runs["big"].rec, "back_s"), 3)
               << "}" << std::endl;
   }
-  bool all_ok = (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
-                && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f"))
-                && (remote.ok || !want("g")) && (spread.ok || !want("h"))
-                && (takeover.ok || !want("i")) && (timers.ok || !want("j"))
-                && (failover.ok || !want("k"));
+  bool all_ok =
+    (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
+    && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f")) && (remote.ok || !want("g"))
+    && (spread.ok || !want("h")) && (takeover.ok || !want("i")) && (timers.ok || !want("j"))
+    && (failover.ok || !want("k"))
+    && (!want("l") || (loops_ok("big") && loops_ok("small") && loops_ok("uncompacted")));
   return all_ok ? 0 : 1;
 }

@@ -93,7 +93,7 @@ void flush(journal_actor* self) {
     for (auto& e : a.batch.entries) {
       auto& op = ops.emplace_back();
       op.root_id = e.root_id;
-      op.lsn = lsn++;
+      op.lsn = e.at_lsn != 0 ? e.at_lsn : lsn++;
       op.value = std::move(e.record);
     }
   }
@@ -142,7 +142,9 @@ staged_append& stage(journal_actor* self, journal_batch&& batch) {
   auto& st = self->state;
   auto& a = st.staged.emplace_back();
   a.first_lsn = st.next_lsn;
-  st.next_lsn += batch.entries.size();
+  st.next_lsn +=
+    static_cast<uint64_t>(std::count_if(batch.entries.begin(), batch.entries.end(),
+                                        [](const journal_entry& e) { return e.at_lsn == 0; }));
   a.last_lsn = st.next_lsn - 1;
   st.staged_entries += batch.entries.size();
   st.staged_deletes += batch.deletes.size();

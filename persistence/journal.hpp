@@ -43,6 +43,9 @@ using appended_atom = caf::atom_constant<caf::atom("appended")>;
 struct journal_entry {
   uint64_t root_id = 0;
   std::string record;  ///< a serialized pb::JournalRecord
+  /// Nonzero: written at this LSN of its tree, replacing the record there, and assigned no
+  /// LSN of its own (a tree's compaction: persistence/tree_snapshot.hpp).
+  uint64_t at_lsn = 0;
 };
 
 /// `rec` with its format set, serialized as an entry of tree `root_id`'s journal.

@@ -6,6 +6,8 @@
 
 #include <google/protobuf/arena.h>
 
+#include "persistence/tree_snapshot.hpp"
+
 namespace proctor {
 
 namespace {
@@ -328,6 +330,10 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       }
       break;
     }
+    case pb::JournalRecord::kSnapshot:
+      // The fold of every earlier record of the tree (they were deleted with its write).
+      restore_snapshot(t, lsn, rec.snapshot());
+      break;
     case pb::JournalRecord::kIdFloor:
     case pb::JournalRecord::kEvent:
     case pb::JournalRecord::kOutbox:
@@ -402,7 +408,7 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
 }
 
 size_t undos_done(const tree_image& tree) {
-  size_t n = 0;
+  size_t n = tree.undos_dropped;
   for (const auto& [id, p] : tree.procs) {
     n += p.partial_undone || p.remote_undone ? 1 : 0;
     for (const auto& s : p.steps)

@@ -54,6 +54,11 @@ struct proc_image {
   std::vector<uint64_t> children;      ///< every child ever spawned, in spawn order
   std::vector<uint64_t> last_spawned;  ///< children of the last spawning step
   std::vector<step_entry> steps;       ///< committed steps, ascending LSN
+  /// Committed steps a compaction left out of `steps` (undone, or past a point of no
+  /// return: no rollback plan needs them; tree_snapshot.hpp).
+  uint64_t steps_compacted = 0;
+  /// It committed a step (kept in `steps` or compacted away).
+  bool has_committed() const noexcept { return !steps.empty() || steps_compacted > 0; }
 
   std::string result_json;
   std::string error;
@@ -120,6 +125,13 @@ struct tree_image {
   size_t records = 0;   ///< records folded (damaged ones included)
   /// The events (their EventArrived LSNs) its EventDelivered records consumed, in LSN order.
   std::vector<uint64_t> consumed_events;
+  /// Compaction (tree_snapshot.hpp): the LSN of the TreeSnapshot folded (0: none), how
+  /// often the tree was compacted, the records those compactions replaced in all, and the
+  /// undone steps they left out (still counted as undone by undos_done).
+  uint64_t snapshot_lsn = 0;
+  uint32_t compactions = 0;
+  uint64_t records_folded = 0;
+  uint64_t undos_dropped = 0;
 
   const proc_image* find(uint64_t id) const {
     auto i = procs.find(id);
@@ -143,6 +155,9 @@ public:
 
   /// Finishes the fold (derives WAITING parents whose children all ended) and returns it.
   tree_image finish();
+
+  /// The image folded so far, before finish(): what a TreeSnapshot holds.
+  const tree_image& unfinished() const noexcept { return image_; }
 
 private:
   /// Stack space a record is parsed in; journal records are mostly well under it.

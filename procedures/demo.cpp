@@ -348,6 +348,30 @@ private:
   void nothing(pb::NoopData&, context&) {}
 };
 
+/// A reconciler: loops `steps` times through a state with no rollback (each pass is final:
+/// a point of no return), then waits for the event `then_wait` if it names one, and ends.
+/// What a tree that compacts its journal is for (docs/flow-control.md, "Self-compacting trees").
+class reconcile : public state_machine<pb::NoopData, pb::NoopState> {
+public:
+  reconcile() {
+    on_no_rollback(pb::NOOP_STEP, &reconcile::step);
+    on_no_rollback(pb::NOOP_WAITED, &reconcile::waited);
+  }
+
+private:
+  outcome step(pb::NoopData& d, context&) {
+    d.set_step(d.step() + 1);
+    if (d.step() < d.steps())
+      return next(pb::NOOP_STEP);
+    if (d.then_wait().empty())
+      return done(R"({"loops":)" + std::to_string(d.step()) + "}");
+    return suspend(d.then_wait(), pb::NOOP_WAITED);
+  }
+  outcome waited(pb::NoopData& d, context&) {
+    return done(R"({"loops":)" + std::to_string(d.step()) + "}");
+  }
+};
+
 class fanout : public state_machine<pb::FanoutData, pb::FanoutState> {
 public:
   fanout() {
@@ -499,6 +523,7 @@ void register_demo_procedures(registry& r) {
             .max_attempts_past_no_return = 3});
   r.add<wait_event>("demo.wait_event");
   r.add<noop>("demo.noop").nonblocking();
+  r.add<reconcile>("demo.reconcile").nonblocking();
   r.add<call_service>("demo.call");
   r.add<timers>("demo.timers");
   r.add<timer>("demo.timer");

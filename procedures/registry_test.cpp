@@ -211,10 +211,10 @@ TEST(registry_test, names_are_sorted) {
 TEST(registry_test, demo_procedures_are_registered) {
   registry r;
   register_demo_procedures(r);
-  EXPECT_EQ(r.names(),
-            (std::vector<std::string>{"demo.call", "demo.fanout", "demo.flaky", "demo.forward",
-                                      "demo.ledger", "demo.ledger.impatient", "demo.noop",
-                                      "demo.timer", "demo.timers", "demo.wait_event"}));
+  EXPECT_EQ(r.names(), (std::vector<std::string>{
+                         "demo.call", "demo.fanout", "demo.flaky", "demo.forward", "demo.ledger",
+                         "demo.ledger.impatient", "demo.noop", "demo.reconcile", "demo.timer",
+                         "demo.timers", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
     EXPECT_EQ(r.find(n)->version, 1u) << n;
@@ -263,11 +263,10 @@ TEST(registry_test, make_from_json_unknown_type) {
   std::string err;
   EXPECT_EQ(r.make_from_json("x", "{}", &err), nullptr);
   // Nothing near: the known types are listed.
-  EXPECT_EQ(
-    err,
-    "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
-    "demo.forward, demo.ledger, demo.ledger.impatient, demo.noop, demo.timer, demo.timers, "
-    "demo.wait_event)");
+  EXPECT_EQ(err, "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
+                 "demo.forward, demo.ledger, demo.ledger.impatient, demo.noop, demo.reconcile, "
+                 "demo.timer, demo.timers, "
+                 "demo.wait_event)");
   err.clear();
   // A near name (case and a typo) is suggested instead.
   EXPECT_EQ(r.make_from_json("demo.Noop", "{}", &err), nullptr);
@@ -414,6 +413,28 @@ TEST(registry_test, make_from_bytes_errors) {
   // A varint tag that never ends.
   EXPECT_EQ(r.make_from_bytes("t.counting", std::string("\xff\xff\xff\xff", 4), &err), nullptr);
   EXPECT_EQ(err, "unparsable data for 't.counting'");
+}
+
+}  // namespace
+}  // namespace proctor
+
+namespace proctor {
+namespace {
+
+TEST(registry_test, compact_after_is_kept_and_a_threshold_below_two_is_refused) {
+  registry r;
+  r.add<counting>("loop").compact_after(500);
+  ASSERT_NE(r.find("loop"), nullptr);
+  EXPECT_EQ(r.find("loop")->compact_after, 500u);
+  r.add<counting>("plain");
+  EXPECT_EQ(r.find("plain")->compact_after, 0u);  // the node's --compact-after decides
+  try {
+    r.add<counting>("tiny").compact_after(1);
+    ADD_FAILURE() << "compact_after(1) was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "procedure type 'tiny': compact_after(records) needs at least 2 records");
+  }
 }
 
 }  // namespace

@@ -91,6 +91,12 @@ struct node_env {
   mutable std::atomic<int64_t> dormant_procedures{0};
   /// Wake-ups of dormant children queued by their parent (max_live_children; a metric).
   mutable std::atomic<uint64_t> queued_wakes{0};
+  /// A tree whose journal holds this many records is compacted into one record (0: never;
+  /// a root's type's compact_after overrides it; actors/procedure/tree_compaction.cpp).
+  uint64_t compact_after = 0;
+  /// Compactions of trees' journals, and the records they replaced (metrics).
+  mutable std::atomic<uint64_t> compactions{0};
+  mutable std::atomic<uint64_t> compacted_records{0};
 
   /// True when `name` is another node this node knows.
   bool is_peer(const std::string& name) const {

@@ -36,6 +36,9 @@ struct executor_config {
   /// waiters and restarts it from the journal when the event, its deadline or an abort
   /// comes. Trees found so at recovery start hibernated. Negative: never.
   std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
+  /// A tree whose journal holds this many records is compacted into one record (0: never;
+  /// a root's type's compact_after overrides it; docs/flow-control.md).
+  uint64_t compact_after = 100'000;
   /// What reading a passivated tree back costs per procedure (the journal's read and fold,
   /// the actors' start, the deadlines armed again), for how early it is read back: half a
   /// second before its earliest deadline, plus this for each procedure of the passivated

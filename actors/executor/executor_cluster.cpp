@@ -151,6 +151,8 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->dormant_procedures = st.env->dormant_procedures.load();
   g->calls_in_flight = st.calls.size();
   g->queued_wakes = st.env->queued_wakes.load();
+  g->compactions = st.env->compactions.load();
+  g->compacted_records = st.env->compacted_records.load();
   g->misdirected_pings = st.misdirected_pings;
   g->peer_refusals = peer_total(self, &peer_status::refusals);
   g->peer_stray_answers = peer_total(self, &peer_status::stray_answers);

@@ -51,7 +51,7 @@ void quarantine(executor_actor* self, const tree_image& t, const std::string& re
 void restore_locks(executor_actor* self, const tree_image& t) {
   auto& st = self->state;
   for (const auto& [id, p] : t.procs) {
-    if (is_final(p.status) || (p.steps.empty() && !t.failed))
+    if (is_final(p.status) || (!p.has_committed() && !t.failed))
       continue;
     if (const auto* type = st.env->types->find(p.type); type && !type->declares_locks)
       continue;

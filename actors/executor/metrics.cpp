@@ -224,6 +224,13 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
           "Wake-ups of dormant procedures that waited until a sibling's actor went down (a "
           "parent spawns at most max_live_children of its children for them at once).",
           g.queued_wakes);
+  counter("proctor_tree_compactions_total",
+          "Trees' journals compacted into one record each (--compact-after, a type's "
+          "compact_after).",
+          g.compactions);
+  counter("proctor_compacted_records_total",
+          "Journal records those compactions replaced (each compaction leaves one).",
+          g.compacted_records);
   counter("proctor_misdirected_heartbeats_total",
           "Heartbeats this node answered from a node not in its --peers, or from one that "
           "expects another node at this address (a --peers mistake on that node).",

@@ -52,6 +52,8 @@ struct executor_gauges {
   uint64_t passivation_attempts = 0;  ///< counter: trees asked whether they only wait
   int64_t dormant_procedures = 0;     ///< held dormant by a live parent, without an actor
   size_t calls_in_flight = 0;         ///< calls made for waiting procedures, not answered yet
+  uint64_t compactions = 0;           ///< counter: trees' journals compacted into one record
+  uint64_t compacted_records = 0;     ///< counter: records those compactions replaced
   uint64_t queued_wakes = 0;          ///< counter: wake-ups that waited for a sibling to go down
   uint64_t misdirected_pings = 0;     ///< counter: heartbeats from non-peers or for another name
   uint64_t peer_refusals = 0;         ///< counter: peers' answers refusing this node or misnamed

@@ -238,6 +238,28 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         }
         break;
       }
+      case pb::JournalRecord::kSnapshot: {
+        const auto& s = rec.snapshot();
+        for (const auto& p : s.procs()) {
+          if (p.proc_id() != id)
+            continue;
+          names = std::make_unique<state_namer>(types, p.type());
+          auto* e = add(r.lsn, "compacted");
+          e->set_state(p.state());
+          e->set_state_name(name(p.state()));
+          e->set_at_ms(s.at_ms());
+          e->set_detail("its tree's journal was compacted (" + std::to_string(s.compactions())
+                        + " time(s), " + std::to_string(s.records_folded())
+                        + " records folded in all): what happened before is folded into "
+                          "this record, "
+                        + std::string(to_string(from_pb(p.status()))) + " in state "
+                        + name(p.state()));
+          wait_lsn = p.wait_lsn();
+          h.set_note("its tree compacts its journal: the entries before the last compaction "
+                     "are folded into it and no longer listed one by one");
+        }
+        break;
+      }
       case pb::JournalRecord::kIdFloor:
       case pb::JournalRecord::kEvent:
       case pb::JournalRecord::kOutbox:

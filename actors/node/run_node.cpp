@@ -19,6 +19,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/node/node.hpp"
+#include "actors/executor/executor.hpp"
 #include "actors/cluster/client_server.hpp"
 #include "actors/cluster/peer_transport.hpp"
 #include "actors/base/errors.hpp"
@@ -98,6 +99,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   int result_ttl_s = 900;
   size_t max_args = 1 << 20;
   int64_t hibernate_after_ms = 1000;
+  uint64_t compact_after = executor_config{}.compact_after;
   int64_t stuck_after_s = 60;
   bool standby = false;
   int64_t fence_after_ms = 0;
@@ -136,6 +138,17 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                 "A tree whose every procedure has only waited this long passivates: it gives "
                 "up its actors until woken (-1: never)")
     ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
+  app
+    .add_option("--compact-after", compact_after,
+                "A tree whose journal holds this many records is compacted into one record "
+                "(0: never; a type's compact_after overrides it)")
+    ->check(CLI::Validator(
+      [](const std::string& v) -> std::string {
+        return v == "1" ? "a tree holds at least 2 records to compact (0 turns compaction off)"
+                        : "";
+      },
+      "0 or at least 2"))
+    ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   app
     .add_option("--stuck-after-s", stuck_after_s,
                 "A procedure waiting or retrying in one state this long is stuck: `proctor "
@@ -382,6 +395,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
     opts.executor.max_args_bytes = max_args;
     opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
+    opts.executor.compact_after = compact_after;
     opts.executor.stuck_after = std::chrono::seconds{stuck_after_s};
     std::vector<caf::actor> services;
     for (const auto& [service, spawn] : node_opts.services) {

@@ -45,6 +45,16 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     return false;
   }
   st.restarts = restart_tracker(st.ptype->supervision);
+  if (st.is_root) {
+    // The tree's records as journaled: its fold counted them (tree_compaction.cpp).
+    st.tree_records = std::make_shared<tree_journal_count>();
+    st.tree_records->records = s.image->records;
+    st.tree_records->threshold =
+      st.ptype->compact_after != 0 ? st.ptype->compact_after : st.env->compact_after;
+    st.tree_records->next_at = st.tree_records->threshold;
+  } else {
+    st.tree_records = s.tree_records ? s.tree_records : std::make_shared<tree_journal_count>();
+  }
   bool submitted = s.submitted != nullptr;  // taken over just below
   if (submitted) {
     st.inst = std::move(s.submitted);
@@ -69,7 +79,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.status = p->status;
   st.since_ms = p->since_ms;
   st.submitted_at_ms = p->submitted_at_ms;
-  st.started = !p->steps.empty() || p->committed_at_ms != 0;
+  st.started = p->has_committed() || p->committed_at_ms != 0;
   st.failed_at_ms = s.image->failed_at_ms;
   // Recovered or restarted RUNNABLE, its state may have run before the crash.
   st.ran_partly = !submitted && !s.fresh && st.status == proc_state::runnable;
@@ -129,6 +139,7 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.ancestors.push_back(st.id);
   cs.parent_type = st.ptype;
   cs.tree_root_id = st.tree_root_id;
+  cs.tree_records = st.tree_records;
   const auto* cp = entry != nullptr ? entry : image->find(cid);
   cs.entry = cp;
   c->handle = cp != nullptr && cp->remote()

@@ -49,6 +49,7 @@ void journal_append(proc_actor* self, journal_batch batch, std::function<void()>
   // journal acknowledges only durable writes and fail-stops the node on a write error, so an
   // append that is never acknowledged means the node is going down; nothing proceeds.
   auto& st = self->state;
+  count_tree_records(self, batch);
   auto tag = ++st.last_append_tag;
   st.appends.push_back({tag, std::move(then), {}, 0});
   self->send(st.env->journal, append_atom::value, std::move(batch), tag);
@@ -57,6 +58,7 @@ void journal_append(proc_actor* self, journal_batch batch, std::function<void()>
 void journal_append_lsn(proc_actor* self, journal_batch batch,
                         std::function<void(uint64_t, size_t)> then) {
   auto& st = self->state;
+  count_tree_records(self, batch);
   auto tag = ++st.last_append_tag;
   auto n = batch.entries.size();
   st.appends.push_back({tag, {}, std::move(then), n});
@@ -256,6 +258,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
   }
   return {
     [self](appended_atom, uint64_t tag, uint64_t lsn) { on_appended(self, tag, lsn); },
+    [self](compact_atom) { compact_tree(self); },
     // Our turn, for a type whose steps never block: run it here, free the slot, go on.
     [self](run_inline_atom, step_job& job) { run_here(self, job); },
     [self](step_done_atom, step_result& r) {

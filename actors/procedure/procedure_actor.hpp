@@ -4,6 +4,7 @@
 // actor supervises the whole tree and owns its rollback.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,18 @@ using wait_event_atom = caf::atom_constant<caf::atom("waitevent")>;
 inline std::string event_wait_reason(const std::string& key) {
   return "event " + key;
 }
+
+/// The records its tree holds in the journal, shared by every actor of the tree (they run
+/// on one node). Each append adds its records; past `threshold` the root compacts the tree
+/// into one record (tree_compaction.cpp).
+struct tree_journal_count {
+  std::atomic<uint64_t> records{0};
+  std::atomic<bool> compacting{false};  ///< asked of the root, or under way
+  uint64_t threshold = 0;               ///< 0: never compacted
+  /// The count at which the root is asked: `threshold`, or further out after a compaction
+  /// found its snapshot too large to write.
+  std::atomic<uint64_t> next_at{0};
+};
 
 /// How a procedure actor starts.
 struct proc_start {
@@ -51,6 +64,8 @@ struct proc_start {
   /// A dormant child woken by its parent because its timer came due (the timeout actor sent
   /// that wake-up in deadline order): it runs at once instead of arming the timer again.
   bool timer_due = false;
+  /// Its tree's record count, from its parent (null for a root, which makes it).
+  std::shared_ptr<tree_journal_count> tree_records;
 };
 
 /// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed

@@ -1,5 +1,7 @@
 #include "actors/testing/crash_boundary.hpp"
 
+#include <algorithm>
+
 #include <proctor/journal.pb.h>
 
 namespace proctor::testing {
@@ -72,8 +74,11 @@ std::optional<boundary> record_namer::name(const std::string& node, const std::s
   // depends on how group commit happened to batch the deletes of ended trees, so its n-th
   // occurrence comes in one run and not in the next. The deletes are redone by recovery's
   // retention whichever side of the write a crash falls.
+  // A tree's compaction (docs/flow-control.md) comes when its records reach a count, and
+  // folds whatever was journaled by then: how many come, and where, depends on the run's
+  // timing. The records written with it are boundaries; it is none of its own.
   if (r.has_incarnation() || r.has_peer_incarnation() || r.has_type_limits()
-      || r.has_node_forgotten() || r.has_id_floor() || r.has_schedule())
+      || r.has_node_forgotten() || r.has_id_floor() || r.has_schedule() || r.has_snapshot())
     return std::nullopt;
   std::lock_guard<std::mutex> g(mtx_);
   boundary b;
@@ -116,9 +121,17 @@ rocksdb::Status boundary_store::write(const std::vector<store_op>& ops) {
   // A write that deletes records of a tree is a finished tree's garbage collection (which
   // may re-put its summary): it comes after the end, when the node happens to get to it.
   // Deleting in the node's range is consuming an event, with the delivery that consumed it.
+  // A tree's compaction deletes the records its snapshot replaces: not a collection, and
+  // the records group commit put in the same write are boundaries like any.
+  auto compaction = [&ops] {
+    pb::JournalRecord r;
+    return std::any_of(ops.begin(), ops.end(), [&r](const store_op& op) {
+      return op.what == store_op::kind::put && r.ParseFromString(op.value) && r.has_snapshot();
+    });
+  };
   for (const auto& op : ops)
     if (op.what == store_op::kind::delete_trees
-        || (op.what == store_op::kind::delete_range && op.root_id != 0))
+        || (op.what == store_op::kind::delete_range && op.root_id != 0 && !compaction()))
       return inner_->write(ops);
   bool hit = false;
   std::vector<std::string> events;

@@ -97,6 +97,30 @@ private:
   void nothing(pb::LedgerData&, context&) {}
 };
 
+/// A loop of `steps` idempotent steps, each making a file its undo removes, failing at
+/// `fail_at` (if set); registered with compact_after(6), so its tree is compacted every few
+/// steps while it runs, and crashes fall on trees read back from their snapshots.
+class compacting_loop : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  compacting_loop() { on(pb::LEDGER_STEP, &compacting_loop::step, &compacting_loop::undo); }
+
+private:
+  static std::string file(const pb::LedgerData& d, int s) {
+    return d.ledger_dir() + "/step." + std::to_string(s);
+  }
+  outcome step(pb::LedgerData& d, context&) {
+    if (d.has_fail_at() && d.step() == d.fail_at())
+      return fail("failing at step " + std::to_string(d.step()) + " as asked");
+    std::ofstream(file(d, d.step())) << "x";
+    d.set_touched(d.step());
+    d.set_step(d.step() + 1);
+    return d.step() >= d.steps() ? done() : next(pb::LEDGER_STEP);
+  }
+  void undo(pb::LedgerData& d, context& ctx) {
+    fs::remove(file(d, ctx.undo_of_committed_step() ? d.touched() : d.step()));
+  }
+};
+
 class crash_harness_test : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -109,6 +133,7 @@ protected:
     types_.add<brancher>("test.brancher");
     types_.add<waits_twice>("test.waits_twice");
     types_.add<remote_parent>("test.remote_parent");
+    types_.add<compacting_loop>("test.compacting_loop").compact_after(6);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -335,6 +360,44 @@ TEST_F(crash_harness_test, an_unknown_type_is_reported) {
   auto rep = run_crash_matrix(options("no.such", "{}"));
   EXPECT_FALSE(rep.ok());
   EXPECT_NE(rep.summary().find("not registered"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace proctor::testing
+
+namespace proctor::testing {
+namespace {
+
+// Self-compacting trees (docs/flow-control.md): a crash at every boundary of a loop whose tree
+// is compacted every few steps recovers from the snapshot plus what follows it, and ends as
+// the clean run did; failing, it still undoes every step it committed.
+TEST_F(crash_harness_test, a_loop_whose_tree_compacts_survives_every_boundary) {
+  auto o = options("test.compacting_loop", R"({"steps":14,"ledger_dir":")" + ledger_ + "\"}");
+  o.check = [this](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::SUCCESS)
+      return "ended " + pb::ProcState_Name(r.root.state());
+    auto n = files_in(ledger_);
+    return n == 14 ? "" : "ledger holds " + std::to_string(n) + " files, want 14";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_TRUE(rep.unreached.empty()) << rep.summary();
+  EXPECT_TRUE(has(rep.boundary_labels, "root: step #13 (LEDGER_STEP)")) << labels(rep);
+}
+
+TEST_F(crash_harness_test, a_failing_loop_whose_tree_compacted_undoes_every_step_whatever_crashes) {
+  auto o =
+    options("test.compacting_loop", R"({"steps":14,"fail_at":12,"ledger_dir":")" + ledger_ + "\"}");
+  o.check = [this](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::ROLLEDBACK)
+      return "ended " + pb::ProcState_Name(r.root.state());
+    auto n = files_in(ledger_);
+    return n == 0 ? "" : "ledger holds " + std::to_string(n) + " files after the rollback";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_TRUE(rep.unreached.empty()) << rep.summary();
+  EXPECT_TRUE(has(rep.boundary_labels, "root: undone #12 (LEDGER_STEP)")) << labels(rep);
 }
 
 }  // namespace

@@ -60,13 +60,15 @@ struct bench_options {
   double latency_seconds = 3.0;
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
-  std::string phases = "abcdefghijk";  // which measures to run (d and e are one phase)
+  std::string phases = "abcdefghijkl";  // which measures to run (d and e are one phase)
   bool ledger = false;             // (b) with demo.ledger (a file per step, on the worker threads)
   size_t remote_children = 10000;  // (g) R
   size_t spread_roots = 100;       // (h) T
   size_t spread_children = 50;     // (h) K
   size_t spread_steps = 10;        // (h) S
   size_t timers = 1000000;         // (j) timers due within one second
+  size_t loops = 100000;           // (l) passes of the self-compacting loop
+  uint64_t loop_compact_after = 1000;  // (l) the tree's threshold
 };
 
 // -- child processes (children.cpp) ---------------------------------------------------------
@@ -157,11 +159,14 @@ struct node_in_child {
     proctor::register_demo_procedures(types);
   }
 
-  void start(const std::string& dir, size_t workers) {
+  /// `compact_after`: the node's --compact-after (UINT64_MAX: the default).
+  void start(const std::string& dir, size_t workers, uint64_t compact_after = UINT64_MAX) {
     n = std::make_unique<proctor::node>(*sys, types);
     proctor::node_options o;
     o.data_dir = dir;
     o.workers = workers;
+    if (compact_after != UINT64_MAX)
+      o.executor.compact_after = compact_after;
     auto r = n->start(o);
     if (!r)
       throw std::runtime_error("node start on " + dir
@@ -324,5 +329,17 @@ void phase_takeover(reporter& r, const bench_options& o, const std::string& dir)
 /// M waiting procedures submitted to one proctord and to a group of three replicas (timed),
 /// then SIGKILL of the group's leader to the first step another replica commits.
 void phase_replica_failover(reporter& r, const bench_options& o, const std::string& dir);
+
+// -- (l): a loop in a tree that compacts its journal (phases_compaction.cpp) ---------------
+
+/// One demo.reconcile looping `loops` times, its tree compacted past `compact_after` records
+/// (0: never), then left waiting for an event; reports loops/s and the most records the
+/// journal held meanwhile, then waits for the SIGKILL.
+void phase_loop_populate(reporter& r, const bench_options& o, const std::string& dir, size_t loops,
+                         uint64_t compact_after);
+/// The node recovered after the SIGKILL: how long, how many records it read; then the event
+/// ends the loop, which must say it ran `loops` times.
+void phase_loop_recover(reporter& r, const bench_options& o, const std::string& dir, uint64_t id,
+                        size_t loops, uint64_t compact_after);
 
 }  // namespace proctor::bench

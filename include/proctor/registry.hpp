@@ -62,6 +62,9 @@ struct procedure_type {
   /// How many of its steps may run at once and how fast its procedures may start
   /// (type_limits); an operator's `proctor limits set` overrides it on a live node.
   type_limits limits{};
+  /// A tree whose root is of this type compacts its journal into one record once it holds
+  /// this many records (0: the node's --compact-after decides; docs/flow-control.md).
+  uint64_t compact_after = 0;
 };
 
 /// What `registry::add<T>` returns: the type just registered, to declare its upgrades and
@@ -160,6 +163,21 @@ public:
                                   + "': rate(n, per) needs a positive period");
     type_->limits.rate = n;
     type_->limits.per = per;
+    return *this;
+  }
+
+  /// A tree rooted in a procedure of this type compacts its journal into one record each
+  /// time it holds `records` records (a loop that runs for weeks keeps a bounded journal;
+  /// docs/flow-control.md, "Self-compacting trees"). Overrides the node's --compact-after.
+  /// `records` below 2 throws std::invalid_argument: a mistake in the program, found when
+  /// the type is registered.
+  type_declaration& compact_after(uint64_t records) {
+    if (type_ == nullptr)
+      return *this;
+    if (records < 2)
+      throw std::invalid_argument("procedure type '" + type_->name
+                                  + "': compact_after(records) needs at least 2 records");
+    type_->compact_after = records;
     return *this;
   }
 

@@ -19,6 +19,9 @@
 //   - records of other trees are ignored by fold_tree.
 //   - summarize is a fixed point: the image folded from a summary summarizes to the same.
 //   - journal_keys round-trip and order exactly as (root_id, lsn).
+//   - compaction is an equivalent rewrite: the records up to a split point, folded into one
+//     TreeSnapshot at the last of their LSNs, then the rest, fold to the same tree (same
+//     snapshot, rollback plan, undos done and summary) as every record folded.
 // PROCTOR_FUZZ_STRICT=1 also requires every recipe record to survive serialize + parse; off
 // by default because proto3 `string` fields reject invalid UTF-8 on parse (see the report).
 //
@@ -44,6 +47,7 @@
 #include <proctor/journal.pb.h>
 #include "persistence/keys.hpp"
 #include "persistence/tree_image.hpp"
+#include "persistence/tree_snapshot.hpp"
 
 namespace {
 
@@ -480,6 +484,52 @@ void check_summary(uint64_t root, const tree_image& t) {
   REQUIRE(diff.Compare(s1, s2), "summary is not a fixed point", why);
 }
 
+/// A tree's image, as a snapshot holds it, without what differs by how it was folded (how
+/// often, and over how many records, it was compacted).
+pb::TreeSnapshot comparable(const tree_image& t) {
+  auto s = snapshot_of(t, 0);
+  s.clear_records_folded();
+  s.clear_compactions();
+  return s;
+}
+
+void check_compaction(uint64_t root, const std::vector<fed_record>& records, const tree_image& t,
+                      size_t split) {
+  tree_folder head(root);
+  for (size_t i = 0; i < split; ++i)
+    feed(head, records[i]);
+  const auto& h = head.unfinished();
+  // The runtime compacts only a readable tree (tree_compaction.cpp), at its last record.
+  if (!h.corrupt.empty() || h.last_lsn == 0 || h.last_lsn != records[split - 1].lsn)
+    return;
+  std::vector<fed_record> compacted;
+  fed_record snap;
+  snap.lsn = h.last_lsn;
+  snap.message.set_format(1);
+  *snap.message.mutable_snapshot() = snapshot_of(h, 0);
+  snap.value = snap.message.SerializeAsString();
+  compacted.push_back(std::move(snap));
+  compacted.insert(compacted.end(), records.begin() + static_cast<std::ptrdiff_t>(split),
+                   records.end());
+  auto u = fold(root, compacted);
+  std::string why;
+  google::protobuf::util::MessageDifferencer diff;
+  diff.ReportDifferencesToString(&why);
+  REQUIRE(diff.Compare(comparable(t), comparable(u)), "a compacted tree folds differently", why);
+  REQUIRE(t.corrupt == u.corrupt && t.last_lsn == u.last_lsn, "a compacted tree folds differently",
+          t.corrupt + " / " + u.corrupt);
+  REQUIRE(undos_done(t) == undos_done(u), "a compacted tree counts other undos done");
+  auto p1 = rollback_plan(t);
+  auto p2 = rollback_plan(u);
+  REQUIRE(p1.size() == p2.size(), "a compacted tree plans another rollback");
+  for (size_t i = 0; i < p1.size(); ++i)
+    REQUIRE(same_item(p1[i], p2[i]), "a compacted tree plans another rollback",
+            describe(p1[i]) + " instead of " + describe(p2[i]));
+  google::protobuf::util::MessageDifferencer sdiff;
+  REQUIRE(sdiff.Equals(summarize(t, 0), summarize(u, 0)),
+          "a compacted tree summarizes differently");
+}
+
 void check_keys(const uint8_t* data, size_t size) {
   uint64_t a = 0;
   uint64_t b = 0;
@@ -563,6 +613,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (all_stored)
     check_fold_tree(root, records, t);
   check_summary(root, t);
+  if (!records.empty())
+    check_compaction(root, records, t, 1 + (undo * 131u + records.size()) % records.size());
   return 0;
 }
 

@@ -30,6 +30,7 @@ namespace proctor {
 using subtree_done_atom = caf::atom_constant<caf::atom("subdone")>;
 using stopped_atom = caf::atom_constant<caf::atom("stopped")>;  // child -> parent
 using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
+using compact_atom = caf::atom_constant<caf::atom("compact")>;  // -> the root
 
 /// How a child ended, with the final status of every procedure in its subtree (so the root
 /// can write the tree's summary without reading the journal).
@@ -118,6 +119,8 @@ struct proc_actor_state {
   caf::actor root;    ///< the root's actor (self for the root)
   std::vector<uint64_t> ancestors;
   lock_set locks;  ///< what the procedure declared; held from its first step to its end
+  /// Its tree's records in the journal (shared by the tree's actors; tree_compaction.cpp).
+  std::shared_ptr<tree_journal_count> tree_records;
 
   // -- the procedure --------------------------------------------------------------------------
   std::shared_ptr<procedure> inst;
@@ -402,6 +405,13 @@ void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes);
 /// node, then quit (the fragment's records stay until released).
 void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string result_json,
                      std::function<void()> after_commit);
+
+/// Counts the records `batch` adds to this procedure's tree; past the tree's threshold, asks
+/// the root to compact it (tree_compaction.cpp).
+void count_tree_records(proc_actor* self, const journal_batch& batch);
+
+/// Root: folds its tree's journal into one record, if it may (tree_compaction.cpp).
+void compact_tree(proc_actor* self);
 
 /// Root: an undo job finished.
 void on_undo_done(proc_actor* self, step_result& r);
