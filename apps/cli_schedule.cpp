@@ -154,8 +154,8 @@ void add_schedule_command(CLI::App& app, runner* run) {
   add->add_option("name", a->name, "Schedule name: letters, digits, '.', '_', '-'")->required();
   add->add_option("type", a->type, "Procedure type of the roots it submits")->required();
   add->add_option("--cron", a->cron,
-                  "Cron expression in UTC: 5 fields (minute hour day-of-month month "
-                  "day-of-week), or 6 with seconds first; @hourly, @daily, ...")
+                  "Cron expression in --zone's local time: 5 fields (minute hour day-of-month "
+                  "month day-of-week), or 6 with seconds first; @hourly, @daily, ...")
     ->required();
   add->add_option("--args-json", a->args_json, "The roots' args, a JSON object");
   add->add_option("--priority", a->priority, "The roots' priority");
@@ -169,7 +169,10 @@ void add_schedule_command(CLI::App& app, runner* run) {
   add->add_option("--jitter", a->jitter,
                   "Delay each fire time by up to this (10s, 1m, ...), the same for a fire time "
                   "every time");
-  add->add_option("--zone", a->zone, "Time zone of the cron (only UTC is supported)");
+  add->add_option("--zone", a->zone,
+                  "Time zone the cron's fields are read in: UTC (default) or an IANA name such "
+                  "as Europe/Berlin. A time a daylight-saving change skips fires when the gap "
+                  "ends; a time it repeats fires once, the first time");
   add->add_flag("--paused", a->paused, "Add it paused");
   add->add_flag("--json", a->json, "Print the schedule as JSON");
   add->callback([a, run, send] {

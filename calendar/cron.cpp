@@ -3,8 +3,9 @@
 #include <array>
 #include <cctype>
 #include <chrono>
-#include <cstdio>
 #include <vector>
+
+#include "calendar/printable.hpp"
 
 namespace proctor::calendar {
 
@@ -161,21 +162,6 @@ bool day_ok(const cron_spec& s, const std::chrono::year_month_day& ymd,
   return dom || dow;
 }
 
-/// `s` with control characters as \xNN: an error is one line whatever the text held.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 cron_parse parse(std::string_view text);
 
 }  // namespace
@@ -325,6 +311,26 @@ std::optional<int64_t> cron_next(const cron_spec& s, int64_t after_ms) {
     return (day_start + int64_t{h} * 3600 + int64_t{m} * 60 + sec) * 1000;
   }
   return std::nullopt;
+}
+
+std::optional<int64_t> cron_next(const cron_spec& s, const time_zone& z, int64_t after_ms) {
+  if (z.is_utc())
+    return cron_next(s, after_ms);
+  // The UTC search runs on local seconds (the calendar arithmetic is the same); a local time
+  // fires at z.fire_instant, which never decreases as the local time grows, so the first
+  // matching local time from first_local_after on is the answer. The loop is a guard: it
+  // goes round again only if a zone's transitions defeat that.
+  int64_t after_s = after_ms >= 0 ? after_ms / 1000 : (after_ms - 999) / 1000;
+  int64_t cursor = z.first_local_after(after_s) - 1;
+  while (true) {
+    auto local = cron_next(s, cursor * 1000);
+    if (!local)
+      return std::nullopt;
+    int64_t at = z.fire_instant(*local / 1000);
+    if (at > after_s)
+      return at * 1000;
+    cursor = *local / 1000;
+  }
 }
 
 }  // namespace proctor::calendar

@@ -8,8 +8,10 @@
 // @yearly (@annually), @monthly, @weekly, @daily (@midnight) and @hourly. Days follow the
 // usual (Vixie) rule: when both day fields are restricted (neither begins with `*`) a day
 // matches if either matches, else both must. Not supported: `L`, `W`, `#`, `?`, @reboot.
-// Times are UTC milliseconds since the epoch; the zone a schedule names is applied by the
-// caller (only UTC for now).
+// Times are milliseconds since the epoch. cron_matches and the two-argument cron_next read
+// the fields in UTC; the cron_next with a time_zone (calendar/zone.hpp) reads them in that
+// zone's local wall-clock time, with zone.hpp's rules for the local times a daylight-saving
+// change skips or repeats, and takes the UTC path itself for UTC.
 #pragma once
 
 #include <bitset>
@@ -17,6 +19,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "calendar/zone.hpp"
 
 namespace proctor::calendar {
 
@@ -48,5 +52,12 @@ bool cron_matches(const cron_spec& s, int64_t utc_ms);
 /// The first fire time strictly after `after_ms` (whole seconds), or nullopt if there is none
 /// within the next 8 years (e.g. "0 0 30 2 *": February 30th).
 std::optional<int64_t> cron_next(const cron_spec& s, int64_t after_ms);
+
+/// The first fire time strictly after `after_ms` (UTC, whole seconds) of `s` read in zone
+/// `z`: the fields match a local wall-clock time, which fires at z.fire_instant (a time in a
+/// spring-forward gap at the gap's end, once; a time in a fall-back overlap at its first
+/// occurrence only). For UTC the same as cron_next(s, after_ms). Nullopt if no local time
+/// matches within the next 8 years.
+std::optional<int64_t> cron_next(const cron_spec& s, const time_zone& z, int64_t after_ms);
 
 }  // namespace proctor::calendar

@@ -24,7 +24,9 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://example.invalid/proctor")
 
 set(CPACK_DEBIAN_SERVER_PACKAGE_NAME proctor)
-set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "adduser")
+# tzdata: schedules' named time zones are read from /usr/share/zoneinfo (libdate-tz3 itself
+# comes from dpkg-shlibdeps).
+set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "adduser, tzdata")
 # CPack puts the summary above as the synopsis; these lines are the extended description
 # (an empty line is a paragraph break).
 set(CPACK_DEBIAN_SERVER_DESCRIPTION "Proctor runs each procedure (a change to a system made in many small
@@ -43,7 +45,7 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libproctor-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "libcaf-dev, libcaf-openssl0.17, librocksdb-dev, libprotobuf-dev, libspdlog-dev, libssl-dev, libraft-dev, libuv1-dev, liblz4-dev, prometheus-cpp-dev, libsimdjson-dev, nlohmann-json3-dev, libcpp-httplib-dev, libjemalloc-dev")
+  "libcaf-dev, libcaf-openssl0.17, librocksdb-dev, libprotobuf-dev, libspdlog-dev, libssl-dev, libraft-dev, libuv1-dev, liblz4-dev, prometheus-cpp-dev, libsimdjson-dev, nlohmann-json3-dev, libcpp-httplib-dev, libjemalloc-dev, libhowardhinnant-date-dev, tzdata")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "Proctor runs each procedure (a change to a system made in many small
 steps) as an actor whose every step is journaled before it acts, and
 carries it on after a crash.

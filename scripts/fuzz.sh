@@ -21,7 +21,8 @@ export DEBIAN_FRONTEND=noninteractive
 # Strict: also fail on records that do not survive a write and read back, and on errors
 # that are not one line.
 export PROCTOR_FUZZ_STRICT=${PROCTOR_FUZZ_STRICT:-1}
-packages=(clang libclang-rt-14-dev cmake make libprotobuf-dev protobuf-compiler librocksdb-dev)
+packages=(clang libclang-rt-14-dev cmake make libprotobuf-dev protobuf-compiler librocksdb-dev
+  libhowardhinnant-date-dev tzdata)
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do

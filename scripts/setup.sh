@@ -8,6 +8,7 @@ packages=(
   build-essential g++ cmake pkg-config python3
   libcaf-dev libcaf-openssl0.17 libssl-dev openssl
   librocksdb-dev
+  libhowardhinnant-date-dev tzdata  # schedules' time zones (calendar/zone.hpp)
   libraft-dev libuv1-dev liblz4-dev  # the replicated journal (persistence/raft_store.hpp)
   libprotobuf-dev protobuf-compiler
   libspdlog-dev

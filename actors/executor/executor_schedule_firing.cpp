@@ -60,7 +60,7 @@ bool previous_running(executor_state& st, const pb::Schedule& r) {
 std::optional<int64_t> next_undecided(const executor_state::schedule_entry& e) {
   if (e.rec.paused() || e.rec.deleted())
     return std::nullopt;
-  return calendar::cron_next(e.cron, e.rec.decided_until_ms());
+  return calendar::cron_next(e.cron, e.zone, e.rec.decided_until_ms());
 }
 
 /// Writes `rec` as schedule `name`'s record (with a delete of its last), then `then`.
@@ -121,6 +121,18 @@ void decide(executor_actor* self, const std::string& name) {
 }
 
 }  // namespace
+
+std::string read_schedule_spec(executor_state::schedule_entry& e) {
+  auto p = calendar::parse_cron(e.rec.cron());
+  if (!p.spec)
+    return p.error;
+  auto z = calendar::find_zone(e.rec.zone());
+  if (!z.zone)
+    return z.error;
+  e.cron = *p.spec;
+  e.zone = *z.zone;
+  return "";
+}
 
 int64_t next_fire_ms(const executor_state::schedule_entry& e) {
   auto t = next_undecided(e);
@@ -279,12 +291,9 @@ void recover_schedule(executor_actor* self, const recovered_schedule& s) {
   e.lsn = s.lsn;
   e.rec = s.rec;
   if (!s.rec.deleted()) {
-    auto p = calendar::parse_cron(s.rec.cron());
-    if (!p.spec) {
-      spdlog::error("schedule {}: its journaled {}; it is paused", s.rec.name(), p.error);
+    if (auto why = read_schedule_spec(e); !why.empty()) {
+      spdlog::error("schedule {}: its journaled {}; it is paused", s.rec.name(), why);
       e.rec.set_paused(true);
-    } else {
-      e.cron = *p.spec;
     }
     for (const auto& r : s.rec.runs())
       st.schedule_runs[r.proc_id()] = s.rec.name();
@@ -306,7 +315,7 @@ void schedules_recovered(executor_actor* self) {
     uint64_t before = 0;
     bool uncounted = false;
     while (true) {
-      auto t = calendar::cron_next(e.cron, cursor);
+      auto t = calendar::cron_next(e.cron, e.zone, cursor);
       if (!t || *t >= now - window || *t > now)
         break;
       if (before == enumerate_bound) {
@@ -320,7 +329,7 @@ void schedules_recovered(executor_actor* self) {
     std::deque<int64_t> last;
     uint64_t in_window = 0;
     while (true) {
-      auto t = calendar::cron_next(e.cron, cursor);
+      auto t = calendar::cron_next(e.cron, e.zone, cursor);
       if (!t || *t + jitter_of(e.rec, *t) > now)
         break;
       ++in_window;

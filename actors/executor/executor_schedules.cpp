@@ -65,12 +65,11 @@ std::string refusal(executor_actor* self, const pb::Schedule& spec, pb::Response
   auto p = calendar::parse_cron(spec.cron());
   if (!p.spec)
     return p.error;
-  if (!calendar::cron_next(*p.spec, wall_ms()))
+  auto z = calendar::find_zone(spec.zone());
+  if (!z.zone)
+    return z.error;
+  if (!calendar::cron_next(*p.spec, *z.zone, wall_ms()))
     return "cron \"" + spec.cron() + "\" never fires (no such date in the next 8 years)";
-  if (!spec.zone().empty() && spec.zone() != "UTC" && spec.zone() != "Etc/UTC")
-    return "time zone '" + spec.zone()
-           + "': only UTC is supported (named time zones are not built yet; write the cron "
-             "in UTC)";
   if (!pb::Schedule::Overlap_IsValid(spec.overlap()) || !pb::Schedule::CatchUp_IsValid(spec.catch_up()))
     return "unknown overlap or catch-up policy";
   if (spec.catch_up_window_ms() > window_bound_ms)
@@ -110,8 +109,7 @@ void change(executor_actor* self, pb::Schedule rec, promise_t rp, std::string te
     e.lsn = lsn;
     e.rec = rec;
     if (!rec.deleted()) {
-      if (auto p = calendar::parse_cron(rec.cron()); p.spec)
-        e.cron = *p.spec;
+      read_schedule_spec(e);  // read already: by an add's refusal(), a resume's check
     } else {
       for (auto i = st.schedule_runs.begin(); i != st.schedule_runs.end();)
         i = i->second == name ? st.schedule_runs.erase(i) : std::next(i);
@@ -184,9 +182,10 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
           reply(rp, answer(self, name, 0, "not paused"));
           return schedule_op_done(self);
         }
-        if (auto p = calendar::parse_cron(rec.cron()); !p.spec) {
-          // A journaled cron this binary cannot read (recovery paused it): keep it paused.
-          reply(rp, error_reply(pb::Response::REFUSED, "schedule '" + name + "': " + p.error
+        if (auto why = read_schedule_spec(i->second); !why.empty()) {
+          // A journaled cron or zone this binary cannot read (recovery paused it): keep it
+          // paused.
+          reply(rp, error_reply(pb::Response::REFUSED, "schedule '" + name + "': " + why
                                                          + "; delete it and add it again"));
           return schedule_op_done(self);
         }

@@ -119,7 +119,7 @@ TEST(schedule_process, mistakes_are_one_line_exit_1_and_change_nothing) {
          {{"schedule", "add", "x", "demo.noop", "--cron", "*/5 * * *"}, "4 fields"},
          {{"schedule", "add", "x", "demo.noop", "--cron", "* 25 * * *"}, "hour field"},
          {{"schedule", "add", "x", "demo.noop", "--cron", "* * * * *", "--zone", "Mars/Base"},
-          "only UTC"},
+          "time zone 'Mars/Base': unknown (an IANA name such as Europe/Berlin, or UTC)"},
          {{"schedule", "add", "x", "demo.nop", "--cron", "* * * * *"}, "demo.nop"},
          {{"schedule", "add", "ok", "demo.noop", "--cron", "* * * * *"}, "exists"},
          {{"schedule", "add", "x", "demo.noop", "--cron", "* * * * *", "--overlap", "maybe"},

@@ -150,7 +150,8 @@ struct executor_state {
   struct schedule_entry {
     uint64_t lsn = 0;  ///< of its last record (deleted when the next is written)
     pb::Schedule rec;  ///< as last journaled (a tombstone: rec.deleted())
-    calendar::cron_spec cron;
+    calendar::cron_spec cron;  ///< rec.cron() parsed
+    calendar::time_zone zone;  ///< rec.zone() looked up: the cron's fields are its local time
   };
   std::map<std::string, schedule_entry> schedules;  ///< by name
   /// The roots the schedules submitted that are in their recent runs, to their schedule.
@@ -492,6 +493,9 @@ void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root);
 /// after `on_durable` ran (executor_requests.cpp).
 // -- recurring schedules (executor_schedules.cpp, executor_schedule_firing.cpp) -----------------
 void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promise_t rp);
+/// Reads `e.rec`'s cron and zone into `e.cron` and `e.zone`: "", or why this binary cannot
+/// (a journaled cron it does not parse, a zone its time zone database lacks).
+std::string read_schedule_spec(executor_state::schedule_entry& e);
 /// Recovery: a schedule's last record read back.
 void recover_schedule(executor_actor* self, const recovered_schedule& s);
 /// Recovery ended: each schedule's missed fire times go by its catch-up policy, then the tick
