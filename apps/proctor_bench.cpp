@@ -568,8 +568,13 @@ int main(int argc, char** argv) {
         "ratio " + fmt_num(rb / rs, 2) + "; records read " + fmt_num(*big.rec.num("records"))
           + " / " + fmt_num(*small.rec.num("records")) + " "
           + verdict(*big.rec.num("records") <= limit + 16));
+    row("    of which scan and fold, L / L/100 loops",
+        fmt_num(*big.rec.num("scan_s"), 4) + " s / " + fmt_num(*small.rec.num("scan_s"), 4) + " s",
+        "journal open (RocksDB's WAL replay) " + fmt_num(*big.rec.num("open_s"), 3) + " s / "
+          + fmt_num(*small.rec.num("open_s"), 3) + " s");
     row("    the same L/100 loops, never compacted", fmt_num(ru, 3) + " s",
-        "records read " + fmt_num(*unc.rec.num("records")));
+        "records read " + fmt_num(*unc.rec.num("records")) + "; scan and fold "
+          + fmt_num(*unc.rec.num("scan_s"), 4) + " s");
   } else {
     for (const auto& k : {"small", "big", "uncompacted"})
       if (!loops_ok(k))

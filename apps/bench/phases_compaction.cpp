@@ -91,6 +91,8 @@ void phase_loop_recover(reporter& r, const bench_options& o, const std::string& 
   r.put("start_s", started);
   r.put("back_s", back);
   r.put("records", static_cast<double>(nc.report.records));
+  r.put("open_s", nc.report.open_seconds);  // RocksDB opens: replays its WAL
+  r.put("scan_s", nc.report.scan_seconds);  // the journal read and folded
   r.finish();
 }
 
