@@ -155,7 +155,11 @@ void recover_part(executor_actor* self, recovered_state& part) {
         u.state = proc_state::failed;
         u.since_ms = image->failed_at_ms;  // FAILED since its tree failed
       }
-      if (sleeps && !is_final(u.state))
+      // What it waits for, as the journal says: a live actor publishes its own, but a
+      // dormant child (held by its parent without an actor, proc_passivated_children.cpp)
+      // never does until it is woken, and showed WAITING for nothing.
+      if (!is_final(u.state)
+          && (sleeps || u.state == proc_state::waiting || u.state == proc_state::waiting_timeout))
         u.waiting_for = waiting_reason(p);
       record_update(self, std::move(u), clock);
     }
