@@ -161,6 +161,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->timeout_state.reset();
       p->deadline_ms = p->wake_at_ms = 0;
       if (s.children_size() > 0) {
+        p->join_at_least = s.join_at_least();
+        p->join_wait = s.join_wait_for_siblings();
         p->last_spawned.assign(s.children().begin(), s.children().end());
         p->children.insert(p->children.end(), s.children().begin(), s.children().end());
         enter(*p, proc_state::waiting, s.committed_at_ms());
@@ -258,12 +260,34 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->result_json = s.result_json();
       if (!s.error().empty())
         p->error = s.error();
+      if (s.cancelled()) {
+        // Its parent's cancellation ended it (a Finished SUCCESS that raced the
+        // cancellation leaves it pending: its steps are undone all the same).
+        p->cancelled = true;
+        p->cancel_pending = false;
+      }
       if (p->id == t.root_id)
         t.finished = true;
       if (p->remote()) {
         p->remote_end_lsn = lsn;
         // Rolled back there (or never able to be): nothing left to order.
         p->remote_undone = p->status != proc_state::success;
+      }
+      break;
+    }
+    case pb::JournalRecord::kCancelled: {
+      const auto& s = rec.cancelled();
+      if (t.find(s.parent_id()) == nullptr)
+        return missing(s.parent_id());
+      for (auto c : s.children()) {
+        auto* p = t.find(c);
+        if (p == nullptr)
+          return missing(c);
+        if (p->cancelled)
+          continue;  // closed by an earlier cancellation
+        p->cancel_pending = true;
+        p->cancel_failed = s.failed();
+        p->cancel_reason = s.reason();
       }
       break;
     }
@@ -356,13 +380,22 @@ tree_image tree_folder::finish() {
   for (auto& [id, p] : t.procs) {
     if (p.status != proc_state::waiting || p.last_spawned.empty() || !p.event_key.empty())
       continue;
+    size_t succeeded = 0;
     bool all_ended = std::all_of(p.last_spawned.begin(), p.last_spawned.end(), [&](uint64_t c) {
       auto* cp = t.find(c);
-      // A child that failed on another node does not let its parent run on: the tree fails.
-      return cp != nullptr && is_final(cp->status)
-             && (cp->status == proc_state::success || !cp->remote());
+      if (cp == nullptr || !is_final(cp->status) || cp->cancel_pending)
+        return false;
+      if (cp->status == proc_state::success) {
+        ++succeeded;
+        return true;
+      }
+      // A child that failed on another node does not let its parent run on: the tree fails
+      // (unless a join policy contains the failure: its fragment rolled back there).
+      return !cp->remote() || (p.joins_tolerantly() && cp->status == proc_state::rolledback);
     });
-    if (all_ended)
+    // A join policy that is not met: the parent's actor fails the join (join_unmet).
+    const size_t needed = p.join_at_least != 0 ? p.join_at_least : p.last_spawned.size();
+    if (all_ended && (!p.joins_tolerantly() || succeeded >= needed))
       enter(p, proc_state::runnable, last_end(t, p.last_spawned));
   }
   return std::move(image_);

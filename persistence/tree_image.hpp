@@ -104,6 +104,18 @@ struct proc_image {
   /// Fragment root: how its parent (on the other node) supervises it; null: by its own
   /// type's policy (a journal written before the parent's was carried).
   std::shared_ptr<const pb::Supervision> parent_supervision;
+  // Join policies (docs/flow-control.md): of its last spawn, and as a cancelled child.
+  uint32_t join_at_least = 0;   ///< children of the last spawn that must succeed (0: all)
+  bool join_wait = false;       ///< child_failure::wait_for_siblings
+  /// Its parent's Cancelled record names it and no Finished closed it yet: it is stopped,
+  /// and its parent undoes its subtree (never run forward again).
+  bool cancel_pending = false;
+  bool cancelled = false;       ///< a Finished with `cancelled` ended it
+  bool cancel_failed = false;   ///< the cancellation contains its own failure
+  std::string cancel_reason;
+  /// A parent whose last spawn has a policy other than join::all with cancel_siblings:
+  /// its children's failures come to it, not to the root.
+  bool joins_tolerantly() const noexcept { return join_at_least != 0 || join_wait; }
   uint64_t remote_end_lsn = 0;  ///< the Finished record of a placeholder (0: not ended)
   bool remote_undone = false;   ///< the placeholder's fragment is rolled back there
   bool remote() const noexcept { return !node.empty(); }

@@ -68,6 +68,12 @@ void put_proc(const proc_image& p, pb::ProcSnapshot* o, uint64_t* undos_dropped)
     *o->mutable_parent_supervision() = *p.parent_supervision;
   o->set_remote_end_lsn(p.remote_end_lsn);
   o->set_remote_undone(p.remote_undone);
+  o->set_join_at_least(p.join_at_least);
+  o->set_join_wait_for_siblings(p.join_wait);
+  o->set_cancel_pending(p.cancel_pending);
+  o->set_cancelled(p.cancelled);
+  o->set_cancel_reason(p.cancel_reason);
+  o->set_cancel_failed(p.cancel_failed);
 }
 
 void get_proc(const pb::ProcSnapshot& o, proc_image& p) {
@@ -125,6 +131,12 @@ void get_proc(const pb::ProcSnapshot& o, proc_image& p) {
     p.parent_supervision = std::make_shared<const pb::Supervision>(o.parent_supervision());
   p.remote_end_lsn = o.remote_end_lsn();
   p.remote_undone = o.remote_undone();
+  p.join_at_least = o.join_at_least();
+  p.join_wait = o.join_wait_for_siblings();
+  p.cancel_pending = o.cancel_pending();
+  p.cancelled = o.cancelled();
+  p.cancel_reason = o.cancel_reason();
+  p.cancel_failed = o.cancel_failed();
 }
 
 }  // namespace

@@ -411,6 +411,62 @@ private:
   void nothing(pb::FanoutData&, context&) {}
 };
 
+// -- demo.race ----------------------------------------------------------------------------------
+
+// Join policies (docs/flow-control.md): `children` demo.ledger racers under join::any. The
+// first is quick (one step, no sleep); the others run `steps` steps of `step_sleep_ms` each.
+// The first to end wins; the others are cancelled: stopped at a step boundary, every ledger
+// file they made removed by their undos. Ends with the winner and the cancelled racers.
+// Gates (gate_dir) hold every racer as demo.ledger's do.
+class race : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  race() {
+    on(pb::LEDGER_STEP, &race::start, &race::nothing);
+    on(pb::LEDGER_JOIN, &race::join, &race::nothing);
+  }
+
+  std::string validate() const override {
+    const auto& d = typed_data();
+    if (d.children() < 1 || d.children() > 1000)
+      return "children (the racers) must be within 1..1000";
+    if (d.step_sleep_ms() < 0 || (d.has_steps() && d.steps() < 1))
+      return "steps must be at least 1 and step_sleep_ms not negative";
+    if (d.ledger_dir().empty())
+      return "ledger_dir is required";
+    if (!d.gate_dir().empty() && !fs::is_directory(d.gate_dir()))
+      return "gate_dir '" + d.gate_dir() + "' is not a directory";
+    return check_dir(d.ledger_dir());
+  }
+
+private:
+  outcome start(pb::LedgerData& d, context&) {
+    std::vector<child_spec> kids;
+    for (int i = 0; i < d.children(); ++i) {
+      pb::LedgerData c;
+      c.set_ledger_dir(d.ledger_dir());
+      c.set_gate_dir(d.gate_dir());
+      c.set_undo_log(d.undo_log());
+      c.set_steps(i == 0 ? 1 : (d.has_steps() ? d.steps() : 3));
+      c.set_step_sleep_ms(i == 0 ? 0 : d.step_sleep_ms());
+      kids.push_back(child("demo.ledger", c));
+    }
+    return spawn(std::move(kids), pb::LEDGER_JOIN).join(join::any());
+  }
+
+  outcome join(pb::LedgerData&, context& ctx) {
+    uint64_t winner = 0;
+    int cancelled = 0;
+    for (const auto& c : ctx.children()) {
+      if (c.state == proc_state::success && winner == 0)
+        winner = c.id;
+      cancelled += c.cancelled ? 1 : 0;
+    }
+    return done(R"({"winner":)" + std::to_string(winner) + R"(,"cancelled":)"
+                + std::to_string(cancelled) + "}");
+  }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
 // -- demo.timers / demo.timer ----------------------------------------------------------------
 
 int64_t wall_ms() {
@@ -528,6 +584,7 @@ void register_demo_procedures(registry& r) {
   r.add<timers>("demo.timers");
   r.add<timer>("demo.timer");
   r.add<fanout>("demo.fanout").nonblocking();
+  r.add<race>("demo.race");
 }
 
 }  // namespace proctor

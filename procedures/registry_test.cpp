@@ -213,7 +213,8 @@ TEST(registry_test, demo_procedures_are_registered) {
   register_demo_procedures(r);
   EXPECT_EQ(r.names(), (std::vector<std::string>{
                          "demo.call", "demo.fanout", "demo.flaky", "demo.forward", "demo.ledger",
-                         "demo.ledger.impatient", "demo.noop", "demo.reconcile", "demo.timer",
+                         "demo.ledger.impatient", "demo.noop", "demo.race", "demo.reconcile",
+                         "demo.timer",
                          "demo.timers", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
@@ -264,7 +265,8 @@ TEST(registry_test, make_from_json_unknown_type) {
   EXPECT_EQ(r.make_from_json("x", "{}", &err), nullptr);
   // Nothing near: the known types are listed.
   EXPECT_EQ(err, "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
-                 "demo.forward, demo.ledger, demo.ledger.impatient, demo.noop, demo.reconcile, "
+                 "demo.forward, demo.ledger, demo.ledger.impatient, demo.noop, demo.race, "
+                 "demo.reconcile, "
                  "demo.timer, demo.timers, "
                  "demo.wait_event)");
   err.clear();

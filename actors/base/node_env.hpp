@@ -97,6 +97,10 @@ struct node_env {
   /// Compactions of trees' journals, and the records they replaced (metrics).
   mutable std::atomic<uint64_t> compactions{0};
   mutable std::atomic<uint64_t> compacted_records{0};
+  /// Children cancelled by their parent's join policy, and children's failures a join policy
+  /// contained (actors/procedure/proc_cancel.cpp; metrics).
+  mutable std::atomic<uint64_t> cancelled_children{0};
+  mutable std::atomic<uint64_t> contained_failures{0};
 
   /// True when `name` is another node this node knows.
   bool is_peer(const std::string& name) const {

@@ -153,6 +153,8 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->queued_wakes = st.env->queued_wakes.load();
   g->compactions = st.env->compactions.load();
   g->compacted_records = st.env->compacted_records.load();
+  g->cancelled_children = st.env->cancelled_children.load();
+  g->contained_failures = st.env->contained_failures.load();
   g->misdirected_pings = st.misdirected_pings;
   g->peer_refusals = peer_total(self, &peer_status::refusals);
   g->peer_stray_answers = peer_total(self, &peer_status::stray_answers);

@@ -11,6 +11,7 @@
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "persistence/tree_join.hpp"
 
 namespace proctor::exec_detail {
 
@@ -243,6 +244,10 @@ bool only_waits(const tree_image& t, const cluster_view& cluster) {
       return false;
     if (is_final(p.status) || p.remote())
       continue;
+    // Its join policy has it act now: cancel children, or fail the join (proc_cancel.cpp).
+    if (p.cancel_pending
+        || (p.status == proc_state::waiting && p.event_key.empty() && join_acts(t, p)))
+      return false;
     // Waiting for children that all ended: it runs on (nothing else would wake it).
     if (p.status == proc_state::waiting && p.event_key.empty() && !p.last_spawned.empty()
         && std::all_of(p.last_spawned.begin(), p.last_spawned.end(), [&t](uint64_t c) {

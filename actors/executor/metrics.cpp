@@ -231,6 +231,14 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
   counter("proctor_compacted_records_total",
           "Journal records those compactions replaced (each compaction leaves one).",
           g.compacted_records);
+  counter("proctor_cancelled_children_total",
+          "Children cancelled by their parent's join policy (join::any, join::at_least(k) met "
+          "without them): stopped, and their steps undone.",
+          g.cancelled_children);
+  counter("proctor_contained_failures_total",
+          "Children's failures a join policy contained (undone, reported to the parent) "
+          "instead of failing their tree.",
+          g.contained_failures);
   counter("proctor_misdirected_heartbeats_total",
           "Heartbeats this node answered from a node not in its --peers, or from one that "
           "expects another node at this address (a --peers mistake on that node).",

@@ -54,6 +54,8 @@ struct executor_gauges {
   size_t calls_in_flight = 0;         ///< calls made for waiting procedures, not answered yet
   uint64_t compactions = 0;           ///< counter: trees' journals compacted into one record
   uint64_t compacted_records = 0;     ///< counter: records those compactions replaced
+  uint64_t cancelled_children = 0;    ///< counter: children cancelled by a join policy
+  uint64_t contained_failures = 0;    ///< counter: children's failures a join policy contained
   uint64_t queued_wakes = 0;          ///< counter: wake-ups that waited for a sibling to go down
   uint64_t misdirected_pings = 0;     ///< counter: heartbeats from non-peers or for another name
   uint64_t peer_refusals = 0;         ///< counter: peers' answers refusing this node or misnamed

@@ -1,5 +1,6 @@
 #include "actors/executor/proc_history.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -183,6 +184,18 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         auto* e = add(r.lsn, "finished");
         e->set_at_ms(s.at_ms());
         e->set_detail(end_text(s.state(), s.result_json(), s.error()));
+        break;
+      }
+      case pb::JournalRecord::kCancelled: {
+        const auto& s = rec.cancelled();
+        if (std::find(s.children().begin(), s.children().end(), id) == s.children().end())
+          break;
+        auto* e = add(r.lsn, "cancelled");
+        e->set_at_ms(s.at_ms());
+        e->set_detail((s.failed() ? "its failure is contained by the join policy of procedure "
+                                  : "cancelled by procedure ")
+                      + std::to_string(s.parent_id()) + ": " + s.reason()
+                      + "; its subtree is stopped and undone");
         break;
       }
       case pb::JournalRecord::kBypassed: {

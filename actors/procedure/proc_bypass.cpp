@@ -80,7 +80,7 @@ void commit_bypass(proc_actor* self, const bypass_order& order,
     if (!st.locks.empty())
       self->send(st.env->scheduler, unlock_atom::value, st.id);
     subtree_done d;
-    d.result = child_result{st.id, proc_state::success, {}, {}};
+    d.result = child_result{st.id, proc_state::success, {}, {}, false};
     d.procs = std::move(procs);
     self->send(st.parent, subtree_done_atom::value, std::move(d));
     self->quit();

@@ -38,7 +38,7 @@ bool only_waits(proc_actor* self) {
   auto& st = self->state;
   if (st.busy || st.job_queued || st.stopping || st.parked || st.failing || st.bypassing
       || st.finishing || st.stops_pending > 0 || !st.pending_restarts.empty() || !st.appends.empty()
-      || !st.remote_failed.empty()
+      || !st.remote_failed.empty() || st.cancel_running
       || (st.offering && !st.held.empty())     // a wake-up held while it offers: it runs next
       || st.wakes_head < st.wakes_due.size())  // children to spawn as others go down
     return false;

@@ -34,6 +34,7 @@
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 #include "persistence/tree_image.hpp"
+#include "persistence/tree_join.hpp"
 
 namespace proctor {
 
@@ -44,6 +45,8 @@ namespace {
 /// node that is down has a node-loss deadline its placeholder keeps), a parent for children
 /// of its last spawn that so wait in turn.
 bool waits_in_image(const cluster_view& cluster, const tree_image& image, const proc_image& p) {
+  if (p.cancel_pending)
+    return false;  // its parent undoes it (proc_cancel.cpp)
   if (p.remote())
     return !is_final(p.status) && cluster.is_up(p.node);
   bool timer = p.status == proc_state::waiting_timeout && p.wake_at_ms > 0;
@@ -55,13 +58,16 @@ bool waits_in_image(const cluster_view& cluster, const tree_image& image, const 
     return false;
   for (auto gc : p.children) {
     const auto* g = image.find(gc);
-    if (g == nullptr || (g->remote() && is_final(g->status) && g->status != proc_state::success))
+    if (g == nullptr || g->cancel_pending
+        || (g->remote() && is_final(g->status) && g->status != proc_state::success))
       return false;  // (failed on its node: the parent fails as it starts)
     if (!is_final(g->status) && (!parent || !waits_in_image(cluster, image, *g)))
       return false;  // something of its subtree may run
   }
   if (!parent)
     return true;
+  if (join_acts(image, p))
+    return false;  // its join policy has it act now (proc_cancel.cpp)
   // A parent whose awaited children all ended is about to run.
   return std::any_of(p.last_spawned.begin(), p.last_spawned.end(), [&](uint64_t gc) {
     const auto* g = image.find(gc);

@@ -91,6 +91,9 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.timeout_state = p->timeout_state;
   st.past_no_return = s.image->past_no_return;
   st.waiting_on = p->last_spawned;
+  st.join_at_least = p->join_at_least;
+  st.join_wait = p->join_wait;
+  st.failure_contained = s.failure_contained;
   // Which children its last spawn step awaits: a set, not a search of that list for each
   // child (quadratic: a woken parent of 100,000 children took 10^10 comparisons).
   std::unordered_set<uint64_t> awaited_ids(p->last_spawned.begin(), p->last_spawned.end());
@@ -98,8 +101,21 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     bool awaited = awaited_ids.contains(cid);
     auto& c = st.add_child(cid, awaited);
     const auto* cp = s.image->find(cid);
+    if (cp != nullptr && cp->cancel_pending) {
+      // Its cancellation was journaled and had not ended: it is carried on (run_cancellations),
+      // and the child never runs again.
+      c.cancelling = true;
+      c.cancel_journaled = true;
+      c.cancel_failed = cp->cancel_failed;
+      c.cancel_reason = cp->cancel_reason;
+      continue;
+    }
+    // A child on another node whose fragment rolled back there, with a join policy that
+    // contains its failure: it counts as failed, and the tree runs on.
+    bool contained = cp != nullptr && cp->remote() && cp->status == proc_state::rolledback
+                     && awaited && p->joins_tolerantly() && !s.image->failed;
     if (cp != nullptr && cp->remote() && is_final(cp->status) && cp->status != proc_state::success
-        && !s.image->failed) {
+        && !s.image->failed && !contained) {
       // Failed on its node, and the tree had not failed yet when this node stopped: it
       // fails now (the child stays unended: nothing runs on as if it had succeeded).
       st.remote_failed.emplace_back(cid, "on node " + cp->node + ": " + cp->error);
@@ -112,7 +128,13 @@ bool init_from_image(proc_actor* self, proc_start& s) {
       continue;
     }
     if (cp != nullptr && is_final(cp->status)) {
-      st.child_ended(c, child_result{cid, cp->status, cp->result_json, cp->error}, cp->ended_at_ms);
+      auto state = cp->status;
+      if (contained || (cp->cancelled && cp->cancel_failed))
+        state = proc_state::failed;  // failed, and undone
+      st.child_ended(c,
+                     child_result{cid, state, cp->result_json, cp->error,
+                                  cp->cancelled && !cp->cancel_failed},
+                     cp->ended_at_ms);
       collect_subtree(*s.image, cid, &st.finished_subtree);
     }
   }
@@ -140,6 +162,7 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.parent_type = st.ptype;
   cs.tree_root_id = st.tree_root_id;
   cs.tree_records = st.tree_records;
+  cs.failure_contained = c->awaited && joins_tolerantly(st);
   const auto* cp = entry != nullptr ? entry : image->find(cid);
   cs.entry = cp;
   c->handle = cp != nullptr && cp->remote()

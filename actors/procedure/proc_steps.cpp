@@ -105,8 +105,13 @@ void on_business_failure(proc_actor* self, int32_t state, const std::string& err
       st.busy = false;
     return;
   }
-  self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, state, error)
-    .then(
+  // A join policy of the parent's may contain the failure (proc_cancel.cpp): it decides.
+  auto asked = st.failure_contained
+                 ? self->request(st.parent, caf::infinite, child_failed_atom::value, st.id,
+                                 state, error, false)
+                 : self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, state,
+                                 error);
+  std::move(asked).then(
       [self, retry_forward](bool rolls_back) {
         if (!rolls_back)
           return retry_forward();
@@ -215,7 +220,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         if (!st.locks.empty())
           self->send(st.env->scheduler, unlock_atom::value, st.id);
         subtree_done d;
-        d.result = child_result{st.id, proc_state::success, result, {}};
+        d.result = child_result{st.id, proc_state::success, result, {}, false};
         d.procs = std::move(procs);
         self->send(st.parent, subtree_done_atom::value, std::move(d));
         self->quit();
@@ -269,8 +274,16 @@ void commit_outcome(proc_actor* self, step_result& r) {
         s->set_submitted_at_ms(at);
         subs.push_back(std::move(sub));
       }
+      const auto join_k = out.join_of().at_least;
+      const bool join_wait = out.on_child_failure_of() == child_failure::wait_for_siblings;
+      if (join_k > ids.size())
+        return on_business_failure(self, executed,
+                                   "join::at_least(" + std::to_string(join_k) + ") of only "
+                                     + std::to_string(ids.size()) + " children spawned");
       for (auto cid : ids)
         step->add_children(cid);
+      step->set_join_at_least(join_k);
+      step->set_join_wait_for_siblings(join_wait);
       batch.entries.push_back(make_entry(st.root_id, rec));
       for (auto& sub : subs)
         batch.entries.push_back(make_entry(st.root_id, sub));
@@ -279,7 +292,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         staged->add(batch, remote_nodes[i], remote[i]);
       journal_append_lsn(self, std::move(batch),
                          [self, after_commit, ids, subs = std::move(subs), next = out.state(),
-                          staged, at](uint64_t last_lsn, size_t batch_size) {
+                          staged, at, join_k, join_wait](uint64_t last_lsn, size_t batch_size) {
                            staged->hand_over(self->state.env->outbox, last_lsn, batch_size);
                            after_commit();
                            auto& st = self->state;
@@ -303,6 +316,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
                            st.attempt = 1;
                            st.child_results.clear();
                            st.waiting_on = ids;
+                           st.join_at_least = ids.empty() ? 0 : join_k;
+                           st.join_wait = !ids.empty() && join_wait;
                            for (auto& c : st.children)
                              c.awaited = false;
                            st.waiting_left = 0;

@@ -30,14 +30,16 @@ void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
         for (auto cid : ids) {
           auto* c = st.child(cid);
           const auto* p = image->find(cid);
-          if (c == nullptr || p == nullptr || c->handle)
-            continue;
+          if (c == nullptr || p == nullptr || c->handle || c->cancelling)
+            continue;  // (a cancelled child is undone, never run again: proc_cancel.cpp)
           if (is_final(p->status)) {
             // It ended before it went down; collect how, as its subtree_done would have.
             c->restarting = false;
-            st.child_ended(*c, child_result{cid, p->status, p->result_json, p->error},
+            st.child_ended(*c, child_result{cid, p->status, p->result_json, p->error, false},
                            p->ended_at_ms);
             collect_subtree(*image, cid, &st.finished_subtree);
+            if (p->status == proc_state::success)
+              join_after_success(self);
             continue;
           }
           PLOG(info, self, "restarting child {} from its journaled state", cid);
@@ -98,6 +100,14 @@ void stop_then_restart(proc_actor* self, std::vector<uint64_t> ids,
 
 }  // namespace
 
+void stop_cancelled_child(proc_actor* self, child_slot& c) {
+  c.restarting = false;  // a restart due for it is not carried out (restart_children)
+  if (c.dormant)
+    stop_dormant(self, c);
+  else
+    request_stop(self, c);
+}
+
 void child_stopped(proc_actor* self, child_slot& c, const std::vector<uint64_t>* clean) {
   auto& st = self->state;
   if (!c.stop_pending)
@@ -108,6 +118,8 @@ void child_stopped(proc_actor* self, child_slot& c, const std::vector<uint64_t>*
     c.stopped_clean = *clean;
   fire_pending_restarts(self);
   maybe_finish_stop(self);
+  if (c.cancelling)
+    run_cancellations(self);  // its subtree can be undone now (proc_cancel.cpp)
 }
 
 std::vector<uint64_t> stopped_clean(proc_actor* self) {
@@ -163,6 +175,8 @@ void on_down(proc_actor* self, caf::down_msg& m) {
     child_stopped(self, *c, nullptr);
     return;
   }
+  if (c->cancelling)
+    return run_cancellations(self);  // gone before its stop was sent: stopped all the same
   if (normal || c->ended || c->restarting || st.stopping || st.failing || st.parked)
     return;
   auto why = error_text(self->system(), m.reason);
@@ -192,6 +206,8 @@ void stop_subtree(proc_actor* self) {
     return maybe_finish_stop(self);
   st.stopping = true;
   disarm_timer(self);  // no timer or retry fires any more
+  if (st.cancel_running && st.busy && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote)
+    st.busy = false;  // a cancellation waiting for a node's answer: the tree's plan takes over
   if (st.job_queued) {
     // A step that has not started yet (queued, or waiting for a lock) need not run. The
     // scheduler always answers; a job it no longer holds runs and reports as usual.
@@ -222,6 +238,7 @@ void maybe_finish_stop(proc_actor* self) {
   auto& st = self->state;
   if (!st.stopping || st.busy || st.stops_pending > 0)
     return;
+  abandon_cancellation(self);  // the journal holds how far it got
   if (st.is_root) {
     if (st.failing)
       rollback_after_stop(self);

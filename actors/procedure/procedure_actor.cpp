@@ -153,6 +153,8 @@ void maybe_join(proc_actor* self) {
     return;
   if (st.frozen)
     return hold(self, [self] { maybe_join(self); });
+  if (auto why = join_unmet(st); !why.empty())
+    return fail_join(self, why);  // proc_cancel.cpp
   st.child_results.clear();
   int64_t last_end = 0;  // it runs again from the last of its children's ends
   for (auto w : st.waiting_on) {
@@ -186,8 +188,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     // Children first: a parent's own run may depend on how they end. Those that only wait
     // for a timer or an event stay dormant until it comes (proc_passivated_children.cpp).
     for (auto& c : st.children) {
-      if (c.ended)
-        continue;
+      if (c.ended || c.cancelling)
+        continue;  // (a cancelled child is undone below, never run again)
       if (may_sleep_unspawned(self, *start.image, c.id))
         put_to_sleep(self, c, start.image);
       else
@@ -255,6 +257,13 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         PLOG(warn, self, "started in state {}", to_string(st.status));
         break;
     }
+    if (st.status == proc_state::waiting && st.event_key.empty() && st.call_service.empty()) {
+      // Its join, as the journal left it: cancellations to carry on, or to begin (a crash
+      // came before their record), or a join that can no longer be met.
+      run_cancellations(self);
+      join_after_success(self);
+      maybe_join(self);
+    }
   }
   return {
     [self](appended_atom, uint64_t tag, uint64_t lsn) { on_appended(self, tag, lsn); },
@@ -269,8 +278,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](subtree_done_atom, subtree_done& d) {
       auto& st = self->state;
       auto* c = st.child(d.result.id);
-      if (c == nullptr)
-        return;
+      if (c == nullptr || c->cancelling)
+        return;  // (ended while cancelled: undone all the same, proc_cancel.cpp)
       int64_t ended_at = 0;  // its own update is in the subtree's, with its end's time
       for (const auto& u : d.procs)
         if (u.id == d.result.id)
@@ -278,6 +287,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       st.child_ended(*c, d.result, ended_at);
       for (auto& u : d.procs)
         st.finished_subtree.push_back(std::move(u));
+      if (d.result.state == proc_state::success)
+        join_after_success(self);  // enough of them: the others are cancelled
       maybe_join(self);
       // Still waiting for others: what ran in that child's branch may have been all that
       // kept the tree awake.
@@ -362,6 +373,9 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](stopped_atom, uint64_t cid, const std::vector<uint64_t>& clean) {
       if (auto* c = self->state.child(cid))
         child_stopped(self, *c, &clean);
+    },
+    [self](child_failed_atom, uint64_t cid, int32_t state, std::string& error, bool undone) {
+      return on_child_failed(self, cid, state, error, undone);
     },
     [self](tree_fail_atom, uint64_t proc_id, int32_t state, std::string& error) {
       return begin_tree_failure(self, proc_id, state, error);

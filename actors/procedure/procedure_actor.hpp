@@ -64,6 +64,9 @@ struct proc_start {
   /// A dormant child woken by its parent because its timer came due (the timeout actor sent
   /// that wake-up in deadline order): it runs at once instead of arming the timer again.
   bool timer_due = false;
+  /// Its parent's join policy handles its failure (a spawn's join other than join::all
+  /// with cancel_siblings): it reports the failure to its parent, not to the root.
+  bool failure_contained = false;
   /// Its tree's record count, from its parent (null for a root, which makes it).
   std::shared_ptr<tree_journal_count> tree_records;
 };

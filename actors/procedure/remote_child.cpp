@@ -43,6 +43,8 @@ struct remote_child_state {
   bool failing = false;  ///< the node-loss deadline failed the tree
   /// Its entry as the journal holds it: the image it sleeps in when it gives up its actor.
   proc_image entry;
+  /// Its parent's join policy contains its failure (proc_start::failure_contained).
+  bool contained = false;
   bool offering = false;  ///< it offered its parent to give up its actor
   bool lost = false;      ///< its node was forgotten after its spawn: its end is asked for
   /// Ends that came while it offered (each with its Finished record's time).
@@ -126,6 +128,8 @@ void on_node_loss(remote_child* self, uint64_t token) {
       [self](caf::error& e) { self->quit(e); });
 }
 
+void fail_tree(remote_child* self, const std::string& why);
+
 /// The child's end, journaled here by the executor already (at `at_ms`): act on it.
 void on_end(remote_child* self, const pb::RemoteEnd& end, int64_t at_ms) {
   auto& st = self->state;
@@ -137,15 +141,43 @@ void on_end(remote_child* self, const pb::RemoteEnd& end, int64_t at_ms) {
     u.ended = true;
     u.since_ms = u.ended_at_ms = at_ms;
     subtree_done d;
-    d.result = child_result{st.id, proc_state::success, end.result_json(), {}};
+    d.result = child_result{st.id, proc_state::success, end.result_json(), {}, false};
     d.procs.push_back(std::move(u));
     self->send(st.parent, subtree_done_atom::value, std::move(d));
     self->quit();
     return;
   }
-  // It failed there (its fragment is rolled back, or cannot be): the tree fails.
+  // It failed there (its fragment is rolled back, or cannot be): the tree fails, unless
+  // its parent's join policy contains a failure that was undone (proc_cancel.cpp).
   auto why = "on node " + st.node + ": " + end.error();
   RLOG(info, self, "{} {}", to_string(from_pb(end.state())), why);
+  if (st.contained && end.state() == pb::ROLLEDBACK) {
+    self->request(st.parent, caf::infinite, child_failed_atom::value, st.id, int32_t{0}, why,
+                  true)
+      .then(
+        [self, why, at_ms](bool contained) {
+          if (!contained)
+            return fail_tree(self, why);
+          auto& st = self->state;
+          auto u = status_of(self, proc_state::rolledback);
+          u.error = why;
+          u.ended = true;
+          u.since_ms = u.ended_at_ms = at_ms;
+          subtree_done d;
+          d.result = child_result{st.id, proc_state::failed, {}, why, false};
+          d.procs.push_back(std::move(u));
+          self->send(st.parent, subtree_done_atom::value, std::move(d));
+          self->quit();
+        },
+        [self](caf::error& e) { self->quit(e); });
+    return;
+  }
+  fail_tree(self, why);
+}
+
+/// Its child failed on its node: the tree fails.
+void fail_tree(remote_child* self, const std::string& why) {
+  auto& st = self->state;
   self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, int32_t{0}, why)
     .then(
       [self](bool rolls_back) {
@@ -242,6 +274,7 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
   st.entry = *p;
   st.parent = s.parent;
   st.root = s.root;
+  st.contained = s.failure_contained;
   // Its parent sends it a down_msg when it goes down (watch_children).
   self->set_down_handler([self](caf::down_msg& m) {
     if (m.source == self->state.parent.address())

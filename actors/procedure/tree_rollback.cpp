@@ -63,24 +63,7 @@ void rollback_after_stop(proc_actor* self) {
           self->quit(caf::make_error(errc::quarantined, image->corrupt));
           return;
         }
-        // Procedures that stopped before their current state started have nothing partly
-        // run to undo: journaled as such, so that a crash mid-rollback does not undo what
-        // never ran either.
-        journal_batch batch;
-        for (auto id : clean) {
-          auto* p = image->find(id);
-          if (p == nullptr || is_final(p->status) || p->partial_undone || p->steps_ended
-              || (p->failed && p->failed_state != 0))
-            continue;
-          pb::JournalRecord rec;
-          auto* u = rec.mutable_undone();
-          u->set_proc_id(id);
-          u->set_state(p->state);
-          u->set_never_started(true);
-          u->set_at_ms(wall_ms());
-          batch.entries.push_back(make_entry(st.root_id, rec));
-          p->partial_undone = true;
-        }
+        auto batch = never_started_undos(self, *image, clean, {});
         st.plan.clear();
         if (batch.entries.empty())
           return run_rollback(self, image);
@@ -96,8 +79,31 @@ void rollback_after_stop(proc_actor* self) {
       });
 }
 
+journal_batch never_started_undos(proc_actor* self, tree_image& image,
+                                  const std::vector<uint64_t>& clean,
+                                  const std::function<bool(uint64_t)>& in_scope) {
+  journal_batch batch;
+  for (auto id : clean) {
+    auto* p = image.find(id);
+    if (p == nullptr || (in_scope && !in_scope(id)) || is_final(p->status) || p->partial_undone
+        || p->steps_ended || (p->failed && p->failed_state != 0))
+      continue;
+    pb::JournalRecord rec;
+    auto* u = rec.mutable_undone();
+    u->set_proc_id(id);
+    u->set_state(p->state);
+    u->set_never_started(true);
+    u->set_at_ms(wall_ms());
+    batch.entries.push_back(make_entry(self->state.root_id, rec));
+    p->partial_undone = true;
+  }
+  return batch;
+}
+
 void publish_rollback(proc_actor* self, std::string waiting_for) {
   auto& st = self->state;
+  if (st.cancel_running)
+    return publish_cancellation(self, waiting_for);  // a parent cancelling children
   auto u = current_update(self);
   u.state = proc_state::failed;
   u.error = st.failure;
@@ -157,8 +163,11 @@ void send_remote_rollback(proc_actor* self, const proc_image& p) {
   PLOG(info, self, "ordering procedure {} on node {} rolled back", p.id, p.node);
   pb::PeerMessage m;
   m.mutable_rollback()->set_proc_id(p.id);
-  m.mutable_rollback()->set_reason("its tree (root " + std::to_string(st.root_id) + " on node "
-                                   + st.env->node_name + ") rolls back: " + st.failure);
+  m.mutable_rollback()->set_reason(
+    st.cancel_running ? "its parent's subtree is cancelled by procedure " + std::to_string(st.id)
+                          + " on node " + st.env->node_name
+                      : "its tree (root " + std::to_string(st.root_id) + " on node "
+                          + st.env->node_name + ") rolls back: " + st.failure);
   journal_batch batch;
   auto staged = std::make_shared<outbox_staging>();
   staged->add(batch, p.node, m);
@@ -237,6 +246,13 @@ void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
 
 void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   auto& st = self->state;
+  if (st.cancel_running && (st.stopping || st.failing)) {
+    // A parent's cancellation (proc_cancel.cpp) stops at this boundary: the tree stops.
+    abandon_cancellation(self);
+    return maybe_finish_stop(self);
+  }
+  if (!image)
+    return;  // a stale undo retry of a cancellation given up
   if (st.rb_image != image) {
     st.rb_image = image;
     st.plan = rollback_plan(*image);
@@ -255,6 +271,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     self->send(st.env->executor, rollback_atom::value, st.root_id, true);
   }
   publish_rollback(self, progress(st));
+  if (st.plan_pos == st.plan.size() && st.cancel_running)
+    return finish_cancellation(self);
   if (st.plan_pos == st.plan.size()) {
     std::vector<proc_update> procs;
     std::string not_undone;

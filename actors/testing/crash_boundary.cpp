@@ -27,6 +27,8 @@ uint64_t proc_of(const pb::JournalRecord& r) {
       return r.timer().proc_id();
     case pb::JournalRecord::kDelivered:
       return r.delivered().proc_id();
+    case pb::JournalRecord::kCancelled:
+      return r.cancelled().parent_id();  // the parent that cancels
     default:
       return 0;
   }

@@ -121,6 +121,62 @@ private:
   }
 };
 
+/// Join policies (docs/flow-control.md): a parent spawning a winner, which waits for the
+/// harness's event "race.go" and ends, and a loser, which makes a file its undo removes and
+/// waits for an event that never comes; join::any cancels the loser once the winner ended.
+/// The join step checks what it sees: the winner SUCCESS, the loser ROLLEDBACK, cancelled.
+class race_parent : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  race_parent() {
+    on(pb::LEDGER_STEP, &race_parent::spawn_both, &race_parent::nothing);
+    on(pb::LEDGER_JOIN, &race_parent::join, &race_parent::nothing);
+  }
+
+private:
+  outcome spawn_both(pb::LedgerData& d, context&) {
+    return spawn({child("test.race_winner", d), child("test.race_loser", d)}, pb::LEDGER_JOIN)
+      .join(join::any());
+  }
+  outcome join(pb::LedgerData&, context& ctx) {
+    const auto& c = ctx.children();
+    if (c.size() != 2 || c[0].state != proc_state::success
+        || c[1].state != proc_state::rolledback || !c[1].cancelled)
+      return fail("the join saw the wrong ends");
+    return done();
+  }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
+class race_winner : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  race_winner() {
+    on(pb::LEDGER_STEP, &race_winner::wait, &race_winner::nothing);
+    on(pb::LEDGER_JOIN, &race_winner::end, &race_winner::nothing);
+  }
+
+private:
+  outcome wait(pb::LedgerData&, context&) { return suspend("race.go", pb::LEDGER_JOIN); }
+  outcome end(pb::LedgerData&, context&) { return done(); }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
+class race_loser : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  race_loser() {
+    on(pb::LEDGER_STEP, &race_loser::mark, &race_loser::unmark);
+    on(pb::LEDGER_JOIN, &race_loser::end, &race_loser::nothing);
+  }
+
+private:
+  outcome mark(pb::LedgerData& d, context&) {
+    std::ofstream(d.ledger_dir() + "/loser") << "x";
+    return suspend("race.never", pb::LEDGER_JOIN);
+  }
+  void unmark(pb::LedgerData& d, context&) { fs::remove(d.ledger_dir() + "/loser"); }
+  outcome end(pb::LedgerData&, context&) { return done(); }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
 class crash_harness_test : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -134,6 +190,9 @@ protected:
     types_.add<waits_twice>("test.waits_twice");
     types_.add<remote_parent>("test.remote_parent");
     types_.add<compacting_loop>("test.compacting_loop").compact_after(6);
+    types_.add<race_parent>("test.race_parent");
+    types_.add<race_winner>("test.race_winner");
+    types_.add<race_loser>("test.race_loser");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -398,6 +457,29 @@ TEST_F(crash_harness_test, a_failing_loop_whose_tree_compacted_undoes_every_step
   EXPECT_TRUE(rep.ok()) << rep.summary();
   EXPECT_TRUE(rep.unreached.empty()) << rep.summary();
   EXPECT_TRUE(has(rep.boundary_labels, "root: undone #12 (LEDGER_STEP)")) << labels(rep);
+}
+
+}  // namespace
+}  // namespace proctor::testing
+
+namespace proctor::testing {
+namespace {
+
+// Join policies (docs/flow-control.md): a crash at every boundary of a join::any whose loser
+// is cancelled (its Cancelled record, its undo, its end) ends as the clean run did: the
+// winner's success kept, the loser's file undone, the join seeing both as they ended.
+TEST_F(crash_harness_test, a_cancelled_sibling_is_undone_whatever_crashes) {
+  auto o = options("test.race_parent", R"({"ledger_dir":")" + ledger_ + "\"}");
+  o.events = {{"race.go", "1"}};
+  o.check = [this](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::SUCCESS)
+      return "ended " + pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    return fs::exists(ledger_ + "/loser") ? "the cancelled loser's file is still there" : "";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_TRUE(has(rep.boundary_labels, "root: cancelled #1")) << labels(rep);
+  EXPECT_TRUE(has(rep.boundary_labels, "root/1: undone #2 (LEDGER_STEP)")) << labels(rep);
 }
 
 }  // namespace

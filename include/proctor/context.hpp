@@ -19,6 +19,9 @@ struct child_result {
   proc_state state = proc_state::success;
   std::string result_json;  ///< the JSON its last step gave `done` ("" for none)
   std::string error;
+  /// Cancelled by its parent's join policy (state rolledback: its steps are undone). A
+  /// child whose own failure the policy contained ends failed, with its steps undone too.
+  bool cancelled = false;
 
   /// The child's result as the message `M` its last step gave `done(message)`:
   ///

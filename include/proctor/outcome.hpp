@@ -46,6 +46,37 @@ inline child_spec child(std::string type, const google::protobuf::Message& data,
   return child_spec{std::move(type), data.SerializeAsString(), priority};
 }
 
+/// How a parent joins the children of a spawn: how many of them must succeed before its
+/// next step runs. Once that many succeeded, the others are cancelled: each is stopped at a
+/// step boundary and its committed steps are undone (its children's first, in reverse
+/// order), then the next step runs and sees, child by child, who succeeded, who was
+/// cancelled and who failed (child_result). docs/flow-control.md, "Join policies".
+struct join_policy {
+  uint32_t at_least = 0;  ///< children that must succeed; 0: every one (join::all)
+};
+
+namespace join {
+/// Every child must succeed (the default): a child's failure fails the join.
+inline join_policy all() { return {}; }
+/// One child's success is enough; the others are cancelled.
+inline join_policy any() { return {1}; }
+/// `k` children's successes are enough (k >= 1, at most the number spawned); the others
+/// are cancelled. A child that fails while k can still be reached is undone and counts as
+/// failed; once k cannot be reached any more, the join fails (see child_failure).
+inline join_policy at_least(uint32_t k) { return {k}; }
+}  // namespace join
+
+/// What a child's failure does while its siblings still run, once the join can no longer
+/// be met (for join::all: at the first failure).
+enum class child_failure : uint8_t {
+  /// The parent's step fails at once, and with it the tree: the siblings are stopped at
+  /// their next step boundary and everything is rolled back (the default).
+  cancel_siblings,
+  /// The failed child is undone, and the siblings run to their ends; then the join fails
+  /// (and the tree rolls back everything, their work included).
+  wait_for_siblings,
+};
+
 class outcome {
 public:
   enum class kind : uint8_t { done, next, fail, yield, spawn, suspend, wait, call };
@@ -131,6 +162,21 @@ public:
     return std::move(*this);
   }
 
+  /// For a spawn: how many children must succeed (join::all, join::any, join::at_least(k)).
+  /// Journaled with the spawn, so a restart keeps it.
+  ///
+  ///   return spawn({child("mirror", a), child("mirror", b)}, USE_FASTEST).join(join::any());
+  outcome join(join_policy policy) && {
+    join_ = policy;
+    return std::move(*this);
+  }
+
+  /// For a spawn: what a child's failure does to its running siblings (child_failure).
+  outcome on_child_failure(child_failure what) && {
+    child_failure_ = what;
+    return std::move(*this);
+  }
+
   /// WAITING_TIMEOUT for `duration`, then run `state`.
   static outcome wait(std::chrono::milliseconds duration, int32_t state) {
     outcome o(kind::wait);
@@ -156,6 +202,9 @@ public:
   /// suspend, call: on_timeout's state, if it was given.
   bool has_timeout_state() const noexcept { return has_timeout_state_; }
   int32_t timeout_state() const noexcept { return timeout_state_; }
+  /// spawn: its join policy, and what a child's failure does.
+  const join_policy& join_of() const noexcept { return join_; }
+  child_failure on_child_failure_of() const noexcept { return child_failure_; }
 
 private:
   explicit outcome(kind k) : kind_(k) {}
@@ -169,6 +218,8 @@ private:
   std::chrono::milliseconds duration_{0};
   int32_t timeout_state_ = 0;
   bool has_timeout_state_ = false;
+  join_policy join_{};
+  child_failure child_failure_ = child_failure::cancel_siblings;
 };
 
 /// Thrown by a step (or returned through `outcome::fail`) for a business failure: the

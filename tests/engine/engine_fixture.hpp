@@ -84,7 +84,9 @@ private:
 class engine : public ::testing::Test {
 protected:
   void SetUp() override {
-    spdlog::set_level(spdlog::level::warn);
+    // PROCTOR_TEST_LOG=debug (or info) shows the node's logs.
+    const char* lvl = std::getenv("PROCTOR_TEST_LOG");
+    spdlog::set_level(lvl != nullptr ? spdlog::level::from_str(lvl) : spdlog::level::warn);
     char tmpl[] = "/tmp/proctor-engine-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     std::filesystem::create_directories(dir_ + "/ledger");

@@ -88,6 +88,18 @@ public:
     return cv_.wait_for(g, limit, [&] { return started_.count(k) > 0; });
   }
 
+  /// What the step after a SPAWN of procedure `id` saw of its children, each as
+  /// "<id>:<state>" with ":cancelled" when so (the last such step's).
+  void joined(uint64_t id, std::vector<std::string> results) {
+    std::lock_guard<std::mutex> g(m_);
+    joins_[id] = std::move(results);
+  }
+  std::vector<std::string> joins(uint64_t id) const {
+    std::lock_guard<std::mutex> g(m_);
+    auto r = joins_.find(id);
+    return r == joins_.end() ? std::vector<std::string>{} : r->second;
+  }
+
   /// The reply (or "" after a passed deadline) the step after a CALL of procedure `id` got.
   void replied(uint64_t id, std::string reply) {
     std::lock_guard<std::mutex> g(m_);
@@ -159,6 +171,7 @@ private:
   std::set<std::string> crashed_, open_;
   std::vector<std::string> undo_order_, errors_;
   std::map<uint64_t, std::vector<std::string>> replies_;
+  std::map<uint64_t, std::vector<std::string>> joins_;
 };
 
 /// The probe: state k (1-based) runs actions[k - 1]; state n + 1, after a last SPAWN,
@@ -177,6 +190,13 @@ public:
     data_.set_obtained(probe_world::token(ctx.id(), state));
     if (state > 1 && data_.actions(state - 2).kind() == testpb::ProbeAction::CALL)
       w.replied(ctx.id(), ctx.event_payload());
+    if (state > 1 && data_.actions(state - 2).kind() == testpb::ProbeAction::SPAWN) {
+      std::vector<std::string> seen;
+      for (const auto& c : ctx.children())
+        seen.push_back(std::to_string(c.id) + ":" + std::string(to_string(c.state))
+                       + (c.cancelled ? ":cancelled" : ""));
+      w.joined(ctx.id(), std::move(seen));
+    }
     if (state == data_.actions_size() + 1)  // after a last SPAWN or SUSPEND: the end
       return outcome::done();
     const auto& a = data_.actions(state - 1);
@@ -206,7 +226,12 @@ public:
           auto k = child("test.probe", c);
           kids.push_back(c.node().empty() ? std::move(k) : std::move(k).on_node(c.node()));
         }
-        return outcome::spawn(std::move(kids), state + 1);
+        auto o = outcome::spawn(std::move(kids), state + 1);
+        if (a.join_at_least() > 0)
+          o = std::move(o).join(join::at_least(a.join_at_least()));
+        if (a.wait_for_siblings())
+          o = std::move(o).on_child_failure(child_failure::wait_for_siblings);
+        return o;
       }
       case testpb::ProbeAction::SUSPEND: {
         auto o = a.wait_ms() > 0 ? outcome::suspend(a.event_key(), state + 1,

@@ -179,7 +179,7 @@ TEST_F(types_test, an_unknown_type_is_quarantined) {
   expect_quarantined(id, "procedure " + std::to_string(id)
                            + ": unknown procedure type 'test.versioned' (known types: "
                              "demo.call, demo.fanout, demo.flaky, demo.forward, demo.ledger, "
-                             "demo.ledger.impatient, demo.noop, demo.reconcile, demo.timer, "
+                             "demo.ledger.impatient, demo.noop, demo.race, demo.reconcile, demo.timer, "
                              "demo.timers, demo.wait_event)");
 }
 

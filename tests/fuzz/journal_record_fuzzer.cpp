@@ -304,6 +304,11 @@ void remap_ids(pb::JournalRecord& r, uint64_t root) {
     case pb::JournalRecord::kRetried:
       r.mutable_retried()->set_proc_id(m(r.retried().proc_id()));
       break;
+    case pb::JournalRecord::kCancelled:
+      r.mutable_cancelled()->set_parent_id(m(r.cancelled().parent_id()));
+      for (auto& c : *r.mutable_cancelled()->mutable_children())
+        c = m(c);
+      break;
     default:
       break;
   }

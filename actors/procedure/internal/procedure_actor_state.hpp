@@ -31,6 +31,11 @@ using subtree_done_atom = caf::atom_constant<caf::atom("subdone")>;
 using stopped_atom = caf::atom_constant<caf::atom("stopped")>;  // child -> parent
 using undo_retry_atom = caf::atom_constant<caf::atom("undoretry")>;
 using compact_atom = caf::atom_constant<caf::atom("compact")>;  // -> the root
+/// child -> parent whose join policy contains its failure: (id, state, error, undone);
+/// answers whether the tree rolls back, as the root's tree_fail_atom does. For a child on
+/// another node whose fragment rolled back there (`undone`): whether the policy contains it
+/// (its placeholder then reports it ended; else the placeholder fails the tree itself).
+using child_failed_atom = caf::atom_constant<caf::atom("childfail")>;
 
 /// How a child ended, with the final status of every procedure in its subtree (so the root
 /// can write the tree's summary without reading the journal).
@@ -75,6 +80,14 @@ struct child_slot {
   /// It offered to give up its actor and was told yes: dormant once its actor is gone
   /// (proc_passivate_waiter.cpp), live again if it takes the offer back.
   bool sleep_pending = false;
+  /// Cancelled by this parent (its Cancelled record is durable): stopped, then its subtree
+  /// undone; never spawned again (proc_cancel.cpp).
+  bool cancelling = false;
+  bool cancel_failed = false;  ///< its own failure, contained: it ends FAILED
+  /// Its Cancelled record is durable: only then is anything of it undone (a crash before
+  /// leaves it uncancelled, so nothing of it may be undone yet).
+  bool cancel_journaled = false;
+  std::string cancel_reason;
 };
 
 /// Children to restart after the back-off once every one of them stopped.
@@ -204,6 +217,16 @@ struct proc_actor_state {
   /// Children on other nodes found failed there at start, their tree not failed yet.
   std::vector<std::pair<uint64_t, std::string>> remote_failed;
   restart_tracker restarts;
+  /// The join policy of its last spawn (proc_cancel.cpp): children that must succeed (0:
+  /// all of them), and whether a failed child lets its siblings end first.
+  uint32_t join_at_least = 0;
+  bool join_wait = false;
+  /// Its parent's join policy handles its failure (proc_start::failure_contained).
+  bool failure_contained = false;
+  /// Undoing cancelled children: the children whose subtrees the current plan undoes (it
+  /// runs with the rollback's fields, plan to rb_image, as a root's rollback does).
+  bool cancel_running = false;
+  std::vector<uint64_t> cancel_batch;
 
   // -- activity -------------------------------------------------------------------------------
   bool busy = false;        ///< a step runs or its commit is in flight
@@ -413,8 +436,58 @@ void count_tree_records(proc_actor* self, const journal_batch& batch);
 /// Root: folds its tree's journal into one record, if it may (tree_compaction.cpp).
 void compact_tree(proc_actor* self);
 
+// -- join policies and cancellation (proc_cancel.cpp) -------------------------------------------
+
+/// The last spawn's policy is not join::all with cancel_siblings: children's failures come
+/// here.
+inline bool joins_tolerantly(const proc_actor_state& st) {
+  return st.join_at_least != 0 || st.join_wait;
+}
+
+/// A child whose failure this parent's join policy contains reports it (child_failed_atom).
+caf::result<bool> on_child_failed(proc_actor* self, uint64_t cid, int32_t state,
+                                  const std::string& error, bool undone);
+
+/// A child ended SUCCESS (or the parent started again): with enough successes, cancels its
+/// siblings still running; a join that can no longer be met fails at once (cancel_siblings).
+void join_after_success(proc_actor* self);
+
+/// Whether the join of the last spawn is met once every awaited child ended; "" when it is,
+/// else why not.
+std::string join_unmet(const proc_actor_state& st);
+
+/// The join cannot be met (`why`): the tree fails (and rolls back) from this procedure.
+void fail_join(proc_actor* self, const std::string& why);
+
+/// Journals the cancellation of children `ids`, then stops them; their subtrees are undone
+/// once they stopped (run_cancellations).
+void cancel_children(proc_actor* self, std::vector<uint64_t> ids, std::string reason, bool failed);
+
+/// Starts undoing the subtrees of cancelled children that stopped, if no plan runs.
+void run_cancellations(proc_actor* self);
+
+/// The cancellation's plan ran to its end: journal its children's ends, tell the join.
+void finish_cancellation(proc_actor* self);
+
+/// Stops a cancelled child (at a step boundary; a dormant one is dropped).
+void stop_cancelled_child(proc_actor* self, child_slot& c);
+
+/// Shows how far the cancellation got (`detail`: what it waits for) as this parent's wait.
+void publish_cancellation(proc_actor* self, const std::string& detail);
+
+/// A stop came: the cancellation's plan stops at its boundary (a restart, or the tree's
+/// rollback, carries it on from the journal).
+void abandon_cancellation(proc_actor* self);
+
 /// Root: an undo job finished.
 void on_undo_done(proc_actor* self, step_result& r);
+
+/// The records saying that the procedures `clean` (those of them `in_scope` accepts, if given)
+/// stopped before their current state started: nothing partly run of them to undo, so that
+/// a crash during the undos does not undo what never ran either. Marks them so in `image`.
+journal_batch never_started_undos(proc_actor* self, tree_image& image,
+                                  const std::vector<uint64_t>& clean,
+                                  const std::function<bool(uint64_t)>& in_scope);
 
 /// Root: every actor of the failing tree stopped; read the tree back and roll it back.
 void rollback_after_stop(proc_actor* self);
