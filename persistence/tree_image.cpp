@@ -381,6 +381,7 @@ tree_image tree_folder::finish() {
     if (p.status != proc_state::waiting || p.last_spawned.empty() || !p.event_key.empty())
       continue;
     size_t succeeded = 0;
+    const bool tolerant = p.joins_tolerantly();  // (a structured binding: not captured)
     bool all_ended = std::all_of(p.last_spawned.begin(), p.last_spawned.end(), [&](uint64_t c) {
       auto* cp = t.find(c);
       if (cp == nullptr || !is_final(cp->status) || cp->cancel_pending)
@@ -391,11 +392,11 @@ tree_image tree_folder::finish() {
       }
       // A child that failed on another node does not let its parent run on: the tree fails
       // (unless a join policy contains the failure: its fragment rolled back there).
-      return !cp->remote() || (p.joins_tolerantly() && cp->status == proc_state::rolledback);
+      return !cp->remote() || (tolerant && cp->status == proc_state::rolledback);
     });
     // A join policy that is not met: the parent's actor fails the join (join_unmet).
     const size_t needed = p.join_at_least != 0 ? p.join_at_least : p.last_spawned.size();
-    if (all_ended && (!p.joins_tolerantly() || succeeded >= needed))
+    if (all_ended && (!tolerant || succeeded >= needed))
       enter(p, proc_state::runnable, last_end(t, p.last_spawned));
   }
   return std::move(image_);
