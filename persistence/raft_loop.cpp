@@ -110,10 +110,12 @@ std::string raft_store_impl::init_loop() {
 
   if (int rv = nodelay_transport_init(&transport_, &loop_); rv != 0)
     return abandon(std::string("raft transport: ") + raft_strerror(rv));
+  if (opts_.tls)
+    tls_ = tls_transport_new(&loop_, opts_.tls);
   std::memset(&io_, 0, sizeof(io_));
-  if (int rv = raft_uv_init(&io_, &loop_, raft_dir.c_str(), &transport_.outer); rv != 0) {
+  if (int rv = raft_uv_init(&io_, &loop_, raft_dir.c_str(), transport()); rv != 0) {
     std::string why = std::string("raft I/O in ") + raft_dir + ": " + io_.errmsg;
-    nodelay_transport_close(&transport_);
+    close_transport();
     return abandon(why);
   }
   // libraft 0.15's uv I/O implements async_work (what asynchronous snapshots need) but still
@@ -127,7 +129,7 @@ std::string raft_store_impl::init_loop() {
   if (int rv = raft_init(&raft_, &io_, &fsm_, opts_.id, opts_.address.c_str()); rv != 0) {
     std::string why = std::string("raft: ") + raft_errmsg(&raft_);
     raft_uv_close(&io_);
-    nodelay_transport_close(&transport_);
+    close_transport();
     return abandon(why);
   }
   raft_.data = this;
@@ -143,7 +145,7 @@ std::string raft_store_impl::init_loop() {
   // the I/O's or the transport's own message, else the code's.
   auto why_failed = [&](int rv) {
     for (const char* msg : {raft_errmsg(&raft_), static_cast<const char*>(io_.errmsg),
-                            static_cast<const char*>(transport_.outer.errmsg)})
+                            static_cast<const char*>(transport()->errmsg)})
       if (msg != nullptr && msg[0] != '\0')
         return std::string(msg);
     return std::string(raft_strerror(rv));
@@ -154,7 +156,7 @@ std::string raft_store_impl::init_loop() {
     raft_close(&raft_, [](struct raft* r) {
       auto* self = static_cast<raft_store_impl*>(r->data);
       raft_uv_close(&self->io_);
-      nodelay_transport_close(&self->transport_);
+      self->close_transport();
     });
     return abandon(why);
   };
@@ -515,13 +517,19 @@ void raft_store_impl::begin_close() {
   raft_close(&raft_, raft_close_cb);
 }
 
+void raft_store_impl::close_transport() {
+  nodelay_transport_close(&transport_);
+  tls_transport_free(tls_);
+  tls_ = nullptr;
+}
+
 void raft_store_impl::raft_close_cb(struct raft* r) {
   static_cast<raft_store_impl*>(r->data)->on_raft_closed();
 }
 
 void raft_store_impl::on_raft_closed() {
   raft_uv_close(&io_);
-  nodelay_transport_close(&transport_);
+  close_transport();
   for (auto& [pw, keep] : submitted_)
     finish(pw, rocksdb::Status::ShutdownInProgress("raft replica closed"));
   submitted_.clear();

@@ -27,6 +27,8 @@
 
 #include "persistence/journal_store.hpp"
 
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+
 namespace proctor {
 
 struct raft_member {
@@ -116,6 +118,10 @@ struct raft_store_options {
   /// Sync RocksDB's WAL on each apply. Off by default: the Raft log and snapshots are synced
   /// and replayed past the applied index after a crash (docs/replication.md).
   bool sync_applies = false;
+  /// Mutual TLS on the Raft port (raft_tls_transport.hpp), with this context: the node's
+  /// (make_tls_context, actors/wire/tls_options.hpp). Every replica of the group must have
+  /// one, with certificates from one CA. Null: plain TCP (raft_uv_tcp).
+  std::shared_ptr<ssl_ctx_st> tls;
 };
 
 class raft_store : public journal_store {

@@ -22,6 +22,7 @@
 #include "persistence/raft_c.hpp"
 #include "persistence/raft_fsm.hpp"
 #include "persistence/raft_store.hpp"
+#include "persistence/raft_tls_transport.hpp"
 #include "persistence/raft_transport.hpp"
 
 namespace proctor {
@@ -129,7 +130,10 @@ private:
   uv_loop_t loop_;
   uv_async_t wake_;
   uv_check_t check_;
-  nodelay_transport transport_;
+  nodelay_transport transport_;     // plain TCP: raft_uv_tcp with TCP_NODELAY
+  tls_transport* tls_ = nullptr;     // with opts_.tls: the TLS transport instead
+  struct raft_uv_transport* transport() { return tls_ ? tls_transport_uv(tls_) : &transport_.outer; }
+  void close_transport();            // after libraft closed it
   struct raft_io io_;
   struct raft_fsm fsm_;
   struct raft raft_;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include <openssl/ssl.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
@@ -135,6 +136,16 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   o.dir = s.data_dir;
   o.election_timeout_ms = s.election_timeout_ms;
   o.join = s.join;
+  if (s.tls.enabled()) {
+    // The Raft port is protected as the node's own (docs/replication.md, "TLS").
+    std::string why;
+    auto* ctx = make_tls_context(s.tls, &why);
+    if (ctx == nullptr) {
+      *error = why;
+      return nullptr;
+    }
+    o.tls = std::shared_ptr<ssl_ctx_st>(ctx, SSL_CTX_free);
+  }
   if (s.recover) {
     if (fresh) {
       *error = "--recover-group: " + s.data_dir + " holds no Raft state: run it on the survivor "

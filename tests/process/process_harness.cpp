@@ -476,4 +476,11 @@ size_t count_files(const std::filesystem::path& dir) {
   return file_names(dir).size();
 }
 
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace proctor::test

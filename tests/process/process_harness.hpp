@@ -188,6 +188,9 @@ std::set<std::string> file_names(const std::filesystem::path& dir);
 /// How many files `dir` holds (0 if it cannot be read).
 size_t count_files(const std::filesystem::path& dir);
 
+/// The whole of file `p` ("" if it cannot be read).
+std::string read_file(const std::filesystem::path& p);
+
 }  // namespace proctor::test
 
 // -- template implementation ----------------------------------------------------------------

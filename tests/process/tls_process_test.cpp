@@ -30,6 +30,7 @@ using proctor::test::eventually;
 using proctor::test::node;
 using proctor::test::parse_id;
 using proctor::test::parse_json;
+using proctor::test::read_file;
 using proctor::test::run_proctor;
 using proctor::test::run_program;
 using proctor::test::run_result;
@@ -48,13 +49,6 @@ void clear_cli_tls() {
   unsetenv("PROCTOR_TLS_CERT");
   unsetenv("PROCTOR_TLS_KEY");
   unsetenv("PROCTOR_TLS_CA");
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 class tls : public ::testing::Test {
