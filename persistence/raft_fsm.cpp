@@ -1,6 +1,8 @@
 #include "persistence/raft_fsm.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
@@ -167,6 +169,8 @@ int fsm_apply(struct raft_fsm* fsm, const struct raft_buffer* buf, void** result
   // libraft applies entries in index order and advances last_applied only after this
   // returns, so the entry being applied is the one after it (replicationApply, 0.15).
   uint64_t index = raft_last_applied(b->raft) + 1;
+  ++b->entries_since;
+  b->bytes_since += buf->len;
   auto st = b->db->apply(index, {static_cast<const char*>(buf->base), buf->len});
   if (!st.ok()) {
     fail(b, st);
@@ -181,6 +185,9 @@ int fsm_snapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n_b
   auto* b = binding_of(fsm);
   // On the loop thread, between two applies: the pinned state is exactly last_applied.
   b->db->begin_snapshot(raft_last_applied(b->raft));
+  b->snap_entries = b->entries_since;
+  b->snap_bytes = b->bytes_since;
+  b->entries_since = b->bytes_since = 0;
   *bufs = nullptr;
   *n_bufs = 0;
   return 0;
@@ -212,6 +219,20 @@ int fsm_snapshot_finalize(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsi
     raft_free(*bufs);
   *bufs = nullptr;
   *n_bufs = 0;
+  uint64_t state_bytes = 0;
+  for (const auto& c : b->chunks)
+    state_bytes += c.size();
+  if (state_bytes > 0) {  // not a snapshot that failed
+    unsigned t = adapted_threshold(*b, state_bytes);
+    if (t != b->threshold) {
+      raft_set_snapshot_threshold(b->raft, t);
+      if (t > 2 * std::max(b->threshold, b->min_threshold) || 2 * t < b->threshold)
+        spdlog::info("raft replica: snapshot threshold now {} entries (state {} bytes, entries "
+                     "of {} bytes on average)",
+                     t, state_bytes, b->snap_entries ? b->snap_bytes / b->snap_entries : 0);
+      b->threshold = t;
+    }
+  }
   b->chunks.clear();
   b->chunks.shrink_to_fit();
   b->db->end_snapshot();
@@ -233,6 +254,15 @@ int fsm_restore(struct raft_fsm* fsm, struct raft_buffer* buf) {
 }
 
 }  // namespace
+
+unsigned adapted_threshold(const raft_fsm_binding& b, uint64_t state_bytes) {
+  if (b.max_log_bytes == 0 || b.snap_entries == 0 || b.snap_bytes == 0)
+    return b.min_threshold;
+  uint64_t per_entry = std::max<uint64_t>(1, b.snap_bytes / b.snap_entries);
+  uint64_t entries = std::min(state_bytes, b.max_log_bytes) / per_entry;
+  return static_cast<unsigned>(
+    std::clamp<uint64_t>(entries, b.min_threshold, std::numeric_limits<unsigned>::max()));
+}
 
 void init_raft_fsm(struct raft_fsm* fsm, raft_fsm_binding* binding) {
   std::memset(fsm, 0, sizeof(*fsm));

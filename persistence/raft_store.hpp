@@ -96,6 +96,11 @@ struct raft_store_options {
   /// the trailing ones stay in memory.
   unsigned snapshot_threshold = 1024;
   unsigned snapshot_trailing = 1024;
+  /// The threshold grows with the state (raft_fsm_binding::max_log_bytes): after each
+  /// snapshot it becomes as many entries as hold the snapshot's bytes, at most this many
+  /// bytes of them, at least `snapshot_threshold`. A snapshot serializes the whole state, so
+  /// a fixed 1024 entries would cost a 100 MB state 100 MB per 1024 entries. 0: fixed.
+  uint64_t snapshot_max_log_bytes = uint64_t{256} << 20;
   /// How long a leader waits for an InstallSnapshot to complete before retrying it: above a
   /// real snapshot's transfer time, but not libraft's 30 s (a rejoining follower would stall
   /// that long after every install).

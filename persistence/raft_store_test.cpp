@@ -413,11 +413,59 @@ TEST(raft_store, write_timeout_without_majority) {
   EXPECT_LT(ms_since(t0), 1500.0);
 }
 
+TEST(raft_store, adapted_snapshot_threshold) {
+  raft_fsm_binding b;
+  b.min_threshold = 16;
+  b.max_log_bytes = 1 << 20;
+  b.snap_entries = 10;
+  b.snap_bytes = 1000;  // entries of 100 B
+  EXPECT_EQ(adapted_threshold(b, 50'000), 500u);      // as many entries as the state's bytes
+  EXPECT_EQ(adapted_threshold(b, 10'000'000), 10485u);  // capped at max_log_bytes of them
+  EXPECT_EQ(adapted_threshold(b, 100), 16u);           // never below the minimum
+  b.max_log_bytes = 0;
+  EXPECT_EQ(adapted_threshold(b, 10'000'000), 16u);  // fixed
+  b.max_log_bytes = 1 << 20;
+  b.snap_entries = 0;
+  EXPECT_EQ(adapted_threshold(b, 10'000'000), 16u);  // nothing seen yet
+}
+
+TEST(raft_store, the_snapshot_threshold_grows_with_the_state) {
+  group g;
+  SKIP_WITHOUT_DISK(g);
+  g.base.snapshot_threshold = 16;
+  g.base.snapshot_trailing = 4;
+  g.base.snapshot_max_log_bytes = 1 << 20;
+  g.open_all();
+  int l = g.wait_leader();
+  ASSERT_GE(l, 0);
+  auto& leader = *g.stores[l];
+  // A state of about 2 MB, in entries of 20 KB: snapshots every 16-52 entries.
+  for (uint64_t i = 0; i < 100; ++i)
+    ASSERT_TRUE(leader.write(batch_of(1 + i % 10, 1 + i * 20, 20, 1000)).ok());
+  // Then small entries. Serializing the whole state every 16 of them would cost 2 MB per
+  // 2 KB written; the threshold grows to the entries that hold 1 MB (max_log_bytes), after
+  // the first snapshot that sees them.
+  std::set<uint64_t> snapshots;
+  for (uint64_t i = 0; i < 400; ++i) {
+    ASSERT_TRUE(leader.write(batch_of(100 + i % 10, 1 + i, 1, 100)).ok());
+    snapshots.insert(leader.snapshot_index());
+  }
+  uint64_t lag = leader.applied_index() - leader.snapshot_index();
+  std::printf("[ info ] 400 small entries after a 2 MB state: %zu snapshot indexes seen, log "
+              "behind the last snapshot %llu entries\n",
+              snapshots.size(), static_cast<unsigned long long>(lag));
+  // A fixed threshold of 16 would have taken ~25 snapshots.
+  EXPECT_LE(snapshots.size(), 4u);
+  EXPECT_GT(lag, 6u * 16u);
+  ASSERT_TRUE(g.wait_applied(leader.applied_index()));
+}
+
 TEST(raft_store, snapshot_install_and_bounded_log) {
   group g;
   SKIP_WITHOUT_DISK(g);
   g.base.snapshot_threshold = 16;
   g.base.snapshot_trailing = 4;
+  g.base.snapshot_max_log_bytes = 0;  // every 16 entries, whatever the state's size
   g.open_all();
   int l = g.wait_leader();
   ASSERT_GE(l, 0);
@@ -599,6 +647,7 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   // snapshot first, then the log.
   g.base.snapshot_threshold = 16;
   g.base.snapshot_trailing = 4;
+  g.base.snapshot_max_log_bytes = 0;  // every 16 entries, whatever the state's size
   g.open_all();
   int l = g.wait_leader();
   ASSERT_GE(l, 0);
