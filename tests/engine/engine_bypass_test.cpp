@@ -15,17 +15,12 @@ namespace {
 using testpb::ProbeAction;
 using testpb::ProbeData;
 
-ProbeAction act(ProbeAction::Kind kind, std::string event_key = {}) {
+/// An action that, when it suspends, waits for the event `event_key`.
+ProbeAction act_on(ProbeAction::Kind kind, std::string event_key = {}) {
   ProbeAction a;
   a.set_kind(kind);
   a.set_event_key(std::move(event_key));
   return a;
-}
-
-std::string json(const ProbeData& d) {
-  std::string out;
-  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(d, &out).ok());
-  return out;
 }
 
 /// Locks `key` exclusively and holds it while it waits for the event "ev-<key>".
@@ -99,8 +94,8 @@ protected:
 
   /// A root that spawns one child waiting for event "never", then runs `after`.
   uint64_t submit_parent_of_waiter(std::vector<ProbeAction> after) {
-    std::vector<ProbeAction> root{act(ProbeAction::SPAWN)};
-    *root[0].add_children() = probe_data({act(ProbeAction::SUSPEND, "never")});
+    std::vector<ProbeAction> root{act_on(ProbeAction::SPAWN)};
+    *root[0].add_children() = probe_data({act_on(ProbeAction::SUSPEND, "never")});
     for (auto& a : after)
       root.push_back(std::move(a));
     return submit("test.probe", json(probe_data(std::move(root))));
@@ -131,7 +126,7 @@ protected:
 
 TEST_F(bypass_test, refused_unless_stuck_or_forced_then_the_parent_carries_on) {
   start_with(std::chrono::minutes{10});
-  auto root = submit_parent_of_waiter({act(ProbeAction::NEXT)});
+  auto root = submit_parent_of_waiter({act_on(ProbeAction::NEXT)});
   auto child = waiting_child(root);
   ASSERT_NE(child, 0u);
 
@@ -172,7 +167,7 @@ TEST_F(bypass_test, a_procedure_waiting_longer_than_stuck_after_needs_no_force) 
 TEST_F(bypass_test, survives_a_restart_and_the_parent_carries_on_after_it) {
   start_with(std::chrono::minutes{10});
   // After its child, the root waits for "go": the restart comes between the two.
-  auto root = submit_parent_of_waiter({act(ProbeAction::SUSPEND, "go")});
+  auto root = submit_parent_of_waiter({act_on(ProbeAction::SUSPEND, "go")});
   auto child = waiting_child(root);
   ASSERT_NE(child, 0u);
   ASSERT_EQ(bypass(child, true).code(), pb::Response::OK);
@@ -220,7 +215,7 @@ TEST_F(bypass_test, survives_a_restart_and_the_parent_carries_on_after_it) {
 
 TEST_F(bypass_test, a_bypassed_root_ends_its_tree_and_stays_ended_after_a_restart) {
   start_with(std::chrono::minutes{10});
-  auto root = submit("test.probe", json(probe_data({act(ProbeAction::SUSPEND, "never")})));
+  auto root = submit("test.probe", json(probe_data({act_on(ProbeAction::SUSPEND, "never")})));
   ASSERT_TRUE(eventually([&] { return status(root).waiting_for() == "event never"; }));
   auto r = bypass(root, true);
   ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
@@ -275,7 +270,7 @@ TEST_F(bypass_test, a_procedure_failed_for_good_past_its_point_of_no_return_is_s
 
 TEST_F(bypass_test, a_hibernated_root_is_woken_to_be_bypassed) {
   start([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
-  auto id = submit("test.probe", json(probe_data({act(ProbeAction::SUSPEND, "never")})));
+  auto id = submit("test.probe", json(probe_data({act_on(ProbeAction::SUSPEND, "never")})));
   ASSERT_TRUE(eventually([&] { return metric("proctor_passivated_roots") == 1; }));
   auto r = bypass(id, true);
   ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
@@ -288,7 +283,7 @@ TEST_F(bypass_test, a_hibernated_root_is_woken_to_be_bypassed) {
 // proc_passivated_children.cpp), and the order on its way down spawns it to be bypassed.
 TEST_F(bypass_test, a_dormant_child_is_spawned_to_be_bypassed) {
   start([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
-  auto root = submit_parent_of_waiter({act(ProbeAction::NEXT)});
+  auto root = submit_parent_of_waiter({act_on(ProbeAction::NEXT)});
   auto child = waiting_child(root);
   ASSERT_NE(child, 0u);
   ASSERT_TRUE(eventually([&] { return metric("proctor_passivated_roots") == 1; }));
@@ -304,9 +299,9 @@ TEST_F(bypass_test, a_dormant_child_is_spawned_to_be_bypassed) {
 
 TEST_F(bypass_test, history_shows_the_failure_and_each_undo_of_a_rollback) {
   start_with(std::chrono::minutes{10});
-  auto first = act(ProbeAction::NEXT);
+  auto first = act_on(ProbeAction::NEXT);
   first.set_undo_gate("u");
-  auto id = submit("test.probe", json(probe_data({first, act(ProbeAction::FAIL)})));
+  auto id = submit("test.probe", json(probe_data({first, act_on(ProbeAction::FAIL)})));
   pb::Request h;
   h.mutable_history()->set_id(id);
   std::vector<std::string> kinds;

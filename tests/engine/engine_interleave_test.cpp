@@ -13,19 +13,6 @@ namespace {
 using testpb::ProbeAction;
 using testpb::ProbeData;
 
-ProbeAction act(ProbeAction::Kind kind, std::string gate = {}) {
-  ProbeAction a;
-  a.set_kind(kind);
-  a.set_gate(std::move(gate));
-  return a;
-}
-
-std::string json(const ProbeData& d) {
-  std::string out;
-  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(d, &out).ok());
-  return out;
-}
-
 class interleave_test : public engine {
 protected:
   void SetUp() override {

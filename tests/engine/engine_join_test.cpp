@@ -21,19 +21,6 @@ namespace {
 using testpb::ProbeAction;
 using testpb::ProbeData;
 
-ProbeAction act(ProbeAction::Kind kind, std::string gate = {}) {
-  ProbeAction a;
-  a.set_kind(kind);
-  a.set_gate(std::move(gate));
-  return a;
-}
-
-std::string json(const ProbeData& d) {
-  std::string out;
-  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(d, &out).ok());
-  return out;
-}
-
 /// Crashes (fail-stop) the node at the n-th write carrying a record of `kind`, before or
 /// after it is durable.
 class record_crash_store : public journal_store {

@@ -25,13 +25,6 @@ protected:
 
   probe_world& world() { return probe_world::get(world_name_); }
 
-  static ProbeAction act(ProbeAction::Kind kind, std::string gate = {}) {
-    ProbeAction a;
-    a.set_kind(kind);
-    a.set_gate(std::move(gate));
-    return a;
-  }
-
   ProbeData probe(std::vector<ProbeAction> actions, std::string node = {}) {
     ProbeData d;
     d.set_world(world_name_);

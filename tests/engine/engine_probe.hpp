@@ -17,11 +17,29 @@
 #include <thread>
 #include <vector>
 
+#include <google/protobuf/util/json_util.h>
+
 #include "probe.pb.h"
 #include <proctor/procedure.hpp>
 #include <proctor/registry.hpp>
 
 namespace proctor::testing {
+
+/// One step's action of a probe; with a `gate`, the step waits there until the test opens it.
+inline testpb::ProbeAction act(testpb::ProbeAction::Kind kind, std::string gate = {}) {
+  testpb::ProbeAction a;
+  a.set_kind(kind);
+  a.set_gate(std::move(gate));
+  return a;
+}
+
+/// A probe's data as the JSON its submit takes ("" if it cannot be printed).
+inline std::string json(const testpb::ProbeData& d) {
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(d, &out).ok())
+    out.clear();
+  return out;
+}
 
 /// What the probes of one test did. Keys are "<procedure id>.<state>".
 class probe_world {
