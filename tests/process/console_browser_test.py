@@ -191,6 +191,27 @@ def check_list_and_cluster(node, driver, root, css_wait, text_wait, click):
     return newer
 
 
+def check_schedules(node, css_wait, text_wait, click):
+    """The schedules panel: a schedule added shows with its cron, zone and type and its next
+    fire time; run by hand, its run is a link to the procedure; paused, it says so."""
+    css_wait("#schedules-none:not([hidden])", "no schedules yet")
+    r = node.ctl("schedule", "add", "console-nightly", "demo.noop", "--cron", "0 3 * * *")
+    check(r.returncode == 0, f"proctor schedule add failed: {r.stderr.strip()}")
+    row = '#schedules tbody tr[data-name="console-nightly"]'
+    text_wait(row, lambda t: "0 3 * * * UTC" in t and "demo.noop" in t and "T03:00:00Z" in t,
+              "the schedule with its cron and next fire time")
+    r = node.ctl("schedule", "trigger", "console-nightly")
+    check(r.returncode == 0, f"proctor schedule trigger failed: {r.stderr.strip()}")
+    run_id = r.stdout.strip().split()[-1]
+    text_wait(row, lambda t: run_id in t.split(), f"the schedule's run {run_id}")
+    click(f'{row} a', "the schedule's run")
+    text_wait("#sel-id", lambda t: t == run_id, "the run selected")
+    r = node.ctl("schedule", "pause", "console-nightly")
+    check(r.returncode == 0, f"proctor schedule pause failed: {r.stderr.strip()}")
+    css_wait(f'{row}[data-paused="true"]', "the schedule paused")
+    text_wait(row, lambda t: "paused" in t.split(), "'paused' instead of a next fire time")
+
+
 def run(node, driver, work):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -352,6 +373,8 @@ def run(node, driver, work):
     css_wait("#abort:disabled", "the abort button disabled once the root ended")
     for w in waiters:
         node.ctl("abort", str(w))
+
+    check_schedules(node, css_wait, text_wait, click)
 
     errors = console_errors(driver, [(f"/api/procs/{root}/abort", "401")])
     check(not errors, "errors in the browser's console:\n  " + "\n  ".join(errors))

@@ -2,7 +2,8 @@
 // Abort and bypass send the token typed at the top as "Authorization: Bearer TOKEN".
 import { Chart, MetricsSeries } from './charts.js';
 import {
-  el, ended, renderHistory, renderLimits, renderLocks, renderNodes, renderProcs, renderTree, stateBadge,
+  el, ended, renderHistory, renderLimits, renderLocks, renderNodes, renderProcs, renderSchedules, renderTree,
+  stateBadge,
 } from './views.js';
 
 const POLL_MS = 2000;
@@ -196,7 +197,7 @@ async function act(button, what) {
   refreshDetail();
 }
 
-// -- locks, limits and metrics -----------------------------------------------------------------
+// -- locks, limits, schedules and metrics ---------------------------------------------------
 async function refreshLocks() {
   const r = await api('/api/locks');
   if (r.ok) renderLocks($('locks').tBodies[0], $('locks-none'), r.body, select);
@@ -206,6 +207,12 @@ async function refreshLocks() {
 async function refreshLimits() {
   const r = await api('/api/limits');
   if (r.ok) renderLimits($('limits').tBodies[0], $('limits-none'), r.body);
+  return r.status !== 0;
+}
+
+async function refreshSchedules() {
+  const r = await api('/api/schedules');
+  if (r.ok) renderSchedules($('schedules').tBodies[0], $('schedules-none'), r.body, select);
   return r.status !== 0;
 }
 
@@ -285,6 +292,7 @@ async function start() {
   every(METRICS_MS, refreshMetrics);
   every(METRICS_MS, refreshNodes);
   every(POLL_MS, refreshLimits);
+  every(POLL_MS, refreshSchedules);
 }
 
 start();

@@ -222,6 +222,24 @@ export function renderLimits(tbody, none, limits) {
     el('td', {}, l.source), el('td', {}, l.running), el('td', {}, l.waiting), el('td', {}, l.throttled))));
 }
 
+// Each schedule with its next fire time and its latest run (a link to the procedure); a
+// paused one says so instead of a next time.
+export function renderSchedules(tbody, none, schedules, pick) {
+  none.hidden = schedules.length > 0;
+  tbody.parentElement.hidden = schedules.length === 0;
+  tbody.replaceChildren(...schedules.map((s) => {
+    const last = s.runs.length ? s.runs[s.runs.length - 1] : null;
+    const run = last
+      ? el('span', {}, el('a', { href: `#proc=${last.id}`, onclick: () => pick(last.id) }, last.id), ' ',
+        last.state ? stateBadge(last.state) : '')
+      : '-';
+    return el('tr', { 'data-name': s.name, 'data-paused': s.paused },
+      el('td', {}, s.name), el('td', {}, `${s.cron} ${s.zone}`), el('td', {}, s.type),
+      el('td', {}, s.paused ? 'paused' : (s.next_fire_at || '-')), el('td', {}, run),
+      el('td', {}, s.fired), el('td', {}, s.skipped), el('td', {}, s.missed));
+  }));
+}
+
 // A replica group as one line: "term 3, leader b1: b1 leader, b2 follower (lag 0), b3 (unreachable)".
 function groupText(g) {
   if (!g) return '';
