@@ -322,6 +322,10 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kSummary: {
       const auto& s = rec.summary();
       t.procs.clear();
+      // The summary replaces every step, the undone ones with the rest: so do the undos an
+      // earlier compaction left out (tree_snapshot.cpp), or a compacted tree would count
+      // them after its summary where the same tree folded whole does not.
+      t.undos_dropped = 0;
       t.summarized = true;
       t.finished = true;
       t.finished_at_ms = s.finished_at_ms();

@@ -1,4 +1,5 @@
 #include "persistence/tree_image.hpp"
+#include "persistence/tree_snapshot.hpp"
 
 #include <functional>
 #include <string>
@@ -1109,6 +1110,36 @@ TEST(rollback_plan_test, a_step_that_ended_its_procedure_leaves_no_partial_state
   auto plan = rollback_plan(j.fold());
   ASSERT_EQ(plan.size(), 1u) << describe(plan);
   expect_item(plan[0], 1, 1, lsn, "r1");
+}
+
+// Found by the journal-record fuzzer: a tree compacted after an undo (its snapshot counts the
+// undone step it left out) and then summarized folded otherwise than the same tree whole.
+TEST(rollback_plan_test, a_summary_after_a_compaction_counts_no_undo_left_out) {
+  auto full = rollback_plan(failed_tree().fold());
+  // Partial states first (lsn 0), then steps: undo up to the first step.
+  size_t n = 0;
+  while (n < full.size() && full[n].lsn == 0)
+    ++n;
+  ASSERT_LT(n, full.size());
+  ++n;
+  auto j = failed_tree();
+  for (size_t i = 0; i < n; ++i)
+    j.undone(full[i].lsn, full[i].proc_id, full[i].state, "x");
+  auto head = j.fold();
+  ASSERT_EQ(undos_done(head), n);
+  journal_builder k(1, head.last_lsn);
+  pb::JournalRecord snap;
+  snap.set_format(1);
+  *snap.mutable_snapshot() = snapshot_of(head, 0);
+  k.add(snap);
+  ASSERT_EQ(k.fold().undos_dropped, 1u);  // the undone step, left out
+  ASSERT_EQ(undos_done(k.fold()), n);
+  j.summary(sample_summary());
+  k.summary(sample_summary());
+  auto whole = j.fold();
+  auto compacted = k.fold();
+  EXPECT_EQ(compacted.undos_dropped, 0u);
+  EXPECT_EQ(undos_done(compacted), undos_done(whole));
 }
 
 TEST(rollback_plan_test, undos_done_counts_what_earlier_incarnations_undid) {
