@@ -590,18 +590,51 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
   SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
   std::printf("  PROCTOR_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
+  // Half the seeds run everything over mutual TLS, the Raft ports included
+  // (persistence/raft_tls_transport.hpp): its tunnels then live through the kills and freezes.
+  const bool tls = rng() % 2 == 0;
+  std::printf("  %s\n", tls ? "with TLS" : "without TLS");
+  auto certs = dir_.path() / "certs";
+  auto tls_args = [&](const std::string& who) {
+    if (!tls)
+      return std::vector<std::string>{};
+    return std::vector<std::string>{"--tls-cert", (certs / (who + ".pem")).string(),
+                                    "--tls-key",  (certs / (who + ".key")).string(),
+                                    "--tls-ca",   (certs / "ca.pem").string()};
+  };
+  struct cli_tls {  // the CLI the harness runs reads its TLS options from the environment
+    bool on;
+    ~cli_tls() {
+      if (on)
+        for (const char* v : {"PROCTOR_TLS_CERT", "PROCTOR_TLS_KEY", "PROCTOR_TLS_CA"})
+          unsetenv(v);
+    }
+  } cli_env{tls};
+  if (tls) {
+    auto script = fs::path{PROCTOR_SOURCE_DIR} / "scripts" / "make-certs.sh";
+    auto made = run_program("/bin/bash",
+                            {script.string(), certs.string(), "a", "b1", "b2", "b3"}, 60s);
+    ASSERT_EQ(made.exit_code, 0) << describe(made);
+    setenv("PROCTOR_TLS_CERT", (certs / "client.pem").c_str(), 1);
+    setenv("PROCTOR_TLS_KEY", (certs / "client.key").c_str(), 1);
+    setenv("PROCTOR_TLS_CA", (certs / "ca.pem").c_str(), 1);
+  }
   auto port_a = free_port();
-  node a{dir_.path() / "a",
-         port_a,
-         {"--name", "a", "--peers", "b=" + address(0) + "|" + address(1) + "|" + address(2)}};
+  std::vector<std::string> a_args{"--name", "a", "--peers",
+                                  "b=" + address(0) + "|" + address(1) + "|" + address(2)};
+  for (auto& x : tls_args("a"))
+    a_args.push_back(x);
+  node a{dir_.path() / "a", port_a, a_args};
   std::string spec;
   for (size_t j = 0; j < 3; ++j)
     spec += (j ? "," : "") + name(j) + "=" + address(j) + "/" + std::to_string(raft_ports_[j]);
-  for (size_t i = 0; i < 3; ++i)
-    b_[i] = std::make_unique<node>(
-      dir_.path() / name(i), ports_[i],
-      std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", spec, "--peers",
-                               "a=127.0.0.1:" + std::to_string(port_a)});
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<std::string> args{"--name",     "b",  "--replica", name(i),
+                                  "--replicas", spec, "--peers",   "a=127.0.0.1:" + std::to_string(port_a)};
+    for (auto& x : tls_args(name(i)))
+      args.push_back(x);
+    b_[i] = std::make_unique<node>(dir_.path() / name(i), ports_[i], std::move(args));
+  }
   launch_all();
   ASSERT_TRUE(a.start()) << a.log_tail();
   ASSERT_GE(leader(), 0) << logs();
