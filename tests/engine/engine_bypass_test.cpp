@@ -85,11 +85,7 @@ protected:
   probe_world& world() { return probe_world::get(world_name_); }
 
   ProbeData probe_data(std::vector<ProbeAction> actions) {
-    ProbeData d;
-    d.set_world(world_name_);
-    for (auto& a : actions)
-      *d.add_actions() = std::move(a);
-    return d;
+    return make_probe(world_name_, std::move(actions));
   }
 
   /// A root that spawns one child waiting for event "never", then runs `after`.

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,21 @@ protected:
     pb::Request req;
     req.mutable_status()->set_id(id);
     return call(req).status();
+  }
+
+  /// Every procedure of the tree under `root` (itself included), as `status` names children.
+  std::set<uint64_t> tree_ids(uint64_t root) {
+    std::set<uint64_t> ids;
+    std::vector<uint64_t> todo{root};
+    while (!todo.empty()) {
+      auto id = todo.back();
+      todo.pop_back();
+      ids.insert(id);
+      auto st = status(id);  // not a temporary's member in the range-for
+      for (auto c : st.children())
+        todo.push_back(c);
+    }
+    return ids;
   }
 
   /// Polls (without sleeping longer than needed) until `pred` holds or `timeout` passes.

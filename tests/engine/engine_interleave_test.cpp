@@ -25,32 +25,13 @@ protected:
   probe_world& world() { return probe_world::get(world_name_); }
 
   ProbeData probe_data(std::vector<ProbeAction> actions) {
-    ProbeData d;
-    d.set_world(world_name_);
-    for (auto& a : actions)
-      *d.add_actions() = std::move(a);
-    return d;
+    return make_probe(world_name_, std::move(actions));
   }
 
   pb::Response abort(uint64_t id, std::chrono::milliseconds timeout = std::chrono::seconds{30}) {
     pb::Request req;
     req.mutable_abort()->set_id(id);
     return call(req, timeout);
-  }
-
-  /// Every procedure of the tree of `root`.
-  std::set<uint64_t> tree(uint64_t root) {
-    std::set<uint64_t> ids;
-    std::vector<uint64_t> todo{root};
-    while (!todo.empty()) {
-      auto id = todo.back();
-      todo.pop_back();
-      ids.insert(id);
-      auto st = status(id);
-      for (auto c : st.children())
-        todo.push_back(c);
-    }
-    return ids;
   }
 
   void expect_clean_world() {
@@ -75,7 +56,7 @@ TEST_F(interleave_test, child_ending_while_the_root_stops_the_tree_does_not_hang
   world().open("c0");
   auto s = wait(id, std::chrono::seconds{20});
   ASSERT_EQ(s.state(), pb::ROLLEDBACK) << "tree hangs: " << s.ShortDebugString();
-  EXPECT_EQ(world().check_rolled_back(tree(id)), "");
+  EXPECT_EQ(world().check_rolled_back(tree_ids(id)), "");
   expect_clean_world();
 }
 

@@ -102,11 +102,7 @@ protected:
   probe_world& world() { return probe_world::get(world_name_); }
 
   ProbeData probe_data(std::vector<ProbeAction> actions) {
-    ProbeData d;
-    d.set_world(world_name_);
-    for (auto& a : actions)
-      *d.add_actions() = std::move(a);
-    return d;
+    return make_probe(world_name_, std::move(actions));
   }
 
   /// A root that spawns `children` with join::at_least(k) (0: all), then runs one more step.
@@ -119,19 +115,6 @@ protected:
     return probe_data({act(ProbeAction::NEXT), std::move(spawn), act(ProbeAction::NEXT)});
   }
 
-  std::set<uint64_t> subtree(uint64_t id) {
-    std::set<uint64_t> ids;
-    std::vector<uint64_t> todo{id};
-    while (!todo.empty()) {
-      auto x = todo.back();
-      todo.pop_back();
-      ids.insert(x);
-      auto st = status(x);
-      for (auto c : st.children())
-        todo.push_back(c);
-    }
-    return ids;
-  }
   std::vector<uint64_t> children_of(uint64_t id) {
     auto s = status(id);
     return {s.children().begin(), s.children().end()};
@@ -153,7 +136,7 @@ protected:
 };
 
 std::string seen(uint64_t id, const char* state, bool cancelled = false) {
-  return std::to_string(id) + ":" + state + (cancelled ? ":cancelled" : "");
+  return probe_world::join_entry(id, state, cancelled);
 }
 
 // join::any: the first child to succeed wins; a sibling stopped in the middle of a step and
@@ -434,7 +417,7 @@ TEST_F(join_test, random_trees_end_as_their_policy_says_and_undo_what_they_must)
     ASSERT_EQ(s.state() == pb::SUCCESS, should_succeed) << s.ShortDebugString();
     int max_undos = crash ? 2 : 1;
     if (s.state() == pb::ROLLEDBACK) {
-      EXPECT_EQ(world().check_rolled_back(subtree(id), max_undos), "");
+      EXPECT_EQ(world().check_rolled_back(tree_ids(id), max_undos), "");
     } else {
       auto joined = world().joins(id);
       ASSERT_EQ(joined.size(), static_cast<size_t>(n));
@@ -443,9 +426,9 @@ TEST_F(join_test, random_trees_end_as_their_policy_says_and_undo_what_they_must)
         auto cid = std::stoull(j);
         if (j.find(":SUCCESS") != std::string::npos) {
           ++ok;
-          EXPECT_EQ(world().check_not_undone(subtree(cid)), "") << j;
+          EXPECT_EQ(world().check_not_undone(tree_ids(cid)), "") << j;
         } else {
-          EXPECT_EQ(world().check_rolled_back(subtree(cid), max_undos), "") << j;
+          EXPECT_EQ(world().check_rolled_back(tree_ids(cid), max_undos), "") << j;
         }
       }
       EXPECT_GE(ok, needed);

@@ -25,13 +25,8 @@ protected:
 
   probe_world& world() { return probe_world::get(world_name_); }
 
-  ProbeData probe(std::vector<ProbeAction> actions, std::string node = {}) {
-    ProbeData d;
-    d.set_world(world_name_);
-    d.set_node(std::move(node));
-    for (auto& a : actions)
-      *d.add_actions() = std::move(a);
-    return d;
+  ProbeData probe(std::vector<ProbeAction> actions, const std::string& node = {}) {
+    return make_probe(world_name_, std::move(actions), node);
   }
 
   /// root: SPAWN `kids` with join::at_least(k), then NEXT.
@@ -65,7 +60,7 @@ protected:
 };
 
 std::string seen(uint64_t id, const char* state, bool cancelled = false) {
-  return std::to_string(id) + ":" + state + (cancelled ? ":cancelled" : "");
+  return probe_world::join_entry(id, state, cancelled);
 }
 
 // join::any won by the child here: the one on node b, waiting for an event there, is ordered

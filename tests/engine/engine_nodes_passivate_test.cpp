@@ -45,13 +45,8 @@ protected:
     return a;
   }
 
-  ProbeData probe(std::vector<ProbeAction> actions, std::string node = {}) {
-    ProbeData d;
-    d.set_world(world_name_);
-    d.set_node(std::move(node));
-    for (auto& a : actions)
-      *d.add_actions() = std::move(a);
-    return d;
+  ProbeData probe(std::vector<ProbeAction> actions, const std::string& node = {}) {
+    return make_probe(world_name_, std::move(actions), node);
   }
 
   /// A child on node b waiting for event `key`, then NEXT.

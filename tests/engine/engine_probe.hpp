@@ -33,6 +33,18 @@ inline testpb::ProbeAction act(testpb::ProbeAction::Kind kind, std::string gate 
   return a;
 }
 
+/// A probe's data in world `world`, doing `actions`, on `node` (empty: where it is submitted).
+inline testpb::ProbeData make_probe(const std::string& world,
+                                    std::vector<testpb::ProbeAction> actions,
+                                    const std::string& node = {}) {
+  testpb::ProbeData d;
+  d.set_world(world);
+  d.set_node(node);
+  for (auto& a : actions)
+    *d.add_actions() = std::move(a);
+  return d;
+}
+
 /// A probe's data as the JSON its submit takes ("" if it cannot be printed).
 inline std::string json(const testpb::ProbeData& d) {
   std::string out;
@@ -106,8 +118,13 @@ public:
     return cv_.wait_for(g, limit, [&] { return started_.count(k) > 0; });
   }
 
-  /// What the step after a SPAWN of procedure `id` saw of its children, each as
-  /// "<id>:<state>" with ":cancelled" when so (the last such step's).
+  /// One child as the step after a SPAWN saw it: "<id>:<state>", ":cancelled" when so.
+  static std::string join_entry(uint64_t id, const std::string& state, bool cancelled = false) {
+    return std::to_string(id) + ":" + state + (cancelled ? ":cancelled" : "");
+  }
+
+  /// What the step after a SPAWN of procedure `id` saw of its children, each a join_entry
+  /// (the last such step's).
   void joined(uint64_t id, std::vector<std::string> results) {
     std::lock_guard<std::mutex> g(m_);
     joins_[id] = std::move(results);
@@ -211,8 +228,7 @@ public:
     if (state > 1 && data_.actions(state - 2).kind() == testpb::ProbeAction::SPAWN) {
       std::vector<std::string> seen;
       for (const auto& c : ctx.children())
-        seen.push_back(std::to_string(c.id) + ":" + std::string(to_string(c.state))
-                       + (c.cancelled ? ":cancelled" : ""));
+        seen.push_back(probe_world::join_entry(c.id, std::string(to_string(c.state)), c.cancelled));
       w.joined(ctx.id(), std::move(seen));
     }
     if (state == data_.actions_size() + 1)  // after a last SPAWN or SUSPEND: the end
