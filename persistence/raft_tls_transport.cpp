@@ -17,6 +17,8 @@
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
+#include "persistence/raft_transport.hpp"
+
 namespace proctor {
 
 namespace {
@@ -50,13 +52,6 @@ std::string ssl_error(const char* fallback) {
     return fallback;
   const char* reason = ERR_reason_error_string(e);
   return reason != nullptr ? reason : fallback;
-}
-
-/// A member's address as libraft stores it may carry a label after '#'
-/// (raft_store_impl::config_address): the transport uses the address alone.
-std::string without_label(const char* address) {
-  std::string s = address != nullptr ? address : "";
-  return s.substr(0, s.find('#'));
 }
 
 /// HOST:PORT, HOST an IPv4 address (as raft_uv_tcp: libraft's addresses are IPv4).
@@ -161,46 +156,50 @@ void log_refusal(tunnel* c, const std::string& why) {
 
 struct write_req {
   uv_write_t w;
-  char* data;
+  std::unique_ptr<char[]> data;
   tunnel* c;
 };
 
 void on_written(uv_write_t* w, int status) {
-  auto* r = static_cast<write_req*>(w->data);
+  std::unique_ptr<write_req> r(static_cast<write_req*>(w->data));
   tunnel* c = r->c;
-  delete[] r->data;
-  delete r;
   if (status < 0 && status != UV_ECANCELED && c->st != tunnel::state::closing)
     fail(c, std::string("write: ") + uv_strerror(status));
 }
 
-/// Queues `n` bytes of `data` (copied) on `stream`.
-bool write_to(tunnel* c, uv_stream_t* stream, const char* data, size_t n) {
-  auto* r = new write_req{};
-  r->data = new char[n];
-  std::memcpy(r->data, data, n);
+/// Queues the first `n` bytes of `data` on `stream`, which keeps them until written.
+bool write_to(tunnel* c, uv_stream_t* stream, std::unique_ptr<char[]> data, size_t n) {
+  auto r = std::make_unique<write_req>();
+  r->data = std::move(data);
   r->c = c;
-  r->w.data = r;
-  uv_buf_t buf = uv_buf_init(r->data, static_cast<unsigned>(n));
+  r->w.data = r.get();
+  uv_buf_t buf = uv_buf_init(r->data.get(), static_cast<unsigned>(n));
   if (int rv = uv_write(&r->w, stream, &buf, 1, on_written); rv != 0) {
-    delete[] r->data;
-    delete r;
     fail(c, std::string("write: ") + uv_strerror(rv));
     return false;
   }
+  r.release();  // on_written owns it now
   return true;
 }
 
-/// Sends what OpenSSL has written to its memory BIO.
+/// Queues a copy of `n` bytes of `data` (a small buffer's worth: a read's plaintext) on `stream`.
+bool write_copy(tunnel* c, uv_stream_t* stream, const char* data, size_t n) {
+  auto copy = std::make_unique<char[]>(n);
+  std::memcpy(copy.get(), data, n);
+  return write_to(c, stream, std::move(copy), n);
+}
+
+/// Sends what OpenSSL has written to its memory BIO (read straight into the write's buffer).
 bool flush_tls(tunnel* c) {
   size_t pending = BIO_ctrl_pending(c->wbio);
   if (pending == 0)
     return true;
-  std::string buf(pending, '\0');
-  int n = BIO_read(c->wbio, buf.data(), static_cast<int>(pending));
+  auto buf = std::make_unique<char[]>(pending);
+  int n = BIO_read(c->wbio, buf.get(), static_cast<int>(pending));
   if (n <= 0)
     return true;
-  return write_to(c, reinterpret_cast<uv_stream_t*>(&c->tcp), buf.data(), static_cast<size_t>(n));
+  return write_to(c, reinterpret_cast<uv_stream_t*>(&c->tcp), std::move(buf),
+                  static_cast<size_t>(n));
 }
 
 void on_handle_closed(uv_handle_t* h) {
@@ -303,7 +302,7 @@ void open_tunnel(tunnel* c, raft_id peer_id, const std::string& peer_address) {
   if (!c->preamble.empty() && c->st == tunnel::state::open) {
     std::string rest;
     rest.swap(c->preamble);
-    write_to(c, reinterpret_cast<uv_stream_t*>(&c->pipe), rest.data(), rest.size());
+    write_copy(c, reinterpret_cast<uv_stream_t*>(&c->pipe), rest.data(), rest.size());
   }
 }
 
@@ -340,7 +339,7 @@ void pump_in(tunnel* c) {
     int n = SSL_read(c->ssl, buf, sizeof(buf));
     if (n > 0) {
       if (c->st == tunnel::state::open) {
-        if (!write_to(c, reinterpret_cast<uv_stream_t*>(&c->pipe), buf, static_cast<size_t>(n)))
+        if (!write_copy(c, reinterpret_cast<uv_stream_t*>(&c->pipe), buf, static_cast<size_t>(n)))
           return;
       } else if (!c->outgoing) {
         c->preamble.append(buf, static_cast<size_t>(n));
@@ -509,7 +508,7 @@ void on_connected(uv_connect_t* creq, int status) {
 int t_init(struct raft_uv_transport* uv, raft_id id, const char* address) {
   tls_transport* t = of(uv);
   t->id = id;
-  t->address = without_label(address);
+  t->address = raft_transport_address(address);
   return 0;
 }
 
@@ -543,7 +542,7 @@ int t_connect(struct raft_uv_transport* uv, struct raft_uv_connect* req, raft_id
   tls_transport* t = of(uv);
   // The transport, not libraft, stores the callback in the request (as raft_uv_tcp does).
   req->cb = cb;
-  std::string plain = without_label(address);
+  std::string plain = raft_transport_address(address);
   struct sockaddr_in addr {};
   if (!parse_address(plain, &addr)) {
     std::snprintf(uv->errmsg, sizeof(uv->errmsg), "cannot connect to %s: not an IPv4 HOST:PORT",

@@ -28,16 +28,9 @@ void set_nodelay(struct uv_stream_s* stream) {
     uv_tcp_nodelay(reinterpret_cast<uv_tcp_t*>(stream), 1);
 }
 
-/// A member's address as libraft stores it may carry a label after '#'
-/// (raft_store_impl::config_address): raft_uv_tcp gets the address alone.
-std::string without_label(const char* address) {
-  std::string s = address != nullptr ? address : "";
-  return s.substr(0, s.find('#'));
-}
-
 int t_init(struct raft_uv_transport* t, raft_id id, const char* address) {
   auto* self = self_of_outer(t);
-  auto plain = without_label(address);
+  auto plain = raft_transport_address(address);
   std::snprintf(self->address, sizeof(self->address), "%s", plain.c_str());
   // raft_uv_tcp keeps the pointer (uvTcpInit): hand it our copy, which lives as long.
   int rv = self->inner.init(&self->inner, id, self->address);
@@ -91,7 +84,7 @@ int t_connect(struct raft_uv_transport* t, struct raft_uv_connect* req, raft_id 
   auto* c = new connect_req{};
   c->inner.data = c;
   c->outer = req;
-  c->address = without_label(address);
+  c->address = raft_transport_address(address);
   int rv = self->inner.connect(&self->inner, &c->inner, id, c->address.c_str(), on_connect);
   if (rv != 0) {
     delete c;

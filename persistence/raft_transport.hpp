@@ -7,9 +7,19 @@
 // Threading: the Raft loop thread only, like every libuv object.
 #pragma once
 
+#include <string>
+
 #include "persistence/raft_c.hpp"
 
 namespace proctor {
+
+/// A member's address as libraft stores it may carry a label after '#'
+/// (raft_store_impl::config_address): a transport connects to, and listens on, the address
+/// alone. Both transports (this one and raft_tls_transport.hpp) use it.
+inline std::string raft_transport_address(const char* stored) {
+  std::string s = stored != nullptr ? stored : "";
+  return s.substr(0, s.find('#'));
+}
 
 struct nodelay_transport {
   struct raft_uv_transport outer;  ///< what raft_uv_init is given
