@@ -483,4 +483,25 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+run_result make_certs(const std::filesystem::path& dir, const std::vector<std::string>& nodes) {
+  std::vector<std::string> args{
+    (std::filesystem::path{PROCTOR_SOURCE_DIR} / "scripts" / "make-certs.sh").string(),
+    dir.string()};
+  args.insert(args.end(), nodes.begin(), nodes.end());
+  return run_program("/bin/bash", args, std::chrono::seconds{60});
+}
+
+void set_cli_tls(const std::filesystem::path& cert, const std::filesystem::path& key,
+                 const std::filesystem::path& ca) {
+  setenv("PROCTOR_TLS_CERT", cert.c_str(), 1);
+  setenv("PROCTOR_TLS_KEY", key.c_str(), 1);
+  setenv("PROCTOR_TLS_CA", ca.c_str(), 1);
+}
+
+void clear_cli_tls() {
+  unsetenv("PROCTOR_TLS_CERT");
+  unsetenv("PROCTOR_TLS_KEY");
+  unsetenv("PROCTOR_TLS_CA");
+}
+
 }  // namespace proctor::test

@@ -191,6 +191,17 @@ size_t count_files(const std::filesystem::path& dir);
 /// The whole of file `p` ("" if it cannot be read).
 std::string read_file(const std::filesystem::path& p);
 
+// -- TLS (docs/tls.md) --------------------------------------------------------------------------
+
+/// Runs scripts/make-certs.sh: a throw-away CA in `dir`, a certificate per name in `nodes`, a
+/// client's, and another CA's (other-ca, other-client, other-node).
+run_result make_certs(const std::filesystem::path& dir, const std::vector<std::string>& nodes);
+
+/// The CLI the harness runs reads its TLS options from the environment (PROCTOR_TLS_*).
+void set_cli_tls(const std::filesystem::path& cert, const std::filesystem::path& key,
+                 const std::filesystem::path& ca);
+void clear_cli_tls();
+
 }  // namespace proctor::test
 
 // -- template implementation ----------------------------------------------------------------

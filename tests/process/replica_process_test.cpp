@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/process/process_harness.hpp"
+#include "tests/process/replica_fixture.hpp"
 
 namespace {
 
@@ -34,97 +34,6 @@ using namespace std::chrono_literals;
 using namespace proctor::test;
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
-
-class replicas : public ::testing::Test {
-protected:
-  void SetUp() override {
-    struct statfs f {};
-    if (statfs(dir_.path().c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
-      GTEST_SKIP() << dir_.path() << " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
-    fs::create_directories(ledger());
-    std::string spec;
-    for (size_t i = 0; i < 3; ++i) {
-      ports_[i] = free_port();
-      raft_ports_[i] = free_port();
-      spec += (i ? "," : "") + name(i) + "=127.0.0.1:" + std::to_string(ports_[i]) + "/"
-              + std::to_string(raft_ports_[i]);
-    }
-    for (size_t i = 0; i < 3; ++i)
-      b_[i] = std::make_unique<node>(
-        dir_.path() / name(i), ports_[i],
-        std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", spec});
-  }
-
-  static std::string name(size_t i) { return "b" + std::to_string(i + 1); }
-  std::string address(size_t i) const { return "127.0.0.1:" + std::to_string(ports_[i]); }
-  fs::path ledger() const { return dir_.path() / "ledger"; }
-
-  /// The CLI against node b by all three addresses.
-  run_result ctl(const std::vector<std::string>& args, std::chrono::milliseconds limit = 120s) {
-    std::vector<std::string> all{"--node", address(0) + "," + address(1) + "," + address(2)};
-    all.insert(all.end(), args.begin(), args.end());
-    return run_proctor(all, limit);
-  }
-
-  void launch_all() {
-    for (auto& n : b_)
-      ASSERT_TRUE(n->launch()) << n->log_tail();
-  }
-
-  /// The replica that serves (answers `list` by its address alone), among those not in
-  /// `skip`; -1 when none does within `limit`.
-  int leader(std::chrono::milliseconds limit = 30s, int skip = -1) {
-    int found = -1;
-    eventually(
-      [&] {
-        for (int i = 0; i < 3; ++i)
-          if (i != skip && b_[i]->running() && b_[i]->ctl({"list", "--json"}, 10s).exit_code == 0)
-            found = i;
-        return found >= 0;
-      },
-      limit, 50ms);
-    return found;
-  }
-
-  std::string submit(const std::string& type, const std::string& args) {
-    auto r = ctl({"submit", type, "--args-json", args});
-    EXPECT_EQ(r.exit_code, 0) << describe(r);
-    return trim(r.out);
-  }
-
-  std::string state(const std::string& id) {
-    auto r = ctl({"status", id, "--json"});
-    auto v = parse_json(r.out);
-    return v ? state_of(*v) : "(" + describe(r) + ")";
-  }
-
-  std::string waited(const std::string& id) {
-    auto r = ctl({"wait", id, "--json", "--timeout-s", "60"});
-    auto v = parse_json(r.out);
-    return v ? state_of(*v) : "(" + describe(r) + ")";
-  }
-
-  /// Whether replica `i` answers, within 30 s, that replica `l` leads.
-  bool names_leader(int i, int l) {
-    return eventually(
-      [&] {
-        auto r = b_[i]->ctl({"list"}, 10s);
-        return r.err.find("the leader is " + name(l)) != std::string::npos;
-      },
-      30s);
-  }
-
-  std::string logs() const {
-    std::string s;
-    for (size_t i = 0; i < 3; ++i)
-      s += "--- " + name(i) + "\n" + b_[i]->log_tail(40);
-    return s;
-  }
-
-  temp_dir dir_;
-  std::array<uint16_t, 3> ports_{}, raft_ports_{};
-  std::array<std::unique_ptr<node>, 3> b_;
-};
 
 TEST_F(replicas, a_follower_refuses_naming_the_leader_and_the_cli_finds_it) {
   launch_all();
@@ -541,13 +450,10 @@ TEST_F(replicas, a_peers_children_on_a_replicated_node_survive_its_leaders_sigki
          {"--name", "a", "--peers", "b=" + address(0) + "|" + address(1) + "|" + address(2)}};
   // b's replicas know a.
   for (size_t i = 0; i < 3; ++i) {
-    std::string spec;
-    for (size_t j = 0; j < 3; ++j)
-      spec += (j ? "," : "") + name(j) + "=" + address(j) + "/" + std::to_string(raft_ports_[j]);
-    b_[i] = std::make_unique<node>(
-      dir_.path() / name(i), ports_[i],
-      std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", spec, "--peers",
-                               "a=127.0.0.1:" + std::to_string(port_a)});
+    auto args = replica_args(i);
+    args.push_back("--peers");
+    args.push_back("a=127.0.0.1:" + std::to_string(port_a));
+    b_[i] = std::make_unique<node>(dir_.path() / name(i), ports_[i], std::move(args));
   }
   launch_all();
   ASSERT_TRUE(a.start()) << a.log_tail();
@@ -594,46 +500,26 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
   // (persistence/raft_tls_transport.hpp): its tunnels then live through the kills and freezes.
   const bool tls = rng() % 2 == 0;
   std::printf("  %s\n", tls ? "with TLS" : "without TLS");
-  auto certs = dir_.path() / "certs";
-  auto tls_args = [&](const std::string& who) {
-    if (!tls)
-      return std::vector<std::string>{};
-    return std::vector<std::string>{"--tls-cert", (certs / (who + ".pem")).string(),
-                                    "--tls-key",  (certs / (who + ".key")).string(),
-                                    "--tls-ca",   (certs / "ca.pem").string()};
-  };
-  struct cli_tls {  // the CLI the harness runs reads its TLS options from the environment
-    bool on;
-    ~cli_tls() {
-      if (on)
-        for (const char* v : {"PROCTOR_TLS_CERT", "PROCTOR_TLS_KEY", "PROCTOR_TLS_CA"})
-          unsetenv(v);
-    }
-  } cli_env{tls};
   if (tls) {
-    auto script = fs::path{PROCTOR_SOURCE_DIR} / "scripts" / "make-certs.sh";
-    auto made = run_program("/bin/bash",
-                            {script.string(), certs.string(), "a", "b1", "b2", "b3"}, 60s);
-    ASSERT_EQ(made.exit_code, 0) << describe(made);
-    setenv("PROCTOR_TLS_CERT", (certs / "client.pem").c_str(), 1);
-    setenv("PROCTOR_TLS_KEY", (certs / "client.key").c_str(), 1);
-    setenv("PROCTOR_TLS_CA", (certs / "ca.pem").c_str(), 1);
+    std::string why;
+    ASSERT_TRUE(use_tls({"a", "b1", "b2", "b3"}, &why)) << why;
   }
+  auto with_tls = [&](std::vector<std::string> args, const std::string& who) {
+    if (tls)
+      for (auto& x : tls_args(who))
+        args.push_back(x);
+    return args;
+  };
   auto port_a = free_port();
-  std::vector<std::string> a_args{"--name", "a", "--peers",
-                                  "b=" + address(0) + "|" + address(1) + "|" + address(2)};
-  for (auto& x : tls_args("a"))
-    a_args.push_back(x);
-  node a{dir_.path() / "a", port_a, a_args};
-  std::string spec;
-  for (size_t j = 0; j < 3; ++j)
-    spec += (j ? "," : "") + name(j) + "=" + address(j) + "/" + std::to_string(raft_ports_[j]);
+  node a{dir_.path() / "a", port_a,
+         with_tls({"--name", "a", "--peers",
+                   "b=" + address(0) + "|" + address(1) + "|" + address(2)},
+                  "a")};
   for (size_t i = 0; i < 3; ++i) {
-    std::vector<std::string> args{"--name",     "b",  "--replica", name(i),
-                                  "--replicas", spec, "--peers",   "a=127.0.0.1:" + std::to_string(port_a)};
-    for (auto& x : tls_args(name(i)))
-      args.push_back(x);
-    b_[i] = std::make_unique<node>(dir_.path() / name(i), ports_[i], std::move(args));
+    auto args = replica_args(i);
+    args.push_back("--peers");
+    args.push_back("a=127.0.0.1:" + std::to_string(port_a));
+    b_[i] = std::make_unique<node>(dir_.path() / name(i), ports_[i], with_tls(args, name(i)));
   }
   launch_all();
   ASSERT_TRUE(a.start()) << a.log_tail();

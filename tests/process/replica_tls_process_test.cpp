@@ -9,21 +9,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
-#include <linux/magic.h>
-
-#include <array>
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "tests/process/process_harness.hpp"
+#include "tests/process/replica_fixture.hpp"
 
 namespace {
 
@@ -31,82 +24,30 @@ using namespace std::chrono_literals;
 using namespace proctor::test;
 namespace fs = std::filesystem;
 
-class replicas_tls : public ::testing::Test {
+class replicas_tls : public replicas {
 protected:
   void SetUp() override {
-    struct statfs f {};
-    if (statfs(dir_.path().c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
-      GTEST_SKIP() << dir_.path() << " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
+    replicas::SetUp();
+    if (IsSkipped())
+      return;
     if (run_program("/bin/sh", {"-c", "command -v openssl"}, 10s).exit_code != 0)
       GTEST_SKIP() << "openssl not found: the TLS tests need it (apt-get install openssl)";
-    auto script = fs::path{PROCTOR_SOURCE_DIR} / "scripts" / "make-certs.sh";
-    auto r = run_program("/bin/bash", {script.string(), certs().string(), "b1", "b2", "b3"}, 60s);
-    ASSERT_EQ(r.exit_code, 0) << describe(r);
-    // The CLI the harness runs reads its TLS options from the environment.
-    setenv("PROCTOR_TLS_CERT", pem("client").c_str(), 1);
-    setenv("PROCTOR_TLS_KEY", key("client").c_str(), 1);
-    setenv("PROCTOR_TLS_CA", pem("ca").c_str(), 1);
-    fs::create_directories(ledger());
-    for (size_t i = 0; i < 3; ++i) {
-      ports_[i] = free_port();
-      raft_ports_[i] = free_port();
-      spec_ += (i ? "," : "") + name(i) + "=127.0.0.1:" + std::to_string(ports_[i]) + "/"
-               + std::to_string(raft_ports_[i]);
-    }
+    std::string why;
+    ASSERT_TRUE(use_tls({"b1", "b2", "b3"}, &why)) << why;
   }
-
-  void TearDown() override {
-    unsetenv("PROCTOR_TLS_CERT");
-    unsetenv("PROCTOR_TLS_KEY");
-    unsetenv("PROCTOR_TLS_CA");
-  }
-
-  static std::string name(size_t i) { return "b" + std::to_string(i + 1); }
-  std::string address(size_t i) const { return "127.0.0.1:" + std::to_string(ports_[i]); }
-  fs::path certs() const { return dir_.path() / "certs"; }
-  fs::path ledger() const { return dir_.path() / "ledger"; }
-  fs::path pem(const std::string& n) const { return certs() / (n + ".pem"); }
-  fs::path key(const std::string& n) const { return certs() / (n + ".key"); }
 
   /// Replica `i` presenting certificate `cert` and trusting CA `ca`.
   std::unique_ptr<node> make(size_t i, const std::string& cert, const std::string& ca = "ca") {
-    return std::make_unique<node>(
-      dir_.path() / name(i), ports_[i],
-      std::vector<std::string>{"--name", "b", "--replica", name(i), "--replicas", spec_,
-                               "--tls-cert", pem(cert).string(), "--tls-key",
-                               key(cert).string(), "--tls-ca", pem(ca).string()});
+    auto args = replica_args(i);
+    for (auto& x : tls_args(cert, ca))
+      args.push_back(x);
+    return std::make_unique<node>(dir_.path() / name(i), ports_[i], std::move(args));
   }
 
-  run_result ctl(const std::vector<std::string>& args, std::chrono::milliseconds limit = 120s) {
-    std::vector<std::string> all{"--node", address(0) + "," + address(1) + "," + address(2)};
-    all.insert(all.end(), args.begin(), args.end());
-    return run_proctor(all, limit);
-  }
-
-  /// The replica that serves, among those not `skip`; -1 when none does within `limit`.
-  int leader(std::chrono::milliseconds limit = 30s, int skip = -1) {
-    int found = -1;
-    eventually(
-      [&] {
-        for (int i = 0; i < 3; ++i)
-          if (i != skip && b_[i] && b_[i]->running()
-              && b_[i]->ctl({"list", "--json"}, 10s).exit_code == 0)
-            found = i;
-        return found >= 0;
-      },
-      limit, 50ms);
-    return found;
-  }
-
+  /// A demo.ledger of `steps` steps submitted to b and waited for: its end state.
   std::string run_ledger(size_t steps) {
-    auto r = ctl({"submit", "demo.ledger", "--args-json",
-                  R"({"steps":)" + std::to_string(steps) + R"(,"ledger_dir":")" + ledger().string()
-                    + "\"}"});
-    if (r.exit_code != 0)
-      return "(" + describe(r) + ")";
-    auto w = ctl({"wait", trim(r.out), "--json", "--timeout-s", "60"});
-    auto v = parse_json(w.out);
-    return v ? state_of(*v) : "(" + describe(w) + ")";
+    return waited(submit("demo.ledger", R"({"steps":)" + std::to_string(steps)
+                                          + R"(,"ledger_dir":")" + ledger().string() + "\"}"));
   }
 
   /// Replica `name`'s entry in the leader's `replicas --json`.
@@ -117,19 +58,6 @@ protected:
     auto end = json.find('}', at);
     return json.substr(at, end - at);
   }
-
-  std::string logs() const {
-    std::string s;
-    for (size_t i = 0; i < 3; ++i)
-      if (b_[i])
-        s += "--- " + name(i) + "\n" + b_[i]->log_tail(30);
-    return s;
-  }
-
-  temp_dir dir_;
-  std::string spec_;
-  std::array<uint16_t, 3> ports_{}, raft_ports_{};
-  std::array<std::unique_ptr<node>, 3> b_;
 };
 
 /// Connects to 127.0.0.1:`port` and sends what raft_uv_tcp sends first (protocol 1, server
@@ -246,13 +174,9 @@ TEST_F(replicas_tls, a_replica_whose_certificate_the_ca_did_not_sign_gets_nothin
     << b_[l]->log_tail();
   // b3 learned nothing: asked with a certificate it accepts, it knows no leader and has
   // applied nothing past the founding configuration.
-  setenv("PROCTOR_TLS_CERT", pem("other-client").c_str(), 1);
-  setenv("PROCTOR_TLS_KEY", key("other-client").c_str(), 1);
-  setenv("PROCTOR_TLS_CA", pem("other-ca").c_str(), 1);
+  set_cli_tls(certs() / "other-client.pem", certs() / "other-client.key", certs() / "other-ca.pem");
   auto own = b_[2]->ctl({"replicas", "--json"}, 10s);
-  setenv("PROCTOR_TLS_CERT", pem("client").c_str(), 1);
-  setenv("PROCTOR_TLS_KEY", key("client").c_str(), 1);
-  setenv("PROCTOR_TLS_CA", pem("ca").c_str(), 1);
+  set_cli_tls(certs() / "client.pem", certs() / "client.key", certs() / "ca.pem");
   ASSERT_EQ(own.exit_code, 0) << describe(own);
   auto mine = parse_json(own.out);
   auto group = parse_json(ctl({"replicas", "--json"}).out);

@@ -26,7 +26,9 @@
 namespace {
 
 using namespace std::chrono_literals;
+using proctor::test::clear_cli_tls;
 using proctor::test::eventually;
+using proctor::test::make_certs;
 using proctor::test::node;
 using proctor::test::parse_id;
 using proctor::test::parse_json;
@@ -34,30 +36,17 @@ using proctor::test::read_file;
 using proctor::test::run_proctor;
 using proctor::test::run_program;
 using proctor::test::run_result;
+using proctor::test::set_cli_tls;
 using proctor::test::state_of;
 using proctor::test::temp_dir;
 namespace fs = std::filesystem;
-
-/// The CLI the harness runs reads its TLS options from the environment (PROCTOR_TLS_*).
-void set_cli_tls(const fs::path& cert, const fs::path& key, const fs::path& ca) {
-  setenv("PROCTOR_TLS_CERT", cert.c_str(), 1);
-  setenv("PROCTOR_TLS_KEY", key.c_str(), 1);
-  setenv("PROCTOR_TLS_CA", ca.c_str(), 1);
-}
-
-void clear_cli_tls() {
-  unsetenv("PROCTOR_TLS_CERT");
-  unsetenv("PROCTOR_TLS_KEY");
-  unsetenv("PROCTOR_TLS_CA");
-}
 
 class tls : public ::testing::Test {
 protected:
   void SetUp() override {
     if (run_program("/bin/sh", {"-c", "command -v openssl"}, 10s).exit_code != 0)
       GTEST_SKIP() << "openssl not found: the TLS tests need it (apt-get install openssl)";
-    auto script = fs::path{PROCTOR_SOURCE_DIR} / "scripts" / "make-certs.sh";
-    auto r = run_program("/bin/bash", {script.string(), certs().string(), "a", "b"}, 60s);
+    auto r = make_certs(certs(), {"a", "b"});
     ASSERT_EQ(r.exit_code, 0) << proctor::test::describe(r);
     use_cli_cert("client", "ca");
     fs::create_directories(ledger());
