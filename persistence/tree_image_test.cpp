@@ -1160,11 +1160,9 @@ TEST(rollback_plan_test, undos_done_counts_what_earlier_incarnations_undid) {
 namespace proctor {
 namespace {
 
-// Join policies (docs/flow-control.md): a Cancelled record marks the children it names as
-// pending cancellation (never run forward again, their parent still WAITING); the Finished
-// records with `cancelled` close them, and the parent whose join is met runs again. Their
-// undone steps are out of any later rollback plan.
-TEST(tree_image_join_test, a_cancellation_is_pending_until_its_finished_records) {
+/// Root 1, submitted, whose step 1 spawns children 2 and 3 with join::at_least(k) (and
+/// child_failure::wait_for_siblings when `wait`); their Submitted records are the test's.
+journal_builder root_spawning_two(uint32_t k, bool wait = false) {
   journal_builder j(1);
   j.submitted(1, 0, "r0");
   pb::JournalRecord sp;
@@ -1175,8 +1173,18 @@ TEST(tree_image_join_test, a_cancellation_is_pending_until_its_finished_records)
   s->set_data("r1");
   s->add_children(2);
   s->add_children(3);
-  s->set_join_at_least(1);
+  s->set_join_at_least(k);
+  s->set_join_wait_for_siblings(wait);
   j.add(sp);
+  return j;
+}
+
+// Join policies (docs/flow-control.md): a Cancelled record marks the children it names as
+// pending cancellation (never run forward again, their parent still WAITING); the Finished
+// records with `cancelled` close them, and the parent whose join is met runs again. Their
+// undone steps are out of any later rollback plan.
+TEST(tree_image_join_test, a_cancellation_is_pending_until_its_finished_records) {
+  auto j = root_spawning_two(1);
   j.submitted(2, 1, "a0");
   j.submitted(3, 1, "b0");
   j.step(2, 1, 2, "a1");
@@ -1215,19 +1223,7 @@ TEST(tree_image_join_test, a_cancellation_is_pending_until_its_finished_records)
 // A parent whose join cannot be met stays WAITING when its children all ended: its actor
 // fails the join (it must not run on as if the join were met).
 TEST(tree_image_join_test, an_unmet_join_does_not_let_the_parent_run) {
-  journal_builder j(1);
-  j.submitted(1, 0, "r0");
-  pb::JournalRecord sp;
-  auto* s = sp.mutable_step();
-  s->set_proc_id(1);
-  s->set_executed_state(1);
-  s->set_next_state(2);
-  s->set_data("r1");
-  s->add_children(2);
-  s->add_children(3);
-  s->set_join_at_least(2);
-  s->set_join_wait_for_siblings(true);
-  j.add(sp);
+  auto j = root_spawning_two(2, true);
   j.submitted(2, 1, "a0");
   j.submitted(3, 1, "b0");
   j.finished(2, pb::SUCCESS);
