@@ -31,8 +31,9 @@ std::string list_text(const google::protobuf::RepeatedPtrField<pb::ScheduleInfo>
   if (xs.empty())
     return "no schedules\n";
   char line[600];
-  std::snprintf(line, sizeof line, "%-20s %-18s %-22s %-7s %-21s %6s %7s %6s  %s\n", "NAME",
-                "CRON", "TYPE", "STATE", "NEXT", "FIRED", "SKIPPED", "MISSED", "LAST RUN");
+  std::snprintf(line, sizeof line, "%-20s %-18s %-15s %-22s %-7s %-21s %6s %7s %6s  %s\n",
+                "NAME", "CRON", "ZONE", "TYPE", "STATE", "NEXT", "FIRED", "SKIPPED", "MISSED",
+                "LAST RUN");
   std::string out = line;
   for (const auto& x : xs) {
     const auto& s = x.schedule();
@@ -41,8 +42,9 @@ std::string list_text(const google::protobuf::RepeatedPtrField<pb::ScheduleInfo>
       const auto& r = x.runs(x.runs_size() - 1);
       last = std::to_string(r.proc_id()) + " " + run_state(r);
     }
-    std::snprintf(line, sizeof line, "%-20s %-18s %-22s %-7s %-21s %6llu %7llu %6llu  %s\n",
-                  s.name().c_str(), s.cron().c_str(), s.type().c_str(),
+    std::snprintf(line, sizeof line,
+                  "%-20s %-18s %-15s %-22s %-7s %-21s %6llu %7llu %6llu  %s\n", s.name().c_str(),
+                  s.cron().c_str(), s.zone().empty() ? "UTC" : s.zone().c_str(), s.type().c_str(),
                   s.paused() ? "paused" : "active", when(x.next_fire_ms()).c_str(),
                   static_cast<unsigned long long>(s.fired()),
                   static_cast<unsigned long long>(s.skipped()),
@@ -74,6 +76,7 @@ std::string show_text(const pb::ScheduleInfo& x) {
   row("fired", std::to_string(s.fired()));
   row("skipped", std::to_string(s.skipped()));
   row("missed", std::to_string(s.missed()));
+  row("triggered", std::to_string(s.triggered()));
   out += "recent runs (oldest first):\n";
   if (x.runs_size() == 0)
     out += "  none\n";

@@ -71,8 +71,9 @@ std::string random_nonce() {
 struct command {
   std::string node;          ///< as given: HOST:PORT[,HOST:PORT...]
   proctor::tls_options tls;  ///< --tls-cert/--tls-key/--tls-ca (docs/tls.md)
-  /// The node's addresses: its active process's and its standbys' (docs/standby.md).
-  std::vector<proctor::endpoint> addresses;
+  /// The node's addresses: its active process's and its standbys' (docs/standby.md), and a
+  /// leader a replica named that the list did not hold (learned while the command runs).
+  mutable std::vector<proctor::endpoint> addresses;
   /// The address that answered last: the next request starts there.
   mutable size_t at = 0;
   /// With more than one address: how long a request keeps trying them in turn when none
@@ -217,7 +218,7 @@ std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor:
   opts.tls = cmd.tls;
   auto bytes = req.SerializeAsString();
   auto give_up = clock::now() + cmd.failover;
-  const auto n = cmd.addresses.size();
+  auto n = cmd.addresses.size();
   // Each address in turn, from the one that answered last; with standbys, rounds until one
   // answers or the fail-over time is up. Sending a request again is safe: a submit carries
   // a nonce, and the other requests but events change nothing twice.
@@ -239,7 +240,17 @@ std::variant<proctor::pb::Response, int> call(const command& cmd, const proctor:
       // same rounds as for a standby, within --failover-s.
       if ((n == 1 || last_of_round) && clock::now() >= give_up)
         return resp;
-      auto next = address_index(cmd, resp.leader()).value_or((cmd.at + 1) % n);
+      auto known = address_index(cmd, resp.leader());
+      if (!known && !resp.leader().empty() && cmd.addresses.size() < 32) {
+        // A leader at an address the command line did not give (a replica replaced at a new
+        // address): asked next, as any other (its answer is as trusted as any address's).
+        if (auto ep = proctor::parse_endpoint(resp.leader())) {
+          cmd.addresses.push_back(*ep);
+          n = cmd.addresses.size();
+          known = n - 1;
+        }
+      }
+      auto next = known.value_or((cmd.at + 1) % n);
       // The same one again (elected, still taking over), or a round without a leader.
       if (next == cmd.at || (resp.leader().empty() && last_of_round))
         std::this_thread::sleep_for(std::chrono::milliseconds{100});
@@ -350,7 +361,9 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app
     .add_option("--node", cmd.node,
-                "The node's address, HOST:PORT; a node with standbys: HOST:PORT,HOST:PORT,...")
+                "The node's address, HOST:PORT; a node with standbys or replicas: "
+                "HOST:PORT,HOST:PORT,... (default: $PROCTOR_NODE)")
+    ->envname("PROCTOR_NODE")
     ->required()
     ->check([](const std::string& s) {
       return parse_addresses(s) ? std::string{}
@@ -453,15 +466,20 @@ int main(int argc, char** argv) {
 
   std::string key;
   std::string payload_json;
+  std::string event_id;
   auto* event =
     app.add_subcommand("event", "Deliver an external event to the procedures waiting for KEY");
   event->add_option("key", key, "Event key")->required();
   event->add_option("--payload-json", payload_json, "The event's payload as JSON");
+  event->add_option("--event-id", event_id,
+                    "This event's id: sent again with the same key and id (while events are "
+                    "kept), it is accepted once and delivers nothing more");
   event->callback([&] {
     cmd.what = verb::event;
     auto* r = cmd.request.mutable_event();
     r->set_key(key);
     r->set_payload_json(payload_json);
+    r->set_event_id(event_id);
   });
 
   app.add_subcommand("metrics", "Print the node's metrics (Prometheus text)")->callback([&] {

@@ -61,10 +61,11 @@ void fail_stop(journal_state& st, const std::string& msg) {
   std::_Exit(70);
 }
 
-std::string id_floor_record(uint64_t next_id) {
+std::string id_floor_record(uint64_t next_id, uint64_t next_lsn) {
   pb::JournalRecord rec;
   rec.set_format(1);
   rec.mutable_id_floor()->set_next_id(next_id);
+  rec.mutable_id_floor()->set_next_lsn(next_lsn);
   return rec.SerializeAsString();
 }
 
@@ -102,7 +103,7 @@ void flush(journal_actor* self) {
     auto& op = ops.emplace_back();
     op.root_id = journal_keys::meta_root;
     op.lsn = journal_keys::id_floor_lsn;
-    op.value = id_floor_record(st.cfg.next_id->load());
+    op.value = id_floor_record(st.cfg.next_id->load(), st.next_lsn);
   }
   auto t0 = std::chrono::steady_clock::now();
   auto status = st.cfg.store->write(ops);
@@ -118,6 +119,8 @@ void flush(journal_actor* self) {
     fail_stop(st, status.ToString());
     return;
   }
+  if (st.cfg.durable_lsn)
+    st.cfg.durable_lsn->store(st.next_lsn - 1, std::memory_order_relaxed);
   st.stats.batches += 1;
   st.stats.records += entries;
   st.stats.range_deletes += deletes;

@@ -98,6 +98,9 @@ struct journal_config {
   /// Ids below this value have been handed out; written with every delete so that a
   /// deleted tree's ids are never reused after a restart. May be null.
   std::shared_ptr<std::atomic<uint64_t>> next_id;
+  /// Set to the last LSN durable after every synced write (heartbeat answers tell peers; a
+  /// copy of the journal restored later reads back lower). May be null.
+  std::shared_ptr<std::atomic<uint64_t>> durable_lsn;
   /// Called once on a write error, before the journal stops acknowledging. The default
   /// (empty) logs and terminates the process (fail-stop).
   std::function<void(const std::string&)> fatal;

@@ -385,7 +385,10 @@ TEST_F(journal_test, stats_keep_the_slowest_synced_write_and_count_slow_ones) {
   EXPECT_EQ(after.batches, 3u);
   EXPECT_GE(after.slow_writes, quick.slow_writes + 1);
   EXPECT_GE(after.fsync_us_max, slow_write_us + 5'000);
-  EXPECT_GE(after.fsync_us_total, after.fsync_us_max + quick.fsync_us_last);
+  // Every write is in the total: the first, and at least the stall of the slow one. (Not
+  // "max + the first's": on a loaded machine the first write, which creates RocksDB's files,
+  // can itself be the slowest, and then max + first counts it twice: the flake it was.)
+  EXPECT_GE(after.fsync_us_total, quick.fsync_us_total + slow_write_us + 5'000);
 }
 
 TEST_F(journal_test, write_error_fail_stops_and_never_acknowledges) {

@@ -167,6 +167,11 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p->children.insert(p->children.end(), s.children().begin(), s.children().end());
         enter(*p, proc_state::waiting, s.committed_at_ms());
       } else {
+        // Its last step spawned nothing: the next one sees no children (ctx.children() holds
+        // those of the step just before it only), and it awaits none.
+        p->last_spawned.clear();
+        p->join_at_least = 0;
+        p->join_wait = false;
         enter(*p, proc_state::runnable, s.committed_at_ms());
       }
       break;
@@ -370,6 +375,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kTypeLimits:
     case pb::JournalRecord::kSchedule:
     case pb::JournalRecord::kNodeForgotten:
+    case pb::JournalRecord::kPeerProgress:
+    case pb::JournalRecord::kEventId:
     case pb::JournalRecord::BODY_NOT_SET:
       if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())
         t.corrupt = "empty record at lsn " + std::to_string(lsn);

@@ -52,7 +52,9 @@ struct proc_image {
   std::string data;                    ///< data after the last committed step (or undo)
   uint32_t data_version = 0;           ///< the type version `data` is of (0 only for a summary's)
   std::vector<uint64_t> children;      ///< every child ever spawned, in spawn order
-  std::vector<uint64_t> last_spawned;  ///< children of the last spawning step
+  /// Children of its last committed step, if that step spawned (else none): those it awaits,
+  /// and those its next step sees (ctx.children()).
+  std::vector<uint64_t> last_spawned;
   std::vector<step_entry> steps;       ///< committed steps, ascending LSN
   /// Committed steps a compaction left out of `steps` (undone, or past a point of no
   /// return: no rollback plan needs them; tree_snapshot.hpp).

@@ -59,5 +59,23 @@ TEST(child_result_test, a_child_that_did_not_succeed_has_no_result) {
   EXPECT_THROW((void)r.result<pb::NoopData>(), procedure_failure);
 }
 
+// Typed event payloads, as typed child results: ctx.event<M>().
+TEST(child_result_test, an_event_payload_reads_as_its_message_or_says_why_not) {
+  context ctx;
+  ctx.id_ = 7;
+  ctx.event_payload_ = R"({"steps":4})";
+  EXPECT_EQ(ctx.event<pb::NoopData>().steps(), 4);
+  ctx.event_payload_ = "null";  // an event sent without a payload
+  EXPECT_EQ(ctx.event<pb::NoopData>().steps(), 0);
+  ctx.event_payload_ = R"({"crash_times":1})";
+  pb::NoopData m;
+  std::string why;
+  EXPECT_FALSE(ctx.parse_event(m, &why));
+  EXPECT_NE(why.find("procedure 7's event payload is not a proctor.pb.NoopData"),
+            std::string::npos)
+    << why;
+  EXPECT_THROW((void)ctx.event<pb::NoopData>(), procedure_failure);
+}
+
 }  // namespace
 }  // namespace proctor

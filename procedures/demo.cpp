@@ -1,9 +1,12 @@
 #include "procedures/demo.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +53,49 @@ void remove_file(const fs::path& path) {
     throw std::runtime_error("cannot remove " + path.string() + ": " + ec.message());
 }
 
+/// Runs `write` under the fencing token `t` of a step or undo of procedure `id`, when
+/// `fence_dir` is set: `<fence_dir>/<id>` holds the newest token seen ("epoch seq"); an older
+/// `t` is refused (throws: the run is a deposed leader's, and none of its effects may land),
+/// else `t` is recorded and `write` runs, both under an exclusive flock, so that a newer
+/// leader's run that comes meanwhile waits for the write and then sees its token. The lock is
+/// awaited for at most 10 s (its holder may be a frozen process), then the run throws and is
+/// retried.
+template <class Write>
+void fenced(const std::string& fence_dir, uint64_t id, const fencing_token& t, Write&& write) {
+  if (fence_dir.empty())
+    return write();
+  auto path = (fs::path(fence_dir) / std::to_string(id)).string();
+  int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }  // (releases the flock)
+  } guard{fd};
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      throw std::runtime_error("cannot lock " + path + ": " + std::strerror(errno));
+    if (std::chrono::steady_clock::now() > until)
+      throw std::runtime_error("demo.ledger: fence " + path + " held for 10 s by another run");
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  char buf[64] = {};
+  auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+  fencing_token seen;
+  if (n > 0)
+    std::sscanf(buf, "%" SCNu64 " %" SCNu64, &seen.epoch, &seen.seq);
+  if (t < seen)
+    throw std::runtime_error("demo.ledger: fenced: procedure " + std::to_string(id) + "'s token "
+                             + t.str() + " is older than " + seen.str()
+                             + " (a newer leader ran it): refused");
+  auto text = std::to_string(t.epoch) + " " + std::to_string(t.seq) + "\n";
+  if (::ftruncate(fd, 0) != 0
+      || ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  write();
+}
+
 /// "" if `dir` is a directory, else why not (never throws: args come from clients).
 std::string check_dir(const std::string& dir) {
   std::error_code ec;
@@ -62,6 +108,20 @@ std::string check_dir(const std::string& dir) {
 void nap(int ms) {
   if (ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds{ms});
+}
+
+/// Sleeps `ms` in slices of at most 10 ms; false, at once, when the step is no longer wanted
+/// (ctx.cancelled(): a cancelled sibling, a stopped subtree).
+bool nap_unless_cancelled(int ms, const context& ctx) {
+  using namespace std::chrono;
+  const auto until = steady_clock::now() + milliseconds{ms};
+  while (!ctx.cancelled()) {
+    auto left = until - steady_clock::now();
+    if (left <= steady_clock::duration::zero())
+      return true;
+    std::this_thread::sleep_for(std::min<steady_clock::duration>(left, milliseconds{10}));
+  }
+  return false;
 }
 
 /// True when `gate_dir` is "" or holds the file `name`: demo.ledger's gates (see demo.proto).
@@ -85,6 +145,8 @@ public:
       return "depth is limited to 8 and children to 100000";
     if (!d.gate_dir().empty() && !fs::is_directory(d.gate_dir()))
       return "gate_dir '" + d.gate_dir() + "' is not a directory";
+    if (!d.fence_dir().empty() && !fs::is_directory(d.fence_dir()))
+      return "fence_dir '" + d.fence_dir() + "' is not a directory";
     return check_dir(d.ledger_dir());
   }
 
@@ -112,10 +174,13 @@ private:
       return done(R"({"steps":)" + std::to_string(s) + "}");
     if (ctx.is_root() && s == fail_at(d))
       return fail("demo.ledger: failing at step " + std::to_string(s) + " as asked (fail_at)");
-    nap(d.step_sleep_ms());
+    if (!nap_unless_cancelled(d.step_sleep_ms(), ctx))
+      return yield(pb::LEDGER_STEP);  // not wanted any more: nothing written, nothing committed
     // Which process ran the step, and when it began: a test of a frozen leader tells steps
     // its old leader began after it thawed (none may be) from those it had under way.
-    append_line(file(d, ctx, s), std::to_string(::getpid()) + " " + std::to_string(began));
+    fenced(d.fence_dir(), ctx.id(), ctx.fencing_token(), [&] {
+      append_line(file(d, ctx, s), std::to_string(::getpid()) + " " + std::to_string(began));
+    });
     d.set_touched(s);
     d.set_step(s + 1);
     if (s == 0 && d.depth() > 0 && d.children() > 0) {
@@ -150,13 +215,15 @@ private:
     if (ctx.undo_of_committed_step()) {
       // The data the step committed says which file it created (none: it only ended).
       if (d.has_touched()) {
-        remove_file(file(d, ctx, d.touched()));
+        fenced(d.fence_dir(), ctx.id(), ctx.fencing_token(),
+               [&] { remove_file(file(d, ctx, d.touched())); });
         log_undo(d, ctx, d.touched());
       }
       return;
     }
     // A step that may have run partly started with this data: its file may exist.
-    remove_file(file(d, ctx, d.step()));
+    fenced(d.fence_dir(), ctx.id(), ctx.fencing_token(),
+           [&] { remove_file(file(d, ctx, d.step())); });
     log_undo(d, ctx, d.step());
   }
 

@@ -35,6 +35,21 @@ bool child_result::parse_result(google::protobuf::Message& m, std::string* why_n
   return true;
 }
 
+bool context::parse_event(google::protobuf::Message& m, std::string* why_not) const {
+  m.Clear();
+  if (event_payload_.empty() || event_payload_ == "null")
+    return true;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = false;  // another message's fields: a mismatch, not a default
+  auto st = google::protobuf::util::JsonStringToMessage(event_payload_, &m, opts);
+  if (st.ok())
+    return true;
+  if (why_not != nullptr)
+    *why_not = "procedure " + std::to_string(id_) + "'s event payload is not a "
+               + m.GetDescriptor()->full_name() + ": " + std::string(st.message());
+  return false;
+}
+
 std::string_view to_string(proc_state s) noexcept {
   switch (s) {
     case proc_state::initializing:

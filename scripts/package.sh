@@ -78,6 +78,16 @@ else
   echo "package: systemd-analyze not found: the unit is not verified"
 fi
 
+# A refused start (exit 1) and a configuration error (64) fail the same way every time: the
+# unit must not restart them in a loop (systemd-analyze verify does not check this).
+prevent=$(sed -n 's/^RestartPreventExitStatus=//p' "$instance")
+for code in 1 64; do
+  if ! grep -qw "$code" <<<"$prevent"; then
+    echo "package: proctord@.service restarts on exit $code (RestartPreventExitStatus='$prevent')" >&2
+    rc=1
+  fi
+done
+
 # The packaged proctord started as the unit starts it (ExecStart, %i = a), with the example
 # settings (its addresses moved to free loopback ports): it must serve.
 exec_start=$(sed -n 's/^ExecStart=//p' "$instance")

@@ -22,10 +22,13 @@ void cluster_view::set(const peer_status& s) {
   auto forgotten_at = mine.forgotten_at_ms;
   auto forgotten_lsn = mine.forgotten_lsn;
   auto forgotten_incarnation = mine.forgotten_incarnation;
+  const bool was_forgotten = mine.forgotten_now();
   mine = s;
   mine.forgotten_at_ms = forgotten_at;
   mine.forgotten_lsn = forgotten_lsn;
   mine.forgotten_incarnation = forgotten_incarnation;
+  if (mine.forgotten_now() != was_forgotten)
+    publish_names();  // back as a new incarnation: a member again
   if (!s.types_known && known) {
     // A status without types (a down peer) keeps what the peer said before.
     mine.types = std::move(types);
@@ -64,6 +67,23 @@ void cluster_view::forget(const std::string& name, uint64_t lsn, uint64_t incarn
   mine.forgotten_at_ms = at_ms;
   mine.forgotten_lsn = lsn;
   mine.forgotten_incarnation = incarnation;
+  publish_names();
+}
+
+void cluster_view::set_node_names(std::vector<std::string> all) {
+  std::lock_guard<std::mutex> g(mtx_);
+  all_names_ = std::move(all);
+  publish_names();
+}
+
+void cluster_view::publish_names() {
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (const auto& n : all_names_) {
+    auto i = peers_.find(n);
+    if (i == peers_.end() || !i->second.forgotten_now())
+      names->push_back(n);
+  }
+  names_.store(std::move(names), std::memory_order_release);
 }
 
 bool cluster_view::lost(const std::string& name, uint64_t submitted_lsn) const {
@@ -115,7 +135,7 @@ std::string cluster_view::pick(const std::string& type, const std::string& self,
   if (self_has)
     consider(self, true, local_live.load(std::memory_order_relaxed) + count(placed, self));
   for (const auto& [name, s] : peers_)
-    if (has_type(s, type))
+    if (has_type(s, type) && !s.forgotten_now())  // (a forgotten node takes no new work)
       consider(name, s.up, s.live + count(placed, name));
   return best;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -45,6 +46,15 @@ public:
   /// What a procedure waiting for `node` shows: "node b", or why it is unreachable.
   std::string waiting_text(const std::string& node) const;
 
+  /// The nodes a step may place a child on (ctx.nodes()): this node and its peers, sorted,
+  /// without those an operator forgot. A snapshot, replaced (never changed) by
+  /// set_node_names() and forget(): a step holds the one it started with.
+  std::shared_ptr<const std::vector<std::string>> node_names() const {
+    return names_.load(std::memory_order_acquire);
+  }
+  /// Every node of the cluster as configured (this one included), at start.
+  void set_node_names(std::vector<std::string> all);
+
   /// Procedures this node holds that have not ended (its load, for placement).
   std::atomic<uint64_t> local_live{0};
 
@@ -57,8 +67,13 @@ public:
                    const std::map<std::string, uint64_t>& placed) const;
 
 private:
+  void publish_names();  // under mtx_
+
   mutable std::mutex mtx_;
   std::map<std::string, peer_status> peers_;
+  std::vector<std::string> all_names_;
+  std::atomic<std::shared_ptr<const std::vector<std::string>>> names_{
+    std::make_shared<const std::vector<std::string>>()};
 };
 
 }  // namespace proctor

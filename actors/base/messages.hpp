@@ -20,7 +20,12 @@ namespace proctor {
 
 // -- atoms ------------------------------------------------------------------------------------
 using ready_atom = caf::atom_constant<caf::atom("ready")>;         // proc -> scheduler
-using slot_atom = caf::atom_constant<caf::atom("slot")>;           // worker -> scheduler
+/// Worker (or proc) -> scheduler: (ticket) the job the scheduler dispatched under `ticket`
+/// (step_job::ticket) ended: its run slot, and its type's count, are given back.
+using slot_atom = caf::atom_constant<caf::atom("slot")>;
+/// Proc -> scheduler: (procedure id) its actor is gone with a job at the scheduler: a queued
+/// job is dropped, and one sent back to run on the actor (run_inline) gives its slot back.
+using proc_gone_atom = caf::atom_constant<caf::atom("procgone")>;
 using step_done_atom = caf::atom_constant<caf::atom("stepdone")>;  // worker -> proc
 using child_done_atom = caf::atom_constant<caf::atom("childdone")>;
 using tree_fail_atom = caf::atom_constant<caf::atom("treefail")>;  // proc -> root
@@ -116,6 +121,14 @@ struct step_job {
   bool limit_told = false;
   /// The scheduler's: let go by its type's limits, ahead of that type's newer jobs.
   bool limit_released = false;
+  /// The scheduler's: set when it dispatches the job, echoed by (slot_atom, ticket) when
+  /// the job ended. A procedure's next job may reach the scheduler before the slot of its
+  /// last one (a worker thread sends the slot, the procedure the next job): tickets keep the
+  /// two apart, so that neither's run slot nor its type's count is lost.
+  uint64_t ticket = 0;
+  /// What ctx.nodes() points into while the step runs (cluster_view::node_names(): without
+  /// the nodes an operator forgot).
+  std::shared_ptr<const std::vector<std::string>> nodes;
 };
 
 /// What a worker reports back.

@@ -39,6 +39,15 @@ struct node_env {
   const registry* types = nullptr;
   /// The next procedure id to hand out (shared with the journal, which persists its floor).
   std::shared_ptr<std::atomic<uint64_t>> next_id;
+  /// The journal's last durable LSN (set by the journal after each synced write), and what it
+  /// was when the node started (read back from the journal).
+  std::shared_ptr<std::atomic<uint64_t>> durable_lsn = std::make_shared<std::atomic<uint64_t>>(0);
+  uint64_t recovered_lsn = 0;
+  /// The journal was created by this start (its incarnation drawn now), and peers answer
+  /// heartbeats (node_options::ids_from_peers): before it hands out an id, the node learns
+  /// from them where the ids of its name's earlier incarnations ended (docs/cluster.md,
+  /// "Procedure ids").
+  bool new_journal = false;
   /// A step running longer than this is reported as stuck.
   std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
   /// A state machine that commits the same state this many times in a row is flagged.

@@ -51,6 +51,16 @@ struct peer_status {
   /// The peer's incarnation this node knows (journal.proto PeerIncarnation): 0 until it
   /// first answered. An answer from another incarnation makes the peer down.
   uint64_t incarnation = 0;
+  /// From its last heartbeat answer (wire.proto NodeInfo): its next procedure id and its
+  /// journal's last durable LSN; and what it heard of this node: the highest next id under any
+  /// incarnation, and the highest LSN of incarnation `heard_incarnation` (docs/cluster.md,
+  /// "Procedure ids" and "A journal restored from a copy"). `heard` once it answered.
+  uint64_t next_id = 0;
+  uint64_t journal_lsn = 0;
+  uint64_t heard_next_id = 0;
+  uint64_t heard_incarnation = 0;
+  uint64_t heard_journal_lsn = 0;
+  bool heard = false;
   /// Heartbeat answers from the peer's address that refused this node or named another node
   /// (a --peers mistake on one side), counted since the link started.
   uint64_t refusals = 0;
@@ -68,6 +78,12 @@ struct peer_status {
 
   /// "node b unreachable since 2026-11-25T06:40:12Z (no answer to heartbeats for 3 s)".
   std::string unreachable_text() const;
+
+  /// Forgotten, and not back as a new incarnation since: it takes no new work, and nothing
+  /// asks it (a node started empty under the name after `node forget` is a new member).
+  bool forgotten_now() const noexcept {
+    return forgotten_at_ms != 0 && (incarnation == 0 || incarnation == forgotten_incarnation);
+  }
 };
 
 }  // namespace proctor

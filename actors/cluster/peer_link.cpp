@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <set>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "persistence/journal.hpp"
 #include "persistence/keys.hpp"
 #include "actors/cluster/tls.hpp"
+#include "actors/wire/endpoint.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "actors/wire/wire_frame.hpp"
@@ -59,6 +61,9 @@ struct link_state {
   clock_type::time_point next_connect{};
   std::chrono::milliseconds backoff{0};
   size_t address_index = 0;  ///< of cfg.addresses: the one connected or tried next
+  /// cfg.addresses as configured (--peers); those after them were learned from the peer: its
+  /// leader's hint, its group's members (a replica replaced at a new address).
+  size_t configured = 0;
 
   // -- requests -------------------------------------------------------------------------------
   uint64_t next_tag = 0;
@@ -86,6 +91,34 @@ struct link_state {
 };
 
 using link_actor = caf::io::stateful_broker<link_state>;
+
+/// Learns an address of the peer: a leader it names, a member of its replica group. Kept
+/// after the configured ones (the oldest learned dropped past max_learned); the answer from
+/// there must still name the peer (on_pong), as from any address. Its index.
+std::optional<size_t> learn_address(link_actor* self, const std::string& text) {
+  constexpr size_t max_learned = 16;
+  auto& st = self->state;
+  auto& addrs = st.cfg.addresses;
+  for (size_t i = 0; i < addrs.size(); ++i)
+    if (addrs[i].text() == text)
+      return i;
+  auto ep = parse_endpoint(text);
+  if (!ep)
+    return std::nullopt;
+  if (addrs.size() - st.configured >= max_learned) {
+    auto oldest = st.configured;
+    addrs.erase(addrs.begin() + static_cast<std::ptrdiff_t>(oldest));
+    if (st.address_index > oldest)
+      --st.address_index;
+    else if (st.address_index == oldest)
+      st.address_index = oldest % addrs.size();
+  }
+  addrs.push_back(peer_endpoint{ep->host, ep->port});
+  spdlog::info("link to node {}: learned its address {} (its leader or its replica group names "
+               "it)",
+               st.cfg.peer_name, text);
+  return addrs.size() - 1;
+}
 
 void notify(link_actor* self) {
   if (self->state.cfg.parent)
@@ -279,7 +312,9 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
       + " came back with another journal (incarnation " + incarnation_text(heard)
       + "; this node knew " + incarnation_text(s.incarnation)
       + "): what the node that left held is lost, and the new one's answers are not taken for "
-        "its");
+        "its; once it is lost for good, declare it so on every node that knew it: proctor node "
+        "forget "
+      + st.cfg.peer_name + " --confirm-lost");
 }
 
 void on_pong(link_actor* self, const pb::Response& r) {
@@ -290,20 +325,33 @@ void on_pong(link_actor* self, const pb::Response& r) {
   st.answered = true;
   if (r.code() == pb::Response::NOT_LEADER) {
     // A replica of the node that does not lead it (docs/replication.md): the leader it
-    // names is tried next when it is one of the node's addresses, else the next address.
-    const auto& addrs = st.cfg.addresses;
-    for (size_t i = 0; i < addrs.size(); ++i)
-      if (r.leader() == addrs[i].text())
-        st.address_index = (i + addrs.size() - 1) % addrs.size();  // go_down moves on by one
+    // names is tried next, wherever it is (a replica replaced at a new address leads there),
+    // else the next address.
+    if (!r.leader().empty())
+      if (auto i = learn_address(self, r.leader())) {
+        const auto n = st.cfg.addresses.size();
+        st.address_index = (*i + n - 1) % n;  // go_down moves on by one
+      }
     auto n = ++st.not_leader_answers;
     if (log_nth(n))
       spdlog::info("link to node {}: {} ({} such answer(s); logged at a falling rate)",
                    st.cfg.peer_name, r.error(), n);
     return go_down(self, r.error(), false);
   }
-  if (r.code() == pb::Response::OK && r.pong().name() == st.cfg.peer_name
-      && !incarnation_taken(self, r.pong().incarnation()))
-    return;
+  if (r.code() == pb::Response::OK && r.pong().name() == st.cfg.peer_name) {
+    // Ids are the name's, whichever incarnation reports them: an incarnation refused here
+    // (a node restarted empty, not forgotten yet) hands out ids too, and the next one must
+    // begin above them (docs/cluster.md, "Procedure ids"). Its journal's LSN is not taken:
+    // it is another journal's.
+    auto& s = st.status;
+    s.next_id = r.pong().next_id();
+    s.heard_next_id = r.pong().your_next_id();
+    s.heard_incarnation = r.pong().your_incarnation();
+    s.heard_journal_lsn = r.pong().your_journal_lsn();
+    s.heard = true;
+    if (!incarnation_taken(self, r.pong().incarnation()))
+      return;
+  }
   if (r.code() != pb::Response::OK || r.pong().name() != st.cfg.peer_name) {
     auto why = r.code() != pb::Response::OK
                  ? "it refuses this node: " + r.error()
@@ -327,6 +375,11 @@ void on_pong(link_actor* self, const pb::Response& r) {
   s.live = r.pong().live();
   s.started_at_ms = r.pong().started_at_ms();
   s.group = r.pong().has_group() ? r.pong().group().SerializeAsString() : std::string{};
+  // Its group's members as its leader knows them: where to look when this one goes.
+  for (const auto& m : r.pong().group().replicas())
+    if (!m.address().empty())
+      learn_address(self, m.address());
+  s.journal_lsn = r.pong().journal_lsn();  // (its ids: above, whatever its incarnation)
   if (st.want_types) {
     s.types.assign(r.pong().types().begin(), r.pong().types().end());
     std::sort(s.types.begin(), s.types.end());
@@ -410,6 +463,7 @@ void tick(link_actor* self) {
 caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  st.configured = st.cfg.addresses.size();
   st.status.name = st.cfg.peer_name;
   st.status.address = st.cfg.addresses.front().text();
   st.status.since_ms = wall_ms();

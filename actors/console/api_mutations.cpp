@@ -138,10 +138,12 @@ console_reply send_event(const api_call& c) {
   if (auto* e = std::get_if<console_reply>(&got))
     return std::move(*e);
   const auto& o = std::get<json>(got);
-  if (auto bad = unknown_field(o, {"key", "payload", "payload_json"}))
+  if (auto bad = unknown_field(o, {"key", "payload", "payload_json", "event_id"}))
     return std::move(*bad);
   if (!o.contains("key") || !o["key"].is_string() || o["key"].get<std::string>().empty())
     return bad_field("key", "the event key, a non-empty string, is wanted");
+  if (o.contains("event_id") && !o["event_id"].is_string())
+    return bad_field("event_id", "the event's id, a string, is wanted");
   auto payload = json_field(o, "payload", "payload_json", false);
   if (auto* e = std::get_if<console_reply>(&payload))
     return std::move(*e);
@@ -152,6 +154,8 @@ console_reply send_event(const api_call& c) {
   pb::Request r;
   r.mutable_event()->set_key(o["key"].get<std::string>());
   r.mutable_event()->set_payload_json(std::get<std::string>(payload));
+  if (o.contains("event_id"))
+    r.mutable_event()->set_event_id(o["event_id"].get<std::string>());
   return change(c, r, [&](const pb::Response& resp) {
     json j;
     j["key"] = o["key"];

@@ -72,9 +72,32 @@ void fill_links(executor_actor* self, pb::ProcStatus* s) {
     s->set_resubmitted_as(i->second);
 }
 
+std::string waits_for_operator(executor_actor* self, const proc_record& u) {
+  if (u.state != proc_state::failed || !u.ended || u.parent_id != 0)
+    return {};
+  auto r = self->state.roots.find(u.id);
+  if (r == self->state.roots.end() || r->second.finished)
+    return {};
+  return "procedure " + std::to_string(u.id)
+         + " is FAILED past its point of no return: its tree has not ended, it waits for an "
+           "operator: `proctor retry "
+         + std::to_string(u.id) + "` runs it forward again, `proctor bypass "
+         + std::to_string(u.id) + "` ends it as it stands";
+}
+
+void fill_status(executor_actor* self, const proc_record& u, pb::ProcStatus* s) {
+  fill_status(u, s);
+  if (u.state != proc_state::failed || !u.waiting_for.empty() || u.parent_id != 0)
+    return;
+  if (!u.ended)
+    s->set_waiting_for("rollback (its tree's committed steps are undone in reverse order)");
+  else if (!waits_for_operator(self, u).empty())
+    s->set_waiting_for("operator (failed past its point of no return: retry or bypass)");
+}
+
 std::string status_reply(executor_actor* self, const proc_record& u) {
   pb::Response r;
-  fill_status(u, r.mutable_status());
+  fill_status(self, u, r.mutable_status());
   fill_links(self, r.mutable_status());
   return encode(r);
 }
@@ -351,6 +374,8 @@ caf::behavior serving(executor_actor* self) {
       return rp;
     },
     [self](update_atom, proc_update& u) { record_update(self, std::move(u)); },
+    [self](progress_hold_atom) { progress_bound(self); },
+    [self](event_id_sweep_atom) { sweep_event_ids(self); },
     [self](appended_atom, uint64_t tag, uint64_t lsn) {
       auto& st = self->state;
       auto i = st.appends.find(tag);

@@ -77,11 +77,27 @@ struct recovered_schedule {
   pb::Schedule rec;  ///< a tombstone (rec.deleted()) too
 };
 
+/// An event id seen, as the journal holds it (journal.proto EventIdSeen).
+struct recovered_event_id {
+  uint64_t lsn = 0;
+  std::string key;
+  std::string id;
+  int64_t at_ms = 0;
+};
+
+/// What a peer said of its progress, as the journal holds it (journal.proto PeerProgress).
+struct recovered_peer_progress {
+  uint64_t lsn = 0;  ///< of its record (deleted when the next is written)
+  pb::PeerProgress rec;
+};
+
 struct recovered_state {
   std::vector<tree_image> trees;
   std::vector<recovered_event> events;
   std::map<std::string, recovered_limit> limits;  ///< by type (in the last part)
   std::map<std::string, recovered_schedule> schedules;  ///< by name (in the last part)
+  std::map<std::string, recovered_peer_progress> peer_progress;  ///< by peer (in the last part)
+  std::vector<recovered_event_id> event_ids;  ///< (in the first part, with the events)
 };
 
 /// Spawns the executor; it fills `env->executor` with itself before starting any tree.

@@ -46,6 +46,7 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   info->set_live(st.live);
   info->set_started_at_ms(st.env->started_at_ms);
   info->set_incarnation(st.env->incarnation);
+  fill_progress(self, req.from(), *info);
   if (req.want_types())
     for (const auto& t : st.env->types->names())
       info->add_types(t);
@@ -63,6 +64,7 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
   auto& st = self->state;
   auto before = st.env->cluster->get(s.name);
   st.env->cluster->set(s);
+  progress_heard(self, s);
   bool was_up = before && before->up;
   if (s.up == was_up && before && before->reason == s.reason)
     return;  // a heartbeat's figures only
@@ -161,10 +163,13 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->incomplete_views = st.incomplete_views;
   for (const auto& [name, e] : st.schedules)
     if (!e.rec.deleted())
-      g->schedules.push_back(schedule_sample{name, e.rec.fired(), e.rec.skipped(), e.rec.missed(),
-                                             next_fire_ms(e), e.rec.paused()});
+      g->schedules.push_back(schedule_sample{name, e.rec.fired(), e.rec.triggered(),
+                                             e.rec.skipped(), e.rec.missed(), next_fire_ms(e),
+                                             e.rec.paused()});
   auto render = [self, s, j, g](const std::map<std::string, size_t>& outbox) {
     for (const auto& p : self->state.env->cluster->all()) {
+      if (p.forgotten_now())
+        continue;  // forgotten: no longer a member whose link is watched
       auto pending = outbox.find(p.name);
       g->peers.push_back(peer_sample{p.name, p.up, p.rtt_us,
                                      pending == outbox.end() ? 0 : pending->second, p.downs});
@@ -276,8 +281,16 @@ bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Res
   *ask.mutable_list() = req;
   ask.mutable_list()->set_local(true);
   auto bytes = ask.SerializeAsString();
-  g->left = st.env->peer_numbers.size();
-  for (const auto& [num, peer] : st.env->peer_numbers) {
+  // A node an operator forgot holds nothing of this cluster's any more: not asked (it would
+  // answer nothing, or never, and every list would say it was unreachable).
+  std::vector<std::string> ask_peers;
+  for (const auto& [num, peer] : st.env->peer_numbers)
+    if (auto s = st.env->cluster->get(peer); !s || !s->forgotten_now())
+      ask_peers.push_back(peer);
+  if (ask_peers.empty())
+    return false;
+  g->left = ask_peers.size();
+  for (const auto& peer : ask_peers) {
     auto done = [g] {
       if (--g->left == 0)
         finish_list(g);

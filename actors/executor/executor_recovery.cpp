@@ -119,6 +119,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
     st.limit_records[type] = l;
   for (auto& [name, s] : part.schedules)
     recover_schedule(self, s);
+  progress_recovered(self, part.peer_progress);
+  event_ids_recovered(self, part.event_ids);
   auto& trees = part.trees;
   // Sized by the first part (all of it, from recover()): rehashing tables of a million
   // entries at once is most of a large recovery. A scan's later parts let the tables grow
@@ -176,7 +178,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
     if (orphan && !image->rolled_back)
       st.orphans.emplace_back(root->parent_node, image->root_id);
     if (root->resubmitted_from != 0)
-      note_resubmit(self, root->resubmitted_from, image->root_id);
+      note_resubmit(self, root->resubmitted_from, image->root_id, root->submitted_lsn);
     // A fragment that succeeded and was then ordered rolled back: its rollback resumes.
     bool fragment_rolls_back = !root->parent_node.empty() && image->failed && !image->rolled_back;
     if (image->finished && !root->parent_node.empty() && !fragment_rolls_back) {
@@ -249,6 +251,7 @@ void recover_end(executor_actor* self) {
   roll_back_orphans(self);
   // Fire times that came while the node was down: the catch-up policy of each schedule.
   schedules_recovered(self);
+  progress_start(self);  // a new journal: ids wait for the peers' answers
   // Results that expired while the node was down go now; the rest when due.
   on_expiry_timer(self, st.expiry_token);
   if (!st.collectable.empty())

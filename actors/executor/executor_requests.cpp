@@ -136,6 +136,8 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
   auto* p = find_or_reply(self, req.id(), rp);
   if (p == nullptr)
     return;
+  if (auto why = waits_for_operator(self, *p); !why.empty())
+    return reply(rp, error_reply(pb::Response::REFUSED, why));
   if (p->ended)
     return reply(rp, error_reply(pb::Response::REFUSED, "procedure " + std::to_string(req.id())
                                                           + " already ended "
@@ -200,6 +202,8 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, "event key is empty"));
   if (is_call_key(req.key()))
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, call_key_refusal(req.key())));
+  if (event_seen(self, req.key(), req.event_id(), rp))
+    return;  // sent again: accepted once (executor_event_ids.cpp)
   std::string payload = req.payload_json().empty() ? "null" : req.payload_json();
   pb::JournalRecord rec;
   auto* e = rec.mutable_event();
@@ -207,9 +211,12 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
   e->set_payload_json(payload);
   e->set_arrived_at_ms(wall_ms());
   journal_batch b;
+  if (!req.event_id().empty())  // before the event: the batch's last LSN is the event's
+    event_id_staged(self, req.key(), req.event_id(), e->arrived_at_ms(), b);
   b.entries.push_back(make_entry(journal_keys::meta_root, rec));
   append(self, std::move(b),
-         [self, rp, key = req.key(), payload, at = e->arrived_at_ms()](uint64_t lsn) mutable {
+         [self, rp, key = req.key(), payload, at = e->arrived_at_ms(),
+          id = req.event_id()](uint64_t lsn) mutable {
            // Durable: it wakes every procedure waiting for it now, and is consumed; or, none
            // waiting, it is kept for the first that suspends on it (docs/concepts.md, "Events").
            pending_event ev{lsn, std::move(payload), at};
@@ -229,6 +236,8 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
              r.set_text("event '" + key + "' delivered to " + std::to_string(woke.size())
                         + " waiting procedure(s)");
            }
+           if (!id.empty())
+             event_id_accepted(self, key, id, lsn - 1, r.text());
            reply(rp, encode(r));
          });
 }
@@ -242,6 +251,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, "malformed request payload"));
   if (forward_to_owner(self, req, bytes, rp))
     return;
+  if (hold_for_ids(self, req, bytes, rp))
+    return;  // a new journal waits for its peers (executor_progress.cpp)
   switch (req.body_case()) {
     case pb::Request::kSubmit:
       return handle_submit(self, req.submit(), rp);
@@ -263,7 +274,7 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       }
       std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->id < b->id; });
       for (auto* u : out)
-        fill_status(*u, r.add_list());
+        fill_status(self, *u, r.add_list());
       if (list_across_nodes(self, req.list(), r, rp))
         return;
       return reply(rp, encode(r));

@@ -61,9 +61,9 @@ void resubmit_image(executor_actor* self, uint64_t old_root, const tree_image& t
   spdlog::warn("[proc {}] resubmitted by an operator ({}, priority {})", old_root, p->type,
                p->priority);
   submit_root(self, p->type, std::move(inst), resubmit_nonce(old_root), p->priority, old_root,
-              std::move(rp), [self, old_root](uint64_t id, uint64_t) {
+              std::move(rp), [self, old_root](uint64_t id, uint64_t lsn) {
                 ++self->state.resubmits;
-                note_resubmit(self, old_root, id);
+                note_resubmit(self, old_root, id, lsn);
                 spdlog::warn("[proc {}] resubmitted as procedure {}: its Submitted record is "
                              "durable",
                              old_root, id);
@@ -72,10 +72,12 @@ void resubmit_image(executor_actor* self, uint64_t old_root, const tree_image& t
 
 }  // namespace
 
-void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root) {
+void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root, uint64_t lsn) {
   auto& st = self->state;
   st.resubmitted_as[old_root] = new_root;
   st.resubmitted_from[new_root] = old_root;
+  if (lsn != 0)
+    st.resubmit_lsn[new_root] = lsn;
 }
 
 void handle_resubmit(executor_actor* self, const pb::ResubmitRequest& req, promise_t rp) {

@@ -77,6 +77,7 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
   // The links of a resubmit live as long as the new root's records (which hold them): as
   // after a restart.
   st.resubmitted_as.erase(root_id);
+  st.resubmit_lsn.erase(root_id);
   if (auto f = st.resubmitted_from.find(root_id); f != st.resubmitted_from.end()) {
     st.resubmitted_as.erase(f->second);
     st.resubmitted_from.erase(f);

@@ -250,7 +250,10 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
       run->set_manual(manual);
       while (static_cast<size_t>(rec->runs_size()) > recent_runs)
         rec->mutable_runs()->erase(rec->mutable_runs()->begin());
-      rec->set_fired(rec->fired() + 1);
+      if (manual)
+        rec->set_triggered(rec->triggered() + 1);  // not a fire time: counted apart
+      else
+        rec->set_fired(rec->fired() + 1);
       rec->set_at_ms(wall_ms());
       pb::JournalRecord jr;
       *jr.mutable_schedule() = *rec;

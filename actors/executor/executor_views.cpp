@@ -319,6 +319,8 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
           auto n = self->state.procs.find(as);
           if (n != self->state.procs.end())
             e->set_at_ms(n->second.started_at_ms);
+          if (auto l = self->state.resubmit_lsn.find(as); l != self->state.resubmit_lsn.end())
+            e->set_lsn(l->second);  // the new root's Submitted record
           e->set_detail("by an operator as procedure " + std::to_string(as));
         }
         // A child on another node is asked there (forward_to_owner); this is what is left

@@ -308,9 +308,13 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
         per_label(name, help, type, "schedule", g.schedules, &schedule_sample::name, value));
     };
     per_schedule("proctor_schedule_firings_total",
-                 "Runs the schedule submitted (its fire times and operators' triggers).",
+                 "Fire times the schedule submitted a run for (operators' triggers apart).",
                  MetricType::Counter,
                  [](const schedule_sample& x) { return static_cast<double>(x.fired); });
+    per_schedule("proctor_schedule_triggers_total",
+                 "Runs of the schedule an operator triggered (proctor schedule trigger).",
+                 MetricType::Counter,
+                 [](const schedule_sample& x) { return static_cast<double>(x.triggered); });
     per_schedule("proctor_schedule_skipped_total",
                  "Fire times the schedule skipped: its previous run had not ended (overlap "
                  "skip, or buffer-one with one held already), or the run could not be submitted.",

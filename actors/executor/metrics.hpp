@@ -28,7 +28,8 @@ struct peer_sample {
 /// its counts are journaled with it, so they run on across restarts.
 struct schedule_sample {
   std::string name;
-  uint64_t fired = 0;        ///< runs submitted (triggers included)
+  uint64_t fired = 0;        ///< fire times submitted
+  uint64_t triggered = 0;    ///< runs an operator triggered
   uint64_t skipped = 0;      ///< fire times skipped (overlap, or not submittable)
   uint64_t missed = 0;       ///< fire times missed while the node was down (catch-up)
   int64_t next_fire_ms = 0;  ///< 0: none (paused)

@@ -87,8 +87,8 @@ TEST(metrics, gauges_and_node_counters_keep_their_digits) {
 TEST(metrics, schedules_are_labelled_by_name) {
   type_metrics m;
   executor_gauges g;
-  g.schedules.push_back(schedule_sample{"nightly", 7, 2, 3, 1'764'090'215'000, false});
-  g.schedules.push_back(schedule_sample{"sweep", 1, 0, 0, 0, true});
+  g.schedules.push_back(schedule_sample{"nightly", 7, 0, 2, 3, 1'764'090'215'000, false});
+  g.schedules.push_back(schedule_sample{"sweep", 1, 0, 0, 0, 0, true});
   auto text = render(m, g, {});
   EXPECT_EQ(value_of(text, "proctor_schedules"), "2") << text;
   EXPECT_EQ(value_of(text, R"(proctor_schedule_firings_total{schedule="nightly"})"), "7");

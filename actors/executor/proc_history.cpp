@@ -281,6 +281,8 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
       case pb::JournalRecord::kTypeLimits:
       case pb::JournalRecord::kSchedule:
       case pb::JournalRecord::kNodeForgotten:
+      case pb::JournalRecord::kPeerProgress:
+      case pb::JournalRecord::kEventId:
       case pb::JournalRecord::BODY_NOT_SET:
         break;
     }

@@ -28,9 +28,9 @@ namespace proctor {
 
 namespace {
 
-/// The node supervisor: watches the executor, scheduler and journal. One of them dying means
-/// the node can no longer keep its promises; their state is a function of the journal, so
-/// the node fail-stops and a restart recovers everything from the journal.
+/// The node supervisor: watches the executor, scheduler, journal, outbox and timeout actor.
+/// One of them dying means the node can no longer keep its promises; their state is a function
+/// of the journal, so the node fail-stops and a restart recovers everything from the journal.
 caf::behavior node_supervisor(caf::event_based_actor* self, std::vector<caf::actor> watched,
                               std::function<void(const std::string&)> on_failure) {
   for (auto& a : watched)
@@ -150,6 +150,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
     env->node_names = opts.peer_names;
     env->node_names.push_back(opts.name);
     std::sort(env->node_names.begin(), env->node_names.end());
+    env->cluster->set_node_names(env->node_names);
   }
   // Every type's limits as its code declares them (an operator's, read below, override
   // them); every type is counted by the scheduler, limited or not.
@@ -198,6 +199,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   std::vector<forgotten_peer> forgotten;  // NodeForgotten records, in LSN order
   std::map<std::string, recovered_limit> limits;      // an operator's, by type (TypeLimits)
   std::map<std::string, recovered_schedule> schedules;  // by name (Schedule), the last of each
+  std::map<std::string, recovered_peer_progress> peer_progress;  // by peer, the last of each
   std::optional<tree_folder> folder;                  // in place: no heap folder per tree
   auto close_tree = [&] {
     if (!folder)
@@ -230,8 +232,12 @@ caf::expected<recovery_report> node::start(node_options opts) {
         spdlog::error("damaged node record at lsn {} kept as is", r.lsn);
         return true;
       }
-      if (m.has_id_floor())
+      if (m.has_id_floor()) {
         next_id = std::max(next_id, m.id_floor().next_id());
+        // Records deleted meanwhile had LSNs up to its next_lsn - 1: never read back lower.
+        if (m.id_floor().next_lsn() > 0)
+          max_lsn = std::max(max_lsn, m.id_floor().next_lsn() - 1);
+      }
       else if (m.has_incarnation())
         incarnation = m.incarnation().incarnation();
       else if (m.has_peer_incarnation())
@@ -245,6 +251,11 @@ caf::expected<recovery_report> node::start(node_options opts) {
       }
       else if (m.has_type_limits())
         limits[m.type_limits().type()] = limit_of(r.lsn, m.type_limits());
+      else if (m.has_peer_progress()) {
+        auto& p = peer_progress[m.peer_progress().peer()];
+        if (r.lsn >= p.lsn)
+          p = recovered_peer_progress{r.lsn, m.peer_progress()};
+      }
       else if (m.has_schedule()) {
         auto& s = schedules[m.schedule().name()];
         if (r.lsn >= s.lsn)
@@ -256,6 +267,10 @@ caf::expected<recovery_report> node::start(node_options opts) {
       else if (m.has_event())
         part->events.push_back(recovered_event{
           r.lsn, m.event().event_key(), m.event().payload_json(), m.event().arrived_at_ms()});
+      else if (m.has_event_id())
+        part->event_ids.push_back(recovered_event_id{r.lsn, m.event_id().event_key(),
+                                                     m.event_id().event_id(),
+                                                     m.event_id().at_ms()});
       return true;
     }
     if (!folder || r.root_id != current_root) {
@@ -283,6 +298,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   }
   part->limits = std::move(limits);
   part->schedules = std::move(schedules);
+  part->peer_progress = std::move(peer_progress);
   if (!st.ok()) {
     if (st.IsCorruption() && st.ToString().find("malformed key") != std::string::npos) {
       spdlog::error("{}; those records are kept and ignored", st.ToString());
@@ -300,11 +316,14 @@ caf::expected<recovery_report> node::start(node_options opts) {
   // The journal last: it continues the LSNs and ids the scan found. Then the executor,
   // which has not started, woken or written anything yet, carries on from its take-over.
   env->next_id->store(next_id);
+  env->durable_lsn->store(max_lsn);
+  env->recovered_lsn = max_lsn;
   max_args_bytes_ = opts.executor.max_args_bytes;
   journal_config jc;
   jc.store = store;
   jc.next_lsn = max_lsn + 1;
   jc.next_id = env->next_id;
+  jc.durable_lsn = env->durable_lsn;
   jc.fatal = opts.on_journal_fatal;
   env->journal = spawn_journal(sys_, std::move(jc));
   // This node's incarnation: drawn, and journaled before anyone hears it, the first time
@@ -327,6 +346,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
       return caf::make_error(caf::sec::runtime_error,
                              "cannot journal this node's incarnation: " + caf::to_string(failed));
     spdlog::info("node {}: a new journal, incarnation {:016x}", opts.name, incarnation);
+    env->new_journal = opts.ids_from_peers;
   }
   env->incarnation = incarnation;
   outbox_config oc;

@@ -57,6 +57,10 @@ struct node_options {
   caf::actor transport;
   /// How long a delivery to another node may take before it is tried again.
   std::chrono::milliseconds peer_reply_timeout{10'000};
+  /// Its peers answer heartbeats over links (proctord): a new journal hands out no id before
+  /// each of them said where this name's earlier incarnations ended (docs/cluster.md,
+  /// "Procedure ids"). Off for in-process test nodes, whose transport has no links.
+  bool ids_from_peers = false;
 };
 
 /// What recovery found, for logs and the benchmark.

@@ -380,12 +380,22 @@ std::string replica_node::metrics_text() const {
 
 bool replica_node::wait_to_lead(const sigset_t& sigs) {
   bool waited = false;
-  auto since = std::chrono::steady_clock::now();
-  auto said = since;
+  auto said = std::chrono::steady_clock::now();
+  // Since when no replica leads, as seen here (not since this replica started: a follower
+  // under a live leader for an hour says "no leader for 2 s" two seconds after it died).
+  auto since = said;
+  bool had_leader = true;
   for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    if (store_->leader().id != 0) {
+      had_leader = true;
+    } else if (had_leader) {
+      had_leader = false;
+      since = now;
+    }
     // No leader for long: say so every 10 s (a group elects only with a majority of its
     // voters reachable; a replica never elects itself alone).
-    if (auto now = std::chrono::steady_clock::now(); now - said >= std::chrono::seconds{10}) {
+    if (now - said >= std::chrono::seconds{10}) {
       said = now;
       if (store_->leader().id == 0) {
         auto g = group();

@@ -56,12 +56,50 @@ std::string console_address(const std::string& text) {
   return text;
 }
 
+/// What CLI11's lenient reading of a --config file lets through and TOML does not: a string
+/// without its closing quote (`http = "127.0.0.1:8199`, taken as a value with a stray quote),
+/// or text after a string. "" when every line is well formed; else "LINE: what is wrong".
+std::string lint_config(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    auto at = line.find_first_not_of(" \t");
+    if (at == std::string::npos || line[at] == '#' || line[at] == '[')
+      continue;
+    auto eq = line.find('=');
+    if (eq == std::string::npos)
+      continue;  // (CLI11 names what it cannot read)
+    auto key = line.substr(at, line.find_last_not_of(" \t", eq - 1) + 1 - at);
+    auto v = line.find_first_not_of(" \t", eq + 1);
+    if (v == std::string::npos || (line[v] != '"' && line[v] != '\''))
+      continue;
+    const char q = line[v];
+    if (line.compare(v, 3, std::string(3, q)) == 0)
+      continue;  // a multi-line string: left to CLI11
+    size_t end = v + 1;
+    while (end < line.size() && line[end] != q)
+      end += (q == '"' && line[end] == '\\') ? 2 : 1;
+    if (end >= line.size())
+      return std::to_string(n) + ": the value of '" + key + "' has no closing " + q;
+    auto rest = line.find_first_not_of(" \t", end + 1);
+    if (rest != std::string::npos && line[rest] != '#')
+      return std::to_string(n) + ": text after the value of '" + key + "': "
+             + line.substr(rest);
+  }
+  return {};
+}
+
 /// Parses the command line and its --config file. Nullopt to go on; otherwise what to print
 /// before exit 64, or "" when help was asked for and printed (exit 0). One line per error,
 /// naming the option or the file's key.
 std::optional<std::string> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
+    if (auto* o = app.get_option("--config"); o->count() > 0) {
+      auto file = o->as<std::string>();
+      if (auto why = lint_config(file); !why.empty())
+        return "--config " + file + ":" + why;
+    }
     return std::nullopt;
   } catch (const CLI::CallForHelp& e) {
     app.exit(e);
@@ -421,6 +459,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       pc.peers = peers;
       transport = spawn_peer_transport(sys, std::move(pc));
       opts.transport = transport;
+      opts.ids_from_peers = true;
       for (const auto& [peer, addr] : peers)
         opts.peer_names.push_back(peer);
     }

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include <rocksdb/db.h>
@@ -24,6 +26,40 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+/// Where a standby keeps its RocksDB secondary instance's files: $TMPDIR (else /tmp).
+std::filesystem::path standby_tmp_root() {
+  const char* t = std::getenv("TMPDIR");
+  return t != nullptr && *t != '\0' ? t : "/tmp";
+}
+
+constexpr std::string_view standby_tmp_prefix = "proctord-standby-";
+
+/// Removes the directories of standbys that are gone (killed while they waited: they could not
+/// remove theirs): "proctord-standby-<pid>-XXXXXX" whose process no longer runs.
+void sweep_dead_standbys() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(standby_tmp_root(), ec)) {
+    auto name = e.path().filename().string();
+    if (name.rfind(standby_tmp_prefix, 0) != 0)
+      continue;
+    auto rest = name.substr(standby_tmp_prefix.size());
+    auto dash = rest.find('-');
+    if (dash == std::string::npos)
+      continue;
+    char* end = nullptr;
+    long pid = std::strtol(rest.c_str(), &end, 10);
+    if (end != rest.c_str() + dash || pid <= 0)
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;  // it runs (or is not ours to tell)
+    std::error_code rm;
+    std::filesystem::remove_all(e.path(), rm);
+    if (!rm)
+      spdlog::info("standby: removed {}, left by standby process {} that is gone",
+                   e.path().string(), pid);
+  }
+}
+
 /// A RocksDB secondary instance following the active's journal. Its only use is to keep the
 /// journal's files in the page cache; what it reads is thrown away.
 class follower {
@@ -37,8 +73,15 @@ public:
     if (!db_) {
       if (!std::filesystem::exists(dir_ + "/CURRENT"))
         return;
-      char tmpl[] = "/tmp/proctord-standby-XXXXXX";
-      if (::mkdtemp(tmpl) == nullptr)
+      if (!swept_) {
+        swept_ = true;
+        sweep_dead_standbys();
+      }
+      // Named by this process, so that a later standby removes it if this one is killed.
+      auto tmpl = (standby_tmp_root()
+                   / (std::string(standby_tmp_prefix) + std::to_string(::getpid()) + "-XXXXXX"))
+                    .string();
+      if (::mkdtemp(tmpl.data()) == nullptr)
         return;
       own_path_ = tmpl;
       auto opts = journal_db_options();
@@ -79,6 +122,7 @@ private:
   std::string own_path_;
   std::unique_ptr<rocksdb::DB> db_;
   uint64_t last_seq_ = 0;
+  bool swept_ = false;
 };
 
 /// True if /proc/locks shows `pid` holding an flock on the file `path`.

@@ -12,6 +12,17 @@ namespace proctor {
 
 namespace {
 
+/// A step that spawned nothing committed: the next step sees no children (ctx.children() holds
+/// those of the step just before it only) and none is awaited, as its journal reads back
+/// (tree_image.cpp, StepCommitted without children).
+void forget_last_spawn(proc_actor_state& st) {
+  st.child_results.clear();
+  st.waiting_on.clear();
+  st.join_at_least = 0;
+  st.join_wait = false;
+}
+
+
 /// The key a new call of procedure `id` waits under: unique on this node across restarts
 /// (the time, then a count within the process), so that two calls of one procedure in the
 /// same millisecond do not share a call id, which the service would take for one call sent
@@ -174,7 +185,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         auto& st = self->state;
         st.attempt = 1;
         st.state = next;
-        st.child_results.clear();
+        forget_last_spawn(st);
         st.event_payload.clear();
         st.event_timed_out = false;
         proceed(self);
@@ -391,6 +402,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
                          st.call_service = svc;
                          st.call_request = req;
                        }
+                       forget_last_spawn(st);  // its resume step follows this one
                        st.event_payload.clear();
                        st.event_timed_out = false;
                        if (st.stopping)
@@ -417,6 +429,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         st.busy = false;
         st.state = next;
         st.attempt = 1;
+        forget_last_spawn(st);  // its wake-up step follows this one
         if (st.stopping)
           return maybe_finish_stop(self);
         set_status(self, proc_state::waiting_timeout, at);

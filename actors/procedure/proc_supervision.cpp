@@ -206,6 +206,8 @@ void stop_subtree(proc_actor* self) {
     return maybe_finish_stop(self);
   st.stopping = true;
   disarm_timer(self);  // no timer or retry fires any more
+  if (st.busy && st.cancel_flag)
+    st.cancel_flag->store(true, std::memory_order_relaxed);  // a step under way: not wanted
   if (st.cancel_running && st.busy && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote)
     st.busy = false;  // a cancellation waiting for a node's answer: the tree's plan takes over
   if (st.job_queued) {

@@ -95,7 +95,7 @@ void run_here(proc_actor* self, step_job& job) {
   }
   auto r = worker_pool::run(job);
   if (!job.direct)
-    self->send(self->state.env->scheduler, slot_atom::value, job.ctx.id());
+    self->send(self->state.env->scheduler, slot_atom::value, job.ticket);
   if (r.undo)
     return on_undo_done(self, r);
   on_step_done(self, r);
@@ -112,14 +112,24 @@ void schedule(proc_actor* self, bool now) {
   job.ctx.root_id_ = st.tree_root_id;
   job.ctx.parent_id_ = st.parent_id;
   job.ctx.node_ = &st.env->node_name;
-  job.ctx.nodes_ = &st.env->node_names;
+  job.nodes = st.env->cluster->node_names();
+  job.ctx.nodes_ = job.nodes.get();
   job.ctx.attempt_ = st.attempt;
+  job.ctx.fencing_.epoch = st.env->epoch;
   job.ctx.children_ = st.child_results;
   job.ctx.event_payload_ = st.event_payload;
   job.ctx.event_timed_out_ = st.event_timed_out;
   job.state = st.state;
   job.priority = st.priority;
   job.run_inline = runs_on_actor(st.ptype, *st.inst, st.state, false);
+  if (!job.run_inline) {
+    // A long step may look whether it is still wanted (ctx.cancelled()): stop_subtree says.
+    if (!st.cancel_flag)
+      st.cancel_flag = std::make_shared<std::atomic<bool>>(false);
+    else
+      st.cancel_flag->store(false, std::memory_order_relaxed);
+    job.ctx.cancel_flag_ = st.cancel_flag;
+  }
   job.first = !st.started;
   st.busy = true;
   st.job_queued = true;
@@ -195,9 +205,13 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       else
         spawn_child(self, start.image, c.id);
     }
-    for (const auto& c : st.children)
-      if (c.ended)
-        st.child_results.push_back(c.result);
+    // Its next step sees the children of the step just before it (waiting_on: empty unless
+    // that step spawned), in spawn order, as maybe_join hands them on a live path; never the
+    // children of an earlier spawn.
+    if (st.status == proc_state::runnable)
+      for (auto w : st.waiting_on)
+        if (const auto* c = st.child(w))
+          st.child_results.push_back(c->result);
     for (auto& [cid, why] : st.remote_failed) {
       if (st.is_root) {
         begin_tree_failure(self, cid, 0, why);

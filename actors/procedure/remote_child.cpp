@@ -325,6 +325,9 @@ std::string stage_remote_child(proc_actor* self, const child_spec& c, uint64_t c
   if (!st.env->is_peer(c.node))
     return "child " + c.type + " placed on unknown node '" + c.node
            + "' (not among this node's peers)";
+  if (auto s = st.env->cluster->get(c.node); s && s->forgotten_now())
+    return "child " + c.type + " placed on node '" + c.node
+           + "', which an operator forgot (proctor node forget): it takes no new work";
   auto priority = c.priority != 0 ? c.priority : st.priority;
   auto* s = sub->mutable_submitted();
   s->set_proc_id(cid);

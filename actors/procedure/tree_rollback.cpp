@@ -331,9 +331,11 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   job.ctx.root_id_ = st.tree_root_id;
   job.ctx.parent_id_ = p->parent_id;
   job.ctx.node_ = &st.env->node_name;
-  job.ctx.nodes_ = &st.env->node_names;
+  job.nodes = st.env->cluster->node_names();
+  job.ctx.nodes_ = job.nodes.get();
   job.state = item.state;
   job.ctx.undo_committed_ = item.committed();
+  job.ctx.fencing_.epoch = st.env->epoch;
   job.undo = true;
   job.tag = st.plan_pos;
   job.priority = st.priority;

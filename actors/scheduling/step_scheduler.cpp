@@ -60,6 +60,7 @@ struct running_job {
   std::chrono::steady_clock::time_point since;
   bool reported = false;
   bool counted = false;  ///< by its type's limiter (type_limiter::ended when it ends)
+  bool on_actor = false;  ///< sent back to run on its procedure's actor (run_inline)
 };
 
 /// The jobs of one type its limits hold back, highest priority first, in arrival order
@@ -82,7 +83,10 @@ struct scheduler_state {
   std::unordered_map<std::string, held_jobs> held;  // by type
   size_t held_total = 0;
   std::unordered_multimap<uint64_t, uint64_t> owners_by_root;
-  std::unordered_map<uint64_t, running_job> running;  // by procedure id
+  /// The jobs dispatched and not ended, by ticket (step_job::ticket): not by procedure, whose
+  /// next job may be dispatched before the slot of its last one comes back.
+  std::unordered_map<uint64_t, running_job> running;
+  uint64_t last_ticket = 0;
   std::chrono::milliseconds stuck_after{0};
   size_t slots = 0;
   size_t free = 0;
@@ -239,16 +243,24 @@ void dispatch(sched_actor* self) {
     if (!limits_ok(self, job, &counted))
       continue;
     if (!lock_ok(self, job)) {
-      if (counted)
-        st.limiter.refund(job.type, job.first);
       job.limit_released = true;  // its limits let it go: ahead of newer jobs when unblocked
+      auto type = job.type;
       st.lock_blocked.push_back(std::move(job));
+      if (counted) {
+        // Its count back, and with it room for a job its type held back meanwhile: that one
+        // may be the lock's holder, waiting for a run slot (before, nothing let it go, and
+        // both waited for ever: a lock wait is one of the ways a step ends).
+        st.limiter.refund(type, st.lock_blocked.back().first);
+        release_held(self, type);
+      }
       continue;
     }
     --st.free;
     ++st.dispatched;
-    st.running[job.ctx.id()] = running_job{job.ctx.id(), job.ctx.root_id(), job.type,
-                                           std::chrono::steady_clock::now(), false, counted};
+    job.ticket = ++st.last_ticket;
+    st.running[job.ticket] = running_job{job.ctx.id(), job.ctx.root_id(), job.type,
+                                         std::chrono::steady_clock::now(), false, counted,
+                                         job.run_inline};
     if (job.run_inline) {
       auto proc = job.proc;
       self->send(proc, run_inline_atom::value, std::move(job));
@@ -270,6 +282,57 @@ void unblock(sched_actor* self) {
   dispatch(self);
 }
 
+/// The job dispatched under `r` ended: its run slot and its type's count are given back.
+void end_job(sched_actor* self, std::unordered_map<uint64_t, running_job>::iterator r) {
+  auto& st = self->state;
+  ++st.free;
+  auto job = std::move(r->second);
+  st.running.erase(r);
+  if (job.counted) {
+    st.limiter.ended(job.type);
+    release_held(self, job.type);
+  }
+}
+
+/// Drops procedure `proc`'s job held back by its type's limits, blocked by a lock or queued
+/// (its undos too if `undos`: its actor is gone); true if there was one.
+bool drop_jobs_of(scheduler_state& st, uint64_t proc, bool undos) {
+  for (auto h = st.held.begin(); h != st.held.end(); ++h)
+    for (auto* from : {&h->second.steps, &h->second.starts})
+      for (auto j = from->begin(); j != from->end(); ++j)
+        if (j->second.ctx.id() == proc) {
+          from->erase(j);
+          --st.held_total;
+          return true;
+        }
+  auto& b = st.lock_blocked;
+  for (auto i = b.begin(); i != b.end(); ++i)
+    if (i->ctx.id() == proc && (undos || !i->undo)) {
+      b.erase(i);
+      return true;
+    }
+  for (auto l = st.levels.begin(); l != st.levels.end(); ++l) {
+    for (auto& [root, q] : l->second.jobs) {
+      for (auto j = q.begin(); j != q.end(); ++j) {
+        if (j->ctx.id() != proc || (j->undo && !undos))
+          continue;
+        q.erase(j);
+        --st.queued;
+        if (q.empty()) {
+          auto r = root;
+          l->second.jobs.erase(r);
+          auto& rr = l->second.roots;
+          rr.erase(std::remove(rr.begin(), rr.end(), r), rr.end());
+          if (l->second.empty())
+            st.levels.erase(l);
+        }
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 caf::behavior scheduler_actor(sched_actor* self, size_t workers,
                               std::chrono::milliseconds stuck_after,
                               std::map<std::string, type_limits> declared) {
@@ -286,16 +349,23 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
       enqueue(self->state, std::move(job));
       dispatch(self);
     },
-    [=](slot_atom, uint64_t proc) {
-      auto& st = self->state;
-      ++st.free;
-      auto r = st.running.find(proc);
-      if (r != st.running.end()) {
-        if (r->second.counted) {
-          st.limiter.ended(r->second.type);
-          release_held(self, r->second.type);
-        }
-        st.running.erase(r);
+    [=](slot_atom, uint64_t ticket) {
+      auto r = self->state.running.find(ticket);
+      if (r == self->state.running.end())
+        return;  // given back already: its procedure's actor went with it (proc_gone_atom)
+      end_job(self, r);
+      dispatch(self);
+    },
+    [=](proc_gone_atom, uint64_t proc) {
+      // Its actor went (a stop of its subtree, a crash, its tree's end) with a job here: a
+      // queued one is dropped, one sent back to run on the actor never runs. (A job on a
+      // worker thread still runs, and its worker gives the slot back.)
+      drop_jobs_of(self->state, proc, true);
+      auto& running = self->state.running;
+      for (auto r = running.begin(); r != running.end();) {
+        auto here = r++;
+        if (here->second.proc == proc && here->second.on_actor)
+          end_job(self, here);
       }
       dispatch(self);
     },
@@ -358,43 +428,7 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
       st.locks.force_acquire(owner, locks);
       st.owners_by_root.emplace(root, owner);
     },
-    [=](cancel_atom, uint64_t proc) {
-      auto& st = self->state;
-      for (auto h = st.held.begin(); h != st.held.end(); ++h)
-        for (auto* from : {&h->second.steps, &h->second.starts})
-          for (auto j = from->begin(); j != from->end(); ++j)
-            if (j->second.ctx.id() == proc) {
-              from->erase(j);
-              --st.held_total;
-              return true;
-            }
-      auto& b = st.lock_blocked;
-      for (auto i = b.begin(); i != b.end(); ++i)
-        if (i->ctx.id() == proc && !i->undo) {
-          b.erase(i);
-          return true;
-        }
-      for (auto l = st.levels.begin(); l != st.levels.end(); ++l) {
-        for (auto& [root, q] : l->second.jobs) {
-          for (auto j = q.begin(); j != q.end(); ++j) {
-            if (j->ctx.id() != proc || j->undo)
-              continue;
-            q.erase(j);
-            --st.queued;
-            if (q.empty()) {
-              auto r = root;
-              l->second.jobs.erase(r);
-              auto& rr = l->second.roots;
-              rr.erase(std::remove(rr.begin(), rr.end(), r), rr.end());
-              if (l->second.empty())
-                st.levels.erase(l);
-            }
-            return true;
-          }
-        }
-      }
-      return false;
-    },
+    [=](cancel_atom, uint64_t proc) { return drop_jobs_of(self->state, proc, false); },
     [=](stuck_check_atom) {
       auto& st = self->state;
       auto now = std::chrono::steady_clock::now();

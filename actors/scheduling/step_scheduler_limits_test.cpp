@@ -30,8 +30,9 @@ struct fixture : ::testing::Test {
   }
 
   void ready(const caf::actor& sched, uint64_t id, const std::string& type, bool first,
-             bool undo = false, int32_t priority = 0) {
+             bool undo = false, int32_t priority = 0, lock_set locks = {}) {
     step_job job;
+    job.locks = std::move(locks);
     job.proc = caf::actor_cast<caf::actor>(self);
     job.ctx.id_ = id;
     job.ctx.root_id_ = id;
@@ -48,11 +49,20 @@ struct fixture : ::testing::Test {
   std::string next(std::chrono::milliseconds within = 2s) {
     std::string out = "nothing";
     self->receive(
-      [&](run_inline_atom, step_job& job) { out = "run " + std::to_string(job.ctx.id()); },
+      [&](run_inline_atom, step_job& job) {
+        out = "run " + std::to_string(job.ctx.id());
+        tickets[job.ctx.id()] = job.ticket;
+      },
       [&](lock_wait_atom, const std::string& why) { out = "wait: " + why; },
       caf::after(caf::duration{within}) >> [] {});
     return out;
   }
+
+  /// The job of procedure `id` the scheduler let go last ended (its slot comes back).
+  void end(const caf::actor& sched, uint64_t id) {
+    self->send(sched, slot_atom::value, tickets.at(id));
+  }
+  std::map<uint64_t, uint64_t> tickets;  ///< by procedure: the ticket of its last job let go
 
   step_scheduler_stats stats(const caf::actor& sched) {
     step_scheduler_stats out;
@@ -88,14 +98,14 @@ TEST_F(fixture, at_most_max_running_steps_of_a_type_run_and_an_end_lets_the_next
   EXPECT_EQ(view(s, "x")->waiting, 2u);
   EXPECT_EQ(view(s, "x")->throttled, 2u);
   EXPECT_EQ(view(s, "y")->running, 1u);
-  self->send(sched, slot_atom::value, uint64_t{1});
+  end(sched, 1);
   EXPECT_EQ(next(), "wait: ");  // procedure 3 is told it goes
   EXPECT_EQ(next(), "run 3");
   EXPECT_EQ(next(200ms), "nothing") << "still 2 of 2 running";
   // A stopped procedure's held step is dropped.
   self->request(sched, caf::infinite, cancel_atom::value, uint64_t{4})
     .receive([](bool dropped) { EXPECT_TRUE(dropped); }, [](caf::error&) { FAIL(); });
-  self->send(sched, slot_atom::value, uint64_t{2});
+  end(sched, 2);
   EXPECT_EQ(next(200ms), "nothing");
   EXPECT_EQ(stats(sched).limit_waiting, 0u);
   EXPECT_EQ(view(stats(sched), "x")->running, 1u);
@@ -120,13 +130,13 @@ TEST_F(fixture, a_procedure_under_way_goes_before_starts_and_higher_priorities_f
   EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");
   EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");  // a step is not behind a start
   EXPECT_EQ(next(), "wait: type limit x: behind 1 held back before it (at most 1 running)");
-  self->send(sched, slot_atom::value, uint64_t{1});
+  end(sched, 1);
   EXPECT_EQ(next(), "wait: ");
   EXPECT_EQ(next(), "run 4");
-  self->send(sched, slot_atom::value, uint64_t{4});
+  end(sched, 4);
   EXPECT_EQ(next(), "wait: ");
   EXPECT_EQ(next(), "run 3");
-  self->send(sched, slot_atom::value, uint64_t{3});
+  end(sched, 3);
   EXPECT_EQ(next(), "wait: ");
   EXPECT_EQ(next(), "run 2");
 }
@@ -137,7 +147,7 @@ TEST_F(fixture, a_step_that_comes_after_an_end_does_not_pass_the_one_held_before
   EXPECT_EQ(next(), "run 1");
   ready(sched, 2, "x", false);
   EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");
-  self->send(sched, slot_atom::value, uint64_t{1});
+  end(sched, 1);
   ready(sched, 3, "x", false);  // arrives after 1 ended, while 2 is let go
   EXPECT_EQ(next(), "wait: ");
   EXPECT_EQ(next(), "run 2");
@@ -184,12 +194,85 @@ TEST_F(fixture, an_operator_change_applies_at_once_to_the_held_steps) {
   self->send(sched, limits_set_atom::value, type_limit_change{"x", std::nullopt, 0});
   ready(sched, 4, "x", false);
   EXPECT_EQ(next(), "wait: type limit x: 3 of 1 running");
-  self->send(sched, slot_atom::value, uint64_t{1});
-  self->send(sched, slot_atom::value, uint64_t{2});
+  end(sched, 1);
+  end(sched, 2);
   EXPECT_EQ(next(200ms), "nothing");
-  self->send(sched, slot_atom::value, uint64_t{3});
+  end(sched, 3);
   EXPECT_EQ(next(), "wait: ");
   EXPECT_EQ(next(), "run 4");
+}
+
+// A yield: the procedure's next job reaches the scheduler before the slot of the job that
+// yielded (a worker thread sends the slot, the procedure its next job). Each job's end gives
+// back exactly its own count: before tickets, the second job took the first's place in the
+// table by procedure, the first's count was never given back, and "1 of 1 running" with
+// nothing running held every later start for ever.
+TEST_F(fixture, a_next_job_that_comes_before_the_last_ones_slot_loses_no_count) {
+  auto sched = spawn({{"x", type_limits{2, 0, 1s}}, {"y", {}}});
+  for (const char* type : {"x", "y"}) {  // limited, and declared without a limit (counted too)
+    ready(sched, 1, type, false);
+    EXPECT_EQ(next(), "run 1");
+    auto first = tickets.at(1);
+    ready(sched, 1, type, false);  // its next job, before the first one's slot
+    EXPECT_EQ(next(), "run 1");
+    auto second = tickets.at(1);
+    EXPECT_NE(first, second);
+    EXPECT_EQ(view(stats(sched), type)->running, 2u) << type;
+    self->send(sched, slot_atom::value, first);
+    self->send(sched, slot_atom::value, second);
+    EXPECT_EQ(view(stats(sched), type)->running, 0u) << type;
+    EXPECT_EQ(stats(sched).running, 0u) << type;
+    self->send(sched, slot_atom::value, second);  // told twice: nothing changes
+    EXPECT_EQ(stats(sched).running, 0u) << type;
+  }
+  // Nothing leaked: two run at once again.
+  ready(sched, 2, "x", false);
+  ready(sched, 3, "x", false);
+  EXPECT_EQ(next(), "run 2");
+  EXPECT_EQ(next(), "run 3");
+}
+
+// A procedure's actor gone with a job at the scheduler: one sent back to run on the actor
+// gives its slot and count back, one queued or held is dropped; a job on a worker is not
+// touched (its worker gives its slot back).
+TEST_F(fixture, a_gone_procedures_jobs_give_their_slots_and_counts_back) {
+  auto sched = spawn({{"x", type_limits{1, 0, 1s}}});
+  ready(sched, 1, "x", false);
+  EXPECT_EQ(next(), "run 1");  // sent to run on its actor, which goes before it runs
+  ready(sched, 2, "x", false);
+  EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");
+  self->send(sched, proc_gone_atom::value, uint64_t{2});  // held: dropped
+  self->send(sched, proc_gone_atom::value, uint64_t{1});
+  EXPECT_EQ(view(stats(sched), "x")->running, 0u);
+  EXPECT_EQ(stats(sched).running, 0u);
+  EXPECT_EQ(stats(sched).limit_waiting, 0u);
+  ready(sched, 3, "x", false);
+  EXPECT_EQ(next(), "run 3");
+  end(sched, 1);  // the gone one's slot, had it run after all: nothing changes
+  EXPECT_EQ(view(stats(sched), "x")->running, 1u);
+}
+
+// A job its limits let go that then waits for a lock gives its count back, and with it room
+// for a job of its type held back meanwhile: here the lock's holder, whose next step waits for
+// a run slot. Before, nothing let the holder go, and both waited for ever.
+TEST_F(fixture, a_lock_wait_lets_a_held_job_of_its_type_go) {
+  auto sched = spawn({{"x", type_limits{1, 0, 1s}}});
+  const lock_set r{resource_lock::exclusive_on("r")};
+  ready(sched, 1, "x", false, false, 0, r);
+  EXPECT_EQ(next(), "run 1");  // procedure 1 holds lock r from now on
+  end(sched, 1);
+  ready(sched, 4, "x", false);
+  EXPECT_EQ(next(), "run 4");
+  ready(sched, 2, "x", false, false, 0, r);
+  EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");
+  ready(sched, 1, "x", false, false, 0, r);  // the holder's next step
+  EXPECT_EQ(next(), "wait: type limit x: behind 1 held back before it (at most 1 running)");
+  end(sched, 4);
+  EXPECT_EQ(next(), "wait: ");  // 2 goes ...
+  EXPECT_EQ(next().rfind("wait: lock r", 0), 0u);  // ... and waits for r
+  EXPECT_EQ(next(), "wait: ");  // so 1, r's holder, goes
+  EXPECT_EQ(next(), "run 1");
+  EXPECT_EQ(view(stats(sched), "x")->running, 1u);
 }
 
 }  // namespace

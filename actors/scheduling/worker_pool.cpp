@@ -1,5 +1,7 @@
 #include "actors/scheduling/worker_pool.hpp"
 
+#include <atomic>
+
 #include <spdlog/spdlog.h>
 
 #include "actors/base/leader_fence.hpp"
@@ -39,6 +41,10 @@ void worker_pool::shutdown() {
 }
 
 step_result worker_pool::run(step_job& job) {
+  // The run's fencing token (context.hpp): its epoch was set with the job; the sequence is
+  // the process's, so that every later run here has a greater token.
+  static std::atomic<uint64_t> fence_seq{0};
+  job.ctx.fencing_.seq = fence_seq.fetch_add(1, std::memory_order_relaxed) + 1;
   step_result r;
   r.state = job.state;
   r.undo = job.undo;
@@ -93,9 +99,8 @@ void worker_pool::loop() {
         }))
       return;
     auto r = run(job);
-    auto id = job.ctx.id();
     caf::anon_send(job.proc, step_done_atom::value, std::move(r));
-    caf::anon_send(scheduler_, slot_atom::value, id);
+    caf::anon_send(scheduler_, slot_atom::value, job.ticket);
   }
 }
 

@@ -18,7 +18,7 @@ namespace proctor {
 class worker_pool {
 public:
   /// Starts `threads` workers; each finished job is reported to the job's procedure actor
-  /// (step_done_atom, step_result) and to `scheduler` (slot_atom, procedure id).
+  /// (step_done_atom, step_result) and to `scheduler` (slot_atom, the job's ticket).
   worker_pool(size_t threads, caf::actor scheduler);
   ~worker_pool();
   worker_pool(const worker_pool&) = delete;

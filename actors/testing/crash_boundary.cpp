@@ -72,6 +72,8 @@ std::optional<boundary> record_namer::name(const std::string& node, const std::s
   // The node's own incarnations (docs/cluster.md) are written at its start and on a peer's
   // first answer, an operator's limits, forgettings and schedules when made: not by a
   // procedure, no boundary of one.
+  // A peer's progress (PeerProgress) is journaled when its heartbeat answers say so: when
+  // depends on the run's timing; recovery needs none of it to carry the trees on.
   // The id floor rides with every write that deletes (journal.cpp): how many there are
   // depends on how group commit happened to batch the deletes of ended trees, so its n-th
   // occurrence comes in one run and not in the next. The deletes are redone by recovery's
@@ -79,7 +81,7 @@ std::optional<boundary> record_namer::name(const std::string& node, const std::s
   // A tree's compaction (docs/flow-control.md) comes when its records reach a count, and
   // folds whatever was journaled by then: how many come, and where, depends on the run's
   // timing. The records written with it are boundaries; it is none of its own.
-  if (r.has_incarnation() || r.has_peer_incarnation() || r.has_type_limits()
+  if (r.has_incarnation() || r.has_peer_incarnation() || r.has_peer_progress() || r.has_type_limits()
       || r.has_node_forgotten() || r.has_id_floor() || r.has_schedule() || r.has_snapshot())
     return std::nullopt;
   std::lock_guard<std::mutex> g(mtx_);

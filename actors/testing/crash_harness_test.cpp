@@ -61,6 +61,56 @@ private:
   void nothing(pb::LedgerData&, context&) {}
 };
 
+/// Spawns twice: one demo.ledger child of one step, then two of two steps each; each join
+/// checks that ctx.children() holds exactly the children of the spawn just before it, and the
+/// step after the second join that it sees none. A mismatch fails the tree.
+class spawns_twice : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  spawns_twice() {
+    on(pb::LEDGER_STEP, &spawns_twice::step, &spawns_twice::nothing);
+    on(pb::LEDGER_JOIN, &spawns_twice::join, &spawns_twice::nothing);
+  }
+
+private:
+  static std::string seen(const context& ctx) {
+    std::string out;
+    for (const auto& c : ctx.children())
+      out += std::to_string(c.id) + ":" + c.result_json + " ";
+    return out;
+  }
+  std::vector<child_spec> kids(const pb::LedgerData& d, int n, int steps) {
+    pb::LedgerData c;
+    c.set_ledger_dir(d.ledger_dir());
+    c.set_steps(steps);
+    std::vector<child_spec> out;
+    for (int i = 0; i < n; ++i)
+      out.push_back(child("demo.ledger", c));
+    return out;
+  }
+  outcome step(pb::LedgerData& d, context& ctx) {
+    if (d.step() == 3)
+      return ctx.children().empty() ? done() : fail("after a plain step, children " + seen(ctx));
+    d.set_step(1);
+    return spawn(kids(d, 1, 1), pb::LEDGER_JOIN);
+  }
+  outcome join(pb::LedgerData& d, context& ctx) {
+    const size_t want = d.step() == 1 ? 1 : 2;
+    const std::string result = d.step() == 1 ? R"({"steps":1})" : R"({"steps":2})";
+    if (ctx.children().size() != want)
+      return fail("join " + std::to_string(d.step()) + " sees children " + seen(ctx));
+    for (const auto& c : ctx.children())
+      if (c.state != proc_state::success || c.result_json != result)
+        return fail("join " + std::to_string(d.step()) + " sees children " + seen(ctx));
+    if (d.step() == 1) {
+      d.set_step(2);
+      return spawn(kids(d, 2, 2), pb::LEDGER_JOIN);
+    }
+    d.set_step(3);
+    return next(pb::LEDGER_STEP);
+  }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
 /// Waits for two events of one key, and ends with their payloads one after the other.
 class waits_twice : public state_machine<pb::WaitEventData, pb::WaitEventState> {
 public:
@@ -177,6 +227,50 @@ private:
   void nothing(pb::LedgerData&, context&) {}
 };
 
+/// A loser whose step changes its data before it suspends, so that its undo's data differs
+/// between a committed step (the clean run) and a step cut mid-way (a crash run); and its
+/// parent, race_parent's twin.
+class race_loser_data : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  race_loser_data() {
+    on(pb::LEDGER_STEP, &race_loser_data::mark, &race_loser_data::unmark);
+    on(pb::LEDGER_JOIN, &race_loser_data::end, &race_loser_data::nothing);
+  }
+
+private:
+  outcome mark(pb::LedgerData& d, context&) {
+    d.set_step(d.step() + 1);
+    std::ofstream(d.ledger_dir() + "/loser") << "x";
+    return suspend("race.never", pb::LEDGER_JOIN);
+  }
+  void unmark(pb::LedgerData& d, context&) { fs::remove(d.ledger_dir() + "/loser"); }
+  outcome end(pb::LedgerData&, context&) { return done(); }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
+class race_parent_data : public state_machine<pb::LedgerData, pb::LedgerState> {
+public:
+  race_parent_data() {
+    on(pb::LEDGER_STEP, &race_parent_data::spawn_both, &race_parent_data::nothing);
+    on(pb::LEDGER_JOIN, &race_parent_data::join, &race_parent_data::nothing);
+  }
+
+private:
+  outcome spawn_both(pb::LedgerData& d, context&) {
+    return spawn({child("test.race_winner", d), child("test.race_loser_data", d)},
+                 pb::LEDGER_JOIN)
+      .join(join::any());
+  }
+  outcome join(pb::LedgerData&, context& ctx) {
+    const auto& c = ctx.children();
+    if (c.size() != 2 || c[0].state != proc_state::success
+        || c[1].state != proc_state::rolledback || !c[1].cancelled)
+      return fail("the join saw the wrong ends");
+    return done();
+  }
+  void nothing(pb::LedgerData&, context&) {}
+};
+
 class crash_harness_test : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -193,6 +287,9 @@ protected:
     types_.add<race_parent>("test.race_parent");
     types_.add<race_winner>("test.race_winner");
     types_.add<race_loser>("test.race_loser");
+    types_.add<spawns_twice>("test.spawns_twice");
+    types_.add<race_loser_data>("test.race_loser_data");
+    types_.add<race_parent_data>("test.race_parent_data");
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -246,6 +343,23 @@ TEST_F(crash_harness_test, a_ledger_tree_with_concurrent_children_survives_every
                         "root/1: submitted #1", "root/1: step #2 (LEDGER_STEP)"})
     EXPECT_TRUE(has(rep.boundary_labels, b)) << b << " is not a boundary\n" << labels(rep);
   EXPECT_EQ(rep.runs, 2 * rep.boundaries + 2);
+}
+
+// A parent that spawns twice sees, at each join, exactly the children of the spawn just before
+// it, and none after a step that spawned nothing, whatever boundary its node crashed at (read
+// back from its journal, a restarted parent saw the children of every earlier spawn too).
+TEST_F(crash_harness_test, a_parent_that_spawns_twice_sees_each_spawns_children_exactly) {
+  auto o = options("test.spawns_twice", R"({"ledger_dir":")" + ledger_ + "\"}");
+  o.check = [this](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::SUCCESS)
+      return "ended " + pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    auto n = files_in(ledger_);
+    return n == 5 ? "" : "ledger holds " + std::to_string(n) + " files, want 5";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_TRUE(rep.unreached.empty()) << rep.summary();
+  EXPECT_TRUE(has(rep.boundary_labels, "root: step #3 (LEDGER_JOIN)")) << labels(rep);
 }
 
 TEST_F(crash_harness_test,
@@ -480,6 +594,22 @@ TEST_F(crash_harness_test, a_cancelled_sibling_is_undone_whatever_crashes) {
   EXPECT_TRUE(rep.ok()) << rep.summary();
   EXPECT_TRUE(has(rep.boundary_labels, "root: cancelled #1")) << labels(rep);
   EXPECT_TRUE(has(rep.boundary_labels, "root/1: undone #2 (LEDGER_STEP)")) << labels(rep);
+}
+
+// The same with a loser whose step changes its data: where a crash cuts it mid-step, its state
+// is undone as a partly run one, with the data it started with; in the clean run, as a
+// committed step, with the data it committed. Both are the undo of the same state: undos are
+// compared by state, not by data (before, "undo ... ran 0 time(s), the clean run 1").
+TEST_F(crash_harness_test, a_cancelled_sibling_that_changed_its_data_is_undone_whatever_crashes) {
+  auto o = options("test.race_parent_data", R"({"ledger_dir":")" + ledger_ + "\"}");
+  o.events = {{"race.go", "1"}};
+  o.check = [this](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::SUCCESS)
+      return "ended " + pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    return fs::exists(ledger_ + "/loser") ? "the cancelled loser's file is still there" : "";
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
 }
 
 }  // namespace

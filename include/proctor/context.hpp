@@ -1,7 +1,10 @@
 // What a running step may know about itself and its tree.
 #pragma once
 
+#include <atomic>
+#include <compare>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -48,6 +51,25 @@ struct child_result {
   bool parse_result(google::protobuf::Message& m, std::string* why_not = nullptr) const;
 };
 
+/// Orders the runs of steps and undos across a node's successive leaders (docs/guarantees.md,
+/// "Fencing"). A step under way on a process that has lost its node (a frozen replica that was
+/// deposed, a node whose standby took over) may still complete its side effect after the new
+/// leader re-ran or undid the step. A resource that remembers the highest token it accepted
+/// and refuses an older one keeps such a late write out: every token of a newer leader
+/// compares greater than every token of an older one, and within one process later runs get
+/// greater tokens. Compare tokens whole (epoch first, then seq).
+struct fencing_token {
+  /// The Raft term in which this replica group's leader was elected, or the data directory's
+  /// lock epoch of a node without replicas (each process that takes the directory adds one);
+  /// 0 for a node run without either (tests).
+  uint64_t epoch = 0;
+  /// Increases with every step and undo this process runs (never reset while it runs).
+  uint64_t seq = 0;
+  friend auto operator<=>(const fencing_token&, const fencing_token&) = default;
+  /// "epoch.seq", for logs and for resources that store the token as text.
+  std::string str() const { return std::to_string(epoch) + "." + std::to_string(seq); }
+};
+
 /// Passed to every step and rollback handler. Valid only during the call.
 class context {
 public:
@@ -67,6 +89,28 @@ public:
 
   /// The payload of the event that woke this procedure ("" if none).
   const std::string& event_payload() const noexcept { return event_payload_; }
+
+  /// The payload as the message `M` (its JSON, as `proctor event KEY --payload-json` sent it):
+  ///
+  ///   auto paid = ctx.event<PaymentConfirmed>();
+  ///
+  /// Throws procedure_failure (a business failure) naming the key's payload and the reason
+  /// when it is not an `M` (a field `M` does not have, a value of the wrong type); no payload
+  /// (or `null`) yields a default `M`. To handle a mismatch yourself, use parse_event.
+  template <class M>
+  M event() const {
+    static_assert(std::is_base_of_v<google::protobuf::Message, M>,
+                  "event<M>() takes a protobuf message type");
+    M m;
+    std::string why;
+    if (!parse_event(m, &why))
+      throw procedure_failure(why);
+    return m;
+  }
+
+  /// Parses the payload into `m` (cleared first). False, with `*why_not` (if given) saying
+  /// why, where event<M>() would throw; never throws.
+  bool parse_event(google::protobuf::Message& m, std::string* why_not = nullptr) const;
   /// True when a suspend's deadline passed before its event arrived.
   bool event_timed_out() const noexcept { return event_timed_out_; }
 
@@ -85,7 +129,24 @@ public:
     return nodes_ ? *nodes_ : none;
   }
 
+  /// This run's fencing token (fencing_token): hand it to a resource that checks it.
+  const proctor::fencing_token& fencing_token() const noexcept { return fencing_; }
+
+  /// True once this step's outcome will not be used: its procedure is being stopped while the
+  /// step runs (a sibling cancelled by its parent's join policy, a subtree stopped because its
+  /// tree failed or was aborted, a supervisor's restart). A long step checks it between pieces
+  /// of work and returns at once (any outcome: it is not committed; the step runs again if the
+  /// procedure does) or throws. A step that does not check it runs to its end, and the stop
+  /// waits for that (docs/flow-control.md, "Join policies"). Always false in an undo (undos
+  /// are never cancelled), in a step that runs on its procedure's actor (never_blocks: it takes
+  /// microseconds) and in a root's own step (an abort's rollback undoes its outcome).
+  bool cancelled() const noexcept {
+    return cancel_flag_ != nullptr && cancel_flag_->load(std::memory_order_relaxed);
+  }
+
   // -- set by the runtime ---------------------------------------------------------------------
+  proctor::fencing_token fencing_;
+  std::shared_ptr<const std::atomic<bool>> cancel_flag_;
   const std::string* node_ = nullptr;
   const std::vector<std::string>* nodes_ = nullptr;
   uint64_t id_ = 0;

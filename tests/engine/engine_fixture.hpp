@@ -212,10 +212,12 @@ protected:
     return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
   }
 
-  pb::Response event(const std::string& key, const std::string& payload) {
+  pb::Response event(const std::string& key, const std::string& payload,
+                     const std::string& event_id = {}) {
     pb::Request req;
     req.mutable_event()->set_key(key);
     req.mutable_event()->set_payload_json(payload);
+    req.mutable_event()->set_event_id(event_id);
     return call(req);
   }
 

@@ -178,6 +178,29 @@ TEST_F(join_test, any_cancels_the_other_children_and_undoes_exactly_what_they_di
   expect_clean_world();
 }
 
+// A cancelled sibling's step that looks (ctx.cancelled()) ends at its next look: the parent
+// runs on at once, not after the loser's whole step, and the loser's state is undone as a
+// partly run one. Before, a step could not tell, and the loser's 60 s step held the parent's
+// next step for a minute.
+TEST_F(join_test, a_cancelled_siblings_step_that_looks_ends_at_once) {
+  auto fast = probe_data({act(ProbeAction::NEXT)});
+  auto slow = probe_data({act(ProbeAction::NEXT)});
+  slow.mutable_actions(0)->set_sleep_ms(60'000);
+  slow.mutable_actions(0)->set_sleep_until_cancelled(true);
+  auto t0 = std::chrono::steady_clock::now();
+  auto id = submit("test.probe", json(root_of({fast, slow}, 1)));
+  ASSERT_TRUE(eventually([&] { return children_of(id).size() == 2; }));
+  auto kids = children_of(id);
+  auto s = wait(id, std::chrono::seconds{40});
+  ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds{20})
+    << "the parent waited for the cancelled sibling's whole step";
+  EXPECT_EQ(world().joins(id), (std::vector<std::string>{seen(kids[0], "SUCCESS"),
+                                                          seen(kids[1], "ROLLEDBACK", true)}));
+  EXPECT_EQ(world().check_rolled_back({kids[1]}), "");
+  expect_clean_world();
+}
+
 // A sibling whose last step is running when the join is met: it is cancelled, and its step
 // then ends it SUCCESS. Its end does not count (the cancellation was decided first); its
 // steps, the last one included, are undone all the same.

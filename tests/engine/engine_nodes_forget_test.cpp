@@ -135,6 +135,32 @@ TEST_F(forget, a_tree_waiting_for_a_forgotten_node_fails_and_undoes_everything_e
     << "the messages for the forgotten node are dropped";
 }
 
+// A forgotten node takes no new work: a spread tree's children go to the other nodes only
+// (ctx.nodes() leaves it out), a child placed on it by name fails its step saying why, and a
+// list across the cluster no longer asks it (nor says it is unreachable). Before, the next
+// spread tree put a child there that waited for ever, and every list named it unreachable.
+TEST_F(forget, a_forgotten_node_takes_no_new_work) {
+  cut("b");
+  report("b", false);
+  ASSERT_EQ(forget_at("a", "b").code(), pb::Response::OK);
+  auto id = submit("a", args(R"(,"steps":1,"children":4,"depth":1)"));
+  auto s = wait("a", id);
+  ASSERT_EQ(s.state(), pb::SUCCESS) << s.error();
+  ASSERT_EQ(s.children_size(), 4);
+  for (auto c : s.children())
+    EXPECT_NE(status("a", c).node(), "b") << "child " << c << " placed on the forgotten node";
+  auto named = submit("a", args(R"(,"steps":2,"children":1,"depth":1,"place_on":"b")"));
+  auto n = wait("a", named);
+  EXPECT_EQ(n.state(), pb::ROLLEDBACK);
+  EXPECT_NE(n.error().find("which an operator forgot"), std::string::npos) << n.error();
+  pb::Request list;
+  list.mutable_list();
+  auto l = call("a", list);
+  EXPECT_EQ(l.code(), pb::Response::OK) << l.error();
+  for (const auto& u : l.unreachable())
+    EXPECT_EQ(u.find("node b"), std::string::npos) << u;
+}
+
 // The part on the forgotten node had succeeded (its files are there), and the tree's
 // rollback reaches it after the forgetting: it is skipped as lost, the rest undone; a
 // rollback already waiting for the node when it is forgotten goes on too.

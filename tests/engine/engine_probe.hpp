@@ -236,8 +236,16 @@ public:
     const auto& a = data_.actions(state - 1);
     if (!a.gate().empty())
       w.pass(a.gate());
-    if (a.sleep_ms() > 0)
+    if (a.sleep_ms() > 0 && a.sleep_until_cancelled()) {
+      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds{a.sleep_ms()};
+      while (std::chrono::steady_clock::now() < until)
+        if (ctx.cancelled())
+          return outcome::yield(state);  // not wanted: nothing done, nothing committed
+        else
+          std::this_thread::sleep_for(std::chrono::milliseconds{5});
+    } else if (a.sleep_ms() > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds{a.sleep_ms()});
+    }
     bool last = state == data_.actions_size();
     auto then = [&] {
       return last ? outcome::done(R"({"sum":)" + std::to_string(data_.sum()) + "}")

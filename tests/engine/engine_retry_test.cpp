@@ -225,6 +225,16 @@ TEST_F(retry_test, refusals_name_the_state) {
   refused(call(rel), pb::Response::REFUSED,
           "is FAILED past its point of no return and its tree waits for an operator");
   EXPECT_EQ(status(failed).state(), pb::FAILED);
+  // Nor aborted: its tree has not ended (before, "already ended FAILED"); status says what
+  // it waits for.
+  pb::Request ab;
+  ab.mutable_abort()->set_id(failed);
+  refused(call(ab), pb::Response::REFUSED,
+          "its tree has not ended, it waits for an operator: `proctor retry "
+            + std::to_string(failed) + "` runs it forward again, `proctor bypass "
+            + std::to_string(failed) + "`");
+  EXPECT_EQ(status(failed).waiting_for(),
+            "operator (failed past its point of no return: retry or bypass)");
   EXPECT_GE(count(kinds(failed), "step"), 2);
   EXPECT_EQ(metric("proctor_retries_total"), 0);
   EXPECT_EQ(metric("proctor_resubmits_total"), 0);
@@ -264,6 +274,10 @@ TEST_F(retry_test, a_rolledback_tree_is_resubmitted_once_with_its_args_and_linke
               "by an operator as procedure " + std::to_string(fresh));
   };
   check_links();
+  // The "resubmitted" row of the old root names the new root's Submitted record (it showed
+  // LSN 0 before).
+  EXPECT_EQ(history(old).entries().rbegin()->lsn(), history(fresh).entries(0).lsn());
+  EXPECT_GT(history(fresh).entries(0).lsn(), 0u);
   // After a restart the links come back from the journal (the trees are summaries by then,
   // or soon: the args of the old one are in its summary).
   restart_node();

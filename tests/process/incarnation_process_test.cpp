@@ -7,7 +7,9 @@
 // not undone. a remembers across its own restart; b takes a as it is.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "tests/process/cluster_fixture.hpp"
 
@@ -26,6 +28,9 @@ public:
       return {};
     return b->second.fields().at("reason").string_value();
   }
+
+  /// The CLI against node b.
+  run_result ctl_b(const std::vector<std::string>& args) { return nodes_[1]->ctl(args, 30s); }
 
   std::string status_of(uint64_t id) {
     auto r = nodes_[0]->ctl({"status", std::to_string(id), "--json"}, 30s);
@@ -127,6 +132,77 @@ TEST_F(incarnations, a_forgotten_nodes_part_is_named_lost_and_its_old_journal_is
   ASSERT_TRUE(sees(0, "b", true)) << why_b_is_down() << nodes_[0]->log_tail();
   auto again = submit(0, R"(,"steps":2,"children":2,"depth":1,"spread":false,"place_on":"b")");
   EXPECT_EQ(final_state(0, again), "SUCCESS");
+}
+
+/// Node b's roots: `n` demo.ledger procedures submitted to b itself, and each one's id.
+std::vector<uint64_t> submit_to_b(incarnations& t, int n);
+
+// Ids never repeat in a cluster (docs/cluster.md, "Procedure ids"): node b is forgotten and
+// started on an empty data directory twice; each new incarnation hands out ids above every
+// id an earlier one handed out (it learns from a where they ended, before its first id).
+// Before, each new incarnation counted from 1 again: the same ids named two procedures.
+TEST_F(incarnations, ids_never_repeat_across_forgets_and_empty_restarts) {
+  std::vector<uint64_t> all;
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) {
+      nodes_[1]->kill();
+      fs::remove_all(nodes_[1]->data_dir());
+      ASSERT_TRUE(sees(0, "b", false)) << nodes_[0]->log_tail();
+      auto f = nodes_[0]->ctl({"node", "forget", "b", "--confirm-lost"}, 30s);
+      ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
+      ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
+    }
+    auto ids = submit_to_b(*this, 4);
+    for (auto id : ids) {
+      EXPECT_EQ(std::count(all.begin(), all.end(), id), 0)
+        << "id " << id << " handed out again\n"
+        << nodes_[1]->log_tail(30);
+      if (!all.empty()) {
+        EXPECT_GT(id, all.back()) << "round " << round;
+      }
+    }
+    all.insert(all.end(), ids.begin(), ids.end());
+    if (round > 0) {
+      EXPECT_NE(nodes_[1]->log_tail(1'000'000).find("ids begin at"), std::string::npos)
+        << nodes_[1]->log_tail();
+    }
+  }
+}
+
+std::vector<uint64_t> submit_to_b(incarnations& t, int n) {
+  std::vector<uint64_t> out;
+  for (int i = 0; i < n; ++i) {
+    auto r = t.ctl_b({"submit", "demo.noop", "--args-json", R"({"steps":1})"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    if (auto id = parse_id(r.out))
+      out.push_back(*id);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A copy of b's journal restored after b went on (a backup taken with b stopped, copied back
+// later) is older than what a saw of it: b says so and stops, rather than serve a journal
+// that lost acknowledged work and would hand out its ids again.
+TEST_F(incarnations, a_journal_restored_from_an_older_copy_is_refused) {
+  auto copy = nodes_[1]->data_dir().string() + ".copy";
+  ASSERT_EQ(nodes_[1]->stop(), 0);
+  fs::copy(nodes_[1]->data_dir(), copy, fs::copy_options::recursive);
+  ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
+  auto ids = submit_to_b(*this, 3);  // acknowledged after the copy
+  ASSERT_EQ(ids.size(), 3u);
+  // a hears b's journal go on (heartbeat answers, twice a second).
+  std::this_thread::sleep_for(1500ms);
+  nodes_[1]->kill();
+  fs::remove_all(nodes_[1]->data_dir());
+  fs::rename(copy, nodes_[1]->data_dir());
+  ASSERT_TRUE(nodes_[1]->launch());
+  ASSERT_TRUE(eventually([&] { return !nodes_[1]->running(); }, 30s)) << nodes_[1]->log_tail();
+  EXPECT_EQ(nodes_[1]->last_exit_code(), 1);
+  auto log = nodes_[1]->log_tail(1'000'000);
+  EXPECT_NE(log.find("this journal is older than what node a saw of it"), std::string::npos)
+    << nodes_[1]->log_tail();
+  EXPECT_NE(log.find("node forget b --confirm-lost"), std::string::npos) << log;
 }
 
 }  // namespace

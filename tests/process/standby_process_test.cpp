@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <future>
@@ -306,6 +307,42 @@ TEST_F(standby, an_active_whose_epoch_was_taken_exits_without_writing) {
 // A standby started with another --name than its data directory's is refused at its start,
 // while the active runs (it used to wait without a word and fail only when the active died,
 // leaving the node with no process), and nothing of the directory changes.
+// A standby killed while it waits cannot remove its RocksDB secondary's directory (under
+// $TMPDIR): the next standby that starts removes it. Before, each such kill left one behind
+// for good.
+TEST_F(standby, a_killed_standbys_directory_is_removed_by_the_next_standby) {
+  auto tmp = dir_.path() / "tmp";
+  fs::create_directories(tmp);
+  const char* had = std::getenv("TMPDIR");
+  std::string before = had != nullptr ? had : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);  // (the processes the test starts inherit it)
+  struct restore {
+    std::string value;
+    ~restore() {
+      if (value.empty())
+        ::unsetenv("TMPDIR");
+      else
+        ::setenv("TMPDIR", value.c_str(), 1);
+    }
+  } restore_tmpdir{before};
+  auto left = [&] {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(tmp))
+      if (e.path().filename().string().rfind("proctord-standby-", 0) == 0)
+        out.push_back(e.path());
+    return out;
+  };
+  ASSERT_TRUE(a_->start()) << a_->log_tail();
+  start_b(0);
+  ASSERT_TRUE(eventually([&] { return left().size() == 1; }, 30s)) << b_[1]->log_tail();
+  auto first = left().front();
+  b_[1]->kill();
+  EXPECT_TRUE(fs::exists(first)) << "(a killed process removes nothing)";
+  launch_standby(1);
+  EXPECT_TRUE(eventually([&] { return !fs::exists(first) && left().size() == 1; }, 30s))
+    << "left behind: " << first << "\n" << b_[1]->log_tail();
+}
+
 TEST(standby_checks, a_wrong_name_is_refused_at_start_not_at_takeover) {
   temp_dir dir;
   node active{dir.path() / "data", 0, {"--name", "n1"}};

@@ -21,6 +21,8 @@
 #include "actors/base/messages.hpp"
 #include "actors/executor/metrics.hpp"
 #include "actors/cluster/peer_link.hpp"
+#include "actors/executor/internal/event_ids.hpp"
+#include "actors/executor/internal/peer_progress.hpp"
 #include "actors/executor/internal/proc_record.hpp"
 #include "actors/base/incremental_map.hpp"
 #include "actors/wire/wall_clock.hpp"
@@ -146,6 +148,10 @@ struct executor_state {
   /// fields over what is in force: two at once would each miss the other's).
   std::deque<std::pair<pb::LimitsRequest, promise_t>> limit_changes;
   bool limit_change_busy = false;
+  // -- the peers' progress, and this node's as they saw it (executor_progress.cpp) ----------
+  peer_progress_part progress;
+  // -- the ids of events sent with one (executor_event_ids.cpp) -----------------------------
+  event_ids_part event_ids;
   // -- recurring schedules (executor_schedules.cpp, executor_schedule_firing.cpp) ------------
   struct schedule_entry {
     uint64_t lsn = 0;  ///< of its last record (deleted when the next is written)
@@ -236,6 +242,8 @@ struct executor_state {
   /// and back, from the new roots' Submitted records (or summaries) this node holds.
   std::unordered_map<uint64_t, uint64_t> resubmitted_as;
   std::unordered_map<uint64_t, uint64_t> resubmitted_from;
+  /// The new root's Submitted record's LSN (0: unknown, a summary only), for `history`.
+  std::unordered_map<uint64_t, uint64_t> resubmit_lsn;
 
   // -- recovery (executor_recovery.cpp) ------------------------------------------------------
   /// Taking over the trees read back from the journal, possibly while the scan still runs
@@ -272,6 +280,12 @@ void fill_status(const proc_record& r, pb::ProcStatus* s);
 std::string status_reply(const proc_record& r, pb::Response::Code code = pb::Response::OK);
 /// The status of `r` with its resubmit links (ProcStatus.resubmitted_from / _as).
 std::string status_reply(executor_actor* self, const proc_record& r);
+/// fill_status, and what a root FAILED waits for when its record says nothing: its rollback,
+/// or (past its point of no return, its tree not ended) an operator's retry or bypass.
+void fill_status(executor_actor* self, const proc_record& r, pb::ProcStatus* s);
+/// "procedure N is FAILED past its point of no return: …": why an abort, a release and the
+/// like do not apply to a root whose tree waits for an operator ("" for any other).
+std::string waits_for_operator(executor_actor* self, const proc_record& r);
 void fill_links(executor_actor* self, pb::ProcStatus* s);
 void reply(promise_t& rp, std::string bytes);
 
@@ -446,6 +460,44 @@ void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via);
 /// stays). True if switched.
 bool remote_sleep_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
                       caf::actor parent);
+// -- event ids (executor_event_ids.cpp; event_ids.hpp) ----------------------------------------
+/// The EventIdSeen records read back.
+void event_ids_recovered(executor_actor* self, std::vector<recovered_event_id>& ids);
+/// True, having answered (or queued the answer), when event `key` with id `id` was accepted
+/// already: it delivers nothing more.
+bool event_seen(executor_actor* self, const std::string& key, const std::string& id,
+                promise_t& rp);
+/// Event `key` with id `id` is being journaled (its EventIdSeen goes into `b`).
+void event_id_staged(executor_actor* self, const std::string& key, const std::string& id,
+                     int64_t at_ms, journal_batch& b);
+/// ... it is durable (`lsn`: the batch's last, its EventIdSeen), answered `answer`.
+void event_id_accepted(executor_actor* self, const std::string& key, const std::string& id,
+                       uint64_t lsn, const std::string& answer);
+/// Drops the ids older than the events' TTL (and their records).
+void sweep_event_ids(executor_actor* self);
+using event_id_sweep_atom = caf::atom_constant<caf::atom("evidsweep")>;
+// -- the peers' progress (executor_progress.cpp; peer_progress.hpp) ---------------------------
+/// The PeerProgress records read back.
+void progress_recovered(executor_actor* self,
+                        std::map<std::string, recovered_peer_progress>& records);
+/// At the end of the recovery: a new journal with peers waits for each of them before it
+/// hands out an id.
+void progress_start(executor_actor* self);
+/// A heartbeat answer's NodeInfo, from this node's side: its next id and last durable LSN,
+/// and what it heard of the asking node `from`.
+void fill_progress(executor_actor* self, const std::string& from, pb::NodeInfo& info);
+/// A peer answered a heartbeat (s.heard): its progress is kept (and journaled now and then);
+/// what it heard of this node raises where this node's ids begin (a new journal), or shows
+/// that this journal is older than what the peer saw (a restored copy: the node stops).
+void progress_heard(executor_actor* self, const peer_status& s);
+/// True, holding the request, when `req` needs a new id and this node (a new journal) still
+/// waits for its peers' answers; it is handled once they answered, or at
+/// peer_progress_part::answer_bound.
+bool hold_for_ids(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                  promise_t& rp);
+/// A new journal's wait for its peers' answers ran out: ids are handed out without them.
+void progress_bound(executor_actor* self);
+using progress_hold_atom = caf::atom_constant<caf::atom("idshold")>;
 // -- the cluster (executor_cluster.cpp) --------------------------------------------------------
 /// Answers a peer's heartbeat with this node's NodeInfo.
 void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp);
@@ -487,7 +539,7 @@ void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t r
 /// Submitted record is durable (executor_resubmit.cpp).
 void handle_resubmit(executor_actor* self, const pb::ResubmitRequest& req, promise_t rp);
 /// Root `new_root` runs again the ROLLEDBACK tree of `old_root` (a resubmit, or read back).
-void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root);
+void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root, uint64_t lsn);
 /// Journals a new root of `type` made of `inst` and starts it; answers its id once its
 /// Submitted record is durable (with a nonce: every submit of that nonce waiting for it),
 /// after `on_durable` ran (executor_requests.cpp).

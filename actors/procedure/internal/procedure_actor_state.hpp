@@ -4,6 +4,7 @@
 // What concerns waiting and giving actors up is declared in proc_waits.hpp (included below).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -102,7 +103,14 @@ struct proc_actor_state {
   /// An actor gone without releasing its dormant children (it crashed) leaves the gauge
   /// right: they are gone with it.
   ~proc_actor_state() {
-    if (dormant_children == 0 || !env)
+    if (!env)
+      return;
+    // Gone with a job (a step or an undo) at the scheduler, queued or sent back to run here:
+    // it is let go there, so that its run slot and its type's count are not lost with this
+    // actor. (Told too when its job was on a worker or had run: the scheduler finds nothing.)
+    if ((job_queued || busy) && env->scheduler)
+      caf::anon_send(env->scheduler, proc_gone_atom::value, id);
+    if (dormant_children == 0)
       return;
     int64_t n = 0;
     for (const auto& c : children)
@@ -230,6 +238,10 @@ struct proc_actor_state {
 
   // -- activity -------------------------------------------------------------------------------
   bool busy = false;        ///< a step runs or its commit is in flight
+  /// The ctx.cancelled() of its steps that run on a worker thread: set when a stop comes
+  /// while one runs (its outcome will not be used), cleared for the next. Made at the first
+  /// such step (a procedure whose steps all run on its actor has none).
+  std::shared_ptr<std::atomic<bool>> cancel_flag;
   bool job_queued = false;  ///< a step job is with the scheduler (queued or running)
   bool parked = false;      ///< failed; waiting for the root's rollback to stop us
   bool stopping = false;

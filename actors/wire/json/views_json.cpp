@@ -179,6 +179,7 @@ std::string schedules_to_json(const google::protobuf::RepeatedPtrField<pb::Sched
                     {"next_fire_ms", x.next_fire_ms()},
                     {"buffered_fire_at", at(s.buffered_ms())},
                     {"fired", s.fired()},
+                    {"triggered", s.triggered()},
                     {"skipped", s.skipped()},
                     {"missed", s.missed()},
                     {"runs", std::move(runs)}});

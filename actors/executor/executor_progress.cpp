@@ -1,0 +1,238 @@
+// The peers' progress and this node's as they saw it (internal/peer_progress.hpp; docs/cluster.md,
+// "Procedure ids" and "A journal restored from a copy").
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/executor/internal/executor_state.hpp"
+#include "persistence/keys.hpp"
+
+namespace proctor::exec_detail {
+
+namespace {
+
+std::string names_of(const std::set<std::string>& names) {
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+/// Journals peer `name`'s progress when it moved enough since its last record (or has none):
+/// 2^16 ids, another incarnation, or 5 s since the last one.
+void maybe_journal(executor_actor* self, const std::string& name, peer_progress_entry& e) {
+  if (e.writing)
+    return;
+  const auto& j = e.journaled;
+  const bool moved = e.next_id != j.next_id() || e.incarnation != j.incarnation()
+                     || e.journal_lsn != j.journal_lsn();
+  if (!moved)
+    return;
+  const auto now = wall_ms();
+  const bool due = e.record_lsn == 0 || e.incarnation != j.incarnation()
+                   || e.next_id >= j.next_id() + peer_progress_part::journal_ids
+                   || now - j.at_ms() >= peer_progress_part::journal_ms;
+  if (!due)
+    return;
+  pb::JournalRecord rec;
+  auto* p = rec.mutable_peer_progress();
+  p->set_peer(name);
+  p->set_next_id(e.next_id);
+  p->set_incarnation(e.incarnation);
+  p->set_journal_lsn(e.journal_lsn);
+  p->set_at_ms(now);
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+  if (e.record_lsn != 0)
+    b.deletes.push_back({journal_keys::meta_root, e.record_lsn, e.record_lsn + 1, 0});
+  e.writing = true;
+  append(self, std::move(b), [self, name, written = *p](uint64_t lsn) {
+    auto& e = self->state.progress.peers[name];
+    e.writing = false;
+    e.record_lsn = lsn;
+    e.journaled = written;
+  });
+}
+
+/// Ids may be handed out: the requests held for them are handled now.
+void release_ids(executor_actor* self) {
+  auto& pp = self->state.progress;
+  pp.holding = false;
+  auto held = std::move(pp.held);
+  pp.held.clear();
+  for (auto& h : held)
+    handle_request(self, h.bytes, std::move(h.rp));
+}
+
+/// Raises the next id to at least `floor`.
+uint64_t raise_next_id(node_env& env, uint64_t floor) {
+  auto cur = env.next_id->load();
+  while (cur < floor && !env.next_id->compare_exchange_weak(cur, floor)) {
+  }
+  return std::max(cur, floor);
+}
+
+}  // namespace
+
+void progress_recovered(executor_actor* self,
+                        std::map<std::string, recovered_peer_progress>& records) {
+  auto& peers = self->state.progress.peers;
+  for (auto& [name, r] : records) {
+    auto& e = peers[name];
+    e.next_id = r.rec.next_id();
+    e.incarnation = r.rec.incarnation();
+    e.journal_lsn = r.rec.journal_lsn();
+    e.record_lsn = r.lsn;
+    e.journaled = std::move(r.rec);
+  }
+}
+
+void progress_start(executor_actor* self) {
+  auto& st = self->state;
+  auto& pp = st.progress;
+  if (!st.env->new_journal)
+    return;
+  for (const auto& n : st.env->node_names)
+    if (st.env->is_peer(n))
+      pp.awaited.insert(n);
+  if (pp.awaited.empty())
+    return;
+  pp.holding = true;
+  pp.awaiting_since_ms = wall_ms();
+  spdlog::info("node {}: a new journal: it hands out no procedure id before its peers said "
+               "where the ids of this name's earlier incarnations ended (at most {} s); "
+               "asking {}",
+               st.env->node_name, peer_progress_part::answer_bound.count(), names_of(pp.awaited));
+  self->delayed_send(self, peer_progress_part::answer_bound, progress_hold_atom::value);
+}
+
+void fill_progress(executor_actor* self, const std::string& from, pb::NodeInfo& info) {
+  auto& st = self->state;
+  info.set_next_id(st.env->next_id->load());
+  info.set_journal_lsn(st.env->durable_lsn->load());
+  auto i = st.progress.peers.find(from);
+  if (i == st.progress.peers.end())
+    return;
+  info.set_your_next_id(i->second.next_id);
+  info.set_your_incarnation(i->second.incarnation);
+  info.set_your_journal_lsn(i->second.journal_lsn);
+}
+
+void progress_heard(executor_actor* self, const peer_status& s) {
+  auto& st = self->state;
+  auto& pp = st.progress;
+  if (!s.heard)
+    return;
+  // What it says of itself: kept, the highest of each.
+  auto& e = pp.peers[s.name];
+  e.next_id = std::max(e.next_id, s.next_id);
+  if (s.incarnation != 0 && s.incarnation != e.incarnation) {
+    e.incarnation = s.incarnation;
+    e.journal_lsn = s.journal_lsn;
+  } else {
+    e.journal_lsn = std::max(e.journal_lsn, s.journal_lsn);
+  }
+  maybe_journal(self, s.name, e);
+  // What it says of this node. Its figures for this incarnation are ones this node reported,
+  // never above what its journal holds: unless this journal is a copy, restored after the
+  // node had gone further.
+  const auto mine = st.env->incarnation;
+  if (mine != 0 && s.heard_incarnation == mine
+      && s.heard_journal_lsn > st.env->durable_lsn->load()) {
+    ++pp.refused_restores;
+    spdlog::critical(
+      "node {}: this journal is older than what node {} saw of it: its last durable LSN is {}, "
+      "node {} heard LSN {} from this incarnation ({:016x}). It was restored from a copy made "
+      "before the node went further: the work acknowledged after the copy is lost, and its "
+      "procedure ids would be handed out again. Not serving. To go on, restore a newer copy; or "
+      "declare this node lost on every peer (proctor node forget {} --confirm-lost) and start it "
+      "on an empty data directory: a new incarnation, whose ids begin above the old ones "
+      "(docs/operations.md, \"Backups\")",
+      st.env->node_name, s.name, st.env->durable_lsn->load(), s.name, s.heard_journal_lsn, mine,
+      st.env->node_name);
+    spdlog::shutdown();
+    std::_Exit(1);
+  }
+  if (!st.env->new_journal)
+    return;  // (its ids carry on from its own journal)
+  if (s.next_id == 0) {
+    // A peer of a release that keeps no such figures: nothing to learn from it.
+    if (pp.awaited.erase(s.name) > 0)
+      spdlog::warn("node {}: node {} keeps no procedure ids of its peers (an older release): "
+                   "ids are learned from the other peers only",
+                   st.env->node_name, s.name);
+  } else {
+    if (pp.floor_taken.insert(s.name).second && s.heard_next_id > 0) {
+      auto before = st.env->next_id->load();
+      auto from = raise_next_id(*st.env, s.heard_next_id + peer_progress_part::fresh_gap);
+      if (pp.holding || before >= from)
+        spdlog::info("node {}: node {} heard ids up to {} from this name's earlier "
+                     "incarnations: ids begin at {} or above",
+                     st.env->node_name, s.name, s.heard_next_id, from);
+      else
+        spdlog::error("node {}: node {} answered only now (after the {} s its peers had): it "
+                      "heard ids up to {} from this name's earlier incarnations, so ids below {} "
+                      "handed out meanwhile may repeat some of theirs; ids begin at {} from now "
+                      "on",
+                      st.env->node_name, s.name, peer_progress_part::answer_bound.count(),
+                      s.heard_next_id, before, from);
+    }
+    pp.echoed[s.name] = s.heard_next_id;
+    pp.awaited.erase(s.name);
+  }
+  if (!pp.holding || !pp.awaited.empty())
+    return;
+  // Every peer answered; one must have heard where this incarnation's ids begin, so that the
+  // next incarnation learns it (with none that echoes, answer_bound ends the wait).
+  const auto floor = st.env->next_id->load();
+  bool known = false;
+  for (const auto& [peer, v] : pp.echoed)
+    known = known || v >= floor;
+  if (!known && !pp.echoed.empty())
+    return;
+  spdlog::info("node {}: every peer answered in {} ms: procedure ids begin at {}",
+               st.env->node_name, wall_ms() - pp.awaiting_since_ms, floor);
+  release_ids(self);
+}
+
+bool hold_for_ids(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                  promise_t& rp) {
+  auto& pp = self->state.progress;
+  if (!pp.holding)
+    return false;
+  switch (req.body_case()) {
+    case pb::Request::kSubmit:
+    case pb::Request::kResubmit:
+    case pb::Request::kPeer:  // (a child placed here: its own children need ids)
+      break;
+    default:
+      return false;
+  }
+  pp.held.push_back({bytes, std::move(rp)});
+  return true;
+}
+
+void progress_bound(executor_actor* self) {
+  auto& st = self->state;
+  auto& pp = st.progress;
+  if (!pp.holding)
+    return;
+  const auto floor = st.env->next_id->load();
+  bool known = false;
+  for (const auto& [peer, v] : pp.echoed)
+    known = known || v >= floor;
+  if (!pp.awaited.empty())
+    spdlog::warn("node {}: no answer from {} within {} s: procedure ids begin at {} without "
+                 "their word (should one of them know of an earlier incarnation of this name "
+                 "that handed out more, some ids may repeat; its answer, when it comes, raises "
+                 "the next ones)",
+                 st.env->node_name, names_of(pp.awaited), peer_progress_part::answer_bound.count(),
+                 floor);
+  else if (!known)
+    spdlog::warn("node {}: no peer echoed where this incarnation's ids begin within {} s: "
+                 "ids begin at {}",
+                 st.env->node_name, peer_progress_part::answer_bound.count(), floor);
+  release_ids(self);
+}
+
+}  // namespace proctor::exec_detail
