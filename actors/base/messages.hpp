@@ -23,8 +23,10 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;         // proc -> sc
 /// Worker (or proc) -> scheduler: (ticket) the job the scheduler dispatched under `ticket`
 /// (step_job::ticket) ended: its run slot, and its type's count, are given back.
 using slot_atom = caf::atom_constant<caf::atom("slot")>;
-/// Proc -> scheduler: (procedure id) its actor is gone with a job at the scheduler: a queued
-/// job is dropped, and one sent back to run on the actor (run_inline) gives its slot back.
+/// Proc -> scheduler: (its actor's address) the actor is gone with a job at the scheduler: a
+/// queued job of that actor (a step, or a root's undo) is dropped, and one sent back to run on
+/// the actor (run_inline) gives its slot back. By address, not by procedure id: a restarted
+/// procedure's new actor, and a root's undos of its descendants, are other actors' jobs.
 using proc_gone_atom = caf::atom_constant<caf::atom("procgone")>;
 using step_done_atom = caf::atom_constant<caf::atom("stepdone")>;  // worker -> proc
 using child_done_atom = caf::atom_constant<caf::atom("childdone")>;

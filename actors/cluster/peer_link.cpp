@@ -295,6 +295,7 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
             auto& st = self->state;
             st.recording = false;
             st.status.incarnation = heard;
+            st.status.journal_lsn = 0;  // the other journal's LSN is not this one's
             spdlog::info("node {}: incarnation {} recorded (its first answer)", st.cfg.peer_name,
                          incarnation_text(heard));
           },
@@ -506,8 +507,10 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       auto& st = self->state;
       if (incarnation != 0)
         st.forgotten.insert(incarnation);
-      if (incarnation == 0 || st.status.incarnation == incarnation)
+      if (incarnation == 0 || st.status.incarnation == incarnation) {
         st.status.incarnation = 0;
+        st.status.journal_lsn = 0;
+      }
       if (st.status.up && incarnation != 0)
         go_down(self, "forgotten by an operator (proctor node forget)", true);
       notify(self);

@@ -45,6 +45,8 @@ bool event_seen(executor_actor* self, const std::string& key, const std::string&
   if (i == seen.end())
     return false;
   auto& e = i->second;
+  if (e.lsn != 0 && e.at_ms + self->state.cfg.event_ttl.count() <= wall_ms())
+    return false;  // kept as long as events are: past that, the same id is a new event
   if (e.lsn == 0) {
     e.waiting.push_back(std::move(rp));  // the first one is not durable yet
     return true;
@@ -65,6 +67,10 @@ void event_id_staged(executor_actor* self, const std::string& key, const std::st
   s->set_at_ms(at_ms);
   b.entries.push_back(make_entry(journal_keys::meta_root, rec));
   auto& e = self->state.event_ids.seen[{key, id}];
+  if (e.lsn != 0)  // an expired one the sweep has not dropped yet: its record goes with it
+    b.deletes.push_back({journal_keys::meta_root, e.lsn, e.lsn + 1, 0});
+  e.lsn = 0;
+  e.answer.clear();
   e.at_ms = at_ms;
 }
 

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/leader_fence.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "persistence/keys.hpp"
 
@@ -54,14 +55,31 @@ void maybe_journal(executor_actor* self, const std::string& name, peer_progress_
   });
 }
 
-/// Ids may be handed out: the requests held for them are handled now.
+/// Ids may be handed out: where they begin is journaled (the IdFloor record: a restart reads
+/// it back, and, its journal no longer new, asks nobody again), then the requests held for
+/// them are handled.
 void release_ids(executor_actor* self) {
-  auto& pp = self->state.progress;
-  pp.holding = false;
-  auto held = std::move(pp.held);
-  pp.held.clear();
-  for (auto& h : held)
-    handle_request(self, h.bytes, std::move(h.rp));
+  auto& st = self->state;
+  auto& pp = st.progress;
+  if (pp.releasing)
+    return;
+  pp.releasing = true;
+  pb::JournalRecord rec;
+  rec.mutable_id_floor()->set_next_id(st.env->next_id->load());
+  // (Never below one written with a delete before: those are durable already.)
+  rec.mutable_id_floor()->set_next_lsn(st.env->durable_lsn->load() + 1);
+  auto e = make_entry(journal_keys::meta_root, rec);
+  e.at_lsn = journal_keys::id_floor_lsn;
+  journal_batch b;
+  b.entries.push_back(std::move(e));
+  append(self, std::move(b), [self](uint64_t) {
+    auto& pp = self->state.progress;
+    pp.holding = false;
+    auto held = std::move(pp.held);
+    pp.held.clear();
+    for (auto& h : held)
+      handle_request(self, h.bytes, std::move(h.rp));
+  });
 }
 
 /// Raises the next id to at least `floor`.
@@ -136,8 +154,10 @@ void progress_heard(executor_actor* self, const peer_status& s) {
   // What it says of this node. Its figures for this incarnation are ones this node reported,
   // never above what its journal holds: unless this journal is a copy, restored after the
   // node had gone further.
+  // (Not on a replica that is not sure it leads: a deposed leader, thawed, may hear what the
+  // new leader wrote before it steps down and re-executes as a follower.)
   const auto mine = st.env->incarnation;
-  if (mine != 0 && s.heard_incarnation == mine
+  if (mine != 0 && s.heard_incarnation == mine && leader_fence::open()
       && s.heard_journal_lsn > st.env->durable_lsn->load()) {
     ++pp.refused_restores;
     spdlog::critical(
@@ -203,7 +223,8 @@ bool hold_for_ids(executor_actor* self, const pb::Request& req, const std::strin
   switch (req.body_case()) {
     case pb::Request::kSubmit:
     case pb::Request::kResubmit:
-    case pb::Request::kPeer:  // (a child placed here: its own children need ids)
+    case pb::Request::kPeer:      // (a child placed here: its own children need ids)
+    case pb::Request::kSchedule:  // (a schedule added now could fire meanwhile)
       break;
     default:
       return false;

@@ -298,6 +298,18 @@ caf::expected<recovery_report> node::start(node_options opts) {
   }
   part->limits = std::move(limits);
   part->schedules = std::move(schedules);
+  // A peer forgotten and then back as a new incarnation (a PeerIncarnation after its
+  // NodeForgotten): a member again from the start (cluster_view::node_names, placement),
+  // not only once its link first reports.
+  for (const auto& f : forgotten)
+    if (auto i = peer_incarnations.find(f.peer); i != peer_incarnations.end()) {
+      peer_status s;
+      s.name = f.peer;
+      s.incarnation = i->second;
+      s.since_ms = env->started_at_ms;
+      s.reason = "not connected yet";
+      env->cluster->set(s);
+    }
   part->peer_progress = std::move(peer_progress);
   if (!st.ok()) {
     if (st.IsCorruption() && st.ToString().find("malformed key") != std::string::npos) {

@@ -185,6 +185,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     wake_queued(self);
   });
   bool announced = start.submitted != nullptr;
+  self->state.self_addr = self->address();
   if (!init_from_image(self, start)) {
     self->quit(caf::make_error(errc::quarantined, "cannot recreate procedure"));
     return {};

@@ -61,6 +61,7 @@ struct running_job {
   bool reported = false;
   bool counted = false;  ///< by its type's limiter (type_limiter::ended when it ends)
   bool on_actor = false;  ///< sent back to run on its procedure's actor (run_inline)
+  caf::actor_addr actor;  ///< the procedure actor whose job it is (job.proc)
 };
 
 /// The jobs of one type its limits hold back, highest priority first, in arrival order
@@ -258,9 +259,10 @@ void dispatch(sched_actor* self) {
     --st.free;
     ++st.dispatched;
     job.ticket = ++st.last_ticket;
-    st.running[job.ticket] = running_job{job.ctx.id(), job.ctx.root_id(), job.type,
-                                         std::chrono::steady_clock::now(), false, counted,
-                                         job.run_inline};
+    st.running[job.ticket] = running_job{job.ctx.id(),   job.ctx.root_id(),
+                                         job.type,       std::chrono::steady_clock::now(),
+                                         false,          counted,
+                                         job.run_inline, job.proc.address()};
     if (job.run_inline) {
       auto proc = job.proc;
       self->send(proc, run_inline_atom::value, std::move(job));
@@ -294,27 +296,28 @@ void end_job(sched_actor* self, std::unordered_map<uint64_t, running_job>::itera
   }
 }
 
-/// Drops procedure `proc`'s job held back by its type's limits, blocked by a lock or queued
-/// (its undos too if `undos`: its actor is gone); true if there was one.
-bool drop_jobs_of(scheduler_state& st, uint64_t proc, bool undos) {
+/// Drops the first job `mine` picks that is held back by its type's limits, blocked by a lock
+/// or queued; true if there was one.
+template <class Pick>
+bool drop_job(scheduler_state& st, Pick mine) {
   for (auto h = st.held.begin(); h != st.held.end(); ++h)
     for (auto* from : {&h->second.steps, &h->second.starts})
       for (auto j = from->begin(); j != from->end(); ++j)
-        if (j->second.ctx.id() == proc) {
+        if (mine(j->second)) {
           from->erase(j);
           --st.held_total;
           return true;
         }
   auto& b = st.lock_blocked;
   for (auto i = b.begin(); i != b.end(); ++i)
-    if (i->ctx.id() == proc && (undos || !i->undo)) {
+    if (mine(*i)) {
       b.erase(i);
       return true;
     }
   for (auto l = st.levels.begin(); l != st.levels.end(); ++l) {
     for (auto& [root, q] : l->second.jobs) {
       for (auto j = q.begin(); j != q.end(); ++j) {
-        if (j->ctx.id() != proc || (j->undo && !undos))
+        if (!mine(*j))
           continue;
         q.erase(j);
         --st.queued;
@@ -356,15 +359,16 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
       end_job(self, r);
       dispatch(self);
     },
-    [=](proc_gone_atom, uint64_t proc) {
-      // Its actor went (a stop of its subtree, a crash, its tree's end) with a job here: a
+    [=](proc_gone_atom, const caf::actor_addr& gone) {
+      // The actor went (a stop of its subtree, a crash, its tree's end) with a job here: a
       // queued one is dropped, one sent back to run on the actor never runs. (A job on a
       // worker thread still runs, and its worker gives the slot back.)
-      drop_jobs_of(self->state, proc, true);
+      while (drop_job(self->state, [&](const step_job& j) { return j.proc.address() == gone; })) {
+      }
       auto& running = self->state.running;
       for (auto r = running.begin(); r != running.end();) {
         auto here = r++;
-        if (here->second.proc == proc && here->second.on_actor)
+        if (here->second.actor == gone && here->second.on_actor)
           end_job(self, here);
       }
       dispatch(self);
@@ -428,7 +432,10 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
       st.locks.force_acquire(owner, locks);
       st.owners_by_root.emplace(root, owner);
     },
-    [=](cancel_atom, uint64_t proc) { return drop_jobs_of(self->state, proc, false); },
+    [=](cancel_atom, uint64_t proc) {
+      return drop_job(self->state,
+                      [proc](const step_job& j) { return j.ctx.id() == proc && !j.undo; });
+    },
     [=](stuck_check_atom) {
       auto& st = self->state;
       auto now = std::chrono::steady_clock::now();

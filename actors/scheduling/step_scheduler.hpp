@@ -6,7 +6,7 @@
 // Messages:
 //   (ready_atom, step_job)   queue a step; it runs when a slot is free and its turn comes
 //   (slot_atom, ticket)      the job dispatched under `ticket` (step_job::ticket) ended
-//   (proc_gone_atom, id)     the procedure's actor is gone: its jobs here are dropped, and
+//   (proc_gone_atom, addr)   a procedure's actor is gone: its jobs here are dropped, and
 //                            one sent back to run on the actor gives its slot back
 //   (stats_atom)             -> step_scheduler_stats
 //   (unlock_atom, id)        a procedure ended: release its locks

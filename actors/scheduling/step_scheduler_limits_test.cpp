@@ -30,10 +30,11 @@ struct fixture : ::testing::Test {
   }
 
   void ready(const caf::actor& sched, uint64_t id, const std::string& type, bool first,
-             bool undo = false, int32_t priority = 0, lock_set locks = {}) {
+             bool undo = false, int32_t priority = 0, lock_set locks = {},
+             caf::actor proc = {}) {
     step_job job;
     job.locks = std::move(locks);
-    job.proc = caf::actor_cast<caf::actor>(self);
+    job.proc = proc ? std::move(proc) : caf::actor_cast<caf::actor>(self);
     job.ctx.id_ = id;
     job.ctx.root_id_ = id;
     job.type = type;
@@ -234,22 +235,28 @@ TEST_F(fixture, a_next_job_that_comes_before_the_last_ones_slot_loses_no_count) 
 
 // A procedure's actor gone with a job at the scheduler: one sent back to run on the actor
 // gives its slot and count back, one queued or held is dropped; a job on a worker is not
-// touched (its worker gives its slot back).
+// touched (its worker gives its slot back). Jobs are the actor's, by its address: another
+// actor's job (a restarted procedure's new actor, the test's own) stays.
 TEST_F(fixture, a_gone_procedures_jobs_give_their_slots_and_counts_back) {
   auto sched = spawn({{"x", type_limits{1, 0, 1s}}});
-  ready(sched, 1, "x", false);
-  EXPECT_EQ(next(), "run 1");  // sent to run on its actor, which goes before it runs
-  ready(sched, 2, "x", false);
-  EXPECT_EQ(next(), "wait: type limit x: 1 of 1 running");
-  self->send(sched, proc_gone_atom::value, uint64_t{2});  // held: dropped
-  self->send(sched, proc_gone_atom::value, uint64_t{1});
-  EXPECT_EQ(view(stats(sched), "x")->running, 0u);
-  EXPECT_EQ(stats(sched).running, 0u);
-  EXPECT_EQ(stats(sched).limit_waiting, 0u);
-  ready(sched, 3, "x", false);
-  EXPECT_EQ(next(), "run 3");
-  end(sched, 1);  // the gone one's slot, had it run after all: nothing changes
+  auto quiet = [](caf::event_based_actor*) -> caf::behavior {
+    return {[](run_inline_atom, step_job&) {}, [](lock_wait_atom, const std::string&) {}};
+  };
+  auto one = sys.spawn(quiet);
+  auto two = sys.spawn(quiet);
+  ready(sched, 1, "x", false, false, 0, {}, one);  // sent to run on its actor, which goes
+  ready(sched, 2, "x", false, false, 0, {}, two);  // held: 1 of 1 running
+  ready(sched, 2, "x", false);                     // the same procedure's new actor: held too
+  EXPECT_EQ(next(), "wait: type limit x: behind 1 held back before it (at most 1 running)");
+  EXPECT_EQ(stats(sched).limit_waiting, 2u);
+  self->send(sched, proc_gone_atom::value, two.address());
+  self->send(sched, proc_gone_atom::value, one.address());
+  EXPECT_EQ(next(), "wait: ");  // the new actor's job goes
+  EXPECT_EQ(next(), "run 2");
   EXPECT_EQ(view(stats(sched), "x")->running, 1u);
+  EXPECT_EQ(stats(sched).limit_waiting, 0u);
+  caf::anon_send_exit(one, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(two, caf::exit_reason::user_shutdown);
 }
 
 // A job its limits let go that then waits for a lock gives its count back, and with it room

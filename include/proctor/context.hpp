@@ -132,14 +132,15 @@ public:
   /// This run's fencing token (fencing_token): hand it to a resource that checks it.
   const proctor::fencing_token& fencing_token() const noexcept { return fencing_; }
 
-  /// True once this step's outcome will not be used: its procedure is being stopped while the
-  /// step runs (a sibling cancelled by its parent's join policy, a subtree stopped because its
-  /// tree failed or was aborted, a supervisor's restart). A long step checks it between pieces
-  /// of work and returns at once (any outcome: it is not committed; the step runs again if the
-  /// procedure does) or throws. A step that does not check it runs to its end, and the stop
-  /// waits for that (docs/flow-control.md, "Join policies"). Always false in an undo (undos
-  /// are never cancelled), in a step that runs on its procedure's actor (never_blocks: it takes
-  /// microseconds) and in a root's own step (an abort's rollback undoes its outcome).
+  /// True once its procedure is being stopped while this step runs: a sibling cancelled by its
+  /// parent's join policy, a subtree stopped because its tree failed or was aborted, a
+  /// supervisor's restart. A long step checks it between pieces of work and then returns
+  /// `yield(state)` at once (a yield is never committed: the state is undone as one that may
+  /// have run partly, or runs again if the procedure does), or throws. Another outcome would
+  /// be committed as the step's. A step that does not check it runs to its end, and the stop
+  /// waits for that (docs/flow-control.md, "Join policies"). Always false in an undo (undos are
+  /// never cancelled) and in a step that runs on its procedure's actor (never_blocks: it takes
+  /// microseconds).
   bool cancelled() const noexcept {
     return cancel_flag_ != nullptr && cancel_flag_->load(std::memory_order_relaxed);
   }

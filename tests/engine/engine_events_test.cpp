@@ -202,7 +202,7 @@ TEST_F(events_test, a_kept_event_expires_unconsumed_after_its_ttl) {
 // not durable yet; another key, or another id, is another event. Once the events' TTL ran
 // out, the id is forgotten (and its record deleted).
 TEST_F(events_test, an_event_sent_again_with_its_id_is_accepted_once) {
-  start([](node_options& o) { o.executor.event_ttl = std::chrono::milliseconds{1500}; });
+  start([](node_options& o) { o.executor.event_ttl = std::chrono::milliseconds{4000}; });
   auto a = waiter("pay");
   auto b = waiter("pay");
   EXPECT_EQ(event("pay", R"("one")", "tx-1").text(), delivered("pay", 2));
@@ -213,7 +213,7 @@ TEST_F(events_test, an_event_sent_again_with_its_id_is_accepted_once) {
   expect_still_waiting(c);
   // Kept (nobody waits) and sent again: one kept event, consumed by one waiter only.
   EXPECT_EQ(event("ship", R"("s")", "tx-2").text().rfind("event 'ship' kept for ", 0), 0u);
-  restart([](node_options& o) { o.executor.event_ttl = std::chrono::milliseconds{1500}; });
+  restart([](node_options& o) { o.executor.event_ttl = std::chrono::milliseconds{4000}; });
   auto again = event("ship", R"("s")", "tx-2");
   EXPECT_EQ(again.code(), pb::Response::OK) << again.error();
   EXPECT_NE(again.text().find("with id 'tx-2' was accepted already"), std::string::npos)
@@ -228,7 +228,7 @@ TEST_F(events_test, an_event_sent_again_with_its_id_is_accepted_once) {
   EXPECT_EQ(event("ship", R"("t")", "tx-1").text(), delivered("ship", 1));
   expect_woken_by(e, R"("t")");
   // Past the TTL the id is forgotten: the same id is a new event.
-  std::this_thread::sleep_for(std::chrono::milliseconds{2000});
+  std::this_thread::sleep_for(std::chrono::milliseconds{4500});
   auto f = waiter("pay");
   EXPECT_EQ(event("pay", R"("late")", "tx-1").text(), delivered("pay", 1));
   expect_woken_by(f, R"("late")");

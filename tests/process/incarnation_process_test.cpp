@@ -191,8 +191,8 @@ TEST_F(incarnations, a_journal_restored_from_an_older_copy_is_refused) {
   ASSERT_TRUE(nodes_[1]->start()) << nodes_[1]->log_tail();
   auto ids = submit_to_b(*this, 3);  // acknowledged after the copy
   ASSERT_EQ(ids.size(), 3u);
-  // a hears b's journal go on (heartbeat answers, twice a second).
-  std::this_thread::sleep_for(1500ms);
+  // a hears b's journal go on (heartbeat answers, twice a second: five of them).
+  std::this_thread::sleep_for(2500ms);
   nodes_[1]->kill();
   fs::remove_all(nodes_[1]->data_dir());
   fs::rename(copy, nodes_[1]->data_dir());

@@ -54,8 +54,10 @@ struct peer_progress_part {
   static constexpr std::chrono::seconds answer_bound{3};
 
   std::map<std::string, peer_progress_entry> peers;
-  /// A new journal holds id-needing requests (until released, at most answer_bound).
+  /// A new journal holds id-needing requests (until released, at most answer_bound), and
+  /// journals where its ids begin before it lets them go (releasing).
   bool holding = false;
+  bool releasing = false;
   /// ... the peers that have not answered yet, those whose floor was taken (once each:
   /// their echo of this node's own next id must not raise it again), and what each echoed.
   std::set<std::string> awaited;

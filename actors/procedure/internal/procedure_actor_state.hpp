@@ -108,8 +108,8 @@ struct proc_actor_state {
     // Gone with a job (a step or an undo) at the scheduler, queued or sent back to run here:
     // it is let go there, so that its run slot and its type's count are not lost with this
     // actor. (Told too when its job was on a worker or had run: the scheduler finds nothing.)
-    if ((job_queued || busy) && env->scheduler)
-      caf::anon_send(env->scheduler, proc_gone_atom::value, id);
+    if ((job_queued || busy) && env->scheduler && self_addr)
+      caf::anon_send(env->scheduler, proc_gone_atom::value, self_addr);
     if (dormant_children == 0)
       return;
     int64_t n = 0;
@@ -121,6 +121,7 @@ struct proc_actor_state {
 
   // -- identity -----------------------------------------------------------------------------
   env_ptr env;
+  caf::actor_addr self_addr;  ///< this actor's (its jobs at the scheduler carry it)
   const procedure_type* ptype = nullptr;
   uint64_t id = 0;
   uint64_t root_id = 0;
