@@ -229,7 +229,18 @@ public:
       std::vector<std::string> seen;
       for (const auto& c : ctx.children())
         seen.push_back(probe_world::join_entry(c.id, std::string(to_string(c.state)), c.cancelled));
+      // Exactly the children of the spawn just before, however the procedure got here (a
+      // restart from its journal once showed those of every earlier spawn too).
+      const auto made = static_cast<size_t>(data_.actions(state - 2).children_size());
+      if (seen.size() != made)
+        w.error("procedure " + std::to_string(ctx.id()) + " state " + std::to_string(state)
+                + " sees " + std::to_string(seen.size()) + " children, its spawn made "
+                + std::to_string(made));
       w.joined(ctx.id(), std::move(seen));
+    } else if (state > 1 && !ctx.children().empty()) {
+      w.error("procedure " + std::to_string(ctx.id()) + " state " + std::to_string(state) + " sees "
+              + std::to_string(ctx.children().size())
+              + " children after a step that spawned nothing");
     }
     if (state == data_.actions_size() + 1)  // after a last SPAWN or SUSPEND: the end
       return outcome::done();
