@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <proctor/journal.pb.h>
+#include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor {
@@ -16,6 +17,14 @@ namespace proctor {
 journal_entry make_entry(uint64_t root_id, pb::JournalRecord& rec) {
   rec.set_format(1);
   return journal_entry{root_id, rec.SerializeAsString()};
+}
+
+std::string id_floor_record(uint64_t next_id, uint64_t next_lsn) {
+  pb::JournalRecord rec;
+  rec.set_format(1);
+  rec.mutable_id_floor()->set_next_id(next_id);
+  rec.mutable_id_floor()->set_next_lsn(next_lsn);
+  return rec.SerializeAsString();
 }
 
 namespace {
@@ -59,14 +68,6 @@ void fail_stop(journal_state& st, const std::string& msg) {
   spdlog::critical("journal write failed, node fail-stops: {}", msg);
   spdlog::shutdown();
   std::_Exit(70);
-}
-
-std::string id_floor_record(uint64_t next_id, uint64_t next_lsn) {
-  pb::JournalRecord rec;
-  rec.set_format(1);
-  rec.mutable_id_floor()->set_next_id(next_id);
-  rec.mutable_id_floor()->set_next_lsn(next_lsn);
-  return rec.SerializeAsString();
 }
 
 /// Writes every staged append with one synced write, then acknowledges them in order.

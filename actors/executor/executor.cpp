@@ -72,11 +72,15 @@ void fill_links(executor_actor* self, pb::ProcStatus* s) {
     s->set_resubmitted_as(i->second);
 }
 
+bool failed_for_good(executor_actor* self, const proc_record& p) {
+  if (p.state != proc_state::failed || !p.ended)
+    return false;
+  auto r = self->state.roots.find(p.root_id);
+  return r != self->state.roots.end() && !r->second.finished;
+}
+
 std::string waits_for_operator(executor_actor* self, const proc_record& u) {
-  if (u.state != proc_state::failed || !u.ended || u.parent_id != 0)
-    return {};
-  auto r = self->state.roots.find(u.id);
-  if (r == self->state.roots.end() || r->second.finished)
+  if (u.parent_id != 0 || !failed_for_good(self, u))
     return {};
   return "procedure " + std::to_string(u.id)
          + " is FAILED past its point of no return: its tree has not ended, it waits for an "

@@ -61,8 +61,7 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
   auto r = st.roots.find(p.root_id);
   // Past its point of no return and out of retries, a procedure stays FAILED "until an
   // operator intervenes": its actor lives on, its tree waits.
-  bool failed_for_good =
-    p.state == proc_state::failed && p.ended && r != st.roots.end() && !r->second.finished;
+  bool failed_for_good = exec_detail::failed_for_good(self, p);
   if (p.ended && !failed_for_good)
     return refuse(me + " already ended " + std::string(to_string(p.state)));
   if (!p.node().empty())

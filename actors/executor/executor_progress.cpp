@@ -6,6 +6,7 @@
 
 #include "actors/base/leader_fence.hpp"
 #include "actors/executor/internal/executor_state.hpp"
+#include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor::exec_detail {
@@ -64,14 +65,12 @@ void release_ids(executor_actor* self) {
   if (pp.releasing)
     return;
   pp.releasing = true;
-  pb::JournalRecord rec;
-  rec.mutable_id_floor()->set_next_id(st.env->next_id->load());
-  // (Never below one written with a delete before: those are durable already.)
-  rec.mutable_id_floor()->set_next_lsn(st.env->durable_lsn->load() + 1);
-  auto e = make_entry(journal_keys::meta_root, rec);
-  e.at_lsn = journal_keys::id_floor_lsn;
+  // (Its next_lsn never below one written with a delete before: those are durable already.)
   journal_batch b;
-  b.entries.push_back(std::move(e));
+  b.entries.push_back(journal_entry{
+    journal_keys::meta_root,
+    id_floor_record(st.env->next_id->load(), st.env->durable_lsn->load() + 1),
+    journal_keys::id_floor_lsn});
   append(self, std::move(b), [self](uint64_t) {
     auto& pp = self->state.progress;
     pp.holding = false;
@@ -80,6 +79,15 @@ void release_ids(executor_actor* self) {
     for (auto& h : held)
       handle_request(self, h.bytes, std::move(h.rp));
   });
+}
+
+/// True when a peer echoed where this incarnation's ids begin (`floor`), or none echoed
+/// anything (a peer of an older release, or no answer at all: nothing to wait for).
+bool base_echoed(const peer_progress_part& pp, uint64_t floor) {
+  if (pp.echoed.empty())
+    return true;
+  return std::any_of(pp.echoed.begin(), pp.echoed.end(),
+                     [floor](const auto& e) { return e.second >= floor; });
 }
 
 /// Raises the next id to at least `floor`.
@@ -205,10 +213,7 @@ void progress_heard(executor_actor* self, const peer_status& s) {
   // Every peer answered; one must have heard where this incarnation's ids begin, so that the
   // next incarnation learns it (with none that echoes, answer_bound ends the wait).
   const auto floor = st.env->next_id->load();
-  bool known = false;
-  for (const auto& [peer, v] : pp.echoed)
-    known = known || v >= floor;
-  if (!known && !pp.echoed.empty())
+  if (!base_echoed(pp, floor))
     return;
   spdlog::info("node {}: every peer answered in {} ms: procedure ids begin at {}",
                st.env->node_name, wall_ms() - pp.awaiting_since_ms, floor);
@@ -239,9 +244,6 @@ void progress_bound(executor_actor* self) {
   if (!pp.holding)
     return;
   const auto floor = st.env->next_id->load();
-  bool known = false;
-  for (const auto& [peer, v] : pp.echoed)
-    known = known || v >= floor;
   if (!pp.awaited.empty())
     spdlog::warn("node {}: no answer from {} within {} s: procedure ids begin at {} without "
                  "their word (should one of them know of an earlier incarnation of this name "
@@ -249,7 +251,7 @@ void progress_bound(executor_actor* self) {
                  "the next ones)",
                  st.env->node_name, names_of(pp.awaited), peer_progress_part::answer_bound.count(),
                  floor);
-  else if (!known)
+  else if (pp.echoed.empty() || !base_echoed(pp, floor))
     spdlog::warn("node {}: no peer echoed where this incarnation's ids begin within {} s: "
                  "ids begin at {}",
                  st.env->node_name, peer_progress_part::answer_bound.count(), floor);

@@ -23,8 +23,7 @@ void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t r
   const auto& p = i->second;
   auto me = "procedure " + std::to_string(p.id);
   auto r = st.roots.find(p.root_id);
-  bool failed_for_good =
-    p.state == proc_state::failed && p.ended && r != st.roots.end() && !r->second.finished;
+  bool failed_for_good = exec_detail::failed_for_good(self, p);
   if (p.ended && !failed_for_good)
     return refuse(
       me + " already ended " + std::string(to_string(p.state))

@@ -175,16 +175,18 @@ private:
 /// harness's event "race.go" and ends, and a loser, which makes a file its undo removes and
 /// waits for an event that never comes; join::any cancels the loser once the winner ended.
 /// The join step checks what it sees: the winner SUCCESS, the loser ROLLEDBACK, cancelled.
-class race_parent : public state_machine<pb::LedgerData, pb::LedgerState> {
+template <bool LoserChangesData>
+class race_parent_of : public state_machine<pb::LedgerData, pb::LedgerState> {
 public:
-  race_parent() {
-    on(pb::LEDGER_STEP, &race_parent::spawn_both, &race_parent::nothing);
-    on(pb::LEDGER_JOIN, &race_parent::join, &race_parent::nothing);
+  race_parent_of() {
+    on(pb::LEDGER_STEP, &race_parent_of::spawn_both, &race_parent_of::nothing);
+    on(pb::LEDGER_JOIN, &race_parent_of::join, &race_parent_of::nothing);
   }
 
 private:
   outcome spawn_both(pb::LedgerData& d, context&) {
-    return spawn({child("test.race_winner", d), child("test.race_loser", d)}, pb::LEDGER_JOIN)
+    const char* loser = LoserChangesData ? "test.race_loser_data" : "test.race_loser";
+    return spawn({child("test.race_winner", d), child(loser, d)}, pb::LEDGER_JOIN)
       .join(join::any());
   }
   outcome join(pb::LedgerData&, context& ctx) {
@@ -210,64 +212,26 @@ private:
   void nothing(pb::LedgerData&, context&) {}
 };
 
-class race_loser : public state_machine<pb::LedgerData, pb::LedgerState> {
+/// The loser; with `ChangesData`, its step changes its data before it suspends, so that its
+/// undo's data differs between a committed step (the clean run) and a step cut mid-way (a
+/// crash run).
+template <bool ChangesData>
+class race_loser_of : public state_machine<pb::LedgerData, pb::LedgerState> {
 public:
-  race_loser() {
-    on(pb::LEDGER_STEP, &race_loser::mark, &race_loser::unmark);
-    on(pb::LEDGER_JOIN, &race_loser::end, &race_loser::nothing);
+  race_loser_of() {
+    on(pb::LEDGER_STEP, &race_loser_of::mark, &race_loser_of::unmark);
+    on(pb::LEDGER_JOIN, &race_loser_of::end, &race_loser_of::nothing);
   }
 
 private:
   outcome mark(pb::LedgerData& d, context&) {
+    if (ChangesData)
+      d.set_step(d.step() + 1);
     std::ofstream(d.ledger_dir() + "/loser") << "x";
     return suspend("race.never", pb::LEDGER_JOIN);
   }
   void unmark(pb::LedgerData& d, context&) { fs::remove(d.ledger_dir() + "/loser"); }
   outcome end(pb::LedgerData&, context&) { return done(); }
-  void nothing(pb::LedgerData&, context&) {}
-};
-
-/// A loser whose step changes its data before it suspends, so that its undo's data differs
-/// between a committed step (the clean run) and a step cut mid-way (a crash run); and its
-/// parent, race_parent's twin.
-class race_loser_data : public state_machine<pb::LedgerData, pb::LedgerState> {
-public:
-  race_loser_data() {
-    on(pb::LEDGER_STEP, &race_loser_data::mark, &race_loser_data::unmark);
-    on(pb::LEDGER_JOIN, &race_loser_data::end, &race_loser_data::nothing);
-  }
-
-private:
-  outcome mark(pb::LedgerData& d, context&) {
-    d.set_step(d.step() + 1);
-    std::ofstream(d.ledger_dir() + "/loser") << "x";
-    return suspend("race.never", pb::LEDGER_JOIN);
-  }
-  void unmark(pb::LedgerData& d, context&) { fs::remove(d.ledger_dir() + "/loser"); }
-  outcome end(pb::LedgerData&, context&) { return done(); }
-  void nothing(pb::LedgerData&, context&) {}
-};
-
-class race_parent_data : public state_machine<pb::LedgerData, pb::LedgerState> {
-public:
-  race_parent_data() {
-    on(pb::LEDGER_STEP, &race_parent_data::spawn_both, &race_parent_data::nothing);
-    on(pb::LEDGER_JOIN, &race_parent_data::join, &race_parent_data::nothing);
-  }
-
-private:
-  outcome spawn_both(pb::LedgerData& d, context&) {
-    return spawn({child("test.race_winner", d), child("test.race_loser_data", d)},
-                 pb::LEDGER_JOIN)
-      .join(join::any());
-  }
-  outcome join(pb::LedgerData&, context& ctx) {
-    const auto& c = ctx.children();
-    if (c.size() != 2 || c[0].state != proc_state::success
-        || c[1].state != proc_state::rolledback || !c[1].cancelled)
-      return fail("the join saw the wrong ends");
-    return done();
-  }
   void nothing(pb::LedgerData&, context&) {}
 };
 
@@ -284,12 +248,12 @@ protected:
     types_.add<waits_twice>("test.waits_twice");
     types_.add<remote_parent>("test.remote_parent");
     types_.add<compacting_loop>("test.compacting_loop").compact_after(6);
-    types_.add<race_parent>("test.race_parent");
+    types_.add<race_parent_of<false>>("test.race_parent");
     types_.add<race_winner>("test.race_winner");
-    types_.add<race_loser>("test.race_loser");
+    types_.add<race_loser_of<false>>("test.race_loser");
     types_.add<spawns_twice>("test.spawns_twice");
-    types_.add<race_loser_data>("test.race_loser_data");
-    types_.add<race_parent_data>("test.race_parent_data");
+    types_.add<race_loser_of<true>>("test.race_loser_data");
+    types_.add<race_parent_of<true>>("test.race_parent_data");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -452,9 +452,7 @@ TEST_F(events_test, a_crash_between_the_deliveries_of_an_event_that_woke_two_com
 // kept. No event is lost (each is consumed in the end: by one waiter if it was kept, by at
 // most the waiters it woke otherwise), and none is consumed twice.
 TEST_F(events_test, events_racing_with_deadlines_are_neither_lost_nor_consumed_twice) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_EVENTS_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = seed_from_env("PROCTOR_EVENTS_SEED");
   SCOPED_TRACE("seed " + std::to_string(seed) + " (PROCTOR_EVENTS_SEED=" + std::to_string(seed)
                + " replays it)");
   std::mt19937_64 rng(seed);
@@ -528,9 +526,7 @@ TEST_F(events_test, events_racing_with_deadlines_are_neither_lost_nor_consumed_t
 // between; a model of the contract says which event each waiter gets, if any. The seed is
 // printed on failure; PROCTOR_EVENTS_SEED replays one.
 TEST_F(events_test, random_interleavings_follow_the_contract) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_EVENTS_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = seed_from_env("PROCTOR_EVENTS_SEED");
   SCOPED_TRACE("seed " + std::to_string(seed) + " (PROCTOR_EVENTS_SEED=" + std::to_string(seed)
                + " replays it)");
   std::printf("  seed %llu\n", static_cast<unsigned long long>(seed));

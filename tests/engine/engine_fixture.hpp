@@ -17,6 +17,9 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <random>
+
 #include "actors/node/node.hpp"
 #include "actors/base/rpc.hpp"
 #include <proctor/journal.pb.h>
@@ -26,6 +29,14 @@
 #include <proctor/wire.pb.h>
 
 namespace proctor::testing {
+
+/// A seeded random test's seed: the environment variable `name` when set (to replay a
+/// failure), else a fresh one. The test prints it with SCOPED_TRACE.
+inline uint64_t seed_from_env(const char* name = "PROCTOR_SEED") {
+  if (const char* s = std::getenv(name))
+    return std::strtoull(s, nullptr, 10);
+  return std::random_device{}();
+}
 
 /// A journal_store that records the order of step commits and undos it is asked to write.
 class recording_store : public journal_store {

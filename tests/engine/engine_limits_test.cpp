@@ -316,9 +316,7 @@ TEST_F(type_limits_test, a_limited_tree_survives_a_crash_at_every_boundary_witho
 /// moments (1 to 3, or back to the code's 1), aborts and restarts in between. Every tree must end (SUCCESS,
 /// or ROLLEDBACK when aborted): no step is held back for ever whatever comes when.
 TEST_F(type_limits_test, random_limit_changes_aborts_and_restarts_never_leave_a_step_held) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = seed_from_env();
   SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -387,9 +385,7 @@ TEST_F(type_limits_test, random_limit_changes_aborts_and_restarts_never_leave_a_
 /// procedure through (before, each yield could leak its count: "60 of 4 running" with nothing
 /// running held every new start for ever). PROCTOR_SEED=<n> replays it.
 TEST_F(type_limits_test, every_way_a_step_ends_gives_its_count_back) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = seed_from_env();
   SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };

@@ -331,9 +331,7 @@ TEST_F(retry_test, a_crash_before_and_after_the_retried_record) {
 /// procedure ends (SUCCESS, or ROLLEDBACK when an abort came before its point of no return),
 /// with exactly its effects.
 TEST_F(retry_test, random_retries_aborts_bypasses_and_restarts) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = seed_from_env();
   SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };

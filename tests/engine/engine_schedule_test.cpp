@@ -449,9 +449,7 @@ TEST_F(schedule_test, a_crash_on_either_side_of_a_firing_write) {
 /// time of a schedule with catch-up all and overlap allow, not paused or deleted, is
 /// submitted once; each schedule's counts account for each fire time once.
 TEST_F(schedule_test, random_crashes_and_changes_racing_firings) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = seed_from_env();
   SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
   std::printf("PROCTOR_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);

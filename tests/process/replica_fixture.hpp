@@ -5,6 +5,8 @@
 
 #include <sys/statfs.h>
 
+#include <csignal>
+
 #include <linux/magic.h>
 
 #include <array>
@@ -99,6 +101,17 @@ protected:
       },
       limit, 50ms);
     return found;
+  }
+
+  /// Freezes replica `l` (SIGSTOP) and returns the replica elected instead, or -1 when none is
+  /// within 30 s (then `l` is thawed again).
+  int freeze_leader(int l) {
+    if (::kill(b_[l]->pid(), SIGSTOP) != 0)
+      return -1;
+    int l2 = leader(30s, l);
+    if (l2 < 0)
+      ::kill(b_[l]->pid(), SIGCONT);
+    return l2;
   }
 
   std::string submit(const std::string& type, const std::string& args) {

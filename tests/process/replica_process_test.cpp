@@ -182,10 +182,7 @@ TEST_F(replicas, a_frozen_leader_is_replaced_and_begins_no_step_after_it_thaws) 
                                            + "\"}"));
   ASSERT_TRUE(eventually([&] { return count_files(ledger()) >= 80; }, 30s)) << logs();
   const pid_t old = b_[l]->pid();
-  ASSERT_EQ(::kill(old, SIGSTOP), 0);
-  int l2 = leader(30s, l);
-  if (l2 < 0)
-    ::kill(old, SIGCONT);
+  int l2 = freeze_leader(l);
   ASSERT_GE(l2, 0) << logs();
   // Asked of the new leader alone: a frozen process's kernel still accepts connections, so a
   // client that tries it first waits out its reply timeout before it moves on.
@@ -255,10 +252,7 @@ TEST_F(replicas, a_frozen_leaders_step_under_way_cannot_land_after_the_new_leade
   std::this_thread::sleep_for(300ms);  // their first steps under way (1.5 s each)
   ASSERT_EQ(count_files(ledger()), 0u);
   const pid_t old = b_[l]->pid();
-  ASSERT_EQ(::kill(old, SIGSTOP), 0);
-  int l2 = leader(30s, l);
-  if (l2 < 0)
-    ::kill(old, SIGCONT);
+  int l2 = freeze_leader(l);
   ASSERT_GE(l2, 0) << logs();
   // The new leader aborts them: each ends ROLLEDBACK, its steps undone, before the thaw.
   for (const auto& id : ids) {

@@ -283,6 +283,9 @@ std::string status_reply(executor_actor* self, const proc_record& r);
 /// fill_status, and what a root FAILED waits for when its record says nothing: its rollback,
 /// or (past its point of no return, its tree not ended) an operator's retry or bypass.
 void fill_status(executor_actor* self, const proc_record& r, pb::ProcStatus* s);
+/// Past its point of no return and out of retries: FAILED, ended, its tree not finished (it
+/// waits for an operator's retry or bypass).
+bool failed_for_good(executor_actor* self, const proc_record& p);
 /// "procedure N is FAILED past its point of no return: …": why an abort, a release and the
 /// like do not apply to a root whose tree waits for an operator ("" for any other).
 std::string waits_for_operator(executor_actor* self, const proc_record& r);
