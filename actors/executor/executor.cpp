@@ -124,6 +124,7 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
     ++st.live;
     u.ended_at_ms = 0;
     rec.ended_at_ms = 0;
+    rec.retried = true;
   }
   if (u.state != proc_state::waiting) {
     stop_call(self, u.id);
@@ -159,7 +160,10 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
       rec.live_since_ns = 0;
       --st.live;
     }
-    st.metrics.ended(rec.type(), rec.state, runtime);
+    if (rec.retried)
+      st.metrics.ended_after_retry(rec.type(), rec.state);
+    else
+      st.metrics.ended(rec.type(), rec.state, runtime);
     if (!st.held_events.empty())
       st.held_events.erase(it->first);
     auto w = st.waiters.find(it->first);

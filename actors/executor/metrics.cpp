@@ -106,6 +106,12 @@ struct type_metrics::families {
                                    .Name("proctor_procedures_rolledback_total")
                                    .Help("Procedures that ended ROLLEDBACK.")
                                    .Register(registry);
+  Family<Counter>& retry_outcomes =
+    prometheus::BuildCounter()
+      .Name("proctor_procedures_retry_outcomes_total")
+      .Help("Procedures that had ended FAILED, were retried by an operator and ended again, by "
+            "the state they ended in (counted once, in failed_total, before the retry).")
+      .Register(registry);
   Family<Counter>& no_progress =
     prometheus::BuildCounter()
       .Name("proctor_procedures_no_progress_total")
@@ -146,6 +152,15 @@ type_metrics& type_metrics::operator=(type_metrics&&) noexcept = default;
 
 void type_metrics::submitted(const std::string& type) {
   families_->of(type).submitted.Increment();
+}
+
+void type_metrics::ended_after_retry(const std::string& type, proc_state state) {
+  auto name = state == proc_state::success      ? "SUCCESS"
+              : state == proc_state::failed     ? "FAILED"
+              : state == proc_state::rolledback ? "ROLLEDBACK"
+                                                : nullptr;
+  if (name != nullptr)
+    families_->retry_outcomes.Add({{"type", type}, {"state", name}}).Increment();
 }
 
 void type_metrics::no_progress(const std::string& type) {

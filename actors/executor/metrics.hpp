@@ -80,6 +80,11 @@ public:
   void ended(const std::string& type, proc_state state,
              std::chrono::milliseconds runtime = std::chrono::milliseconds{-1});
 
+  /// A procedure of `type` that had ended FAILED (counted by ended()) and was made live again
+  /// by an operator's retry ended again in `state`. Counted apart, so that each procedure is
+  /// counted once in succeeded + failed + rolledback (issue 46.10).
+  void ended_after_retry(const std::string& type, proc_state state);
+
   /// A procedure of `type` was flagged for making no progress.
   void no_progress(const std::string& type);
 

@@ -43,6 +43,14 @@ TEST(metrics, counts_per_type_and_the_runtime_histogram) {
   EXPECT_EQ(value_of(text, b + R"("0.01"})"), "1");
   EXPECT_EQ(value_of(text, b + R"("300"})"), "1");
   EXPECT_EQ(value_of(text, b + R"("+Inf"})"), "2");
+  // A FAILED one retried that then succeeds is not counted a second time as an end.
+  m.ended_after_retry("demo.ledger", proc_state::success);
+  text = render(m);
+  EXPECT_EQ(value_of(text, "proctor_procedures_succeeded_total" + t), "1") << text;
+  EXPECT_EQ(value_of(text, "proctor_procedures_failed_total" + t), "1");
+  EXPECT_EQ(
+    value_of(text, R"(proctor_procedures_retry_outcomes_total{state="SUCCESS",type="demo.ledger"})"),
+    "1");
   EXPECT_NE(text.find("# TYPE proctor_procedure_runtime_seconds histogram\n"), std::string::npos);
   EXPECT_NE(text.find("# HELP proctor_procedures_submitted_total Procedures submitted or "
                       "spawned.\n# TYPE proctor_procedures_submitted_total counter\n"),

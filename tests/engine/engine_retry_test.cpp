@@ -168,6 +168,15 @@ TEST_F(retry_test, a_procedure_failed_past_its_point_of_no_return_runs_again_fro
   EXPECT_EQ(wait(id).state(), pb::SUCCESS);
   EXPECT_EQ(effects(id), (std::set<std::string>{"prepared", "committed", "finished"}));
   EXPECT_EQ(metric("proctor_retries_total"), 2);
+  // Issue 46.10: the procedure ended once (FAILED); what its retries came to is counted apart,
+  // not as a second and third end.
+  const std::string t = R"({type="demo.forward"})";
+  EXPECT_EQ(metric("proctor_procedures_failed_total" + t), 1);
+  EXPECT_EQ(metric("proctor_procedures_succeeded_total" + t), 0);
+  EXPECT_EQ(metric(R"(proctor_procedures_retry_outcomes_total{state="FAILED",type="demo.forward"})"),
+            1);
+  EXPECT_EQ(metric(R"(proctor_procedures_retry_outcomes_total{state="SUCCESS",type="demo.forward"})"),
+            1);
 }
 
 TEST_F(retry_test, a_step_backing_off_runs_now) {

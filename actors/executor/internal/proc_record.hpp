@@ -54,6 +54,9 @@ public:
   proc_state state = proc_state::runnable;
   bool ended = false;
   bool bypassed = false;
+  /// An operator's retry made it live again after it had ended (and been counted) FAILED:
+  /// its next end is counted as a retry's outcome, not as a second end (metrics.hpp).
+  bool retried = false;
 
   const std::string& type() const { return type_ != nullptr ? *type_ : none(); }
   const std::vector<uint64_t>& children() const {
