@@ -92,7 +92,8 @@ struct command {
     quarantine,
     nodes,
     replicas,
-    forget
+    forget,
+    backup
   };
   verb what = verb::status;
   bool json = false;            ///< `replicas --json`
@@ -163,6 +164,7 @@ int report(const command& cmd, const proctor::pb::Response& resp) {
       std::cout << proctor::nodes_to_json(resp.nodes()) << '\n';
       return exit_ok;
     case command::verb::forget:
+    case command::verb::backup:
       print_text(resp.text());
       return exit_ok;
     case command::verb::wait: {
@@ -502,6 +504,17 @@ int main(int argc, char** argv) {
     auto* r = cmd.request.mutable_forget();
     r->set_name(forget_name);
     r->set_confirm(confirm_lost);
+  });
+
+  std::string backup_dir;
+  auto* backup = app.add_subcommand(
+    "backup", "Write an online backup of the node's journal (a RocksDB checkpoint) to DIR on "
+              "the node's machine; restore it with proctord --restore-from DIR "
+              "(docs/operations.md)");
+  backup->add_option("dir", backup_dir, "An absolute path that does not exist yet")->required();
+  backup->callback([&] {
+    cmd.what = verb::backup;
+    cmd.request.mutable_backup()->set_dir(backup_dir);
   });
 
   auto* quarantine = app.add_subcommand(

@@ -1,7 +1,8 @@
-# Proctor as a library for authors' own nodes: `cmake --install` puts proctord and the
-# operator CLI proctor under bin, the headers under include/proctor (the include root an
-# author's code sees: "include/proctor/state_machine.hpp", "include/proctor/run_node.hpp", and the
-# generated "journal.pb.h"), the static libraries under lib, and a CMake package
+# Proctor as a library for authors' own nodes: `cmake --install` puts proctord, the operator
+# CLI proctor and the certificate tool proctor-certs under bin, the headers under
+# include/proctor (the include root an author's code sees: "include/proctor/state_machine.hpp",
+# "include/proctor/run_node.hpp", and the generated "journal.pb.h"), the static libraries
+# under lib, and a CMake package
 # (lib/cmake/Proctor) so that
 #
 #   find_package(Proctor REQUIRED)
@@ -32,6 +33,9 @@ install(TARGETS ${PROCTOR_LIBRARIES} proctor_all proctor_allocator EXPORT Procto
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 install(TARGETS proctord proctor RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
+# The operators' certificate tool (docs/tls.md), a script beside the programs.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/proctor-certs DESTINATION ${CMAKE_INSTALL_BINDIR}
+  COMPONENT server)
 
 # The public headers: this list, and nothing else (tests/process/... and
 # scripts/check_layers.py check that examples include only these).

@@ -1,6 +1,6 @@
 # Debian packages by CPack (`cpack -G DEB` in the build directory, or scripts/package.sh):
-#   proctor         proctord and the proctor CLI (stripped) with their manual pages, the
-#                   systemd unit proctord@.service
+#   proctor         proctord and the proctor CLI (stripped) and the certificate tool
+#                   proctor-certs with their manual pages, the systemd unit proctord@.service
 #                   (instance = node name, settings in /etc/proctor/NAME.toml, journal in
 #                   /var/lib/proctor/NAME, user proctor), an example settings file, the
 #                   operations page;
@@ -27,6 +27,8 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_NAME proctor)
 # tzdata: schedules' named time zones are read from /usr/share/zoneinfo (libdate-tz3 itself
 # comes from dpkg-shlibdeps).
 set(CPACK_DEBIAN_SERVER_PACKAGE_DEPENDS "adduser, tzdata")
+# openssl: the command proctor-certs runs; the daemon and the CLI need only libssl (shlibdeps).
+set(CPACK_DEBIAN_SERVER_PACKAGE_RECOMMENDS "openssl")
 # CPack puts the summary above as the synopsis; these lines are the extended description
 # (an empty line is a paragraph break).
 set(CPACK_DEBIAN_SERVER_DESCRIPTION "Proctor runs each procedure (a change to a system made in many small
@@ -35,8 +37,9 @@ acts, and carries it on after a crash: forward to success, or backward,
 undoing every committed step in reverse order. Trees of procedures may
 span nodes; a node may be a group of replicas kept by Raft.
 
-This package has the node daemon proctord, the operator CLI proctor and
-a systemd unit, proctord@NAME.")
+This package has the node daemon proctord, the operator CLI proctor, a
+systemd unit, proctord@NAME, and proctor-certs, which makes a cluster's
+certificate authority and issues its TLS certificates.")
 set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/cmake/deb/postinst ${PROJECT_SOURCE_DIR}/cmake/deb/prerm
   ${PROJECT_SOURCE_DIR}/cmake/deb/postrm)
@@ -74,7 +77,7 @@ foreach(pkg proctor libproctor-dev)
   list(APPEND PROCTOR_DEB_GZIPPED ${changelog})
 endforeach()
 # The manual pages, compressed as Debian wants them.
-foreach(page proctord.1 proctor.1)
+foreach(page proctord.1 proctor.1 proctor-certs.1)
   set(gz ${PROJECT_BINARY_DIR}/deb/man/${page}.gz)
   add_custom_command(OUTPUT ${gz}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/deb/man

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "persistence/journal_backup.hpp"
+
 namespace proctor {
 
 namespace {
@@ -67,6 +69,10 @@ public:
 
   rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
     return inner_->read_tree(root_id, out);
+  }
+
+  rocksdb::Status backup(const std::string& dir, const backup_info& info) override {
+    return inner_->backup(dir, info);
   }
 
 private:

@@ -14,6 +14,8 @@
 
 namespace proctor {
 
+struct backup_info;  // journal_backup.hpp
+
 /// One write of a batch.
 struct store_op {
   enum class kind : uint8_t {
@@ -50,6 +52,14 @@ public:
 
   /// Every record of one tree, ascending LSN.
   virtual rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) = 0;
+
+  /// An online backup into `dir` (journal_backup.hpp: a checkpoint and the BACKUP file
+  /// holding `info`), consistent with every write acknowledged before it was asked for.
+  virtual rocksdb::Status backup(const std::string& dir, const backup_info& info) {
+    (void) dir;
+    (void) info;
+    return rocksdb::Status::NotSupported("this journal cannot be backed up online");
+  }
 };
 
 /// Opens (creating if missing) the RocksDB journal under `dir`. Fails with a one-line

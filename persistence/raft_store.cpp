@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "persistence/journal_backup.hpp"
 #include "persistence/raft_codec.hpp"
 #include "persistence/raft_store_impl.hpp"
 
@@ -198,6 +199,10 @@ rocksdb::Status raft_store_impl::scan(const std::function<bool(const stored_reco
 
 rocksdb::Status raft_store_impl::read_tree(uint64_t root_id, std::vector<stored_record>* out) {
   return db_->store().read_tree(root_id, out);
+}
+
+rocksdb::Status raft_store_impl::backup(const std::string& dir, const backup_info& info) {
+  return db_->store().backup(dir, info);
 }
 
 raft_store::leader_info raft_store_impl::leader() const {

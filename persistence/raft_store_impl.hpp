@@ -39,6 +39,9 @@ public:
   rocksdb::Status write(const std::vector<store_op>& ops) override;
   rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override;
   rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override;
+  /// A checkpoint of this replica's database: the journal as applied here (a leader has
+  /// applied every write it acknowledged).
+  rocksdb::Status backup(const std::string& dir, const backup_info& info) override;
   bool is_leader() const override { return ready_leader_.load(); }
   bool sure_to_lead() const override;
   leader_info leader() const override;

@@ -22,6 +22,7 @@
 #include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
 
+#include "persistence/journal_backup.hpp"
 #include "persistence/keys.hpp"
 #include "persistence/tree_memtable.hpp"
 
@@ -289,6 +290,10 @@ rocksdb::Status rocksdb_store::scan(const std::function<bool(const stored_record
     return rocksdb::Status::Corruption("journal scan: " + std::to_string(malformed)
                                        + " record(s) with a malformed key");
   return rocksdb::Status::OK();
+}
+
+rocksdb::Status rocksdb_store::backup(const std::string& dir, const backup_info& info) {
+  return write_backup(db_.get(), dir, info);
 }
 
 rocksdb::Status rocksdb_store::read_tree(uint64_t root_id, std::vector<stored_record>* out) {

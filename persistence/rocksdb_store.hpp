@@ -47,6 +47,9 @@ public:
 
   rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override;
 
+  /// A RocksDB checkpoint (write_backup).
+  rocksdb::Status backup(const std::string& dir, const backup_info& info) override;
+
   // -- for stores layered on this one (raft_store) -----------------------------------------
 
   rocksdb::DB* db() const { return db_.get(); }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes a throw-away certificate authority and certificates for mutual TLS between Proctor
 # nodes and clients (docs/tls.md), for tests and demos only: keys are unencrypted, the CA's
-# key lies beside its certificate.
+# key lies beside its certificate, and every run makes a new CA. Operators make a CA once and
+# issue from it with scripts/proctor-certs (/usr/bin/proctor-certs), which this script runs.
 #
 #   scripts/make-certs.sh DIR [NODE ...]      (nodes default to: a b c)
 #
@@ -23,6 +24,7 @@ if ! command -v openssl >/dev/null 2>&1; then
   echo "make-certs: openssl not found (apt-get install openssl, or scripts/setup.sh)" >&2
   exit 69
 fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=$1
 shift
 nodes=("$@")
@@ -32,34 +34,23 @@ cd "$dir"
 umask 077
 
 days=825
-curve=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+# The operators' tool (scripts/proctor-certs) makes every file; --force because this set is
+# thrown away and made anew each time. Its lines are not wanted here, its errors are.
+certs() { bash "$here/proctor-certs" "$@" --days "$days" --force >/dev/null; }
 
-# make_ca NAME CN
-make_ca() {
-  openssl req -x509 "${curve[@]}" -keyout "$1.key" -out "$1.pem" -days "$days" \
-    -subj "/CN=$2" -addext "basicConstraints=critical,CA:TRUE" \
-    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-}
-
-# make_leaf NAME CA CN EXTENDED_KEY_USAGE
-make_leaf() {
-  openssl req -new "${curve[@]}" -keyout "$1.key" -out "$1.csr" -subj "/CN=$3" 2>/dev/null
-  printf '%s\n' "basicConstraints=critical,CA:FALSE" \
-    "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=$4" \
-    "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" >"$1.ext"
-  openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" \
-    -set_serial "0x$(openssl rand -hex 12)" -days "$days" -extfile "$1.ext" \
-    -out "$1.pem" 2>/dev/null
-  rm -f "$1.csr" "$1.ext"
-}
-
-make_ca ca "Proctor throw-away CA"
+certs init . --cn "Proctor throw-away CA"
 for n in "${nodes[@]}"; do
-  make_leaf "$n" ca "proctor node $n" serverAuth,clientAuth
+  certs node . "$n"
 done
-make_leaf client ca "proctor client" clientAuth
-make_ca other-ca "Another throw-away CA"
-make_leaf other-client other-ca "proctor client" clientAuth
-make_leaf other-node other-ca "proctor node" serverAuth,clientAuth
-chmod 644 ./*.pem
+certs client . client
+# proctor-certs calls every CA ca.pem: the other CA is made in a directory of its own and
+# moved in beside the first under the names the tests use.
+other=$(mktemp -d .other-ca.XXXXXX)
+certs init "$other" --cn "Another throw-away CA"
+certs client "$other" other-client
+certs node "$other" other-node
+mv -f "$other/ca.pem" other-ca.pem
+mv -f "$other/ca.key" other-ca.key
+mv -f "$other"/other-client.* "$other"/other-node.* .
+rmdir "$other"
 echo "make-certs: CA, node(s) ${nodes[*]}, client and other-CA client and node in $(pwd)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Debian packages (proctor, libproctor-dev; cmake/ProctorPackage.cmake) from ./build
 # into OUT_DIR (default build/deb-out) and checks them: lintian reports no error, each package
-# has what it must, the systemd unit passes `systemd-analyze verify`, and the packaged
-# proctord starts from the unit's own command line with the packaged example settings.
+# has what it must (and the packaged proctor-certs runs), the systemd unit passes
+# `systemd-analyze verify`, and the packaged proctord starts from the unit's own command line
+# with the packaged example settings.
 # Usage: [BUILD_DIR=build] scripts/package.sh [OUT_DIR]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -43,8 +44,9 @@ mkdir -p "$root"
 dpkg-deb -x "${server[0]}" "$root"
 dpkg-deb -x "${dev[0]}" "$root"
 unit=usr/lib/systemd/system/proctord@.service
-for f in usr/bin/proctord usr/bin/proctor "$unit" usr/share/doc/proctor/examples/node.toml \
-  usr/share/man/man1/proctord.1.gz usr/share/man/man1/proctor.1.gz \
+for f in usr/bin/proctord usr/bin/proctor usr/bin/proctor-certs "$unit" \
+  usr/share/doc/proctor/examples/node.toml usr/share/man/man1/proctord.1.gz \
+  usr/share/man/man1/proctor.1.gz usr/share/man/man1/proctor-certs.1.gz \
   usr/share/doc/proctor/copyright usr/include/proctor/state_machine.hpp \
   usr/lib/cmake/Proctor/ProctorConfig.cmake; do
   if [[ ! -e $root/$f ]]; then
@@ -52,6 +54,11 @@ for f in usr/bin/proctord usr/bin/proctor "$unit" usr/share/doc/proctor/examples
     rc=1
   fi
 done
+# proctor-certs is a script, not a target: it must be installed executable and run as shipped.
+if [[ -e $root/usr/bin/proctor-certs ]] && ! "$root/usr/bin/proctor-certs" --help >/dev/null 2>&1; then
+  echo "package: /usr/bin/proctor-certs does not run (not executable?)" >&2
+  rc=1
+fi
 # The list is read whole first: `grep -q` in a pipeline under pipefail fails the pipeline when
 # it exits before tar has written everything (tar dies of SIGPIPE), which once reported a
 # prerm that was there as missing.

@@ -19,6 +19,8 @@
 
 namespace proctor {
 
+class journal_store;  // persistence/journal_store.hpp
+
 /// A service's protocol: (service_call_atom, std::string call_id, std::string request)
 /// -> std::string reply (or an error). The same call id may arrive more than once.
 using service_call_atom = caf::atom_constant<caf::atom("svccall")>;
@@ -32,6 +34,10 @@ inline uint16_t owner_of(uint64_t id) {
 
 struct node_env {
   caf::actor journal;
+  /// What the journal writes to: for an online backup only (`proctor backup`), which a
+  /// store checkpoints while the journal goes on writing. Weak: the node owns the store, and
+  /// closing it (its directory's lock released) must not wait for the last holder of env.
+  std::weak_ptr<journal_store> store;
   caf::actor scheduler;
   caf::actor executor;
   /// Keeps every deadline of the node (timeout_actor.hpp).

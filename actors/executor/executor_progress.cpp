@@ -174,8 +174,8 @@ void progress_heard(executor_actor* self, const peer_status& s) {
       "before the node went further: the work acknowledged after the copy is lost, and its "
       "procedure ids would be handed out again. Not serving. To go on, restore a newer copy; or "
       "declare this node lost on every peer (proctor node forget {} --confirm-lost) and start it "
-      "on an empty data directory: a new incarnation, whose ids begin above the old ones "
-      "(docs/operations.md, \"Backups\")",
+      "on an empty data directory, empty or with --restore-from a backup (`proctor backup`): "
+      "a new incarnation, whose ids begin above the old ones (docs/operations.md, \"Backups\")",
       st.env->node_name, s.name, st.env->durable_lsn->load(), s.name, s.heard_journal_lsn, mine,
       st.env->node_name);
     spdlog::shutdown();

@@ -386,6 +386,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_resubmit(self, req.resubmit(), rp);
     case pb::Request::kSchedule:
       return handle_schedule(self, req.schedule(), rp);
+    case pb::Request::kBackup:
+      return handle_backup(self, req.backup(), rp);
     case pb::Request::kReplicas:
       // A replica's front answers this itself (actors/node/replica_front.hpp).
       return reply(rp, error_reply(pb::Response::BAD_REQUEST,

@@ -133,6 +133,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
   env->epoch = epoch;
+  env->store = store;
   env->node_name = opts.name;
   env->node_number = opts.number;
   env->transport = opts.transport;

@@ -28,6 +28,8 @@
 #include "actors/node/standby.hpp"
 #include "actors/cluster/tls.hpp"
 #include "actors/wire/endpoint.hpp"
+#include "actors/wire/wall_clock.hpp"
+#include "persistence/journal_backup.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
 #include "actors/console/console_http.hpp"
@@ -206,6 +208,11 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   app.add_flag("--join", join,
                "With --replica and an empty data directory: join the existing group as a new "
                "replica (`proctor replicas add` on its leader) instead of founding it");
+  std::string restore_from;
+  app.add_option("--restore-from", restore_from,
+                 "Restore the backup in this directory (`proctor backup DIR`) into an empty "
+                 "--data-dir, as a new incarnation of the node, and start on it "
+                 "(docs/operations.md, \"Backups\")");
   bool recover_group = false;
   app.add_flag("--recover-group", recover_group,
                "With --replica: the group lost its majority for good; make it the replicas in "
@@ -280,6 +287,12 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   }
   if (join && group.empty()) {
     std::cerr << program << ": --join goes with --replica and --replicas\n";
+    return 64;
+  }
+  if (!restore_from.empty() && (!group.empty() || standby)) {
+    std::cerr << program
+              << ": --restore-from starts a plain node (not --replica or --standby): restore "
+                 "it as one, then add replicas (docs/operations.md, \"Backups\")\n";
     return 64;
   }
   if (recover_group && (group.empty() || join)) {
@@ -415,6 +428,27 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         spdlog::shutdown();
         std::_Exit(0);
       }
+    }
+    if (!restore_from.empty()) {
+      restore_report rr;
+      std::string err;
+      std::error_code ec;
+      std::filesystem::create_directories(data_dir, ec);
+      if (!restore_backup(restore_from, data_dir, name, &rr, &err)) {
+        std::cerr << program << ": --restore-from " << restore_from << ": " << err << "\n";
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+      if (rr.already)
+        spdlog::info("{} was already restored from the backup in {}: starting on it",
+                     data_dir, restore_from);
+      else
+        spdlog::warn("restored node {} from the backup in {} (taken at {}, incarnation {:016x}, "
+                   "LSN {}): {} record(s), {} tree(s); a new incarnation, its ids from {}; "
+                   "what the old one did after the backup is not here",
+                   name.empty() ? "(unnamed)" : name, restore_from,
+                   utc_text(rr.from.taken_at_ms), rr.from.incarnation, rr.from.lsn, rr.records,
+                   rr.trees, rr.next_id);
     }
     auto dir = rn ? standby_outcome{} : take_directory(so, standby);
     if (!rn && !dir.lock) {

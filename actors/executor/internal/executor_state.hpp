@@ -582,6 +582,7 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);
 /// `proctor node forget` (executor_forget.cpp).
 void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promise_t rp);
+void handle_backup(executor_actor* self, const pb::BackupRequest& req, promise_t rp);
 /// Tells whatever waits for node `s.name` (placeholders, roots rolling back, passivated
 /// trees) that its status changed (executor_cluster.cpp).
 void tell_waiting_for(executor_actor* self, const peer_status& s);
