@@ -111,6 +111,7 @@ TEST(http_api, node_refusals_of_a_submit_map_to_statuses) {
     a.response->set_code(code);
     a.response->set_error("no procedure type 'x'");
     a.response->set_leader("10.0.0.2:7001");
+    a.response->set_leader_http("10.0.0.2:8080");
     return a;
   };
   auto r = call(n, "POST", "/api/procs", R"({"type":"x"})");
@@ -122,9 +123,13 @@ TEST(http_api, node_refusals_of_a_submit_map_to_statuses) {
   auto nl = call(n, "POST", "/api/procs", R"({"type":"x"})");
   EXPECT_EQ(nl.status, 503);
   EXPECT_EQ(body(nl)["code"], "NOT_LEADER");
-  ASSERT_EQ(nl.headers.size(), 1u);
+  // Issue 46.6: the header names the leader's HTTP address (what an HTTP client can use),
+  // its client address apart.
+  ASSERT_EQ(nl.headers.size(), 2u);
   EXPECT_EQ(nl.headers[0],
-            std::make_pair(std::string("X-Proctor-Leader"), std::string("10.0.0.2:7001")));
+            std::make_pair(std::string("X-Proctor-Leader"), std::string("10.0.0.2:8080")));
+  EXPECT_EQ(nl.headers[1],
+            std::make_pair(std::string("X-Proctor-Leader-Client"), std::string("10.0.0.2:7001")));
 }
 
 TEST(http_api, an_event_carries_its_key_and_payload) {

@@ -60,8 +60,11 @@ console_reply node_error(const pb::Response& r) {
   }
   auto text = r.error().empty() ? pb::Response::Code_Name(r.code()) : first_line(r.error());
   auto out = console_error(status, pb::Response::Code_Name(r.code()), text);
+  // The leader's HTTP address, what an HTTP client can use; its client address apart.
+  if (r.code() == pb::Response::NOT_LEADER && !r.leader_http().empty())
+    out.headers.emplace_back("X-Proctor-Leader", r.leader_http());
   if (r.code() == pb::Response::NOT_LEADER && !r.leader().empty())
-    out.headers.emplace_back("X-Proctor-Leader", r.leader());
+    out.headers.emplace_back("X-Proctor-Leader-Client", r.leader());
   return out;
 }
 

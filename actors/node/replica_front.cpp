@@ -82,6 +82,14 @@ caf::behavior replica_front(caf::stateful_actor<front_state>* self, front_answer
         self->delegate(self->state.executor, a, std::move(bytes));
         return caf::delegated<std::string>{};
       }
+      if (parsed && req.has_metrics() && self->state.answers.metrics) {
+        // A follower's own: its role and the group's gauges as it sees them (a scrape of
+        // every replica finds each up; the leader's answer has the node's metrics too).
+        pb::Response r;
+        r.set_tag(req.tag());
+        r.set_text(self->state.answers.metrics());
+        return r.SerializeAsString();
+      }
       return not_leader_response(bytes, self->state.answers.why_not());
     },
     [self](front_lead_atom, caf::actor& executor) { self->state.executor = std::move(executor); },
@@ -98,6 +106,7 @@ std::string not_leader_response(const std::string& request, const not_leader_ans
   r.set_code(pb::Response::NOT_LEADER);
   r.set_error(why.error);
   r.set_leader(why.leader);
+  r.set_leader_http(why.leader_http);
   return r.SerializeAsString();
 }
 

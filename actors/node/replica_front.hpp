@@ -21,6 +21,7 @@ using front_lead_atom = caf::atom_constant<caf::atom("frontlead")>;
 struct not_leader_answer {
   std::string error;
   std::string leader;
+  std::string leader_http;  ///< the leader's --http HOST:PORT ("" when unknown or none)
 };
 
 struct front_answers {

@@ -57,12 +57,14 @@ TEST(replica_front, a_refusal_keeps_the_requests_tag_and_names_the_leader) {
   req.mutable_list();
   pb::Response r;
   ASSERT_TRUE(r.ParseFromString(
-    not_leader_response(req.SerializeAsString(), {"replica b2 is a follower", "127.0.0.1:7001"})));
+    not_leader_response(req.SerializeAsString(),
+                        {"replica b2 is a follower", "127.0.0.1:7001", "127.0.0.1:8001"})));
   EXPECT_EQ(r.code(), pb::Response::NOT_LEADER);
   EXPECT_EQ(r.tag(), 42u);
   EXPECT_EQ(r.error(), "replica b2 is a follower");
   EXPECT_EQ(r.leader(), "127.0.0.1:7001");
-  ASSERT_TRUE(r.ParseFromString(not_leader_response("\xff garbage", {"x", ""})));
+  EXPECT_EQ(r.leader_http(), "127.0.0.1:8001");
+  ASSERT_TRUE(r.ParseFromString(not_leader_response("\xff garbage", {"x", "", ""})));
   EXPECT_EQ(r.code(), pb::Response::NOT_LEADER);
   EXPECT_EQ(r.tag(), 0u);
 }
@@ -92,13 +94,16 @@ TEST(replica_group, a_member_round_trips_through_its_spec) {
 }
 
 // A leading front adds the group to this node's `nodes` entry, to heartbeat answers and to
-// `metrics`; until it leads it refuses them all.
+// `metrics`; until it leads it refuses them, but `metrics`, which it answers with the group's
+// gauges alone (a follower is scraped too: issue 47.7).
 TEST(replica_front, a_leaders_answers_carry_its_group) {
   caf::actor_system_config cfg;
   tune_actor_system(cfg);
   caf::actor_system sys{cfg};
   front_answers answers;
-  answers.why_not = [] { return not_leader_answer{"replica b2 is a follower", "127.0.0.1:7001"}; };
+  answers.why_not = [] {
+    return not_leader_answer{"replica b2 is a follower", "127.0.0.1:7001", "127.0.0.1:8001"};
+  };
   answers.replicas = [] {
     pb::ReplicasInfo info;
     info.set_node("b");
@@ -143,6 +148,9 @@ TEST(replica_front, a_leaders_answers_carry_its_group) {
   metrics.mutable_metrics();
   EXPECT_EQ(ask(nodes).code(), pb::Response::NOT_LEADER);
   EXPECT_EQ(ask(ping).code(), pb::Response::NOT_LEADER);
+  auto follower_metrics = ask(metrics);
+  EXPECT_EQ(follower_metrics.code(), pb::Response::OK);
+  EXPECT_EQ(follower_metrics.text(), "proctor_raft_term 7\n");
   self->send(front, front_lead_atom::value, executor);
   auto n = ask(nodes);
   ASSERT_EQ(n.code(), pb::Response::OK);

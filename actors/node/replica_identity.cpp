@@ -99,6 +99,7 @@ std::map<uint64_t, recorded_dir> read_recorded_dirs(journal_store& store) {
     std::getline(in, d.name);
     std::getline(in, d.dir_id);
     std::getline(in, at);
+    std::getline(in, d.http);  // (absent in records written before it was kept)
     d.at_ms = std::strtoll(at.c_str(), nullptr, 10);
     if (!d.dir_id.empty())
       out[r.lsn] = std::move(d);
@@ -111,7 +112,7 @@ store_op record_dir_op(uint64_t raft_id, const recorded_dir& d) {
   op.what = store_op::kind::put;
   op.root_id = journal_keys::replica_root;
   op.lsn = raft_id;
-  op.value = d.name + "\n" + d.dir_id + "\n" + std::to_string(d.at_ms) + "\n";
+  op.value = d.name + "\n" + d.dir_id + "\n" + std::to_string(d.at_ms) + "\n" + d.http + "\n";
   return op;
 }
 
@@ -201,25 +202,39 @@ void dir_recorder::round() {
         return;
     }
     std::string id;
+    std::string http;
     if (m.raft_id == s_.self->raft_id) {
       id = s_.self_dir_id;
+      http = s_.self_http;
     } else {
       std::string why;
       auto info = ask_replicas(m, s_.tls, &why);
       if (!info)
         continue;  // asked again next round
       for (const auto& r : info->replicas())
-        if (r.self())
+        if (r.self()) {
           id = r.data_dir_id();
+          http = r.http_address();
+        }
     }
     if (id.empty())
       continue;
     auto i = recorded.find(m.raft_id);
     if (i == recorded.end()) {
-      auto st = s_.store->write({record_dir_op(m.raft_id, {m.name, id, now_ms()})});
+      auto st = s_.store->write({record_dir_op(m.raft_id, {m.name, id, now_ms(), http})});
       if (st.ok())
         spdlog::info("node {}: recorded replica {}'s data directory (id {})", s_.node_name, m.name,
                      id);
+      continue;
+    }
+    if (i->second.dir_id == id && i->second.http != http) {
+      // Its --http address changed (or was not recorded yet): HTTP clients of the followers
+      // are pointed at the leader's as recorded here.
+      auto d = i->second;
+      d.http = http;
+      if (s_.store->write({record_dir_op(m.raft_id, d)}).ok())
+        spdlog::info("node {}: recorded replica {}'s HTTP address ({})", s_.node_name, m.name,
+                     http.empty() ? "none" : http);
       continue;
     }
     if (i->second.dir_id != id && reported_[m.raft_id] != id) {

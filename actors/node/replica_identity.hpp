@@ -46,6 +46,7 @@ struct recorded_dir {
   std::string name;
   std::string dir_id;
   int64_t at_ms = 0;
+  std::string http;  ///< its --http HOST:PORT as it last said ("" without --http)
 };
 /// Every member's recorded id, by Raft id, as `store` holds them (any replica's store: they
 /// are replicated). Empty when none are, or the store cannot be read.
@@ -63,7 +64,8 @@ std::string check_not_wiped(const std::vector<replica_member>& group, const repl
                             const tls_options& tls);
 
 /// The leader's recorder: a thread that, every `every`, asks each member of `group()` for its
-/// data directory's id and records the ones not recorded yet (a different one is logged as
+/// data directory's id (and its --http address, recorded anew when it changes) and records the
+/// ones not recorded yet (a different one is logged as
 /// an error: a member running on a directory that lost its Raft state), and forgets those of
 /// replicas no longer in the group. Stops when destroyed.
 class dir_recorder {
@@ -72,6 +74,7 @@ public:
     std::string node_name;
     const replica_member* self = nullptr;
     std::string self_dir_id;
+    std::string self_http;  ///< this replica's --http address ("" without)
     std::function<std::vector<replica_member>()> group;
     journal_store* store = nullptr;  ///< the replicated store; outlives the recorder
     tls_options tls;

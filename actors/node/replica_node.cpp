@@ -246,19 +246,22 @@ not_leader_answer replica_node::why_not() const {
   auto me = "replica " + s.replica + " of node " + s.node_name;
   const auto g = group();
   if (find_replica(g, self_->raft_id) == nullptr)
-    return {me + " is not a member of the group any more (it was removed): stop it", ""};
+    return {me + " is not a member of the group any more (it was removed): stop it", "", ""};
   auto l = store_->leader();
   if (l.id == 0)
-    return {me + " does not lead it, and no leader is known (an election is under way)", ""};
+    return {me + " does not lead it, and no leader is known (an election is under way)", "", ""};
   auto* m = find_replica(g, l.id);
   if (m == nullptr)
     return {me + " does not lead it; its leader has Raft address " + l.address
               + ", not one of --replicas",
-            ""};
+            "", ""};
   auto addr = client_address(*m);
   if (m->raft_id == self_->raft_id)
-    return {me + " was just elected and is taking over: ask again", addr};
-  return {me + " is a follower; the leader is " + m->name + " at " + addr, addr};
+    return {me + " was just elected and is taking over: ask again", addr, setup_.http_address};
+  std::string http;
+  if (auto recorded = read_recorded_dirs(*store_); recorded.count(m->raft_id) > 0)
+    http = recorded[m->raft_id].http;
+  return {me + " is a follower; the leader is " + m->name + " at " + addr, addr, http};
 }
 
 pb::ReplicasInfo replica_node::replicas() const {
@@ -283,8 +286,12 @@ pb::ReplicasInfo replica_node::replicas() const {
     auto* r = info.add_replicas();
     if (auto i = recorded.find(m.id); i != recorded.end())
       r->set_recorded_data_dir_id(i->second.dir_id);
-    if (m.id == self_->raft_id)
+    if (m.id == self_->raft_id) {
       r->set_data_dir_id(dir_id_);
+      r->set_http_address(setup_.http_address);
+    } else if (auto i = recorded.find(m.id); i != recorded.end()) {
+      r->set_http_address(i->second.http);
+    }
     const auto* gm = find_replica(g, m.id);
     r->set_name(gm != nullptr ? gm->name : "id " + std::to_string(m.id));
     if (gm != nullptr)
@@ -321,6 +328,10 @@ std::string replica_node::metrics_text() const {
   std::vector<MetricFamily> out;
   out.push_back(gauge("proctor_raft_term", "The Raft term of this node's replica group.",
                       static_cast<double>(store_->term())));
+  out.push_back(gauge("proctor_raft_leader",
+                      "1 on the replica that leads its group (and serves the node), 0 on the "
+                      "others.",
+                      store_->leader().id == self_->raft_id ? 1 : 0));
   out.push_back(gauge("proctor_raft_commit_index", "The group's last committed Raft index.",
                       static_cast<double>(store_->commit_index())));
   out.push_back(gauge("proctor_raft_applied_index",
@@ -434,6 +445,7 @@ void replica_node::lead(caf::actor executor) {
   rs.node_name = setup_.node_name;
   rs.self = self_;
   rs.self_dir_id = dir_id_;
+  rs.self_http = setup_.http_address;
   rs.group = [this] { return group(); };
   rs.store = store_.get();
   rs.tls = setup_.tls;

@@ -54,6 +54,9 @@ struct replica_setup {
   /// The node's TLS (docs/tls.md): how this replica asks the others which data directory
   /// they know it by (replica_identity.hpp).
   tls_options tls;
+  /// Its --http address as clients reach it ("" without --http): recorded in the group, so
+  /// that the followers' HTTP API names the leader's (docs/http-api.md).
+  std::string http_address;
 };
 
 class replica_node {

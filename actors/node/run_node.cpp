@@ -393,6 +393,39 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         std::_Exit(1);
       }
     }
+#ifdef PROCTOR_HAVE_HTTPLIB
+    // --metrics and --http, served by `target`: the executor, or a replica's front, which
+    // serves them from the replica's start, leading or not (a follower answers /metrics
+    // itself and names the leader's HTTP address to the API: docs/http-api.md).
+    std::unique_ptr<metrics_http> http;
+    std::unique_ptr<console_http> console;
+    auto serve_http = [&](const caf::actor& target) {
+      if (!metrics_addr.empty()) {
+        http = std::make_unique<metrics_http>(sys, target);
+        std::string err;
+        if (!http->start(metrics_ep->host, metrics_ep->port, &err)) {
+          std::cerr << program << ": cannot serve metrics on " << metrics_addr << ": " << err
+                    << "\n";
+          return false;
+        }
+      }
+      if (!http_addr.empty()) {
+        console_http_options co;
+        co.token = *console_token;
+        co.max_args_bytes = max_args;
+        console = std::make_unique<console_http>(sys, target, co);
+        std::string err;
+        if (console->start(http_ep->host, http_ep->port, &err) == 0) {
+          std::cerr << program << ": cannot serve the web console on " << http_addr << ": "
+                    << err << "\n";
+          if (http)
+            http->stop();
+          return false;
+        }
+      }
+      return true;
+    };
+#endif
     std::unique_ptr<replica_node> rn;
     if (!group.empty()) {
       // A replica: its store first, its --listen address served by a refusing front, then
@@ -415,6 +448,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       rs.join = join;
       rs.recover = recover_group;
       rs.tls = tls;
+      rs.http_address = http_addr;
       std::string err;
       rn = replica_node::open(sys, std::move(rs), &err);
       if (!rn) {
@@ -422,8 +456,21 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         spdlog::shutdown();
         std::_Exit(1);
       }
+#ifdef PROCTOR_HAVE_HTTPLIB
+      if (!serve_http(rn->front())) {
+        rn.reset();
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+#endif
       if (!rn->wait_to_lead(sigs)) {
         spdlog::info("replica {}: stopped before it led", replica);
+#ifdef PROCTOR_HAVE_HTTPLIB
+        if (console)
+          console->stop();
+        if (http)
+          http->stop();
+#endif
         rn.reset();
         spdlog::shutdown();
         std::_Exit(0);
@@ -533,33 +580,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                  name.empty() ? std::string{} : " " + name, listen_ep->host, *p, workers, data_dir,
                  peers.empty() ? std::string{} : ", " + std::to_string(peers.size()) + " peer(s)");
 #ifdef PROCTOR_HAVE_HTTPLIB
-    std::unique_ptr<metrics_http> http;
-    if (!metrics_addr.empty()) {
-      http = std::make_unique<metrics_http>(sys, rn ? rn->front() : n.executor());
-      std::string err;
-      if (!http->start(metrics_ep->host, metrics_ep->port, &err)) {
-        std::cerr << program << ": cannot serve metrics on " << metrics_addr << ": " << err << "\n";
-        n.stop();
-        spdlog::shutdown();
-        std::_Exit(1);
-      }
-    }
-    std::unique_ptr<console_http> console;
-    if (!http_addr.empty()) {
-      console_http_options co;
-      co.token = *console_token;
-      co.max_args_bytes = max_args;
-      console = std::make_unique<console_http>(sys, rn ? rn->front() : n.executor(), co);
-      std::string err;
-      if (console->start(http_ep->host, http_ep->port, &err) == 0) {
-        std::cerr << program << ": cannot serve the web console on " << http_addr << ": " << err
-                  << "\n";
-        if (http)
-          http->stop();
-        n.stop();
-        spdlog::shutdown();
-        std::_Exit(1);
-      }
+    if (!rn && !serve_http(n.executor())) {
+      n.stop();
+      spdlog::shutdown();
+      std::_Exit(1);
     }
 #else
     if (!metrics_addr.empty() || !http_addr.empty())

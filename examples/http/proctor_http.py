@@ -35,16 +35,50 @@ class ProctorError(Exception):
 
 
 class Proctor:
-    def __init__(self, url, token=None, timeout=10.0):
-        self.url = url.rstrip("/")
+    """`url`: one node's URL, or a replica group's, comma-separated (any one of them will do:
+    a follower names its leader). A request goes to the leader: on 503 NOT_LEADER it is sent
+    again to the replica the X-Proctor-Leader header names, and when no replica answers or
+    none leads yet (an election) it is sent again to the next URL, for at most `failover_s`.
+    Both mean the node did nothing with it, so sending it again is safe."""
+
+    def __init__(self, url, token=None, timeout=10.0, failover_s=30.0):
+        self.urls = [u.strip().rstrip("/") for u in url.split(",") if u.strip()]
+        self.url = self.urls[0]
         self.timeout = timeout  # seconds; a wait adds its own bound
+        self.failover_s = failover_s
         self.http = requests.Session()
         if token:
             self.http.headers["Authorization"] = f"Bearer {token}"
 
+    def _next_url(self):
+        i = self.urls.index(self.url) if self.url in self.urls else -1
+        self.url = self.urls[(i + 1) % len(self.urls)]
+
     def _call(self, method, path, body=None, params=None, timeout=None):
-        r = self.http.request(method, self.url + path, json=body, params=params,
-                              timeout=timeout or self.timeout)
+        deadline = time.monotonic() + self.failover_s
+        while True:
+            try:
+                r = self.http.request(method, self.url + path, json=body, params=params,
+                                      timeout=timeout or self.timeout)
+            except requests.ConnectionError as e:
+                # Refused: nothing reached a node (a killed leader). Anything else may have.
+                if "refused" not in str(e).lower() or time.monotonic() >= deadline:
+                    raise
+                self._next_url()
+                time.sleep(0.1)
+                continue
+            if r.status_code == 503 and time.monotonic() < deadline:
+                leader = r.headers.get("X-Proctor-Leader")
+                if leader:
+                    scheme = self.url.split("://", 1)[0]
+                    self.url = f"{scheme}://{leader}"
+                    continue
+                if r.headers.get("Content-Type", "").startswith("application/json") and \
+                        r.json().get("code") == "NOT_LEADER":
+                    self._next_url()  # an election: no leader named yet
+                    time.sleep(0.1)
+                    continue
+            break
         if r.status_code >= 400:
             try:
                 raise ProctorError(r.status_code, r.json())
