@@ -195,6 +195,8 @@ struct tree_done {
   /// A fragment whose parent's node an operator forgot: nothing will release it, so it
   /// expires as a root's result does.
   bool orphan = false;
+  /// The tree's journal records, about (what its history costs to keep: keep_history).
+  uint64_t records = 0;
 };
 
 /// A subtree's answer to passivate_query_atom (passivate_answer_atom, the query's tag, the

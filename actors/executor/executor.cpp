@@ -412,7 +412,7 @@ caf::behavior serving(executor_actor* self) {
       }
       auto& re = st.roots[d.root_id];
       re.finished = true;
-      collect_later(self, d.root_id, std::move(d.summary));
+      keep_history(self, d.root_id, std::move(d.summary), d.records);
       // A fragment of a tree on another node stays until that node releases it (unless that
       // node was forgotten).
       if (!is_fragment(self, d.root_id) || d.orphan)

@@ -25,6 +25,11 @@ struct executor_config {
   /// A finished tree's records other than its summary are deleted within this time, with
   /// those of the trees that end meanwhile (executor_retention.cpp).
   std::chrono::milliseconds collect_after{50};
+  /// The ended trees whose whole history (every step, retry, undo) is kept until their
+  /// result expires or is released, counted in journal records: the most recently ended
+  /// ones that fit. Older ones, and a tree larger than this alone, keep their summary only
+  /// (docs/concepts.md, "History"). 0: every ended tree keeps its summary only.
+  uint64_t history_keep_records = 200'000;
   /// How long an event is kept for procedures that suspend on its key later.
   std::chrono::milliseconds event_ttl{std::chrono::minutes{5}};
   /// Largest accepted args JSON.

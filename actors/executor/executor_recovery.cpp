@@ -204,7 +204,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
           finished_at = wall_ms();
         pb::JournalRecord rec;
         *rec.mutable_summary() = summarize(*image, finished_at);
-        collect_later(self, image->root_id, make_entry(image->root_id, rec).record);
+        keep_history(self, image->root_id, make_entry(image->root_id, rec).record,
+                     image->records);
       }
       auto left = st.cfg.result_ttl - std::chrono::milliseconds{wall_ms() - finished_at};
       expire_after(self, image->root_id, left);

@@ -74,6 +74,18 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
       --st.live;
     st.procs.erase(j);
   }
+  if (auto k = st.history_kept.find(root_id); k != st.history_kept.end()) {
+    st.history_kept_records -= k->second.records;
+    st.history_kept.erase(k);
+  }
+  // Queue entries of trees gone: those in front go now (they end and expire in about the
+  // same order), the others when the budget reaches them.
+  while (!st.history_order.empty()) {
+    auto k = st.history_kept.find(st.history_order.front().first);
+    if (k != st.history_kept.end() && k->second.seq == st.history_order.front().second)
+      break;
+    st.history_order.pop_front();
+  }
   // The links of a resubmit live as long as the new root's records (which hold them): as
   // after a restart.
   st.resubmitted_as.erase(root_id);
@@ -158,6 +170,34 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids, std::functio
   if (!then)
     return append(self, std::move(b));
   append(self, std::move(b), [then = std::move(then)](uint64_t) { then(); });
+}
+
+void keep_history(executor_actor* self, uint64_t root_id, std::string summary,
+                  uint64_t records) {
+  auto& st = self->state;
+  const auto budget = st.cfg.history_keep_records;
+  if (auto old = st.history_kept.find(root_id); old != st.history_kept.end()) {
+    st.history_kept_records -= old->second.records;  // ended again: this end replaces it
+    st.history_kept.erase(old);
+  }
+  if (records > budget)
+    return collect_later(self, root_id, std::move(summary));
+  auto seq = ++st.history_seq;
+  st.history_kept[root_id] = {std::move(summary), records, seq};
+  st.history_order.emplace_back(root_id, seq);
+  st.history_kept_records += records;
+  while (st.history_kept_records > budget && !st.history_order.empty()) {
+    auto [root, s] = st.history_order.front();
+    st.history_order.pop_front();
+    auto k = st.history_kept.find(root);
+    if (k == st.history_kept.end() || k->second.seq != s)
+      continue;  // released or expired meanwhile, or ended again later
+    st.history_kept_records -= k->second.records;
+    auto sum = std::move(k->second.summary);
+    st.history_kept.erase(k);
+    if (auto r = st.roots.find(root); r != st.roots.end() && r->second.finished)
+      collect_later(self, root, std::move(sum));
+  }
 }
 
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary) {

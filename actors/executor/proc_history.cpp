@@ -288,7 +288,8 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
     }
   }
   if (summary_only)
-    h.set_note("its tree has ended: the journal keeps only the tree's summary, so the step "
+    h.set_note("its tree has ended and its history was not kept (proctord "
+               "--history-keep-records): the journal keeps only the tree's summary, so the step "
                "detail is no longer available");
   return h;
 }

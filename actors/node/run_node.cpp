@@ -170,6 +170,11 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                  "A file holding --http-token (so it is not on the command line)");
   app.add_option("--result-ttl-s", result_ttl_s, "Seconds a finished tree's result is kept")
     ->check(CLI::Range(1, 365 * 24 * 3600));
+  uint64_t history_keep_records = executor_config{}.history_keep_records;
+  app.add_option("--history-keep-records", history_keep_records,
+                 "Journal records of the most recently ended trees whose whole history is kept "
+                 "with their result (older ones keep their summary only; 0: none)")
+    ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   app.add_option("--max-args-bytes", max_args, "Largest args JSON a submit may carry")
     ->check(CLI::Range(size_t{64}, size_t{1} << 30));
   // --hibernate-after-ms: the option's old name, still accepted.
@@ -512,6 +517,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     opts.data_dir = data_dir;
     opts.workers = workers;
     opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
+    opts.executor.history_keep_records = history_keep_records;
     opts.executor.max_args_bytes = max_args;
     opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
     opts.executor.compact_after = compact_after;

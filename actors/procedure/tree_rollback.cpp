@@ -519,7 +519,9 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
                        self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
                        self->send(st.env->executor, tree_done_atom::value,
                                   tree_done{st.root_id, std::move(procs), std::move(summary),
-                                            st.parent_lost()});
+                                            st.parent_lost(),
+                                            st.tree_records ? st.tree_records->records.load()
+                                                            : 0});
                        self->quit();
                      });
 }

@@ -161,10 +161,11 @@ TEST_F(retention_test, a_finished_tree_keeps_only_its_summary_once_collected_eve
     ASSERT_GE(before[id].size(), 4u) << id;  // submitted, steps, summary
     EXPECT_TRUE(before[id].back().has_summary()) << id;
   }
-  // Recovery finds them and collects them (soon, this time).
+  // Recovery finds them and collects them (soon, this time; no history kept).
   start([](node_options& o) {
     o.executor.result_ttl = std::chrono::seconds{60};
     o.executor.collect_after = std::chrono::milliseconds{10};
+    o.executor.history_keep_records = 0;
   });
   for (auto id : done)
     EXPECT_EQ(status(id).state(), pb::SUCCESS) << id;
@@ -185,6 +186,42 @@ TEST_F(retention_test, a_finished_tree_keeps_only_its_summary_once_collected_eve
   }
   event("later", "1");
   EXPECT_EQ(wait(w).state(), pb::SUCCESS);
+}
+
+// Issue 46.8: ended trees keep their whole history while the most recent ones fit in the
+// budget; the older ones are collected to their summary, the oldest first, also when the
+// budget is reached at recovery.
+TEST_F(retention_test, the_most_recently_ended_trees_keep_their_history_within_the_budget) {
+  auto opts = [](node_options& o) {
+    o.executor.result_ttl = std::chrono::seconds{60};
+    o.executor.collect_after = std::chrono::milliseconds{10};
+    o.executor.history_keep_records = 12;  // two trees of a submit, 3 steps and an end
+  };
+  start(opts);
+  std::vector<uint64_t> done;
+  for (int i = 0; i < 6; ++i) {
+    done.push_back(submit("demo.noop", R"({"steps":3})"));
+    ASSERT_EQ(wait(done.back()).state(), pb::SUCCESS);
+  }
+  auto history_size = [&](uint64_t id) {
+    pb::Request h;
+    h.mutable_history()->set_id(id);
+    return call(h).history().entries_size();
+  };
+  ASSERT_TRUE(eventually([&] { return history_size(done[0]) == 1; }, std::chrono::seconds{5}))
+    << "the oldest tree was not collected";
+  EXPECT_GT(history_size(done[5]), 3) << "the newest tree lost its history";
+  EXPECT_GT(history_size(done[4]), 3);
+  stop();
+  auto records = journal_by_tree(dir_ + "/data");
+  EXPECT_EQ(records[done[0]].size(), 1u);
+  EXPECT_GT(records[done[5]].size(), 3u);
+  // Recovery keeps the same budget: what it finds kept stays kept while it fits.
+  start(opts);
+  EXPECT_GT(history_size(done[5]), 3);
+  EXPECT_EQ(history_size(done[0]), 1);
+  for (auto id : done)
+    EXPECT_EQ(status(id).state(), pb::SUCCESS) << id;
 }
 
 TEST_F(retention_test, a_tree_that_ended_without_a_summary_gets_one_at_recovery) {
@@ -211,6 +248,7 @@ TEST_F(retention_test, a_tree_that_ended_without_a_summary_gets_one_at_recovery)
   start([](node_options& o) {
     o.executor.result_ttl = std::chrono::seconds{60};
     o.executor.collect_after = std::chrono::milliseconds{10};
+    o.executor.history_keep_records = 0;
   });
   EXPECT_EQ(status(5).state(), pb::SUCCESS);
   ASSERT_TRUE(eventually([&] { return range_deletes() >= 1; }, std::chrono::seconds{5}));

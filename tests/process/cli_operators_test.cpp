@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/process/process_harness.hpp"
@@ -104,7 +105,19 @@ TEST(cli_operators, tree_prints_an_indented_tree_in_a_pipe_and_nested_json) {
   f.n.kill();
 }
 
-TEST(cli_operators, history_shows_steps_then_only_the_summary_once_the_tree_ended) {
+/// The history of procedure `id` as JSON, with its entries' kinds.
+std::pair<Value, std::vector<std::string>> history_kinds(fixture& f, uint64_t id) {
+  auto v = parse_json(f.n.ctl({"history", std::to_string(id), "--json"}).out);
+  std::vector<std::string> kinds;
+  if (v)
+    for (const auto& e : field(*v, "entries").list_value().values())
+      kinds.push_back(field(e, "kind").string_value());
+  return {v.value_or(Value{}), kinds};
+}
+
+// Issue 46.8: an ended tree keeps its whole history (within --history-keep-records), across a
+// restart too; past the budget, its summary only.
+TEST(cli_operators, history_shows_steps_and_keeps_them_once_the_tree_ended) {
   fixture f;
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();
   auto id = f.submit("demo.wait_event", R"({"key":"hist-k"})");
@@ -132,20 +145,36 @@ TEST(cli_operators, history_shows_steps_then_only_the_summary_once_the_tree_ende
 
   ASSERT_EQ(f.n.ctl({"event", "hist-k"}).exit_code, 0);
   ASSERT_EQ(f.n.ctl({"wait", std::to_string(id), "--timeout-s", "60"}).exit_code, 0);
+  // Ended: the steps are still there, the summary after them; well past the 50 ms in which
+  // records were collected before, and after a restart.
+  std::this_thread::sleep_for(300ms);  // (what it checks is that nothing happens)
+  for (int restart = 0; restart < 2; ++restart) {
+    auto [after, kinds] = history_kinds(f, id);
+    ASSERT_GE(kinds.size(), 5u) << (restart ? "after a restart" : "") << f.n.log_tail();
+    EXPECT_EQ(kinds[0], "submitted");
+    EXPECT_EQ(kinds[1], "step");
+    EXPECT_EQ(kinds[2], "suspended");
+    EXPECT_EQ(kinds.back(), "summary");
+    EXPECT_EQ(field(after, "note").string_value(), "");
+    f.n.kill();
+    ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  }
+  f.n.kill();
+}
+
+TEST(cli_operators, history_past_its_budget_keeps_the_summary_only) {
+  fixture f({"--history-keep-records", "0"});
+  ASSERT_TRUE(f.n.start()) << f.n.log_tail();
+  auto id = f.submit("demo.wait_event", R"({"key":"hist-0"})");
+  ASSERT_TRUE(f.waits_for(id, "event hist-0")) << f.n.log_tail();
+  ASSERT_EQ(f.n.ctl({"event", "hist-0"}).exit_code, 0);
+  ASSERT_EQ(f.n.ctl({"wait", std::to_string(id), "--timeout-s", "60"}).exit_code, 0);
   // Its records other than the summary are collected within some 50 ms of its end.
-  ASSERT_TRUE(eventually(
-    [&] {
-      auto v = parse_json(f.n.ctl({"history", std::to_string(id), "--json"}).out);
-      return v && !field(*v, "note").string_value().empty();
-    },
-    30s))
+  ASSERT_TRUE(eventually([&] { return history_kinds(f, id).second.size() == 1; }, 30s))
     << f.n.log_tail();
-  v = parse_json(f.n.ctl({"history", std::to_string(id), "--json"}).out);
-  ASSERT_TRUE(v);
-  const auto& after = field(*v, "entries").list_value().values();
-  ASSERT_EQ(after.size(), 1);
-  EXPECT_EQ(field(after[0], "kind").string_value(), "summary");
-  EXPECT_NE(field(*v, "note").string_value().find("no longer available"), std::string::npos);
+  auto [v, kinds] = history_kinds(f, id);
+  EXPECT_EQ(kinds[0], "summary");
+  EXPECT_NE(field(v, "note").string_value().find("no longer available"), std::string::npos);
   f.n.kill();
 }
 

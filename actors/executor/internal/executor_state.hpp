@@ -203,6 +203,20 @@ struct executor_state {
   /// Finished trees whose records (but the summary, kept here as written) are still in the
   /// journal: collect_finished deletes them and writes the summaries again.
   std::unordered_map<uint64_t, std::string> collectable;
+  /// Ended trees that keep their whole history (executor_config::history_keep_records), in
+  /// the order they ended: each root's summary is collected when the budget is exceeded, the
+  /// oldest first. `history_kept` holds the latest end of each (an end after another one,
+  /// of a fragment rolled back by order, replaces it); a queue entry of an older end is
+  /// passed over.
+  struct kept_history {
+    std::string summary;
+    uint64_t records = 0;
+    uint64_t seq = 0;
+  };
+  std::unordered_map<uint64_t, kept_history> history_kept;
+  std::deque<std::pair<uint64_t, uint64_t>> history_order;  ///< (root, seq), oldest first
+  uint64_t history_kept_records = 0;
+  uint64_t history_seq = 0;
   bool collect_armed = false;
   /// Roots whose Submitted record is on its way to the journal (not in `roots` yet).
   std::unordered_set<uint64_t> submitting;
@@ -380,6 +394,11 @@ void drop_tree(executor_actor* self, uint64_t root_id);
 /// deleted soon, with its neighbours': within executor_config::collect_after, or at once
 /// when collect_max trees wait.
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary);
+/// Ended tree `root_id` of `records` journal records keeps them (its whole history) while
+/// the most recently ended trees' records fit in executor_config::history_keep_records;
+/// the trees that no longer fit are collected (collect_later), the oldest first.
+void keep_history(executor_actor* self, uint64_t root_id, std::string summary,
+                  uint64_t records);
 void collect_finished(executor_actor* self);
 /// Collects what is collectable at once when collect_max trees wait, else within
 /// executor_config::collect_after.
