@@ -76,4 +76,9 @@ private:
     std::make_shared<const std::vector<std::string>>()};
 };
 
+/// What a node whose journal (`incarnation`) peer `peer` forgot at `at_ms` logs as it stops,
+/// and what a start on that journal answers (issue 46.11).
+std::string journal_forgotten_text(const std::string& node, const std::string& peer,
+                                   uint64_t incarnation, int64_t at_ms);
+
 }  // namespace proctor

@@ -60,6 +60,9 @@ struct peer_status {
   uint64_t heard_next_id = 0;
   uint64_t heard_incarnation = 0;
   uint64_t heard_journal_lsn = 0;
+  /// The incarnation of this node that the peer's operator forgot, and when (0: none).
+  uint64_t heard_forgotten_incarnation = 0;
+  int64_t heard_forgotten_at_ms = 0;
   bool heard = false;
   /// Heartbeat answers from the peer's address that refused this node or named another node
   /// (a --peers mistake on one side), counted since the link started.

@@ -349,6 +349,8 @@ void on_pong(link_actor* self, const pb::Response& r) {
     s.heard_next_id = r.pong().your_next_id();
     s.heard_incarnation = r.pong().your_incarnation();
     s.heard_journal_lsn = r.pong().your_journal_lsn();
+    s.heard_forgotten_incarnation = r.pong().your_forgotten_incarnation();
+    s.heard_forgotten_at_ms = r.pong().your_forgotten_at_ms();
     s.heard = true;
     if (!incarnation_taken(self, r.pong().incarnation()))
       return;

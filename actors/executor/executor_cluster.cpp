@@ -47,6 +47,7 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   info->set_started_at_ms(st.env->started_at_ms);
   info->set_incarnation(st.env->incarnation);
   fill_progress(self, req.from(), *info);
+  fill_forgotten(self, req.from(), *info);
   if (req.want_types())
     for (const auto& t : st.env->types->names())
       info->add_types(t);

@@ -4,7 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/cluster_view.hpp"
 #include "actors/base/leader_fence.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
@@ -144,6 +146,13 @@ void fill_progress(executor_actor* self, const std::string& from, pb::NodeInfo& 
   info.set_your_journal_lsn(i->second.journal_lsn);
 }
 
+void fill_forgotten(executor_actor* self, const std::string& from, pb::NodeInfo& info) {
+  if (auto s = self->state.env->cluster->get(from); s && s->forgotten_at_ms != 0) {
+    info.set_your_forgotten_incarnation(s->forgotten_incarnation);
+    info.set_your_forgotten_at_ms(s->forgotten_at_ms);
+  }
+}
+
 void progress_heard(executor_actor* self, const peer_status& s) {
   auto& st = self->state;
   auto& pp = st.progress;
@@ -180,6 +189,30 @@ void progress_heard(executor_actor* self, const peer_status& s) {
       st.env->node_name);
     spdlog::shutdown();
     std::_Exit(1);
+  }
+  if (mine != 0 && s.heard_forgotten_incarnation == mine && leader_fence::open()
+      && !pp.forgotten_noted) {
+    // An operator of that peer forgot this very journal (issue 46.11): what it holds was
+    // declared lost there and undone elsewhere. Journaled, so that no start carries it on,
+    // then the node stops.
+    pp.forgotten_noted = true;
+    pb::JournalRecord rec;
+    auto* f = rec.mutable_forgotten_by();
+    f->set_peer(s.name);
+    f->set_incarnation(mine);
+    f->set_forgotten_at_ms(s.heard_forgotten_at_ms);
+    f->set_at_ms(wall_ms());
+    journal_batch b;
+    b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+    auto say = [self, peer = s.name, at = s.heard_forgotten_at_ms, mine](bool journaled) {
+      spdlog::critical("{}", journal_forgotten_text(self->state.env->node_name, peer, mine, at)
+                               + (journaled ? "" : " (recording it failed: stop this node)"));
+      spdlog::shutdown();
+      std::_Exit(1);
+    };
+    self->request(st.env->journal, std::chrono::seconds{30}, append_atom::value, std::move(b))
+      .then([say](uint64_t) { say(true); }, [say](caf::error&) { say(false); });
+    return;
   }
   if (!st.env->new_journal)
     return;  // (its ids carry on from its own journal)

@@ -198,6 +198,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
     uint64_t lsn = 0;
   };
   std::vector<forgotten_peer> forgotten;  // NodeForgotten records, in LSN order
+  std::optional<pb::ForgottenBy> forgotten_by;  // a peer forgot this journal (the last said)
   std::map<std::string, recovered_limit> limits;      // an operator's, by type (TypeLimits)
   std::map<std::string, recovered_schedule> schedules;  // by name (Schedule), the last of each
   std::map<std::string, recovered_peer_progress> peer_progress;  // by peer, the last of each
@@ -241,6 +242,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
       }
       else if (m.has_incarnation())
         incarnation = m.incarnation().incarnation();
+      else if (m.has_forgotten_by())
+        forgotten_by = m.forgotten_by();
       else if (m.has_peer_incarnation())
         peer_incarnations[m.peer_incarnation().peer()] = m.peer_incarnation().incarnation();
       else if (m.has_node_forgotten()) {
@@ -323,6 +326,10 @@ caf::expected<recovery_report> node::start(node_options opts) {
                                                         + "); not starting on a partial journal");
     }
   }
+  if (forgotten_by && incarnation != 0 && forgotten_by->incarnation() == incarnation)
+    return caf::make_error(caf::sec::runtime_error,
+                           journal_forgotten_text(opts.name, forgotten_by->peer(), incarnation,
+                                                  forgotten_by->forgotten_at_ms()));
   send_part();
   rep.scan_seconds = since(t_scan);
 

@@ -27,7 +27,8 @@ int64_t now_ms() {
     .count();
 }
 
-/// Member `m`'s answer to `replicas`, or nullopt with `*why` set.
+}  // namespace
+
 std::optional<pb::ReplicasInfo> ask_replicas(const replica_member& m, const tls_options& tls,
                                              std::string* why) {
   pb::Request req;
@@ -48,8 +49,6 @@ std::optional<pb::ReplicasInfo> ask_replicas(const replica_member& m, const tls_
   }
   return resp.replicas();
 }
-
-}  // namespace
 
 replica_dir_file read_replica_file(const std::string& data_dir) {
   replica_dir_file f;
@@ -128,7 +127,11 @@ store_op forget_dir_op(uint64_t raft_id) {
 std::string check_not_wiped(const std::vector<replica_member>& group, const replica_member& self,
                             const std::string& node_name, const std::string& dir_id,
                             const tls_options& tls) {
-  size_t asked = 0, answered = 0;
+  size_t asked = 0;
+  // The answers, the leader's alone when it answered: it applied a `replicas remove` (and the
+  // forgetting of the removed replica's directory) before answering it, while a follower may
+  // not have applied it yet, and refuse a replacement started at once (issue 47.6).
+  std::vector<std::pair<const replica_member*, pb::ReplicasInfo>> answers;
   for (const auto& m : group) {
     if (m.raft_id == self.raft_id)
       continue;
@@ -141,8 +144,20 @@ std::string check_not_wiped(const std::vector<replica_member>& group, const repl
                    self.name, node_name, m.name, client_address(m), why);
       continue;
     }
-    ++answered;
-    for (const auto& r : info->replicas()) {
+    bool leads = false;
+    for (const auto& r : info->replicas())
+      leads = leads || (r.self() && r.role().rfind("leader", 0) == 0);
+    if (leads) {
+      answers.clear();
+      answers.emplace_back(&m, std::move(*info));
+      break;
+    }
+    answers.emplace_back(&m, std::move(*info));
+  }
+  const size_t answered = answers.size();
+  for (const auto& [member, info] : answers) {
+    const auto& m = *member;
+    for (const auto& r : info.replicas()) {
       if (r.name() != self.name || r.recorded_data_dir_id().empty()
           || r.recorded_data_dir_id() == dir_id)
         continue;

@@ -16,9 +16,12 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <proctor/wire.pb.h>
 
 #include "actors/node/replica_group.hpp"
 #include "actors/wire/tls_options.hpp"
@@ -40,6 +43,11 @@ bool write_replica_file(const std::string& data_dir, const replica_dir_file& f,
                         std::string* error);
 /// A new data directory id: 16 random hex digits.
 std::string new_data_dir_id();
+
+/// Member `m`'s answer to `replicas` (its client address; 1 s to connect, 2 s to answer),
+/// or nullopt with `*why` set.
+std::optional<pb::ReplicasInfo> ask_replicas(const replica_member& m, const tls_options& tls,
+                                             std::string* why);
 
 /// A member's data directory as the group recorded it.
 struct recorded_dir {

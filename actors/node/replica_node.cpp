@@ -167,8 +167,9 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
     return nullptr;
   }
   r->store_ = std::shared_ptr<raft_store>(std::move(store));
-  // The membership in the Raft log is the group's; --replicas must say the same (it is only
-  // the founding list, and the address book until the log has a configuration).
+  // The membership in the Raft log is the group's; --replicas is only the founding list (and
+  // the address book until the log has a configuration): a configuration file that still
+  // names the group as it was founded starts the replica on the group as it is (issue 47.8).
   std::vector<replica_member> logged;
   if (r->labelled_group(&logged)) {
     if (find_replica(logged, s.replica) == nullptr) {
@@ -179,10 +180,13 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
       return nullptr;
     }
     if (!same_members(logged, s.group)) {
-      *error = "--replicas disagrees with node " + s.node_name + "'s membership in " + s.data_dir
-               + ": the group is " + replica_group_spec(logged)
-               + " (change it with `proctor replicas add/remove`, not by editing --replicas)";
-      return nullptr;
+      spdlog::info("replica {} of node {}: the group in {} is {}, not --replicas {}: its own "
+                   "is used (--replicas only founds a group; `proctor replicas add/remove` "
+                   "changes it)",
+                   s.replica, s.node_name, s.data_dir, replica_group_spec(logged),
+                   replica_group_spec(s.group));
+      r->setup_.group = std::move(logged);  // (`s` is r->setup_)
+      r->self_ = find_replica(r->setup_.group, s.replica);
     }
   }
   if (file.name != s.replica || file.dir_id != r->dir_id_) {
@@ -514,6 +518,20 @@ pb::Response replica_node::change(const pb::ReplicasRequest& rq) {
                                                    + "'s addresses clash with replica " + o.name
                                                    + "'s (" + replica_spec(o) + ")");
       }
+    }
+    // Its process must be there, started with --join: the catch-up would otherwise wait its
+    // whole timeout for a replica that is not coming (issue 47.6). One started a moment ago
+    // is given some seconds to listen.
+    std::string why;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+    while (!ask_replicas(m, setup_.tls, &why)) {
+      if (std::chrono::steady_clock::now() >= until)
+        return refuse(pb::Response::REFUSED,
+                      "replica " + m.name + " does not answer at " + client_address(m) + " ("
+                        + why + "): start it first (proctord --replica " + m.name
+                        + " --join on an empty data directory), then add it; nothing was "
+                          "changed");
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
     }
     c.what = membership_change::kind::add;
     c.member = raft_member{m.raft_id, m.raft_address, replica_spec(m)};

@@ -217,13 +217,15 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   app.add_option("--restore-from", restore_from,
                  "Restore the backup in this directory (`proctor backup DIR`) into an empty "
                  "--data-dir, as a new incarnation of the node, and start on it "
-                 "(docs/operations.md, \"Backups\")");
+                 "(docs/operations.md, \"Backups\")")
+    ->configurable(false);  // once, by hand: never from a configuration file (issue 47.8)
   bool recover_group = false;
   app.add_flag("--recover-group", recover_group,
                "With --replica: the group lost its majority for good; make it the replicas in "
                "--replicas (survivors only, usually this one alone) and carry on. Once, on the "
                "survivor with the longest log, every other replica stopped "
-               "(docs/replication.md)");
+               "(docs/replication.md)")
+    ->configurable(false);
   app.add_option("--replica", replica,
                  "Run as this replica of a replica group (one of --replicas): the node "
                  "survives the loss of a minority of its replicas");

@@ -96,6 +96,21 @@ TEST(config_file, an_unknown_key_is_refused_naming_it) {
                      {"[cluster]"});
 }
 
+// Issue 47.8: what is done once, by hand, is never read from a file that every later start
+// reads too (a group recovered again, a backup restored again).
+TEST(config_file, one_shot_options_are_refused_in_a_file) {
+  temp_dir dir;
+  auto data = (dir.path() / "data").string();
+  for (const std::string line : {"recover-group = true", "restore-from = \"/backups/b\""}) {
+    auto file = write_file(dir.path() / "node.toml", "data-dir = \"" + data
+                                                       + "\"\nlisten = \"127.0.0.1:1\"\n" + line
+                                                       + "\n");
+    auto key = line.substr(0, line.find(' '));
+    expect_usage_error(proctord({"--config", file.string()}), {key, "configuration file"});
+    EXPECT_FALSE(fs::exists(data)) << "refused, yet it opened the data directory";
+  }
+}
+
 TEST(config_file, a_bad_value_is_refused_naming_its_key) {
   temp_dir dir;
   auto data = (dir.path() / "data").string();

@@ -508,6 +508,9 @@ void progress_start(executor_actor* self);
 /// A heartbeat answer's NodeInfo, from this node's side: its next id and last durable LSN,
 /// and what it heard of the asking node `from`.
 void fill_progress(executor_actor* self, const std::string& from, pb::NodeInfo& info);
+/// Adds to a heartbeat answer that the asking node's incarnation `from` was forgotten here.
+void fill_forgotten(executor_actor* self, const std::string& from, pb::NodeInfo& info);
+
 /// A peer answered a heartbeat (s.heard): its progress is kept (and journaled now and then);
 /// what it heard of this node raises where this node's ids begin (a new journal), or shows
 /// that this journal is older than what the peer saw (a restored copy: the node stops).

@@ -71,6 +71,7 @@ struct peer_progress_part {
   };
   std::vector<held_request> held;
   uint64_t refused_restores = 0;  ///< answers that showed a journal older than a peer saw
+  bool forgotten_noted = false;   ///< a peer forgot this journal: being recorded, then stop
 };
 
 }  // namespace proctor::exec_detail
