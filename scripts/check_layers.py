@@ -6,7 +6,8 @@ it, never above):
 
     apps -> actors/testing -> actors/node -> actors/console -> actors/http -> actors/executor
          -> actors/procedure -> actors/cluster -> actors/scheduling -> actors/base
-         -> actors/wire -> supervision -> persistence -> procedures -> calendar -> proto
+         -> actors/wire -> supervision -> replication -> persistence -> procedures -> calendar
+         -> proto
 
 Besides the order it checks that
   - a folder's internal/ headers are included only from that folder (and from tests/);
@@ -38,6 +39,7 @@ LAYERS = [
     "actors/base",
     "actors/wire",
     "supervision",
+    "replication",
     "persistence",
     "procedures",
     "calendar",

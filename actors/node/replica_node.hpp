@@ -31,7 +31,7 @@
 #include "actors/node/replica_front.hpp"
 #include "actors/node/replica_group.hpp"
 #include "actors/node/replica_identity.hpp"
-#include "persistence/raft_store.hpp"
+#include "replication/raft_store.hpp"
 
 namespace proctor {
 

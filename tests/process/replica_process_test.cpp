@@ -546,7 +546,7 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
   std::printf("  PROCTOR_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   // Half the seeds run everything over mutual TLS, the Raft ports included
-  // (persistence/raft_tls_transport.hpp): its tunnels then live through the kills and freezes.
+  // (replication/raft_tls_transport.hpp): its tunnels then live through the kills and freezes.
   const bool tls = rng() % 2 == 0;
   std::printf("  %s\n", tls ? "with TLS" : "without TLS");
   if (tls) {

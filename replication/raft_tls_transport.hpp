@@ -19,7 +19,7 @@
 
 #include <memory>
 
-#include "persistence/raft_c.hpp"
+#include "replication/raft_c.hpp"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 

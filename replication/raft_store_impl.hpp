@@ -19,11 +19,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "persistence/raft_c.hpp"
-#include "persistence/raft_fsm.hpp"
-#include "persistence/raft_store.hpp"
-#include "persistence/raft_tls_transport.hpp"
-#include "persistence/raft_transport.hpp"
+#include "replication/raft_c.hpp"
+#include "replication/raft_fsm.hpp"
+#include "replication/raft_store.hpp"
+#include "replication/raft_tls_transport.hpp"
+#include "replication/raft_transport.hpp"
 
 namespace proctor {
 

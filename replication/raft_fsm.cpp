@@ -1,4 +1,4 @@
-#include "persistence/raft_fsm.hpp"
+#include "replication/raft_fsm.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "persistence/keys.hpp"
-#include "persistence/raft_codec.hpp"
+#include "replication/raft_codec.hpp"
 
 namespace proctor {
 

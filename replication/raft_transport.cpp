@@ -1,4 +1,4 @@
-#include "persistence/raft_transport.hpp"
+#include "replication/raft_transport.hpp"
 
 #include <cstdio>
 #include <cstring>

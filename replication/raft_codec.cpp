@@ -1,4 +1,4 @@
-#include "persistence/raft_codec.hpp"
+#include "replication/raft_codec.hpp"
 
 #include <cstring>
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "persistence/raft_c.hpp"
+#include "replication/raft_c.hpp"
 
 namespace proctor {
 

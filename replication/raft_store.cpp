@@ -1,6 +1,6 @@
 // raft_store: options, opening, the writers' side of write(), the observers and the
 // notifier thread. The loop thread's side is raft_loop.cpp.
-#include "persistence/raft_store.hpp"
+#include "replication/raft_store.hpp"
 
 #include <csignal>
 #include <cstring>
@@ -10,8 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "persistence/journal_backup.hpp"
-#include "persistence/raft_codec.hpp"
-#include "persistence/raft_store_impl.hpp"
+#include "replication/raft_codec.hpp"
+#include "replication/raft_store_impl.hpp"
 
 namespace proctor {
 

@@ -22,7 +22,7 @@
 
 #include <rocksdb/status.h>
 
-#include "persistence/raft_c.hpp"
+#include "replication/raft_c.hpp"
 #include "persistence/rocksdb_store.hpp"
 
 namespace proctor {

@@ -1,7 +1,7 @@
 // raft_store: three replicas in this process on 127.0.0.1, each on its own data directory on
 // a disk file system (raft_test_group.hpp). Waits are on conditions, bounded; nothing sleeps a
 // fixed time to let something happen.
-#include "persistence/raft_store.hpp"
+#include "replication/raft_store.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,9 +24,9 @@
 
 #include <gtest/gtest.h>
 
-#include "persistence/raft_codec.hpp"
-#include "persistence/raft_fsm.hpp"
-#include "persistence/raft_test_group.hpp"
+#include "replication/raft_codec.hpp"
+#include "replication/raft_fsm.hpp"
+#include "replication/raft_test_group.hpp"
 
 namespace proctor {
 namespace {

@@ -22,7 +22,7 @@
 
 #include <gtest/gtest.h>
 
-#include "persistence/raft_store.hpp"
+#include "replication/raft_store.hpp"
 
 namespace proctor::raft_test {
 

@@ -8,7 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "persistence/raft_store_impl.hpp"
+#include "replication/raft_store_impl.hpp"
 
 namespace proctor {
 

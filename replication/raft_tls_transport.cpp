@@ -1,4 +1,4 @@
-#include "persistence/raft_tls_transport.hpp"
+#include "replication/raft_tls_transport.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
-#include "persistence/raft_transport.hpp"
+#include "replication/raft_transport.hpp"
 
 namespace proctor {
 
