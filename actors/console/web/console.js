@@ -246,7 +246,7 @@ async function refreshMetrics() {
 function every(ms, fn) {
   const tick = async () => {
     const reached = await fn();
-    $('conn').textContent = reached ? `updated ${new Date().toLocaleTimeString()}` : 'node unreachable';
+    $('conn').textContent = reached ? `updated ${new Date().toISOString().slice(11, 19)}Z` : 'node unreachable';
     showError(reached ? '' : 'The console cannot reach the node; retrying.');
     setTimeout(tick, ms);
   };

@@ -252,11 +252,19 @@ function groupText(g) {
   return `term ${g.term}, leader ${g.leader || '(election)'}: ${members.join(', ')}`;
 }
 
+// A node an operator forgot (`node forget`) is not down: it is gone, and says since when; a
+// round trip is shown only for a peer that answered one.
 export function renderNodes(tbody, nodes) {
-  tbody.replaceChildren(...nodes.map((n) => el('tr', { 'data-up': n.up },
-    el('td', {}, n.name + (n.self ? ' (this node)' : '')), el('td', {}, n.address || '-'),
-    el('td', {}, n.up ? 'up' : 'down'), el('td', {}, n.since || '-'),
-    el('td', {}, n.self ? '-' : `${(n.rtt_us / 1000).toFixed(1)} ms`),
-    el('td', {}, n.outbox), el('td', {}, n.live),
-    el('td', { class: 'note' }, n.up ? groupText(n.replicas) : n.reason))));
+  tbody.replaceChildren(...nodes.map((n) => {
+    const forgotten = !n.up && n.forgotten;
+    return el('tr', { 'data-up': n.up },
+      el('td', {}, n.name + (n.self ? ' (this node)' : '')), el('td', {}, n.address || '-'),
+      el('td', {}, n.up ? 'up' : forgotten ? 'forgotten' : 'down'),
+      el('td', {}, (forgotten ? n.forgotten.at : n.since) || '-'),
+      el('td', {}, n.self || !n.up || !n.rtt_us ? '-' : `${(n.rtt_us / 1000).toFixed(1)} ms`),
+      el('td', {}, n.outbox), el('td', {}, n.live),
+      el('td', { class: 'note' }, n.up ? groupText(n.replicas)
+        : forgotten ? `forgotten by an operator (incarnation ${n.forgotten.incarnation}): its parts are lost`
+          : n.reason));
+  }));
 }
