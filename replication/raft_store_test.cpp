@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -616,12 +617,14 @@ TEST(raft_store, open_errors) {
 
 // -- membership -------------------------------------------------------------------------------
 
-const raft_store::member_status* member_of(const std::vector<raft_store::member_status>& ms,
-                                           uint64_t id) {
+/// Member `id` of `ms`, by value: callers pass members(), a temporary (a pointer into it
+/// dangled at the end of the statement: found by AddressSanitizer, scripts/sanitize.sh).
+std::optional<raft_store::member_status> member_of(
+  const std::vector<raft_store::member_status>& ms, uint64_t id) {
   for (const auto& m : ms)
     if (m.id == id)
-      return &m;
-  return nullptr;
+      return m;
+  return std::nullopt;
 }
 
 membership_outcome change(raft_store& s, membership_change::kind what, raft_member m,
@@ -715,12 +718,12 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   EXPECT_EQ(contents(*g.stores[3]), model);
   ASSERT_TRUE(wait_until(
     [&] {
-      auto* m = member_of(leader.members(), 4);
-      return m != nullptr && m->role == raft_store::member_status::role_kind::voter;
+      auto m = member_of(leader.members(), 4);
+      return m && m->role == raft_store::member_status::role_kind::voter;
     },
     5s));
-  auto* m4 = member_of(g.stores[3]->members(), 4);
-  ASSERT_NE(m4, nullptr);  // the new member learned the group, labels included
+  auto m4 = member_of(g.stores[3]->members(), 4);
+  ASSERT_TRUE(m4.has_value());  // the new member learned the group, labels included
   EXPECT_EQ(m4->label, fourth.label);
   EXPECT_EQ(m4->address, fourth.address);
 
@@ -728,7 +731,7 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   // three is two: closing one more still leaves the group writable).
   auto removed = change(leader, membership_change::kind::remove, g.members[f]);
   ASSERT_TRUE(removed.status.ok()) << removed.status.ToString();
-  ASSERT_TRUE(wait_until([&] { return member_of(leader.members(), g.members[f].id) == nullptr; },
+  ASSERT_TRUE(wait_until([&] { return !member_of(leader.members(), g.members[f].id); },
                          5s));
   g.close(f);
   int other = 3 - l - f;  // the third of the first three
@@ -758,15 +761,15 @@ TEST(raft_store, a_member_that_never_comes_stays_a_standby_and_can_be_removed) {
   EXPECT_NE(added.text.find("standby"), std::string::npos) << added.text;
   ASSERT_TRUE(wait_until(
     [&] {
-      auto* m = member_of(leader.members(), 7);
-      return m != nullptr && m->role == raft_store::member_status::role_kind::standby;
+      auto m = member_of(leader.members(), 7);
+      return m && m->role == raft_store::member_status::role_kind::standby;
     },
     5s));
   // A standby does not count for the majority: writes go on.
   ASSERT_TRUE(leader.write(batch_of(2, 1, 3)).ok());
   auto removed = change(leader, membership_change::kind::remove, ghost);
   ASSERT_TRUE(removed.status.ok()) << removed.status.ToString();
-  ASSERT_TRUE(wait_until([&] { return member_of(leader.members(), 7) == nullptr; }, 5s));
+  ASSERT_TRUE(wait_until([&] { return !member_of(leader.members(), 7); }, 5s));
 }
 
 }  // namespace

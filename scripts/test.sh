@@ -2,8 +2,8 @@
 # Builds Proctor, runs the whole GoogleTest suite through ctest, builds examples/release
 # against Proctor installed to a temporary prefix and runs its test, the black-box acceptance
 # checks in ../shared/acceptance when that directory exists next to the project, the Debian
-# packages (built and checked by scripts/package.sh), the
-# fuzzers for a bounded time, and a quick benchmark run (that it runs, not its figures).
+# packages (built and checked by scripts/package.sh), the unit suites of the lower layers
+# under ASan+UBSan (scripts/sanitize.sh --quick), the fuzzers for a bounded time, and a quick benchmark run (that it runs, not its figures).
 # Fails if any test or check fails (both always run, so one report shows everything).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -48,6 +48,9 @@ if [[ -d $acceptance ]]; then
 else
   echo "== acceptance checks: $acceptance not found, skipped"
 fi
+
+echo "== sanitizers (scripts/sanitize.sh asan --quick: ASan+UBSan, the lower layers' unit suites)"
+bash scripts/sanitize.sh asan --quick || rc=1
 
 echo "== fuzzers (journal-record and wire-message decoding, ${FUZZ_SECONDS:-20} s each)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || rc=1
