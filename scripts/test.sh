@@ -3,7 +3,8 @@
 # against Proctor installed to a temporary prefix and runs its test, the black-box acceptance
 # checks in ../shared/acceptance when that directory exists next to the project, the Debian
 # packages (built and checked by scripts/package.sh), the unit suites of the lower layers
-# under ASan+UBSan (scripts/sanitize.sh --quick), the fuzzers for a bounded time, and a quick benchmark run (that it runs, not its figures).
+# under ASan+UBSan (scripts/sanitize.sh --quick), the fuzzers for a bounded time, and a quick
+# benchmark run (that it runs, not its figures).
 # Fails if any test or check fails (both always run, so one report shows everything).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
