@@ -43,6 +43,27 @@ std::string file_text(const fs::path& p) {
   return ss.str();
 }
 
+/// Writes `text` to `path` whole or not at all (a temporary file beside it, renamed): the
+/// BACKUP file and the RESTORED marker. False, with the reason, when it cannot.
+bool write_whole(const fs::path& path, const std::string& text, std::string* why) {
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      *why = "cannot write " + tmp.string();
+      return false;
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    *why = "cannot write " + path.string() + ": " + ec.message();
+  return !ec;
+}
+
 /// The backup's database, opened read-only (a backup is never changed by a restore), with
 /// every column family it has (a replica's database has the group's bookkeeping beside the
 /// journal's default family).
@@ -120,17 +141,8 @@ rocksdb::Status write_backup(rocksdb::DB* db, const std::string& dir, const back
   st = cp->CreateCheckpoint((fs::path(dir) / backup_db_dir).string(), 0);
   if (!st.ok())
     return fail(st);
-  auto tmp = fs::path(dir) / (std::string(backup_info_file) + ".tmp");
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << info_text(info);
-    f.flush();
-    if (!f)
-      return fail(rocksdb::Status::IOError("cannot write " + tmp.string()));
-  }
-  fs::rename(tmp, fs::path(dir) / backup_info_file, ec);
-  if (ec)
-    return fail(rocksdb::Status::IOError("cannot write the BACKUP file: " + ec.message()));
+  if (std::string why; !write_whole(fs::path(dir) / backup_info_file, info_text(info), &why))
+    return fail(rocksdb::Status::IOError(why));
   return rocksdb::Status::OK();
 }
 
@@ -304,16 +316,10 @@ bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
     return false;
   }
   dst.reset();  // closed: the marker says the journal is whole
-  {
-    auto tmp = fs::path(data_dir) / (std::string(restored_marker_file) + ".tmp");
-    std::ofstream f(tmp, std::ios::trunc);
-    f << file_text(fs::path(backup_dir) / backup_info_file);
-    f.flush();
-    if (!f || (fs::rename(tmp, marker, ec), ec)) {
-      *error = "cannot write " + marker.string() + "; the journal in " + data_dir
-               + " is restored, remove it before trying again";
-      return false;
-    }
+  if (std::string why;
+      !write_whole(marker, file_text(fs::path(backup_dir) / backup_info_file), &why)) {
+    *error = why + "; the journal in " + data_dir + " is restored, remove it before trying again";
+    return false;
   }
   out->next_id = raised;
   out->next_lsn = max_lsn + 1;

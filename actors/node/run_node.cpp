@@ -432,6 +432,12 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       }
       return true;
     };
+    auto stop_http = [&] {
+      if (console)
+        console->stop();
+      if (http)
+        http->stop();
+    };
 #endif
     std::unique_ptr<replica_node> rn;
     if (!group.empty()) {
@@ -473,10 +479,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       if (!rn->wait_to_lead(sigs)) {
         spdlog::info("replica {}: stopped before it led", replica);
 #ifdef PROCTOR_HAVE_HTTPLIB
-        if (console)
-          console->stop();
-        if (http)
-          http->stop();
+        stop_http();
 #endif
         rn.reset();
         spdlog::shutdown();
@@ -613,10 +616,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (rn)
       rn->retire();
 #ifdef PROCTOR_HAVE_HTTPLIB
-    if (console)
-      console->stop();
-    if (http)
-      http->stop();
+    stop_http();
 #endif
     n.stop();
     for (const auto& service : services)

@@ -11,8 +11,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +26,7 @@ using proctor::test::eventually;
 using proctor::test::node;
 using proctor::test::parse_id;
 using proctor::test::parse_json;
+using proctor::test::read_file;
 using proctor::test::run_program;
 using proctor::test::run_result;
 using proctor::test::state_of;
@@ -44,12 +43,6 @@ std::string state(node& n, uint64_t id) {
   return r.exit_code == 0 ? state_of(parse_json(r.out).value_or(google::protobuf::Value{})) : "exit " + std::to_string(r.exit_code) + ": " + r.err;
 }
 
-std::string file_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(backup_restore, a_restored_backup_carries_on_its_trees_as_a_new_incarnation_with_fresh_ids) {
   temp_dir dir;
@@ -64,7 +57,7 @@ TEST(backup_restore, a_restored_backup_carries_on_its_trees_as_a_new_incarnation
   auto b = old.ctl({"backup", backup}, 60s);
   ASSERT_EQ(b.exit_code, 0) << describe(b) << old.log_tail();
   EXPECT_NE(b.out.find("--restore-from " + backup), std::string::npos) << b.out;
-  EXPECT_NE(file_text(fs::path(backup) / "BACKUP").find("lsn "), std::string::npos);
+  EXPECT_NE(read_file(fs::path(backup) / "BACKUP").find("lsn "), std::string::npos);
   // Mistakes: the same directory again, a relative path. Nothing is written.
   auto again = old.ctl({"backup", backup}, 60s);
   EXPECT_EQ(again.exit_code, 1) << describe(again);
@@ -97,7 +90,7 @@ TEST(backup_restore, a_restored_backup_carries_on_its_trees_as_a_new_incarnation
 
   node restored{dir.path() / "restored", 0, {"--restore-from", backup}};
   ASSERT_TRUE(restored.start()) << restored.log_tail();
-  auto log = file_text(restored.log_file());
+  auto log = read_file(restored.log_file());
   EXPECT_NE(log.find("restored node (unnamed) from the backup"), std::string::npos) << log;
   EXPECT_NE(log.find("a new journal, incarnation"), std::string::npos) << log;
   // What the backup held carries on; what came after it is not there.
@@ -114,7 +107,7 @@ TEST(backup_restore, a_restored_backup_carries_on_its_trees_as_a_new_incarnation
   // restored node: the restore is not done again.
   EXPECT_EQ(restored.stop(), 0);
   ASSERT_TRUE(restored.start()) << restored.log_tail();
-  EXPECT_NE(file_text(restored.log_file()).find("already restored from"), std::string::npos);
+  EXPECT_NE(read_file(restored.log_file()).find("already restored from"), std::string::npos);
   EXPECT_EQ(state(restored, fresh), "WAITING");
   EXPECT_GT(submit(restored, "fresh2"), fresh);
 }
