@@ -455,7 +455,7 @@ int main(int argc, char** argv) {
     row("    on the node that submitted them",
         fmt_num(pop.num("bytes_per_proc").value_or(0)) + " B / "
           + fmt_num(pop.num("bytes_per_proc_passivated").value_or(0)) + " B",
-        "(all WAITING / all hibernated, free pages purged)");
+        "(all WAITING / all passivated, free pages purged)");
   } else {
     row("(e) memory per waiting procedure", failed(pop.ok ? rec : pop), "");
   }

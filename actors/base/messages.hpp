@@ -52,7 +52,7 @@ using event_taken_atom = caf::atom_constant<caf::atom("evtaken")>;
 /// Proc -> executor: (event_lsn, proc id) it dropped the event handed to it without
 /// journaling it (it no longer waited for it): the event goes to another waiter, or is kept.
 using event_declined_atom = caf::atom_constant<caf::atom("evdecline")>;
-/// Proc (or the parent of a dormant child) -> executor: (call id, proc id, handle, via,
+/// Proc (or the parent of a passivated child) -> executor: (call id, proc id, handle, via,
 /// service, request) it waits for the reply of this call, as for an event under the call id;
 /// the executor has it made unless it is under way already (executor_calls.cpp).
 using wait_call_atom = caf::atom_constant<caf::atom("waitcall")>;
@@ -80,7 +80,7 @@ using restore_locks_atom = caf::atom_constant<caf::atom("relock")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;           // proc -> scheduler
 using run_inline_atom = caf::atom_constant<caf::atom("runinline")>;    // scheduler -> proc
 using no_progress_atom = caf::atom_constant<caf::atom("noprogress")>;  // proc -> executor
-using hibernate_atom = caf::atom_constant<caf::atom("hibernate")>;     // root -> executor
+using passivate_atom = caf::atom_constant<caf::atom("passivate")>;     // root -> executor
 using rollback_atom = caf::atom_constant<caf::atom("rollback")>;       // root -> executor
 using undo_atom = caf::atom_constant<caf::atom("undo")>;               // root -> executor
 using locks_atom = caf::atom_constant<caf::atom("locks")>;             // executor -> scheduler
@@ -91,7 +91,7 @@ using op_retry_atom = caf::atom_constant<caf::atom("opretry")>;        // execut
 // Passivation of a tree that only waits (proc_passivate_tree.cpp).
 using passivate_query_atom = caf::atom_constant<caf::atom("psvquery")>;    // parent -> child
 using passivate_answer_atom = caf::atom_constant<caf::atom("psvanswer")>;  // child -> parent
-using passivate_thaw_atom = caf::atom_constant<caf::atom("psvthaw")>;      // parent -> child
+using passivation_refused_atom = caf::atom_constant<caf::atom("psvthaw")>;      // parent -> child
 using passivate_hint_atom = caf::atom_constant<caf::atom("psvhint")>;      // proc -> root
 using passivate_begin_atom = caf::atom_constant<caf::atom("psvbegin")>;    // root -> executor
 using passivate_late_atom = caf::atom_constant<caf::atom("psvlate")>;      // timeout -> root
@@ -203,23 +203,23 @@ struct tree_done {
 /// child's id, this): whether every procedure in it only waits (for
 /// an event, a timer, or children that only wait), and what the executor must keep to wake
 /// it once its actors are gone.
-/// To a parent (from the timeout actor, or the executor for an event): its dormant child's
+/// To a parent (from the timeout actor, or the executor for an event): its passivated child's
 /// wake-up is due, spawn it (proc_passivated_children.cpp).
 using wake_child_atom = caf::atom_constant<caf::atom("wakechild")>;
-/// Parent to executor: (key, child id, parent) its dormant child waits for event `key`;
+/// Parent to executor: (key, child id, parent) its passivated child waits for event `key`;
 /// the event wakes the child through its parent.
 using wait_event_via_atom = caf::atom_constant<caf::atom("waitevvia")>;
 /// Child to parent: (child id, its image) it only waits for its timer or event and offers
 /// to give up its actor while its tree runs (proc_passivate_waiter.cpp); the parent answers with
-/// sleep_reply_atom (bool: accepted), and the child that then quits with errc::passivated
-/// is held dormant.
-using sleep_offer_atom = caf::atom_constant<caf::atom("sleepoffer")>;
-using sleep_reply_atom = caf::atom_constant<caf::atom("sleepreply")>;
+/// passivate_reply_atom (bool: accepted), and the child that then quits with errc::passivated
+/// is held passivated.
+using passivate_offer_atom = caf::atom_constant<caf::atom("sleepoffer")>;
+using passivate_reply_atom = caf::atom_constant<caf::atom("sleepreply")>;
 /// Child to parent: (child id) accepted, it cannot go after all (something came meanwhile).
-using sleep_undo_atom = caf::atom_constant<caf::atom("sleepundo")>;
+using passivate_undo_atom = caf::atom_constant<caf::atom("sleepundo")>;
 /// Child to executor: (key, child id, parent) its event is to wake it through its parent
 /// from now on; true if it was still registered (so no event is on its way to its actor).
-using sleep_via_atom = caf::atom_constant<caf::atom("sleepvia")>;
+using passivate_via_atom = caf::atom_constant<caf::atom("sleepvia")>;
 
 /// A tree whose earliest deadline is nearer than this stays awake: bringing it back from the
 /// journal costs more than keeping it (a wide tree with timers due every few ms would be read

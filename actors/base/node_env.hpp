@@ -58,8 +58,8 @@ struct node_env {
   std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
   /// A state machine that commits the same state this many times in a row is flagged.
   int no_progress_limit = 1000;
-  /// See executor_config::hibernate_after.
-  std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
+  /// See executor_config::passivate_after.
+  std::chrono::milliseconds passivate_after{std::chrono::seconds{1}};
   /// Observability hook for tests: called (on an actor thread) whenever a procedure's actor
   /// starts, including restarts by a supervisor and recovery. May be empty.
   std::function<void(uint64_t id)> on_procedure_start;
@@ -102,9 +102,9 @@ struct node_env {
   std::atomic<int64_t> takeover_ms{0};
   /// Passivation attempts of this node's trees (proc_passivate_tree.cpp; a metric).
   mutable std::atomic<uint64_t> passivation_attempts{0};
-  /// Procedures held dormant by a live parent, without an actor (proc_passivated_children.cpp; a gauge).
-  mutable std::atomic<int64_t> dormant_procedures{0};
-  /// Wake-ups of dormant children queued by their parent (max_live_children; a metric).
+  /// Procedures held passivated by a live parent, without an actor (proc_passivated_children.cpp; a gauge).
+  mutable std::atomic<int64_t> passivated_procedures{0};
+  /// Wake-ups of passivated children queued by their parent (max_live_children; a metric).
   mutable std::atomic<uint64_t> queued_wakes{0};
   /// A tree whose journal holds this many records is compacted into one record (0: never;
   /// a root's type's compact_after overrides it; actors/procedure/tree_compaction.cpp).

@@ -238,7 +238,7 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
   auto& re = enter_root(self, *image);
   re.handle = spawn_root(self, std::move(s));
   st.root_addrs[re.handle.address()] = image->root_id;
-  if (re.dormant)
+  if (re.passivated)
     end_sleep(self, image->root_id);
 }
 
@@ -286,7 +286,7 @@ void on_root_down(executor_actor* self, caf::down_msg& m) {
   st.rolling_back.erase(root_id);  // a restarted root reports its rollback again
   auto& re = st.roots[root_id];
   if (re.handle.address() == m.source)
-    re.handle = nullptr;  // (a root that hibernated may have a new actor already)
+    re.handle = nullptr;  // (a root that passivated may have a new actor already)
   if (!m.reason || m.reason == caf::exit_reason::normal || re.finished
       || is(m.reason, errc::passivated))
     return;
@@ -441,8 +441,8 @@ caf::behavior serving(executor_actor* self) {
     [self](remote_route_via_atom, uint64_t id, caf::actor& parent) {
       route_remote(self, id, std::move(parent), true);
     },
-    [self](remote_sleep_via_atom, uint64_t id, caf::actor& parent) {
-      return remote_sleep_via(self, id, caf::actor_cast<caf::actor>(self->current_sender()),
+    [self](remote_passivate_via_atom, uint64_t id, caf::actor& parent) {
+      return remote_passivate_via(self, id, caf::actor_cast<caf::actor>(self->current_sender()),
                               std::move(parent));
     },
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
@@ -450,13 +450,13 @@ caf::behavior serving(executor_actor* self) {
     [self](collect_atom) { collect_finished(self); },
     [self](restart_root_atom, uint64_t root_id) { restart_root(self, root_id, {}); },
     [self](passivate_begin_atom, uint64_t root_id) { return passivation_epoch(self, root_id); },
-    [self](hibernate_atom, uint64_t root_id, uint64_t epoch, const passivation_answer& a) {
-      return hibernate_root(self, root_id, epoch, a);
+    [self](passivate_atom, uint64_t root_id, uint64_t epoch, const passivation_answer& a) {
+      return passivate_root(self, root_id, epoch, a);
     },
     [self](wake_root_atom, uint64_t root_id, uint64_t token) {
-      // The deadline of a hibernated root: its actor comes back and times out itself.
+      // The deadline of a passivated root: its actor comes back and times out itself.
       auto r = self->state.roots.find(root_id);
-      if (r != self->state.roots.end() && r->second.dormant && r->second.sleep_token == token) {
+      if (r != self->state.roots.end() && r->second.passivated && r->second.passivation_token == token) {
         // Read back ahead of that deadline: it stays until the deadline has passed.
         r->second.woken_for_ms = r->second.wake_deadline_ms;
         wake_root(self, root_id);
@@ -492,7 +492,7 @@ caf::behavior serving(executor_actor* self) {
     [self](call_done_atom, const std::string& key, bool ok, std::string& text) {
       on_call_done(self, key, ok, std::move(text));
     },
-    [self](sleep_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
+    [self](passivate_via_atom, const std::string& key, uint64_t id, caf::actor& parent) {
       return wait_through_parent(self, key, id, caf::actor_cast<caf::actor>(self->current_sender()),
                                  std::move(parent));
     },

@@ -37,10 +37,10 @@ struct executor_config {
   /// Procedures (live or retained) beyond which submits are refused.
   size_t max_procedures = 2'000'000;
   /// A root that has waited this long for an event, with no child running, gives up its
-  /// actor (hibernates): the executor keeps its status and its place among the event's
+  /// actor (passivates): the executor keeps its status and its place among the event's
   /// waiters and restarts it from the journal when the event, its deadline or an abort
-  /// comes. Trees found so at recovery start hibernated. Negative: never.
-  std::chrono::milliseconds hibernate_after{std::chrono::seconds{1}};
+  /// comes. Trees found so at recovery start passivated. Negative: never.
+  std::chrono::milliseconds passivate_after{std::chrono::seconds{1}};
   /// A tree whose journal holds this many records is compacted into one record (0: never;
   /// a root's type's compact_after overrides it; docs/flow-control.md).
   uint64_t compact_after = 100'000;

@@ -1,5 +1,5 @@
 // `proctor bypass` at the executor: decides whether the procedure is stuck (or the bypass
-// forced), wakes a hibernated root, and sends the order down its tree (proc_bypass.cpp).
+// forced), wakes a passivated root, and sends the order down its tree (proc_bypass.cpp).
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
@@ -74,7 +74,7 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
   if (!req.force())
     if (auto why = not_stuck(self, p); !why.empty())
       return refuse(why + "; use --force to bypass it anyway");
-  if (r != st.roots.end() && r->second.dormant)
+  if (r != st.roots.end() && r->second.passivated)
     return wake_root(self, p.root_id, [self, req, rp]() mutable { handle_bypass(self, req, rp); });
   if (r == st.roots.end() || !r->second.handle)
     return refuse("the tree of " + me + " is restarting; retry");
@@ -83,7 +83,7 @@ void handle_bypass(executor_actor* self, const pb::BypassRequest& req, promise_t
     return refuse("the tree of " + me + " is not fully known here; retry");
   spdlog::warn("[proc {} root {}] bypass asked by an operator{}", p.id, p.root_id,
                req.force() ? " (forced)" : "");
-  // No hibernation while the order is on its way (it would reach no actor).
+  // No passivation while the order is on its way (it would reach no actor).
   ++r->second.requests_in_flight;
   auto done = [self, root_id = p.root_id] {
     auto r = self->state.roots.find(root_id);

@@ -1,6 +1,6 @@
 // The calls procedures wait for (outcome::call). The executor has each one made by a caller
 // (caller.hpp) and routes its answer as it routes an event: to the procedure's actor, through
-// its parent if it is dormant, or held for it while its tree is passivated. So a procedure
+// its parent if it is passivated, or held for it while its tree is passivated. So a procedure
 // waiting for a reply needs no actor, and its call outlives the actor that made it
 // (a supervision restart, a passivation); only a node's restart sends it again.
 #include <spdlog/spdlog.h>

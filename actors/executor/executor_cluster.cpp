@@ -82,7 +82,7 @@ void tell_waiting_for(executor_actor* self, const peer_status& s) {
   auto& st = self->state;
   // The procedures that wait for that node show it (and may have a deadline for it); those
   // of passivated trees come back to do so.
-  wake_dormant_on(self, s.name);
+  wake_passivated_on(self, s.name);
   size_t told = 0;
   for (const auto& [id, h] : st.remote_routes) {
     auto p = st.procs.find(id);
@@ -139,7 +139,7 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   auto& st = self->state;
   auto g = std::make_shared<executor_gauges>();
   g->waiting = st.waiting;
-  g->hibernated = st.dormant;
+  g->passivated = st.passivated;
   g->procedures = st.procs.size();
   g->quarantined = st.quarantined.size();
   g->rolling_back = st.rolling_back.size();
@@ -151,7 +151,7 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->active_since_ms = st.env->started_at_ms;
   g->takeover_ms = st.env->takeover_ms.load();
   g->passivation_attempts = st.env->passivation_attempts.load();
-  g->dormant_procedures = st.env->dormant_procedures.load();
+  g->passivated_procedures = st.env->passivated_procedures.load();
   g->calls_in_flight = st.calls.size();
   g->queued_wakes = st.env->queued_wakes.load();
   g->compactions = st.env->compactions.load();

@@ -1,5 +1,5 @@
 // The executor's event waiters: procedures waiting for an event by key (with their actor, or
-// none for a passivated tree, or their parent for a dormant child), and the events kept for
+// none for a passivated tree, or their parent for a passivated child), and the events kept for
 // those that wait later, until their TTL.
 //
 // An event is consumed once (docs/concepts.md, "Events"): one that woke the procedures
@@ -153,7 +153,7 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
   auto& st = self->state;
   forget_event_wait(self, id);  // an earlier registration (another actor, or its parent)
   if (auto held = st.held_events.find(id); held != st.held_events.end() && h) {
-    // It was woken while its tree was passivated (a dormant child's is held again).
+    // It was woken while its tree was passivated (a passivated child's is held again).
     auto hd = std::move(held->second);
     st.held_events.erase(held);
     if (hd.key == key)

@@ -2,7 +2,7 @@
 // is in proc_passivate_tree.cpp); the executor keeps its statuses, its event waiters' places and
 // its earliest deadline (under the timeout actor), and restarts it from the journal when an
 // event, that deadline, a child's end on another node, an abort or a bypass comes
-// (executor_config::hibernate_after). Recovery starts trees that only wait this way.
+// (executor_config::passivate_after). Recovery starts trees that only wait this way.
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
@@ -50,20 +50,20 @@ void forget_wake_volume(executor_state& st, root_entry& re) {
   re.wake_procs = 0;
 }
 
-/// The root stops being dormant (it runs again, or it cannot be read); what waited for
+/// The root stops being passivated (it runs again, or it cannot be read); what waited for
 /// its actor runs now.
 void end_sleep(executor_actor* self, uint64_t root_id) {
   auto& st = self->state;
   auto r = st.roots.find(root_id);
-  if (r == st.roots.end() || !r->second.dormant)
+  if (r == st.roots.end() || !r->second.passivated)
     return;
   auto& re = r->second;
-  re.dormant = re.waking = false;
-  --st.dormant;
+  re.passivated = re.waking = false;
+  --st.passivated;
   forget_wake_volume(st, re);
   cancel_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake);
   for (const auto& n : re.remote_nodes)
-    if (auto d = st.dormant_by_node.find(n); d != st.dormant_by_node.end())
+    if (auto d = st.passivated_by_node.find(n); d != st.passivated_by_node.end())
       d->second.erase(root_id);
   re.remote_nodes.clear();
   auto live = std::move(re.when_live);
@@ -75,15 +75,15 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
 /// Root `root_id`, of `procs` procedures, has no actor from now on; its deadline (0: none)
 /// will wake it, ahead by wake_lead_ms, and so will a change of `remote_nodes` (where its
 /// children on other nodes run).
-void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms,
+void mark_passivated(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms,
                 std::vector<std::string> remote_nodes, uint64_t procs) {
   auto& st = self->state;
-  re.dormant = true;
-  ++st.dormant;
+  re.passivated = true;
+  ++st.passivated;
   std::sort(remote_nodes.begin(), remote_nodes.end());
   remote_nodes.erase(std::unique(remote_nodes.begin(), remote_nodes.end()), remote_nodes.end());
   for (const auto& n : remote_nodes)
-    st.dormant_by_node[n].insert(root_id);
+    st.passivated_by_node[n].insert(root_id);
   re.remote_nodes = std::move(remote_nodes);
   if (deadline_ms <= 0)
     return;
@@ -94,10 +94,10 @@ void sleep_root(executor_actor* self, root_entry& re, uint64_t root_id, int64_t 
   st.wake_volume[deadline_ms / 1000] += re.wake_procs;
   deadline_ms -= lead;
   if (st.recovering)  // armed at the end of the take-over: it would wake the tree
-    st.to_arm.push_back({root_id, deadline_ms, ++re.sleep_token});
+    st.to_arm.push_back({root_id, deadline_ms, ++re.passivation_token});
   else
     arm_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake, deadline_ms,
-                wake_root_atom::value, root_id, ++re.sleep_token);
+                wake_root_atom::value, root_id, ++re.passivation_token);
 }
 
 void note_wake(executor_actor* self, uint64_t root_id) {
@@ -115,11 +115,11 @@ uint64_t passivation_epoch(executor_actor* self, uint64_t root_id) {
 /// executor routed a wake-up into it since `epoch` (an event, a child's end on another node)
 /// or has a request on its way to it (an abort, a bypass), or when one of its event
 /// waiters' registrations has not arrived yet.
-bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
+bool passivate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
                     const passivation_answer& a) {
   auto& st = self->state;
   auto r = st.roots.find(root_id);
-  if (r == st.roots.end() || r->second.dormant || r->second.requests_in_flight > 0
+  if (r == st.roots.end() || r->second.passivated || r->second.requests_in_flight > 0
       || r->second.wake_epoch != epoch || r->second.finished)
     return false;
   for (auto id : a.event_waiters)
@@ -138,7 +138,7 @@ bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
       *h = nullptr;  // its place among the waiters stays, without an actor
     st.via_parent.erase(id);
   }
-  sleep_root(self, r->second, root_id, a.deadline_ms, a.remote_nodes, a.procs);
+  mark_passivated(self, r->second, root_id, a.deadline_ms, a.remote_nodes, a.procs);
   spdlog::debug("[proc {} root {}] tree passivated ({} waiting for events, deadline {})", root_id,
                 root_id, a.event_waiters.size(), a.deadline_ms);
   return true;
@@ -150,7 +150,7 @@ void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h, const
   auto root_id = root_of(self, id);
   via = h && (via || (!st.via_parent.empty() && st.via_parent.erase(id) > 0));
   if (via) {
-    // A dormant child: its parent spawns it, and its actor gets the event when it waits.
+    // A passivated child: its parent spawns it, and its actor gets the event when it waits.
     st.held_events[id] = held_event{key, std::move(d)};
     note_wake(self, root_id);
     self->send(h, wake_child_atom::value, id);
@@ -175,7 +175,7 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
   if (r == st.roots.end())
     return;
   auto& re = r->second;
-  if (!re.dormant) {
+  if (!re.passivated) {
     if (then)
       then();
     return;
@@ -193,10 +193,10 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
   reload_root(self, root_id);
 }
 
-void wake_dormant_on(executor_actor* self, const std::string& node) {
+void wake_passivated_on(executor_actor* self, const std::string& node) {
   auto& st = self->state;
-  auto d = st.dormant_by_node.find(node);
-  if (d == st.dormant_by_node.end())
+  auto d = st.passivated_by_node.find(node);
+  if (d == st.passivated_by_node.end())
     return;
   auto roots = std::vector<uint64_t>(d->second.begin(), d->second.end());
   spdlog::info("node {} changed: waking {} passivated tree(s) with children there", node,
@@ -276,7 +276,7 @@ std::string waiting_reason(const proc_image& p) {
 /// Recovery of a tree that only waits: no actors, just its event waiters' places, its
 /// earliest deadline and where its children on other nodes run. An event that arrived
 /// meanwhile, or a deadline that passed, wakes it at once.
-void recover_dormant(executor_actor* self, const tree_image& t) {
+void recover_passivated(executor_actor* self, const tree_image& t) {
   int64_t deadline = 0;
   std::vector<std::string> nodes;
   auto earliest = [&deadline](int64_t d) {
@@ -297,7 +297,7 @@ void recover_dormant(executor_actor* self, const tree_image& t) {
         event_waiters.push_back(&p);
     }
   }
-  sleep_root(self, enter_root(self, t), t.root_id, deadline, std::move(nodes), t.procs.size());
+  mark_passivated(self, enter_root(self, t), t.root_id, deadline, std::move(nodes), t.procs.size());
   for (const auto* p : event_waiters)  // a call is made again (callees deduplicate)
     await_call(self, p->event_key, p->id, caf::actor{}, false, p->call_service, p->call_request);
 }

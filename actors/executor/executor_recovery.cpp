@@ -131,7 +131,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
   for (size_t i = 0; i < trees.size(); ++i) {
     const auto& t = trees[i];
     procs += t.procs.size();
-    sleeps_at[i] = st.cfg.hibernate_after.count() >= 0 && t.corrupt.empty() && only_waits(t, *st.env->cluster);
+    sleeps_at[i] = st.cfg.passivate_after.count() >= 0 && t.corrupt.empty() && only_waits(t, *st.env->cluster);
     waiting_roots += sleeps_at[i] ? 1 : 0;
   }
   if (st.procs.empty()) {
@@ -158,7 +158,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
         u.since_ms = image->failed_at_ms;  // FAILED since its tree failed
       }
       // What it waits for, as the journal says: a live actor publishes its own, but a
-      // dormant child (held by its parent without an actor, proc_passivated_children.cpp)
+      // passivated child (held by its parent without an actor, proc_passivated_children.cpp)
       // never does until it is woken, and showed WAITING for nothing.
       if (!is_final(u.state)
           && (sleeps || u.state == proc_state::waiting || u.state == proc_state::waiting_timeout))
@@ -223,8 +223,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
     // Before anything of any tree runs (at the end).
     restore_locks(self, *image);
     if (sleeps) {
-      ++n.dormant;
-      recover_dormant(self, *image);
+      ++n.passivated;
+      recover_passivated(self, *image);
       continue;
     }
     (rb ? n.rolling : n.running)++;
@@ -260,7 +260,7 @@ void recover_end(executor_actor* self) {
   const auto& n = st.tally;
   spdlog::info("recovery: {} tree(s) resumed, {} passivated (they only wait), {} rolling "
                "back, {} finished (retained), {} quarantined, {} pending event(s), in {} ms",
-               n.running, n.dormant, n.rolling, n.done, n.quarantined, n.events,
+               n.running, n.passivated, n.rolling, n.done, n.quarantined, n.events,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::steady_clock::now() - n.since)
                  .count());

@@ -180,7 +180,7 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
       }
       auto p = st.procs.find(id);
       auto root_id = p == st.procs.end() ? 0 : p->second.root_id;
-      if (auto r = st.roots.find(root_id); r != st.roots.end() && r->second.dormant) {
+      if (auto r = st.roots.find(root_id); r != st.roots.end() && r->second.passivated) {
         wake_root(self, root_id);  // its placeholder is told when it registers again
         continue;
       }
@@ -208,7 +208,7 @@ void on_rollback(executor_actor* self, const std::string& from, const pb::Remote
   if (r == st.roots.end())
     return done(false, "fragment " + std::to_string(id) + " is not known yet");
   auto& re = r->second;
-  if (re.dormant)
+  if (re.passivated)
     return wake_root(self, id,
                      [self, from, m, done, orphan] { on_rollback(self, from, m, done, orphan); });
   if (re.handle) {
@@ -394,7 +394,7 @@ void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via) {
   st.remote_routes[id] = std::move(h);
 }
 
-bool remote_sleep_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
+bool remote_passivate_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
                       caf::actor parent) {
   auto& st = self->state;
   auto r = st.remote_routes.find(id);

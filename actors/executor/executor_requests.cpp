@@ -143,7 +143,7 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
                                                           + " already ended "
                                                           + std::string(to_string(p->state))));
   auto r = st.roots.find(p->root_id);
-  if (r != st.roots.end() && r->second.dormant)
+  if (r != st.roots.end() && r->second.passivated)
     return wake_root(self, p->root_id, [self, req, rp]() mutable { handle_abort(self, req, rp); });
   if (r == st.roots.end() || !r->second.handle)
     return reply(rp, error_reply(pb::Response::REFUSED, "the tree of procedure "
@@ -162,7 +162,7 @@ void handle_abort(executor_actor* self, const pb::AbortRequest& req, promise_t r
   if (auto root = st.procs.find(p->root_id);
       root != st.procs.end() && root->second.state == proc_state::failed)
     accepted_text += " (it was already failing: " + root->second.error() + ")";
-  // No hibernation while the abort is on its way (it would reach no actor).
+  // No passivation while the abort is on its way (it would reach no actor).
   auto done = [self, root_id = p->root_id] {
     auto r = self->state.roots.find(root_id);
     if (r != self->state.roots.end())

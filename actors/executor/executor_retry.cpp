@@ -1,6 +1,6 @@
 // `proctor retry` at the executor: decides whether the procedure's step may be retried (it is
 // FAILED past its point of no return and out of attempts, its tree waiting for an operator,
-// or it backs off before its next attempt), wakes a hibernated root, and sends the order
+// or it backs off before its next attempt), wakes a passivated root, and sends the order
 // down its tree (proc_retry.cpp). Answered with the procedure's status once its Retried
 // record is durable.
 #include <spdlog/spdlog.h>
@@ -42,7 +42,7 @@ void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t r
                   + (p.waiting_for.empty() ? "" : " (waiting for " + p.waiting_for + ")")
                   + ": only a procedure FAILED past its point of no return, or one backing off "
                     "before its step's next attempt, can be retried");
-  if (r != st.roots.end() && r->second.dormant)
+  if (r != st.roots.end() && r->second.passivated)
     return wake_root(self, p.root_id, [self, req, rp]() mutable { handle_retry(self, req, rp); });
   if (r == st.roots.end() || !r->second.handle)
     return refuse("the tree of " + me + " is restarting; retry");
@@ -51,7 +51,7 @@ void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t r
     return refuse("the tree of " + me + " is not fully known here; retry");
   spdlog::warn("[proc {} root {}] retry asked by an operator ({}{})", p.id, p.root_id,
                to_string(p.state), p.waiting_for.empty() ? "" : ", " + p.waiting_for);
-  // No hibernation while the order is on its way (it would reach no actor).
+  // No passivation while the order is on its way (it would reach no actor).
   ++r->second.requests_in_flight;
   auto done = [self, root_id = p.root_id] {
     auto r = self->state.roots.find(root_id);

@@ -204,7 +204,7 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
         static_cast<double>(g.waiting));
   gauge("proctor_passivated_roots",
         "Waiting roots without an actor, restarted from the journal when woken.",
-        static_cast<double>(g.hibernated));
+        static_cast<double>(g.passivated));
   gauge("proctor_lock_waiting_steps", "Steps waiting for a resource lock.",
         static_cast<double>(s.lock_waiting));
   gauge("proctor_lock_holders", "Procedures holding resource locks.",
@@ -234,9 +234,9 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
         "Procedures without an actor held by a live ancestor's actor until their timer, event "
         "or reply, or until one in their subtree comes (the others without one are in "
         "passivated trees).",
-        static_cast<double>(g.dormant_procedures));
+        static_cast<double>(g.passivated_procedures));
   counter("proctor_queued_wakes_total",
-          "Wake-ups of dormant procedures that waited until a sibling's actor went down (a "
+          "Wake-ups of passivated procedures that waited until a sibling's actor went down (a "
           "parent spawns at most max_live_children of its children for them at once).",
           g.queued_wakes);
   counter("proctor_tree_compactions_total",

@@ -125,7 +125,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env->types = &types_;
   env->next_id = std::make_shared<std::atomic<uint64_t>>(0);  // set once the scan is done
   env->stuck_after = opts.stuck_after;
-  env->hibernate_after = opts.executor.hibernate_after;
+  env->passivate_after = opts.executor.passivate_after;
   env->compact_after = opts.executor.compact_after;
   env->on_procedure_start = opts.on_procedure_start;
   env->services = opts.services;

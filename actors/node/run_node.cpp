@@ -138,7 +138,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   size_t workers = 8;
   int result_ttl_s = 900;
   size_t max_args = 1 << 20;
-  int64_t hibernate_after_ms = 1000;
+  int64_t passivate_after_ms = 1000;
   uint64_t compact_after = executor_config{}.compact_after;
   int64_t stuck_after_s = 60;
   bool standby = false;
@@ -179,7 +179,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     ->check(CLI::Range(size_t{64}, size_t{1} << 30));
   // --hibernate-after-ms: the option's old name, still accepted.
   app
-    .add_option("--passivate-after-ms,--hibernate-after-ms", hibernate_after_ms,
+    .add_option("--passivate-after-ms,--hibernate-after-ms", passivate_after_ms,
                 "A tree whose every procedure has only waited this long passivates: it gives "
                 "up its actors until woken (-1: never)")
     ->check(CLI::Range(int64_t{-1}, int64_t{24} * 3600 * 1000));
@@ -524,7 +524,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     opts.executor.result_ttl = std::chrono::seconds{result_ttl_s};
     opts.executor.history_keep_records = history_keep_records;
     opts.executor.max_args_bytes = max_args;
-    opts.executor.hibernate_after = std::chrono::milliseconds{hibernate_after_ms};
+    opts.executor.passivate_after = std::chrono::milliseconds{passivate_after_ms};
     opts.executor.compact_after = compact_after;
     opts.executor.stuck_after = std::chrono::seconds{stuck_after_s};
     std::vector<caf::actor> services;

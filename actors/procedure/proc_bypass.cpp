@@ -103,8 +103,8 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
     auto pos = std::find(order.path.begin(), order.path.end(), st.id);
     auto* c =
       pos == order.path.end() || pos + 1 == order.path.end() ? nullptr : st.child(*(pos + 1));
-    if (c != nullptr && c->dormant)
-      wake_dormant(self, *c);  // it comes back to be bypassed, as a passivated tree does
+    if (c != nullptr && c->passivated)
+      wake_passivated(self, *c);  // it comes back to be bypassed, as a passivated tree does
     if (c == nullptr || c->ended || !c->handle)
       return "procedure " + std::to_string(order.path.back())
              + " has no running actor (its subtree is restarting, or it ended); retry";
@@ -116,21 +116,21 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
             });
     return rp;
   }
-  if (st.hibernating) {
+  if (st.passivating) {
     // The executor counted this order in flight before sending it, so it refuses the
-    // hibernation asked for: the bypass goes on with that answer.
+    // passivation asked for: the bypass goes on with that answer.
     auto rp = self->make_response_promise<std::string>();
-    st.on_hibernate_answer.push_back([self, order, rp](bool agreed) mutable {
+    st.on_passivation_decided.push_back([self, order, rp](bool agreed) mutable {
       if (agreed)
-        rp.deliver("procedure " + std::to_string(self->state.id) + " hibernated meanwhile; retry");
+        rp.deliver("procedure " + std::to_string(self->state.id) + " passivated meanwhile; retry");
       else
         bypass_here(self, order, rp);
     });
     return rp;
   }
-  if (st.frozen) {
+  if (st.passivation_held) {
     // Its tree is being passivated; the executor counted this order in flight, so it
-    // refuses, and the tree thaws: the order goes on then.
+    // refuses, and the tree resumes: the order goes on then.
     auto rp = self->make_response_promise<std::string>();
     hold(self, [self, order, rp]() mutable {
       if (auto why = refusal(self); !why.empty())

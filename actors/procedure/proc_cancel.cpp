@@ -178,7 +178,7 @@ caf::result<bool> on_child_failed(proc_actor* self, uint64_t cid, int32_t state,
   auto rp = self->make_response_promise<bool>();
   auto answer = [rp](bool b) mutable { rp.deliver(b); };
   auto& st = self->state;
-  if (st.frozen || st.offering) {
+  if (st.passivation_held || st.passivate_offered) {
     hold(self, [self, cid, state, error, undone, answer] {
       decide_failure(self, cid, state, error, undone, answer);
     });
@@ -193,7 +193,7 @@ void join_after_success(proc_actor* self) {
   if (!joins_tolerantly(st) || st.stopping || st.failing || st.parked || st.busy
       || st.status != proc_state::waiting || !st.event_key.empty())
     return;
-  if (st.frozen)  // its tree is asked to passivate: decided on thaw
+  if (st.passivation_held)  // its tree is asked to passivate: decided on resume
     return hold(self, [self] { join_after_success(self); });
   auto n = count_join(st);
   if (n.succeeded + n.running < needed(st) && !st.join_wait && n.running > 0) {
@@ -265,7 +265,7 @@ void run_cancellations(proc_actor* self) {
   std::vector<uint64_t> clean;
   for (const auto& c : st.children)
     if (c.cancelling && c.cancel_journaled && !c.ended && !c.handle && !c.stop_pending
-        && !c.dormant) {
+        && !c.passivated) {
       batch.push_back(c.id);
       clean.insert(clean.end(), c.stopped_clean.begin(), c.stopped_clean.end());
     }

@@ -4,19 +4,19 @@
 // waiters' places), and an event, the deadline, an abort, a bypass or a child's end on
 // another node brings the tree back from its journal image, as recovery would.
 //
-// The protocol, started by the root hibernate_after after a procedure of its tree began to
+// The protocol, started by the root passivate_after after a procedure of its tree began to
 // wait (docs/concepts.md, "The timeout actor"):
 //   1. the root asks the executor for its tree's wake epoch (how many wake-ups the executor
 //      has routed into the tree so far);
 //   2. it asks the tree, depth first (passivate_query_atom): a procedure that only waits
 //      answers with its deadline and event key, and freezes: a wake-up that reaches it from
 //      now on (its own timer firing, a child's end) is held, not acted on;
-//   3. the root asks the executor to agree (hibernate_atom with the epoch): the executor
+//   3. the root asks the executor to agree (passivate_atom with the epoch): the executor
 //      refuses if it routed anything into the tree meanwhile (an event, a remote child's
 //      end) or has a request on its way there (an abort, a bypass);
 //   4. agreed, the root quits with errc::passivated and its tree goes down with it; refused
-//      (or a procedure that did not only wait), the tree thaws and runs what it held.
-// A timer that fired into a frozen procedure is not lost: the deadline the executor keeps
+//      (or a procedure that did not only wait), the tree resumes and runs what it held.
+// A timer that fired into a passivation_held procedure is not lost: the deadline the executor keeps
 // is the tree's earliest, already past, so the tree comes back at once.
 #include <memory>
 
@@ -39,7 +39,7 @@ bool only_waits(proc_actor* self) {
   if (st.busy || st.job_queued || st.stopping || st.parked || st.failing || st.bypassing
       || st.finishing || st.stops_pending > 0 || !st.pending_restarts.empty() || !st.appends.empty()
       || !st.remote_failed.empty() || st.cancel_running
-      || (st.offering && !st.held.empty())     // a wake-up held while it offers: it runs next
+      || (st.passivate_offered && !st.held.empty())     // a wake-up held while it offers: it runs next
       || st.wakes_head < st.wakes_due.size())  // children to spawn as others go down
     return false;
   if (st.status == proc_state::waiting_timeout)
@@ -49,12 +49,12 @@ bool only_waits(proc_actor* self) {
   if (st.event_key.empty() && st.waiting_left == 0)
     return false;  // its children ended: it is about to run
   for (const auto& c : st.children)
-    if (!c.ended && !c.dormant && (!c.handle || c.restarting || c.stop_pending))
+    if (!c.ended && !c.passivated && (!c.handle || c.restarting || c.stop_pending))
       return false;
   return true;
 }
 
-/// Due soon: not worth passivating, and not frozen (its timer is not held up).
+/// Due soon: not worth passivating, and not passivation_held (its timer is not held up).
 void not_if_due_soon(passivation_answer& a) {
   if (a.deadline_ms > 0 && a.deadline_ms < wall_ms() + passivation_min_sleep_ms) {
     a.idle = false;
@@ -62,20 +62,20 @@ void not_if_due_soon(passivation_answer& a) {
   }
 }
 
-/// The part of the answer of dormant child `c` (it only waits for its wake-up; a dormant
+/// The part of the answer of passivated child `c` (it only waits for its wake-up; a passivated
 /// subtree answers for all its procedures).
-passivation_answer dormant_answer(const proc_actor_state& st, const child_slot& c) {
+passivation_answer passivated_answer(const proc_actor_state& st, const child_slot& c) {
   passivation_answer a;
-  a.procs = c.dormant_procs;
+  a.procs = c.passivated_procs;
   a.deadline_ms = c.wake_at_ms;
-  if (c.dormant_event)
+  if (c.passivated_event)
     a.event_waiters.push_back(c.id);
-  else if (c.dormant_entry->remote())
-    a.remote_nodes.push_back(c.dormant_entry->node);
-  // Those of a dormant subtree: an event's or a reply's waiters, or children on other nodes.
-  if (!c.dormant_waiters.empty()) {
-    const auto& image = *dormant_image_of(st, c);
-    for (auto w : c.dormant_waiters) {
+  else if (c.passivated_entry->remote())
+    a.remote_nodes.push_back(c.passivated_entry->node);
+  // Those of a passivated subtree: an event's or a reply's waiters, or children on other nodes.
+  if (!c.passivated_waiters.empty()) {
+    const auto& image = *passivated_image_of(st, c);
+    for (auto w : c.passivated_waiters) {
       const auto* p = image.find(w);
       if (p != nullptr && p->remote())
         a.remote_nodes.push_back(p->node);
@@ -92,7 +92,7 @@ void finish_query(proc_actor* self) {
   auto& st = self->state;
   auto q = std::move(st.query);
   // Something may have changed while the children answered (a stop, an abort).
-  if (!st.frozen || !only_waits(self))
+  if (!st.passivation_held || !only_waits(self))
     q->acc.idle = false;
   q->done(std::move(q->acc));
 }
@@ -100,20 +100,20 @@ void finish_query(proc_actor* self) {
 /// Asks this procedure and its live children whether they only wait; freezes it if it does.
 /// `done` gets the subtree's answer. Children that go down meanwhile count as not waiting
 /// (on_passivate_child_down); a child that neither answers nor goes down leaves the root's
-/// attempt to its bound, whose thaw drops the query.
+/// attempt to its bound, whose resume drops the query.
 void query_subtree(proc_actor* self, std::function<void(passivation_answer)> done) {
   auto& st = self->state;
   auto own = own_answer(self);
   if (!own.idle)
     return done(std::move(own));
-  st.frozen = true;
+  st.passivation_held = true;
   auto q = std::make_unique<proc_actor_state::passivation_query>();
   q->tag = ++st.query_tag;
   q->acc = std::move(own);
   q->done = std::move(done);
   for (const auto& c : st.children)
-    if (c.dormant) {
-      q->acc.merge(dormant_answer(st, c));
+    if (c.passivated) {
+      q->acc.merge(passivated_answer(st, c));
     } else if (!c.ended) {
       q->asked.insert(c.id);
       self->send(c.handle, passivate_query_atom::value, q->tag);
@@ -124,19 +124,19 @@ void query_subtree(proc_actor* self, std::function<void(passivation_answer)> don
 }
 
 /// The root's attempt ended without passivation: the tree runs on; `retry`: try again after
-/// hibernate_after (the executor refused because of a race, not because something runs).
+/// passivate_after (the executor refused because of a race, not because something runs).
 void end_attempt(proc_actor* self, bool retry) {
   auto& st = self->state;
-  st.hibernating = false;
+  st.passivating = false;
   ++st.passivate_failures;
-  // An attempt costs its tree (messages to every procedure, wake-ups held while frozen):
+  // An attempt costs its tree (messages to every procedure, wake-ups held while passivation_held):
   // the next one waits at least four times as long as this one took, so that a loaded
   // node spends at most a fifth of its time on attempts that fail.
   st.passivate_not_before =
     std::max(st.passivate_not_before, wall_ms() + 4 * (wall_ms() - st.passivate_started_ms));
-  for (auto& f : std::exchange(st.on_hibernate_answer, {}))
+  for (auto& f : std::exchange(st.on_passivation_decided, {}))
     f(false);
-  thaw(self);
+  passivation_refused(self);
   // Offer again if the executor refused over a race, or if a procedure began to wait
   // while the tree was being asked (its hint found the attempt under way).
   if (retry || std::exchange(st.passivate_hinted, false))
@@ -162,19 +162,19 @@ passivation_answer own_answer(proc_actor* self) {
   return a;
 }
 
-void thaw(proc_actor* self) {
+void passivation_refused(proc_actor* self) {
   auto& st = self->state;
   st.query.reset();  // the attempt it belonged to is over
-  if (!std::exchange(st.frozen, false))
+  if (!std::exchange(st.passivation_held, false))
     return;
   for (const auto& c : st.children)
     if (!c.ended && c.handle)
-      self->send(c.handle, passivate_thaw_atom::value);
+      self->send(c.handle, passivation_refused_atom::value);
   for (auto& f : std::exchange(st.held, {}))
     f();
   // Its tree could not passivate: a procedure that only waits for its timer may still give
   // up its own actor (proc_passivate_waiter.cpp).
-  offer_sleep(self);
+  offer_parent_passivation(self);
 }
 
 void hold(proc_actor* self, std::function<void()> f) {
@@ -183,7 +183,7 @@ void hold(proc_actor* self, std::function<void()> f) {
 
 void offer_passivation(proc_actor* self) {
   auto& st = self->state;
-  if (st.env->hibernate_after.count() < 0)
+  if (st.env->passivate_after.count() < 0)
     return;
   if (!st.is_root) {
     self->send(st.root, passivate_hint_atom::value);
@@ -191,53 +191,53 @@ void offer_passivation(proc_actor* self) {
   }
   // Called when something in the tree began to wait or ended: the tree was active now.
   st.tree_active_ms = wall_ms();
-  if (st.hibernating)
+  if (st.passivating)
     st.passivate_hinted = true;
-  if (st.passivate_armed || st.hibernating)
+  if (st.passivate_armed || st.passivating)
     return;
   st.passivate_armed = true;
   // Each attempt asks the whole tree; after attempts that found something running, wait
   // longer (10 ms doubling, at most 10 s), so that the children of a wide tree beginning
   // to wait one by one cost a few attempts, not one each.
-  auto after = st.env->hibernate_after.count();
+  auto after = st.env->passivate_after.count();
   if (st.passivate_failures > 0)
     after = std::max<int64_t>(after, int64_t{10} << std::min(st.passivate_failures, 10));
-  after = std::min<int64_t>(after, std::max<int64_t>(10'000, st.env->hibernate_after.count()));
+  after = std::min<int64_t>(after, std::max<int64_t>(10'000, st.env->passivate_after.count()));
   // A wide tree woken for deadlines due within the next second is asked again only after
   // the last of them (each attempt costs a message to every procedure, and freezes those
   // that only wait: asked over and over, a woken tree of 10,000 timers crawled).
   auto at = std::max(wall_ms() + after, st.passivate_not_before + 1);
-  arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, at, hibernate_atom::value,
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::passivate, at, passivate_atom::value,
               ++st.passivate_token);
 }
 
-void try_hibernate(proc_actor* self, uint64_t token) {
+void try_passivate(proc_actor* self, uint64_t token) {
   auto& st = self->state;
   if (token != st.passivate_token)
     return;
   st.passivate_armed = false;
-  if (st.hibernating || !only_waits(self))
+  if (st.passivating || !only_waits(self))
     return;  // when it waits again, it offers again
   // Active since the deadline was armed (children ending, procedures beginning to wait):
   // asking now would likely find something running. Wait until it was quiet for
-  // hibernate_after, as a procedure that began to wait does.
-  if (auto quiet_at = st.tree_active_ms + st.env->hibernate_after.count(); quiet_at > wall_ms()) {
+  // passivate_after, as a procedure that began to wait does.
+  if (auto quiet_at = st.tree_active_ms + st.env->passivate_after.count(); quiet_at > wall_ms()) {
     st.passivate_armed = true;
-    arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, quiet_at,
-                hibernate_atom::value, ++st.passivate_token);
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::passivate, quiet_at,
+                passivate_atom::value, ++st.passivate_token);
     return;
   }
   st.passivate_started_ms = wall_ms();
   st.env->passivation_attempts.fetch_add(1, std::memory_order_relaxed);
-  st.hibernating = true;
-  st.frozen = true;
+  st.passivating = true;
+  st.passivation_held = true;
   auto root_id = st.id;
   auto attempt = ++st.passivate_attempt;
   // Answers of an attempt given up (or ended) are ignored.
   auto current = [self, attempt] {
-    return self->state.hibernating && self->state.passivate_attempt == attempt;
+    return self->state.passivating && self->state.passivate_attempt == attempt;
   };
-  arm_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate, wall_ms() + attempt_limit_ms,
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::passivate, wall_ms() + attempt_limit_ms,
               passivate_late_atom::value, attempt);
   self->request(st.env->executor, caf::infinite, passivate_begin_atom::value, root_id)
     .then(
@@ -257,7 +257,7 @@ void try_hibernate(proc_actor* self, uint64_t token) {
             return end_attempt(self, a.retry_at_ms > 0);
           }
           self
-            ->request(self->state.env->executor, caf::infinite, hibernate_atom::value, root_id,
+            ->request(self->state.env->executor, caf::infinite, passivate_atom::value, root_id,
                       epoch, a)
             .then(
               [self, current](bool agreed) {
@@ -270,8 +270,8 @@ void try_hibernate(proc_actor* self, uint64_t token) {
                 if (!agreed)
                   return end_attempt(self, true);
                 auto& st = self->state;
-                st.hibernating = false;
-                for (auto& f : std::exchange(st.on_hibernate_answer, {}))
+                st.passivating = false;
+                for (auto& f : std::exchange(st.on_passivation_decided, {}))
                   f(true);
                 release_timers(self);
                 PLOG(debug, self, "tree passivated");
@@ -291,7 +291,7 @@ void try_hibernate(proc_actor* self, uint64_t token) {
 
 void on_passivate_late(proc_actor* self, uint64_t attempt) {
   auto& st = self->state;
-  if (!st.hibernating || attempt != st.passivate_attempt)
+  if (!st.passivating || attempt != st.passivate_attempt)
     return;
   PLOG(warn, self, "passivation attempt got no answer within {} ms; the tree stays awake",
        attempt_limit_ms);
@@ -326,11 +326,11 @@ void on_passivate_child_down(proc_actor* self, uint64_t child_id) {
 
 void release_timers(proc_actor* self) {
   auto& st = self->state;
-  release_dormant(self);
+  release_passivated(self);
   if (std::exchange(st.wait_timer_armed, false))
     cancel_timeout(self, st.env->timeout, st.id, timeout_kind::wait);
   if (st.is_root && (std::exchange(st.passivate_armed, false) || st.passivate_attempt > 0))
-    cancel_timeout(self, st.env->timeout, st.id, timeout_kind::hibernate);  // or the guard
+    cancel_timeout(self, st.env->timeout, st.id, timeout_kind::passivate);  // or the guard
 }
 
 }  // namespace proctor

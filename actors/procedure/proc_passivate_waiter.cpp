@@ -1,40 +1,40 @@
 // A procedure that only waits for its timer or its event gives up its actor while its tree
 // runs (passivation at any depth, not only of trees that wholly wait). Its parent
-// holds it dormant, as it holds the children a tree woken from its image does not spawn
+// holds it passivated, as it holds the children a tree woken from its image does not spawn
 // (proc_passivated_children.cpp): the timer or the event's deadline is armed under the child's name, its
 // event comes through the parent, and the child is spawned from its image when either comes,
 // or earlier for a stop, a bypass or a restart.
 //
-// When: a root tries to passivate its tree hibernate_after after the tree last began to wait
-// (proc_passivate_tree.cpp). An attempt that finds something running thaws the procedures that
+// When: a root tries to passivate its tree passivate_after after the tree last began to wait
+// (proc_passivate_tree.cpp). An attempt that finds something running resumes the procedures that
 // only wait; a leaf among them waiting for its timer or event (its deadline, if any, a second
 // away at least) then offers to go. A tree that wholly waits passivates as one and costs
 // nothing more.
 //
 // The hand-over, child C and parent P (each step ordered by its sender):
-//   1. C offers (sleep_offer_atom, with its image) and holds what would wake it meanwhile.
+//   1. C offers (passivate_offer_atom, with its image) and holds what would wake it meanwhile.
 //   2. P accepts unless the slot is busy with something else (a stop, a restart, a query of
-//      a passivation attempt, P's own stop): the slot is `sleep_pending`; P answers.
+//      a passivation attempt, P's own stop): the slot is `passivate_pending`; P answers.
 //   3. C, told yes, checks that nothing came meanwhile (its timer, a bypass, a stop);
-//      otherwise it takes the offer back (sleep_undo_atom) and runs what it held. Waiting for
-//      an event, it first asks the executor to route the event through P (sleep_via_atom),
+//      otherwise it takes the offer back (passivate_undo_atom) and runs what it held. Waiting for
+//      an event, it first asks the executor to route the event through P (passivate_via_atom),
 //      which it does only if C's registration is still there: else the event is on its way
 //      to C, which then stays. Then C cancels its deadlines and quits with errc::passivated.
-//   4. P, seeing C's actor down with errc::passivated while `sleep_pending`, holds it
-//      dormant: it arms the deadline under C's name (after C's cancel: the cancel was sent
+//   4. P, seeing C's actor down with errc::passivated while `passivate_pending`, holds it
+//      passivated: it arms the deadline under C's name (after C's cancel: the cancel was sent
 //      before C went down) and registers C's event through itself (an event the executor
 //      routed to P before that is held for C's next actor, and sent again). A timer that
 //      fired into C while it offered is armed again already past, and so fires at once. A
-//      stop P sent C after its yes finds C dormant.
+//      stop P sent C after its yes finds C passivated.
 // The image C sends is what its journal holds: it waits, has no children, and its current
 // state never started (it commits nothing while it offers).
 //
 // A parent waiting for its children goes the same way once each of them has ended or gone
-// (a parent thawed while they were going or running offers when the last one went or
+// (a parent resumed while they were going or running offers when the last one went or
 // ended: procedure_actor.cpp's subtree_done handler). Its image holds its
-// own entry, the images its dormant children sleep in, and its ended children's subtrees as
-// their ends reported them; so its parent holds the whole subtree dormant (proc_passivated_children.cpp).
-// Its dormant children's registrations with the executor are taken over by its parent's
+// own entry, the images its passivated children sleep in, and its ended children's subtrees as
+// their ends reported them; so its parent holds the whole subtree passivated (proc_passivated_children.cpp).
+// Its passivated children's registrations with the executor are taken over by its parent's
 // (a wake-up routed to it as it went is held by the executor and sent again), and their
 // deadlines go with it, its parent arming the earliest. A wake-up for one of them that
 // comes while it offers is held, and it takes the offer back.
@@ -61,12 +61,12 @@ bool waits_for_children(const proc_actor_state& st) {
 bool children_all_gone(proc_actor* self) {
   auto& st = self->state;
   if (!waits_for_children(st) || st.restarts.recent() > 0
-      || st.ended_children + st.dormant_children != st.children.size())
+      || st.ended_children + st.passivated_children != st.children.size())
     return false;  // (counted first: the loop below runs once per offer, not per child gone)
   auto soon = wall_ms() + passivation_min_sleep_ms;
   for (const auto& c : st.children) {
     if (c.ended ? c.result.state != proc_state::success
-                : !c.dormant || c.sleep_pending || c.stop_pending || c.restarting
+                : !c.passivated || c.passivate_pending || c.stop_pending || c.restarting
                     || (c.wake_at_ms > 0 && c.wake_at_ms < soon))
       return false;
   }
@@ -78,9 +78,9 @@ bool children_all_gone(proc_actor* self) {
 /// children that all gave up their actors — with nothing held or offered.
 bool may_go(proc_actor* self) {
   auto& st = self->state;
-  return !st.is_root && st.env->hibernate_after.count() >= 0
-         && (st.children.empty() || children_all_gone(self)) && st.held.empty() && !st.frozen
-         && !st.offering && !st.ran_partly && (!waits_for_event(st) || st.event_payload.empty())
+  return !st.is_root && st.env->passivate_after.count() >= 0
+         && (st.children.empty() || children_all_gone(self)) && st.held.empty() && !st.passivation_held
+         && !st.passivate_offered && !st.ran_partly && (!waits_for_event(st) || st.event_payload.empty())
          && own_answer(self).idle;
 }
 
@@ -99,8 +99,8 @@ void add_children(proc_actor* self, tree_image& t, proc_image& p) {
   p.last_spawned = st.waiting_on;
   for (const auto& c : st.children) {
     p.children.push_back(c.id);
-    if (c.dormant)
-      copy_unended(*dormant_image_of(st, c), *c.dormant_entry, t);
+    if (c.passivated)
+      copy_unended(*passivated_image_of(st, c), *c.passivated_entry, t);
   }
   for (const auto& u : st.finished_subtree)
     t.procs[u.id] = image_from_update(u);
@@ -153,8 +153,8 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
 }
 
 void run_held(proc_actor* self) {
-  if (self->state.frozen)
-    return;  // its tree is being asked: thawed, it runs them
+  if (self->state.passivation_held)
+    return;  // its tree is being asked: resumed, it runs them
   for (auto& f : std::exchange(self->state.held, {}))
     f();
 }
@@ -162,8 +162,8 @@ void run_held(proc_actor* self) {
 void go(proc_actor* self) {
   auto& st = self->state;
   if (!st.children.empty())
-    PLOG(debug, self, "gives up its actor with its {} dormant children, until one is due",
-         st.dormant_children);
+    PLOG(debug, self, "gives up its actor with its {} passivated children, until one is due",
+         st.passivated_children);
   else
     PLOG(debug, self, "gives up its actor until its {}",
          st.event_key.empty()      ? "timer"
@@ -176,30 +176,30 @@ void go(proc_actor* self) {
 /// Told yes, but it cannot go: the parent keeps its actor.
 void take_back(proc_actor* self) {
   auto& st = self->state;
-  self->send(st.parent, sleep_undo_atom::value, st.id);
+  self->send(st.parent, passivate_undo_atom::value, st.id);
   run_held(self);
 }
 
 }  // namespace
 
-void offer_sleep(proc_actor* self) {
+void offer_parent_passivation(proc_actor* self) {
   auto& st = self->state;
   if (!may_go(self)) {
-    // A parent whose children are giving up their actors after the same thaw (or still
-    // run) offers once they all went or ended (on_sleeper_down, subtree_done): so parents
+    // A parent whose children are giving up their actors after the same resume (or still
+    // run) offers once they all went or ended (on_passivating_child_down, subtree_done): so parents
     // follow their children only after their root's passivation attempts failed, not at
-    // every end of a child of a parent never thawed.
-    st.sleep_wanted = !st.is_root && waits_for_children(st);
+    // every end of a child of a parent never resumed.
+    st.passivate_wanted = !st.is_root && waits_for_children(st);
     return;
   }
-  st.sleep_wanted = false;
-  st.offering = true;
-  self->send(st.parent, sleep_offer_atom::value, st.id, own_image(self));
+  st.passivate_wanted = false;
+  st.passivate_offered = true;
+  self->send(st.parent, passivate_offer_atom::value, st.id, own_image(self));
 }
 
-void on_sleep_reply(proc_actor* self, bool accepted) {
+void on_passivate_reply(proc_actor* self, bool accepted) {
   auto& st = self->state;
-  if (!std::exchange(st.offering, false))
+  if (!std::exchange(st.passivate_offered, false))
     return;
   if (!accepted)
     return run_held(self);
@@ -209,14 +209,14 @@ void on_sleep_reply(proc_actor* self, bool accepted) {
     return go(self);
   // Its event must come through the parent from now on: the executor switches the
   // registration unless the event is on its way here already.
-  st.offering = true;  // what wakes it is still held
+  st.passivate_offered = true;  // what wakes it is still held
   self
-    ->request(st.env->executor, caf::infinite, sleep_via_atom::value, st.event_key, st.id,
+    ->request(st.env->executor, caf::infinite, passivate_via_atom::value, st.event_key, st.id,
               st.parent)
     .then(
       [self](bool switched) {
         auto& st = self->state;
-        st.offering = false;
+        st.passivate_offered = false;
         if (switched && may_go(self))
           return go(self);
         if (switched)  // something came meanwhile: its own registration back
@@ -225,43 +225,43 @@ void on_sleep_reply(proc_actor* self, bool accepted) {
       },
       [self](caf::error&) {
         // The executor is going down, and the node with it: the actor stays as it was.
-        self->state.offering = false;
+        self->state.passivate_offered = false;
         take_back(self);
       });
 }
 
-void on_sleep_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image) {
+void on_passivate_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image) {
   auto& st = self->state;
   auto from = caf::actor_cast<caf::actor>(self->current_sender());
   auto* c = st.child(cid);
   bool yes = c != nullptr && c->handle && c->handle == from && !c->ended && !c->restarting
-             && !c->stop_pending && !c->dormant && !c->sleep_pending && !st.stopping && !st.failing
-             && !st.parked && !st.frozen && !st.query && !st.bypassing && image != nullptr
+             && !c->stop_pending && !c->passivated && !c->passivate_pending && !st.stopping && !st.failing
+             && !st.parked && !st.passivation_held && !st.query && !st.bypassing && image != nullptr
              && image->find(cid) != nullptr;
   if (yes) {
-    c->sleep_pending = true;
-    st.slept_images[cid] = std::move(image);
+    c->passivate_pending = true;
+    st.passivated_images[cid] = std::move(image);
   }
-  self->send(from, sleep_reply_atom::value, yes);
+  self->send(from, passivate_reply_atom::value, yes);
 }
 
-void on_sleep_undo(proc_actor* self, uint64_t cid) {
+void on_passivate_undo(proc_actor* self, uint64_t cid) {
   auto& st = self->state;
   auto* c = st.child(cid);
-  if (c == nullptr || !c->sleep_pending)
+  if (c == nullptr || !c->passivate_pending)
     return;
-  c->sleep_pending = false;
-  st.slept_images.erase(cid);
+  c->passivate_pending = false;
+  st.passivated_images.erase(cid);
 }
 
-bool on_sleeper_down(proc_actor* self, child_slot& c, const caf::error& reason) {
+bool on_passivating_child_down(proc_actor* self, child_slot& c, const caf::error& reason) {
   auto& st = self->state;
-  c.sleep_pending = false;
-  auto i = st.slept_images.find(c.id);
-  if (i == st.slept_images.end())
+  c.passivate_pending = false;
+  auto i = st.passivated_images.find(c.id);
+  if (i == st.passivated_images.end())
     return false;
   auto image = std::move(i->second);
-  st.slept_images.erase(i);
+  st.passivated_images.erase(i);
   if (!is(reason, errc::passivated))
     return false;  // it crashed meanwhile: supervised as any crash
   if (c.stop_pending) {
@@ -273,8 +273,8 @@ bool on_sleeper_down(proc_actor* self, child_slot& c, const caf::error& reason) 
     return true;
   }
   put_to_sleep(self, c, image, true);
-  if (st.sleep_wanted)
-    offer_sleep(self);  // maybe the last of its children to go
+  if (st.passivate_wanted)
+    offer_parent_passivation(self);  // maybe the last of its children to go
   return true;
 }
 

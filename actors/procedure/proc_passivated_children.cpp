@@ -1,4 +1,4 @@
-// Dormant children ("woken in parts"). A parent started from its tree's image
+// Passivated children ("woken in parts"). A parent started from its tree's image
 // (a tree woken from passivation, recovered, or a subtree restarted) does not spawn the
 // children that only wait for a timer or an event: it arms each one's wake-up (the timer, or
 // the event's deadline) with the timeout actor under the child's own name, registers it
@@ -11,18 +11,18 @@
 //
 // A spawned child arms its own wake-up under the same name, which replaces the parent's,
 // and registers for its event itself, which replaces the parent's registration.
-// A dormant child is stopped, asked, and counted as the live ones are (proc_supervision.cpp,
+// A passivated child is stopped, asked, and counted as the live ones are (proc_supervision.cpp,
 // proc_passivate_tree.cpp), and woken early for a bypass (proc_bypass.cpp).
 //
-// A dormant child may be a whole subtree: a parent waiting for children that all only wait
+// A passivated child may be a whole subtree: a parent waiting for children that all only wait
 // (read back so, or gone to sleep after them: proc_passivate_waiter.cpp). Its parent then arms the
 // subtree's earliest wake-up under the subtree's top, registers each waiter in it through
-// itself, and maps them to the top (dormant_routes); any of their wake-ups spawns the top,
+// itself, and maps them to the top (passivated_routes); any of their wake-ups spawns the top,
 // which puts its children to sleep again from the same image, and the wake-up reaches it in
 // turn (a past deadline fires at once; the executor sends a held event again when the
 // waiter is registered anew). So only the parents on the way to what is due come back.
 //
-// A dormant child (or one in a dormant subtree) may be the placeholder of a child on another
+// A passivated child (or one in a passivated subtree) may be the placeholder of a child on another
 // node whose node is up (remote_child.cpp): its parent registers itself with the executor as
 // the child's route (remote_route_via_atom), and is told to spawn the placeholder when the
 // child's end is journaled here or its node goes down; the placeholder then registers itself
@@ -75,18 +75,18 @@ bool waits_in_image(const cluster_view& cluster, const tree_image& image, const 
   });
 }
 
-/// Counts dormant child `c`'s subtree from `q` down, registers its waiters through this
+/// Counts passivated child `c`'s subtree from `q` down, registers its waiters through this
 /// parent and finds its earliest wake-up.
 void take_in(proc_actor* self, child_slot& c, const tree_image& image, const proc_image& q) {
   auto& st = self->state;
-  ++c.dormant_procs;
+  ++c.passivated_procs;
   int64_t at = 0;
   if (q.remote()) {
     // Its end (or the loss of its node) comes through the executor, which tells this parent
     // to spawn the placeholder, and the placeholder the end.
     if (q.id != c.id) {
-      c.dormant_waiters.push_back(q.id);
-      st.dormant_routes[q.id] = c.id;
+      c.passivated_waiters.push_back(q.id);
+      st.passivated_routes[q.id] = c.id;
     }
     self->send(st.env->executor, remote_route_via_atom::value, q.id,
                caf::actor_cast<caf::actor>(self));
@@ -97,8 +97,8 @@ void take_in(proc_actor* self, child_slot& c, const tree_image& image, const pro
   } else if (!q.event_key.empty()) {
     at = q.deadline_ms;
     if (q.id != c.id) {
-      c.dormant_waiters.push_back(q.id);
-      st.dormant_routes[q.id] = c.id;
+      c.passivated_waiters.push_back(q.id);
+      st.passivated_routes[q.id] = c.id;
     }
     // Its event (or its call's reply) comes through the executor, which holds it for the
     // procedure's actor. A call is made again only if it is not under way (after a restart).
@@ -113,41 +113,41 @@ void take_in(proc_actor* self, child_slot& c, const tree_image& image, const pro
 
 void forget(proc_actor* self, child_slot& c) {
   auto& st = self->state;
-  c.dormant = false;
-  c.dormant_entry = nullptr;
-  st.env->dormant_procedures.fetch_sub(static_cast<int64_t>(c.dormant_procs),
+  c.passivated = false;
+  c.passivated_entry = nullptr;
+  st.env->passivated_procedures.fetch_sub(static_cast<int64_t>(c.passivated_procs),
                                        std::memory_order_relaxed);
-  c.dormant_procs = 0;
-  for (auto w : c.dormant_waiters)
-    st.dormant_routes.erase(w);
-  std::vector<uint64_t>{}.swap(c.dormant_waiters);
-  if (!st.slept_images.empty())
-    st.slept_images.erase(c.id);
-  if (--st.dormant_children == 0)
-    st.dormant_image.reset();
+  c.passivated_procs = 0;
+  for (auto w : c.passivated_waiters)
+    st.passivated_routes.erase(w);
+  std::vector<uint64_t>{}.swap(c.passivated_waiters);
+  if (!st.passivated_images.empty())
+    st.passivated_images.erase(c.id);
+  if (--st.passivated_children == 0)
+    st.passivated_image.reset();
 }
 
-/// Dormant child `c` will not be spawned by its wake-up: the parent's arm goes too.
+/// Passivated child `c` will not be spawned by its wake-up: the parent's arm goes too.
 void disarm(proc_actor* self, child_slot& c) {
   if (c.wake_at_ms > 0)
     cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
   forget(self, c);
 }
 
-/// The dormant child that wake-up `id` is for: the child `id` itself, or the top of the
-/// dormant subtree that holds waiter `id` (`own`: false then).
-child_slot* dormant_for(proc_actor* self, uint64_t id, bool* own) {
+/// The passivated child that wake-up `id` is for: the child `id` itself, or the top of the
+/// passivated subtree that holds waiter `id` (`own`: false then).
+child_slot* passivated_for(proc_actor* self, uint64_t id, bool* own) {
   auto& st = self->state;
   *own = true;
   auto* c = st.child(id);
   if (c == nullptr) {
-    auto r = st.dormant_routes.find(id);
-    if (r == st.dormant_routes.end())
+    auto r = st.passivated_routes.find(id);
+    if (r == st.passivated_routes.end())
       return nullptr;
     *own = false;
     c = st.child(r->second);
   }
-  return c != nullptr && c->dormant ? c : nullptr;
+  return c != nullptr && c->passivated ? c : nullptr;
 }
 
 }  // namespace
@@ -161,14 +161,14 @@ void unended_subtree(const tree_image& image, const proc_image& q, std::vector<u
       unended_subtree(image, *g, out);
 }
 
-const std::shared_ptr<const tree_image>& dormant_image_of(const proc_actor_state& st,
+const std::shared_ptr<const tree_image>& passivated_image_of(const proc_actor_state& st,
                                                           const child_slot& c) {
-  auto own = st.slept_images.find(c.id);
-  return own != st.slept_images.end() ? own->second : st.dormant_image;
+  auto own = st.passivated_images.find(c.id);
+  return own != st.passivated_images.end() ? own->second : st.passivated_image;
 }
 
-bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid) {
-  if (self->state.env->hibernate_after.count() < 0)
+bool may_passivate_unspawned(proc_actor* self, const tree_image& image, uint64_t cid) {
+  if (self->state.env->passivate_after.count() < 0)
     return false;  // passivation is off: every procedure keeps its actor
   const auto* p = image.find(cid);
   return p != nullptr && waits_in_image(*self->state.env->cluster, image, *p);
@@ -179,66 +179,66 @@ void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const t
   auto& st = self->state;
   const auto& p = *image->find(c.id);
   if (own)
-    st.slept_images[c.id] = image;
-  else if (!st.dormant_image)
-    st.dormant_image = image;
-  c.dormant = true;
-  c.dormant_entry = &p;
-  c.dormant_event = p.status == proc_state::waiting && !p.event_key.empty();
+    st.passivated_images[c.id] = image;
+  else if (!st.passivated_image)
+    st.passivated_image = image;
+  c.passivated = true;
+  c.passivated_entry = &p;
+  c.passivated_event = p.status == proc_state::waiting && !p.event_key.empty();
   c.wake_at_ms = 0;
-  c.dormant_procs = 0;
-  c.dormant_waiters.clear();
+  c.passivated_procs = 0;
+  c.passivated_waiters.clear();
   take_in(self, c, *image, p);
-  st.env->dormant_procedures.fetch_add(static_cast<int64_t>(c.dormant_procs),
+  st.env->passivated_procedures.fetch_add(static_cast<int64_t>(c.passivated_procs),
                                        std::memory_order_relaxed);
-  ++st.dormant_children;
+  ++st.passivated_children;
   // Under the child's own name: a leaf's own arm replaces it once the leaf is spawned. A
-  // dormant subtree's earliest wake-up spawns its top, whose own arms then take over.
+  // passivated subtree's earliest wake-up spawns its top, whose own arms then take over.
   if (c.wake_at_ms > 0)
     arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, c.wake_at_ms,
                 wake_child_atom::value, c.id);
 }
 
-void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up) {
-  if (!c.dormant)
+void wake_passivated(proc_actor* self, child_slot& c, bool by_wake_up) {
+  if (!c.passivated)
     return;
   // Woken by its own timer, in deadline order: it runs at once. Otherwise (an event, its
   // deadline, a bypass) it waits as it did, and its own arm replaces the parent's, which may
-  // still be pending. A dormant subtree's top waits for its children: it puts them to sleep
+  // still be pending. A passivated subtree's top waits for its children: it puts them to sleep
   // again, and the wake-up that came is sent again to it (a past deadline fires at once; the
   // executor sends a held event again), so the parent's arm is not needed any more.
-  bool subtree = c.dormant_procs > 1;
-  bool timer_due = by_wake_up && !c.dormant_event && !subtree && !c.dormant_entry->remote()
+  bool subtree = c.passivated_procs > 1;
+  bool timer_due = by_wake_up && !c.passivated_event && !subtree && !c.passivated_entry->remote()
                    && c.wake_at_ms <= wall_ms();
   auto& st = self->state;
   if (subtree && !by_wake_up && c.wake_at_ms > 0)
     cancel_timeout(self, st.env->timeout, c.id, timeout_kind::wait);
-  auto image = dormant_image_of(st, c);  // a copy: forget() drops the parent's
-  const auto* entry = c.dormant_entry;
+  auto image = passivated_image_of(st, c);  // a copy: forget() drops the parent's
+  const auto* entry = c.passivated_entry;
   forget(self, c);
   spawn_child(self, image, c.id, false, timer_due, entry);
 }
 
 void on_wake_child(proc_actor* self, uint64_t cid) {
   bool own = true;
-  auto* c = dormant_for(self, cid, &own);
+  auto* c = passivated_for(self, cid, &own);
   if (c == nullptr)
     return;  // stopped, or spawned meanwhile (its own wake-up replaced this one)
   auto& st = self->state;
   if (st.child_addrs && st.child_addrs->size() >= max_live_children) {
-    st.wakes_due.push_back(cid);  // still dormant then, or the wake-up is dropped
+    st.wakes_due.push_back(cid);  // still passivated then, or the wake-up is dropped
     st.env->queued_wakes.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // Its tree is being passivated (proc_passivate_tree.cpp), or this parent offered to give up
   // its actor (proc_passivate_waiter.cpp): which it takes back, having a wake-up held.
-  if (st.frozen || st.offering)
+  if (st.passivation_held || st.passivate_offered)
     return hold(self, [self, cid] {
       bool own = true;
-      if (auto* c = dormant_for(self, cid, &own))
-        wake_dormant(self, *c, own);
+      if (auto* c = passivated_for(self, cid, &own))
+        wake_passivated(self, *c, own);
     });
-  wake_dormant(self, *c, own);
+  wake_passivated(self, *c, own);
 }
 
 void wake_queued(proc_actor* self) {
@@ -253,20 +253,20 @@ void wake_queued(proc_actor* self) {
   }
 }
 
-void stop_dormant(proc_actor* self, child_slot& c) {
-  if (!c.dormant)
+void stop_passivated(proc_actor* self, child_slot& c) {
+  if (!c.passivated)
     return;
   // As a stopped waiting subtree reports: the current state of none of its procedures
   // started (each waits, for its wake-up or for its children).
   std::vector<uint64_t> clean;
-  unended_subtree(*dormant_image_of(self->state, c), *c.dormant_entry, &clean);
+  unended_subtree(*passivated_image_of(self->state, c), *c.passivated_entry, &clean);
   disarm(self, c);
   c.stopped_clean = std::move(clean);
 }
 
-void release_dormant(proc_actor* self) {
+void release_passivated(proc_actor* self) {
   for (auto& c : self->state.children)
-    if (c.dormant)
+    if (c.passivated)
       disarm(self, c);
 }
 

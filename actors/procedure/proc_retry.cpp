@@ -107,8 +107,8 @@ caf::result<std::string> on_operator_retry(proc_actor* self, retry_order& order)
     auto pos = std::find(order.path.begin(), order.path.end(), st.id);
     auto* c =
       pos == order.path.end() || pos + 1 == order.path.end() ? nullptr : st.child(*(pos + 1));
-    if (c != nullptr && c->dormant)
-      wake_dormant(self, *c);
+    if (c != nullptr && c->passivated)
+      wake_passivated(self, *c);
     if (c == nullptr || c->ended || !c->handle)
       return "procedure " + std::to_string(order.path.back())
              + " has no running actor (its subtree is restarting, or it ended); retry";
@@ -120,18 +120,18 @@ caf::result<std::string> on_operator_retry(proc_actor* self, retry_order& order)
             });
     return rp;
   }
-  if (st.hibernating) {
-    // The executor counted this order in flight, so it refuses the hibernation asked for.
+  if (st.passivating) {
+    // The executor counted this order in flight, so it refuses the passivation asked for.
     auto rp = self->make_response_promise<std::string>();
-    st.on_hibernate_answer.push_back([self, rp](bool agreed) mutable {
+    st.on_passivation_decided.push_back([self, rp](bool agreed) mutable {
       if (agreed)
-        rp.deliver("procedure " + std::to_string(self->state.id) + " hibernated meanwhile; retry");
+        rp.deliver("procedure " + std::to_string(self->state.id) + " passivated meanwhile; retry");
       else
         retry_here(self, rp);
     });
     return rp;
   }
-  if (st.frozen) {
+  if (st.passivation_held) {
     auto rp = self->make_response_promise<std::string>();
     hold(self, [self, rp]() mutable { retry_here(self, rp); });
     return rp;

@@ -145,10 +145,10 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
                  bool fresh, bool timer_due, const proc_image* entry) {
   auto& st = self->state;
   auto* c = st.child(cid);
-  if (c->dormant)
-    stop_dormant(self, *c);  // spawned otherwise than by its wake-up (a restart)
-  if (std::exchange(c->sleep_pending, false))
-    st.slept_images.erase(cid);
+  if (c->passivated)
+    stop_passivated(self, *c);  // spawned otherwise than by its wake-up (a restart)
+  if (std::exchange(c->passivate_pending, false))
+    st.passivated_images.erase(cid);
   proc_start cs;
   cs.env = st.env;
   cs.image = image;

@@ -91,7 +91,7 @@ void stop_then_restart(proc_actor* self, std::vector<uint64_t> ids,
   for (auto cid : ids) {
     auto* c = st.child(cid);
     c->restarting = true;
-    stop_dormant(self, *c);
+    stop_passivated(self, *c);
     request_stop(self, *c);
   }
   st.pending_restarts.push_back(restart_batch{std::move(ids), backoff});
@@ -102,8 +102,8 @@ void stop_then_restart(proc_actor* self, std::vector<uint64_t> ids,
 
 void stop_cancelled_child(proc_actor* self, child_slot& c) {
   c.restarting = false;  // a restart due for it is not carried out (restart_children)
-  if (c.dormant)
-    stop_dormant(self, c);
+  if (c.passivated)
+    stop_passivated(self, c);
   else
     request_stop(self, c);
 }
@@ -167,7 +167,7 @@ void on_down(proc_actor* self, caf::down_msg& m) {
   st.child_addrs->erase(m.source);
   c->handle = nullptr;
   on_passivate_child_down(self, c->id);
-  if (c->sleep_pending && on_sleeper_down(self, *c, m.reason))
+  if (c->passivate_pending && on_passivating_child_down(self, *c, m.reason))
     return;  // it gave up its actor (proc_passivate_waiter.cpp)
   if (c->stop_pending) {
     // Asked to stop, it is gone: stopped, whatever it did meanwhile (it may have ended,
@@ -228,8 +228,8 @@ void stop_subtree(proc_actor* self) {
         [](caf::error&) {});
   }
   for (auto& c : st.children) {
-    if (c.dormant)
-      stop_dormant(self, c);
+    if (c.passivated)
+      stop_passivated(self, c);
     else if (!c.ended)
       request_stop(self, c);
   }

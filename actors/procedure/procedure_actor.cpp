@@ -161,7 +161,7 @@ void maybe_join(proc_actor* self) {
     return;
   if (st.waiting_left > 0)
     return;
-  if (st.frozen)
+  if (st.passivation_held)
     return hold(self, [self] { maybe_join(self); });
   if (auto why = join_unmet(st); !why.empty())
     return fail_join(self, why);  // proc_cancel.cpp
@@ -197,11 +197,11 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     run_rollback(self, start.image);
   } else {
     // Children first: a parent's own run may depend on how they end. Those that only wait
-    // for a timer or an event stay dormant until it comes (proc_passivated_children.cpp).
+    // for a timer or an event stay passivated until it comes (proc_passivated_children.cpp).
     for (auto& c : st.children) {
       if (c.ended || c.cancelling)
         continue;  // (a cancelled child is undone below, never run again)
-      if (may_sleep_unspawned(self, *start.image, c.id))
+      if (may_passivate_unspawned(self, *start.image, c.id))
         put_to_sleep(self, c, start.image);
       else
         spawn_child(self, start.image, c.id);
@@ -252,7 +252,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         if (start.timer_due) {
           // It runs again from its wake-up, as a restart reads it back.
           set_status(self, proc_state::runnable, start.image->find(st.id)->wake_at_ms);
-          // Its parent held it dormant and its timer fired: as the timer's retry_atom would.
+          // Its parent held it passivated and its timer fired: as the timer's retry_atom would.
           // A step that runs here at once (schedule's direct case) is not announced as
           // runnable first: its commit's update follows within the journal's next write
           // (one message fewer, and one update fewer for the executor, per timer resumed).
@@ -307,11 +307,11 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       maybe_join(self);
       // Still waiting for others: what ran in that child's branch may have been all that
       // kept the tree awake.
-      if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.frozen)
+      if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.passivation_held)
         offer_passivation(self);
       // Thawed while that child ran: with it ended, its other children may all have gone.
-      if (st.sleep_wanted)
-        offer_sleep(self);
+      if (st.passivate_wanted)
+        offer_parent_passivation(self);
     },
     [self](delivered_atom, std::string& key, std::string& payload, std::string& failure,
            uint64_t event_lsn, bool consume) {
@@ -320,7 +320,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (st.bypassing || key != st.event_key)
         return decline_event(self, event_lsn);
       bool failed = !failure.empty();
-      if (st.frozen || st.offering)
+      if (st.passivation_held || st.passivate_offered)
         return hold(self, [self, key, payload, failed, failure, event_lsn, consume] {
           if (key == self->state.event_key)
             on_wake(self, payload, failed, failure, event_lsn, consume);
@@ -336,24 +336,24 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       st.wait_timer_armed = false;  // it fired
       // Its tree is being passivated (proc_passivate_tree.cpp), or it offered to give up its
       // actor (proc_passivate_waiter.cpp).
-      if (st.frozen || st.offering)
+      if (st.passivation_held || st.passivate_offered)
         return hold(self, [self] { on_wake(self, "", true); });
       on_wake(self, "", true);
     },
     [self](wake_child_atom, uint64_t cid) { on_wake_child(self, cid); },
-    [self](sleep_offer_atom, uint64_t cid, std::shared_ptr<const tree_image>& image) {
-      on_sleep_offer(self, cid, std::move(image));
+    [self](passivate_offer_atom, uint64_t cid, std::shared_ptr<const tree_image>& image) {
+      on_passivate_offer(self, cid, std::move(image));
     },
-    [self](sleep_reply_atom, bool accepted) { on_sleep_reply(self, accepted); },
-    [self](sleep_undo_atom, uint64_t cid) { on_sleep_undo(self, cid); },
-    [self](hibernate_atom, uint64_t token) { try_hibernate(self, token); },
+    [self](passivate_reply_atom, bool accepted) { on_passivate_reply(self, accepted); },
+    [self](passivate_undo_atom, uint64_t cid) { on_passivate_undo(self, cid); },
+    [self](passivate_atom, uint64_t token) { try_passivate(self, token); },
     [self](passivate_query_atom, uint64_t tag) {
       on_passivate_query(self, caf::actor_cast<caf::actor>(self->current_sender()), tag);
     },
     [self](passivate_answer_atom, uint64_t tag, uint64_t child_id, passivation_answer& a) {
       on_passivate_answer(self, tag, child_id, a);
     },
-    [self](passivate_thaw_atom) { thaw(self); },
+    [self](passivation_refused_atom) { passivation_refused(self); },
     [self](passivate_late_atom, uint64_t attempt) { on_passivate_late(self, attempt); },
     [self](passivate_hint_atom) {
       auto& st = self->state;
@@ -375,7 +375,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         publish(self);
         schedule(self);
       };
-      if (st.frozen || st.offering)
+      if (st.passivation_held || st.passivate_offered)
         return hold(self, [self, token, resume] {
           auto& st = self->state;
           if (token != st.timer_token || st.busy || st.stopping || st.parked)

@@ -43,7 +43,7 @@ struct proc_start {
   /// live descendants, whose actors it spawns).
   std::shared_ptr<const tree_image> image;
   uint64_t id = 0;
-  /// Its own entry in `image` when the spawner has it at hand (a parent waking a dormant
+  /// Its own entry in `image` when the spawner has it at hand (a parent waking a passivated
   /// child), else null and looked up: a wide tree's image is a map of many thousands.
   const proc_image* entry = nullptr;
   caf::actor parent;                ///< invalid for a root
@@ -61,7 +61,7 @@ struct proc_start {
   /// The whole tree's root as its steps see it (ctx.root_id()), from the parent; 0 for a
   /// root, which takes it from its own journal entry (a fragment's names the tree's root).
   uint64_t tree_root_id = 0;
-  /// A dormant child woken by its parent because its timer came due (the timeout actor sent
+  /// A passivated child woken by its parent because its timer came due (the timeout actor sent
   /// that wake-up in deadline order): it runs at once instead of arming the timer again.
   bool timer_due = false;
   /// Its parent's join policy handles its failure (a spawn's join other than join::all

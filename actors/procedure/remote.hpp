@@ -29,16 +29,16 @@ namespace proctor {
 using remote_end_atom = caf::atom_constant<caf::atom("rmtend")>;
 /// (remote_route_atom, uint64_t id, caf::actor): messages about child `id` go to the actor.
 using remote_route_atom = caf::atom_constant<caf::atom("rmtroute")>;
-/// (remote_route_via_atom, uint64_t id, caf::actor parent): child `id` is dormant (its
+/// (remote_route_via_atom, uint64_t id, caf::actor parent): child `id` is passivated (its
 /// placeholder gave up its actor, or was never spawned: proc_passivated_children.cpp) and `parent` holds
 /// it: the executor tells the parent (wake_child_atom) once the child's end is journaled
 /// here, or its node is down, and the parent spawns the placeholder, which registers itself
 /// (remote_route_atom) and is told the end.
 using remote_route_via_atom = caf::atom_constant<caf::atom("rmtvia")>;
-/// (remote_sleep_via_atom, uint64_t id, caf::actor parent) -> bool, placeholder -> executor:
+/// (remote_passivate_via_atom, uint64_t id, caf::actor parent) -> bool, placeholder -> executor:
 /// route child `id`'s messages to `parent` from now on, unless the child's end is here
 /// already (on its way to the placeholder, which then keeps its actor): true if switched.
-using remote_sleep_via_atom = caf::atom_constant<caf::atom("rmtsleep")>;
+using remote_passivate_via_atom = caf::atom_constant<caf::atom("rmtsleep")>;
 /// (remote_rollback_atom, std::string reason) -> bool, executor -> fragment root: the parent's
 /// tree rolls back: roll the fragment back; true once that is durable (false: it is past a
 /// point of no return).

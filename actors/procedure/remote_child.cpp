@@ -5,11 +5,11 @@
 // executor journaled in this tree before (executor_remote.cpp).
 //
 // While its node is up it only waits, so it gives up its actor as a waiting leaf does
-// (proc_passivate_waiter.cpp): thawed after its tree could not passivate, it offers its parent to go;
+// (proc_passivate_waiter.cpp): resumed after its tree could not passivate, it offers its parent to go;
 // told yes, it asks the executor to route the child's messages to the parent
-// (remote_sleep_via_atom), which it does unless the child's end is here already (then on
+// (remote_passivate_via_atom), which it does unless the child's end is here already (then on
 // its way to this actor, which stays), and quits with errc::passivated. The parent holds it
-// dormant (proc_passivated_children.cpp) and spawns it again when the executor says the end came or
+// passivated (proc_passivated_children.cpp) and spawns it again when the executor says the end came or
 // the node went down; the new placeholder registers itself and is told the end. An end that
 // comes while it offers is held, and it takes the offer back.
 #include <spdlog/spdlog.h>
@@ -45,7 +45,7 @@ struct remote_child_state {
   proc_image entry;
   /// Its parent's join policy contains its failure (proc_start::failure_contained).
   bool contained = false;
-  bool offering = false;  ///< it offered its parent to give up its actor
+  bool passivate_offered = false;  ///< it offered its parent to give up its actor
   bool lost = false;      ///< its node was forgotten after its spawn: its end is asked for
   /// Ends that came while it offered (each with its Finished record's time).
   std::vector<std::pair<std::string, int64_t>> held_ends;
@@ -73,8 +73,8 @@ using node_loss_atom = caf::atom_constant<caf::atom("nodeloss")>;
 
 /// Shows what the child waits for (its node, or since when that node is unreachable) and
 /// arms the node-loss deadline while the node is down. While it is up the placeholder only
-/// waits: its root is told, to try to passivate the tree (or thawed, to let the placeholder
-/// give up its actor) after hibernate_after.
+/// waits: its root is told, to try to passivate the tree (or resumed, to let the placeholder
+/// give up its actor) after passivate_after.
 void watch_node(remote_child* self) {
   auto& st = self->state;
   if (!st.ended && (st.lost || st.env->cluster->lost(st.node, st.entry.submitted_lsn))) {
@@ -94,7 +94,7 @@ void watch_node(remote_child* self) {
     u.since_ms = 0;  // waiting for a node that is down: the executor times that
   self->send(st.env->executor, update_atom::value, std::move(u));
   auto token = ++st.loss_token;
-  if (s && s->up && !st.ended && !st.failing && st.env->hibernate_after.count() >= 0)
+  if (s && s->up && !st.ended && !st.failing && st.env->passivate_after.count() >= 0)
     self->send(st.root, passivate_hint_atom::value);
   if (st.node_loss.waits() || !s || s->up || st.failing)
     return;
@@ -194,7 +194,7 @@ void take_end(remote_child* self, const std::string& bytes, int64_t at_ms) {
   pb::RemoteEnd end;
   if (self->state.ended || !end.ParseFromString(bytes))
     return;
-  if (self->state.offering) {
+  if (self->state.passivate_offered) {
     self->state.held_ends.emplace_back(bytes, at_ms);
     return;
   }
@@ -212,38 +212,38 @@ bool only_waits(remote_child* self) {
 
 /// It only waits, and passivation is on: it may give up its actor.
 bool may_go(remote_child* self) {
-  return self->state.env->hibernate_after.count() >= 0 && only_waits(self);
+  return self->state.env->passivate_after.count() >= 0 && only_waits(self);
 }
 
-void offer_sleep(remote_child* self) {
+void offer_parent_passivation(remote_child* self) {
   auto& st = self->state;
-  if (st.offering || !may_go(self))
+  if (st.passivate_offered || !may_go(self))
     return;
-  st.offering = true;
+  st.passivate_offered = true;
   auto image = std::make_shared<tree_image>();
   image->root_id = st.root_id;
   image->procs[st.id] = st.entry;
-  self->send(st.parent, sleep_offer_atom::value, st.id,
+  self->send(st.parent, passivate_offer_atom::value, st.id,
              std::shared_ptr<const tree_image>(std::move(image)));
 }
 
 /// Told yes, but it cannot go (or was told no): it keeps its actor, and takes what it held.
 void take_back(remote_child* self, bool accepted) {
   auto& st = self->state;
-  st.offering = false;
+  st.passivate_offered = false;
   if (accepted)
-    self->send(st.parent, sleep_undo_atom::value, st.id);
+    self->send(st.parent, passivate_undo_atom::value, st.id);
   for (auto& [bytes, at_ms] : std::exchange(st.held_ends, {}))
     take_end(self, bytes, at_ms);
 }
 
-void on_sleep_reply(remote_child* self, bool accepted) {
+void on_passivate_reply(remote_child* self, bool accepted) {
   auto& st = self->state;
-  if (!st.offering)
+  if (!st.passivate_offered)
     return;
   if (!accepted || !may_go(self))
     return take_back(self, accepted);
-  self->request(st.env->executor, caf::infinite, remote_sleep_via_atom::value, st.id, st.parent)
+  self->request(st.env->executor, caf::infinite, remote_passivate_via_atom::value, st.id, st.parent)
     .then(
       [self](bool switched) {
         auto& st = self->state;
@@ -298,8 +298,8 @@ caf::behavior remote_child_fn(remote_child* self, proc_start s) {
                  tag, st.id, std::move(a));
     },
     // Its tree could not passivate: it may still give up its own actor.
-    [self](passivate_thaw_atom) { offer_sleep(self); },
-    [self](sleep_reply_atom, bool accepted) { on_sleep_reply(self, accepted); },
+    [self](passivation_refused_atom) { offer_parent_passivation(self); },
+    [self](passivate_reply_atom, bool accepted) { on_passivate_reply(self, accepted); },
     [self](remote_end_atom, const std::string& bytes, int64_t at_ms) {
       take_end(self, bytes, at_ms);
     },

@@ -25,7 +25,7 @@ using timeout_stats_atom = caf::atom_constant<caf::atom("tmostats")>;
 /// What a deadline is for; with its owner it names the deadline (at most one per name).
 enum class timeout_kind : uint8_t {
   wait = 1,      ///< a procedure's event or call deadline, or its wait(duration) wake-up
-  hibernate,     ///< a root's hibernate_after: try to passivate its tree
+  passivate,     ///< a root's passivate_after: try to passivate its tree
   call_retry,    ///< back-off of a call to a service that failed in transport
   restart,       ///< supervision back-off before children restart (owner: the parent)
   undo_retry,    ///< back-off of an undo that threw

@@ -95,7 +95,7 @@ void phase_takeover(reporter& r, const bench_options& o, const std::string& dir)
   for (const auto& s : n.nodes())
     if (s.self())
       own_ms = static_cast<double>(s.process().takeover_ms());
-  // Every waiting procedure back (hibernated roots are listed as they are read).
+  // Every waiting procedure back (passivated roots are listed as they are read).
   await_waiting(port, o.waiting, "the standby did not recover every waiting procedure");
   r.put("seconds", took);
   r.put("all_back_s", secs(clk::now() - t0));

@@ -102,7 +102,7 @@ void phase_timers_populate(reporter& r, const bench_options& o, const std::strin
       throw std::runtime_error("the trees did not passivate before their first deadline");
     std::this_thread::sleep_for(std::chrono::milliseconds{20});
   }
-  // The roots are dormant; their children's actors are still going down, each after its
+  // The roots are passivated; their children's actors are still going down, each after its
   // parent: memory is measured once they are all gone.
   while (nc.sys->registry().running() > actors_before) {
     if (wall_ms() >= first_at)

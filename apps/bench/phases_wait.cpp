@@ -95,11 +95,11 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
   wait_for_waiting(self, nc.exec(), o.waiting, 120);
   auto el = secs(clk::now() - t0);
   auto rss1 = rss_bytes();
-  // Then they hibernate (executor_config::hibernate_after): their actors go.
+  // Then they passivate (executor_config::passivate_after): their actors go.
   wait_for_gauge(self, nc.exec(), "proctor_passivated_roots", o.waiting, 120);
   // The actors' memory is free now but stays resident in malloc's arenas until reused (or,
   // with jemalloc, until its decay timer returns it); return the free pages to the OS now to
-  // see what the hibernated procedures still hold.
+  // see what the passivated procedures still hold.
   release_free_memory();
   auto rss2 = rss_bytes();
   auto per_proc = [&](size_t rss) {
@@ -115,9 +115,9 @@ void phase_populate(reporter& r, const bench_options& o, const std::string& dir)
 
 /// (d, second half) and (e): a new node on the crashed node's directory. Rehydrated = every
 /// one of the M procedures is WAITING on its event again and listed so by the executor:
-/// roots that only wait for an event come back hibernated (no actor; the event restarts
+/// roots that only wait for an event come back passivated (no actor; the event restarts
 /// them from the journal). After the clock stops, events wake a sample of them, to show
-/// they really were rehydrated (and how fast hibernated roots wake).
+/// they really were rehydrated (and how fast passivated roots wake).
 void phase_recover(reporter& r, const bench_options& o, const std::string& dir, uint64_t last_id) {
   node_in_child nc;
   auto rss0 = rss_bytes();

@@ -156,7 +156,7 @@ TEST_F(console_http_test, the_api_answers_json_with_clear_errors) {
   EXPECT_EQ(hist["entries"][0]["kind"], "submitted");
   EXPECT_TRUE(json::parse(c.Get("/api/locks")->body).is_array());
   auto metrics = json::parse(c.Get("/api/metrics")->body);
-  EXPECT_GE(metrics["waiting"].get<double>(), 0);  // a hibernated root may not count
+  EXPECT_GE(metrics["waiting"].get<double>(), 0);  // a passivated root may not count
   EXPECT_GT(metrics["steps_total"].get<double>(), 0);
 
   auto bad = c.Get("/api/procs/abc");

@@ -78,7 +78,7 @@ protected:
   void start_with(std::chrono::milliseconds stuck_after) {
     start([stuck_after](node_options& o) {
       o.executor.stuck_after = stuck_after;
-      o.executor.hibernate_after = std::chrono::milliseconds{-1};
+      o.executor.passivate_after = std::chrono::milliseconds{-1};
     });
   }
 
@@ -182,7 +182,7 @@ TEST_F(bypass_test, survives_a_restart_and_the_parent_carries_on_after_it) {
   EXPECT_EQ(hist.history().entries(1).attempt(), 1);
 
   restart([](node_options& o) {
-    o.executor.hibernate_after = std::chrono::milliseconds{-1};
+    o.executor.passivate_after = std::chrono::milliseconds{-1};
     o.executor.history_keep_records = 0;  // ended trees keep their summary only
   });
   EXPECT_EQ(status(child).state(), pb::SUCCESS);
@@ -267,8 +267,8 @@ TEST_F(bypass_test, a_procedure_failed_for_good_past_its_point_of_no_return_is_s
   EXPECT_EQ(wait(id).state(), pb::SUCCESS);
 }
 
-TEST_F(bypass_test, a_hibernated_root_is_woken_to_be_bypassed) {
-  start([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+TEST_F(bypass_test, a_passivated_root_is_woken_to_be_bypassed) {
+  start([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{0}; });
   auto id = submit("test.probe", json(probe_data({act_on(ProbeAction::SUSPEND, "never")})));
   ASSERT_TRUE(eventually([&] { return metric("proctor_passivated_roots") == 1; }));
   auto r = bypass(id, true);
@@ -278,10 +278,10 @@ TEST_F(bypass_test, a_hibernated_root_is_woken_to_be_bypassed) {
   EXPECT_EQ(world().starts().count(probe_world::key(id, 2)), 0u);
 }
 
-// A child of a passivated tree: the tree comes back with the child dormant (unspawned,
+// A child of a passivated tree: the tree comes back with the child passivated (unspawned,
 // proc_passivated_children.cpp), and the order on its way down spawns it to be bypassed.
-TEST_F(bypass_test, a_dormant_child_is_spawned_to_be_bypassed) {
-  start([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+TEST_F(bypass_test, a_passivated_child_is_spawned_to_be_bypassed) {
+  start([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{0}; });
   auto root = submit_parent_of_waiter({act_on(ProbeAction::NEXT)});
   auto child = waiting_child(root);
   ASSERT_NE(child, 0u);

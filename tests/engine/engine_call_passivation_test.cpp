@@ -1,7 +1,7 @@
 // Procedures waiting for a call's reply give up their actors: the executor has
 // the call made by a caller of its own (executor_calls.cpp) and routes the reply as an event,
 // so a tree whose procedures only wait for replies passivates, a call waiter in a running
-// tree is held dormant by its parent, and a call outlives the actors that went meanwhile.
+// tree is held passivated by its parent, and a call outlives the actors that went meanwhile.
 // The reply wakes the procedure once; a node restart sends the call again (same call id);
 // a deadline that passes stops the call, and its late answer wakes nothing.
 #include <memory>
@@ -76,7 +76,7 @@ class call_passivation_test : public passivation_test {
 protected:
   void start_held(std::chrono::milliseconds after = std::chrono::milliseconds{20}) {
     start([this, after](node_options& o) {
-      o.executor.hibernate_after = after;
+      o.executor.passivate_after = after;
       service_ = sys_->spawn(held_service, log_);
       o.services["held"] = service_;
     });
@@ -162,7 +162,7 @@ TEST_F(call_passivation_test, a_call_waiter_gives_up_its_actor_while_its_tree_ru
 // The same at depth 3: the waiter's parent, whose other child waits for a timer, goes with
 // its subtree; the reply, routed through the grandparent, brings back the parent and then
 // the waiter (not the timer's child), and the call was made once.
-TEST_F(call_passivation_test, a_reply_brings_back_a_call_waiter_from_a_dormant_subtree) {
+TEST_F(call_passivation_test, a_reply_brings_back_a_call_waiter_from_a_passivated_subtree) {
   start_held();
   auto busy = probe({act(ProbeAction::NEXT)});
   busy.mutable_actions(0)->set_gate("busy");

@@ -1,7 +1,7 @@
 // External events are consumed once (docs/concepts.md, "Events"): an event wakes every
 // procedure waiting for its key when it is durable and is then gone; one that woke none is
 // kept for the first procedure that suspends on its key later (oldest first), which consumes
-// it. Checked live, for passivated trees and dormant children, across restarts and crashes
+// it. Checked live, for passivated trees and passivated children, across restarts and crashes
 // cut at the delivery, and over random interleavings of events, suspends and restarts.
 #include <algorithm>
 #include <atomic>
@@ -86,12 +86,12 @@ private:
 
 class events_test : public passivation_test {
 protected:
-  /// (Re)starts the node over a store the test can crash (store_), hibernation as given.
-  void start_crashable(std::chrono::milliseconds hibernate = std::chrono::seconds{1}) {
+  /// (Re)starts the node over a store the test can crash (store_), passivation as given.
+  void start_crashable(std::chrono::milliseconds passivate = std::chrono::seconds{1}) {
     stop();          // a clean stop, or what is left of a node whose store "crashed"
     store_.reset();  // the previous incarnation's database is closed first
     start([&](node_options& o) {
-      o.executor.hibernate_after = hibernate;
+      o.executor.passivate_after = passivate;
       std::string err;
       std::shared_ptr<journal_store> inner = open_rocksdb_store(o.data_dir, &err);
       ASSERT_TRUE(inner) << err;
@@ -277,7 +277,7 @@ TEST_F(events_test, history_says_whether_an_event_woke_the_procedure_or_was_kept
   expect_clean_world();
 }
 
-// -- passivated trees and dormant children ----------------------------------------------------
+// -- passivated trees and passivated children ----------------------------------------------------
 
 TEST_F(events_test, an_event_that_woke_a_passivated_root_wakes_no_later_waiter) {
   start_with(std::chrono::milliseconds{0});
@@ -287,14 +287,14 @@ TEST_F(events_test, an_event_that_woke_a_passivated_root_wakes_no_later_waiter) 
   expect_woken_by(first, R"("h")");
   auto second = waiter("hib");
   expect_still_waiting(second);
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{0}; });
   expect_still_waiting(second);
 }
 
 // Waiters that gave up their actors while their tree runs are woken through their parent
 // (proc_passivate_waiter.cpp, proc_passivated_children.cpp): the event woke them both, and
 // nothing later gets it, before or after a restart.
-TEST_F(events_test, an_event_that_woke_dormant_children_through_their_parent_wakes_no_later_one) {
+TEST_F(events_test, an_event_that_woke_passivated_children_through_their_parent_wakes_no_later_one) {
   start_with(std::chrono::milliseconds{20});
   auto busy = probe({act(ProbeAction::NEXT)});
   busy.mutable_actions(0)->set_gate("busy");
@@ -317,7 +317,7 @@ TEST_F(events_test, an_event_that_woke_dormant_children_through_their_parent_wak
   expect_still_waiting(later);
   world().open("busy");
   ASSERT_EQ(wait(id).state(), pb::SUCCESS);
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   expect_still_waiting(later);
   expect_clean_world();
 }
@@ -531,14 +531,14 @@ TEST_F(events_test, random_interleavings_follow_the_contract) {
                + " replays it)");
   std::printf("  seed %llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
-  auto hibernate = [&] {
+  auto passivate = [&] {
     // Waiting roots passivate at once, after a second, or never (then they are read back with
     // their actors at a restart).
     static const std::chrono::milliseconds choices[] = {
       std::chrono::milliseconds{0}, std::chrono::seconds{1}, std::chrono::milliseconds{-1}};
     return choices[rng() % 3];
   };
-  start_crashable(hibernate());
+  start_crashable(passivate());
 
   struct key_model {
     std::deque<std::string> kept;  ///< payloads, oldest first
@@ -579,10 +579,10 @@ TEST_F(events_test, random_interleavings_follow_the_contract) {
         m.waiting.push_back(waiters.size() - 1);
       }
     } else if (roll < 97) {
-      start_crashable(hibernate());  // after a clean stop
+      start_crashable(passivate());  // after a clean stop
     } else {
       store_->faults().crash_now();
-      start_crashable(hibernate());
+      start_crashable(passivate());
     }
     if (::testing::Test::HasFailure())
       return;

@@ -88,8 +88,8 @@ protected:
       crashes_ = std::make_shared<record_crash_store>(faults_);
       o.store = crashes_;
       o.on_journal_fatal = [](const std::string&) {};
-      if (hibernate_after_)
-        o.executor.hibernate_after = *hibernate_after_;
+      if (passivate_after_)
+        o.executor.passivate_after = *passivate_after_;
     });
   }
   /// The store froze (a crash); the node goes, a new one recovers from the same directory.
@@ -130,7 +130,7 @@ protected:
   }
 
   std::string world_name_;
-  std::optional<std::chrono::milliseconds> hibernate_after_;
+  std::optional<std::chrono::milliseconds> passivate_after_;
   std::shared_ptr<fault_store> faults_;
   std::shared_ptr<record_crash_store> crashes_;
 };
@@ -225,11 +225,11 @@ TEST_F(join_test, a_child_ending_exactly_while_it_is_cancelled_is_undone_all_the
   expect_clean_world();
 }
 
-// Passivation: a sibling waiting at a long timer gave up its actor (dormant, held by its
+// Passivation: a sibling waiting at a long timer gave up its actor (passivated, held by its
 // parent) while the other ran; the join met, it is cancelled without being woken, and its
 // committed step undone.
-TEST_F(join_test, a_dormant_sibling_is_cancelled_without_being_woken) {
-  hibernate_after_ = std::chrono::milliseconds{20};
+TEST_F(join_test, a_passivated_sibling_is_cancelled_without_being_woken) {
+  passivate_after_ = std::chrono::milliseconds{20};
   stop();
   start_node();
   auto sleeper = probe_data({act(ProbeAction::NEXT), act(ProbeAction::SLEEP_FOR)});
@@ -468,11 +468,11 @@ TEST_F(join_test, random_trees_end_as_their_policy_says_and_undo_what_they_must)
 namespace proctor::testing {
 namespace {
 
-// A child read back waiting for an event while its tree runs on is held dormant by its
+// A child read back waiting for an event while its tree runs on is held passivated by its
 // parent, without an actor: its status must still say what it waits for (it said nothing,
 // and a client, or the crash harness, waiting to see "event go" before posting it, waited
 // forever). Crashes on either side of the first Suspended record, with its sibling's.
-TEST_F(join_test, a_child_read_back_dormant_says_what_it_waits_for) {
+TEST_F(join_test, a_child_read_back_passivated_says_what_it_waits_for) {
   for (int i = 0; i < 6; ++i) {
     SCOPED_TRACE(i);
     auto w = probe_data({act(ProbeAction::SUSPEND), act(ProbeAction::NEXT)});

@@ -152,8 +152,8 @@ TEST_F(lock_test, locks_are_held_across_steps_and_restored_after_a_restart) {
   EXPECT_EQ(wait(other).state(), pb::SUCCESS);
 }
 
-TEST_F(lock_test, a_hibernated_root_keeps_its_locks) {
-  start([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+TEST_F(lock_test, a_passivated_root_keeps_its_locks) {
+  start([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{0}; });
   auto holder = submit("test.lock_waiter", R"({"key":"h"})");
   ASSERT_TRUE(eventually([&] { return status(holder).state() == pb::WAITING; }));
   ASSERT_TRUE(eventually(
@@ -163,7 +163,7 @@ TEST_F(lock_test, a_hibernated_root_keeps_its_locks) {
   event("ev-h", "{}");
   EXPECT_EQ(wait(holder).state(), pb::SUCCESS);
   EXPECT_EQ(wait(other).state(), pb::SUCCESS);
-  EXPECT_EQ(starts(holder), 2);  // it had hibernated: woken from the journal
+  EXPECT_EQ(starts(holder), 2);  // it had passivated: woken from the journal
 }
 
 TEST_F(lock_test, a_failing_step_is_retried_up_to_max_attempts_then_rolls_back) {

@@ -66,8 +66,8 @@ protected:
     // A request in flight to a node stopped here is never answered (its executor's promise
     // goes with it; over TCP the closed connection says so at once).
     o.peer_reply_timeout = std::chrono::milliseconds{1'000};
-    if (hibernate_after_)
-      o.executor.hibernate_after = *hibernate_after_;
+    if (passivate_after_)
+      o.executor.passivate_after = *passivate_after_;
     // A node stopped just before lets go of the directory's lock when its journal's thread
     // ends.
     caf::expected<recovery_report> r = caf::make_error(caf::sec::runtime_error);
@@ -202,8 +202,8 @@ protected:
   }
 
   std::string dir_;
-  /// The nodes' hibernate_after (set before SetUp: in a derived fixture's constructor).
-  std::optional<std::chrono::milliseconds> hibernate_after_;
+  /// The nodes' passivate_after (set before SetUp: in a derived fixture's constructor).
+  std::optional<std::chrono::milliseconds> passivate_after_;
   size_t workers_ = 2;  ///< the nodes' run slots (likewise)
   registry types_;
   caf::actor_system_config cfg_;

@@ -1,6 +1,6 @@
 // Children on other nodes give up their placeholders' actors (passivation at any depth,
 // "children — local or remote"): while its tree runs, a placeholder whose node is up
-// goes dormant under its parent (remote_child.cpp), and so may the parent, with it, under
+// goes passivated under its parent (remote_child.cpp), and so may the parent, with it, under
 // its own (proc_passivate_waiter.cpp); the child's end, its node going down, an abort each bring back
 // what they must (proc_passivated_children.cpp, executor_remote.cpp). Three in-process nodes; the test
 // tells each what the others' links would (report()).
@@ -25,7 +25,7 @@ using ProbeData = testpb::ProbeData;
 class nodes_passivate : public nodes_fixture {
 protected:
   nodes_passivate() {
-    hibernate_after_ = std::chrono::milliseconds{20};
+    passivate_after_ = std::chrono::milliseconds{20};
     workers_ = 8;  // steps held at a gate each hold one
   }
 
@@ -79,7 +79,7 @@ protected:
     return i == std::string::npos ? -1 : std::stod(text.substr(i + name.size() + 2));
   }
 
-  double dormant(const std::string& at) { return metric(at, "proctor_passivated_procedures"); }
+  double passivated(const std::string& at) { return metric(at, "proctor_passivated_procedures"); }
 
   pb::Response event(const std::string& at, const std::string& key) {
     pb::Request req;
@@ -134,10 +134,10 @@ protected:
 // with each state run once.
 TEST_F(nodes_passivate, a_placeholder_gives_up_its_actor_while_its_tree_runs) {
   auto id = submit_probe("a", beside_a_busy_step(remote_waiter("r.ev")));
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 1; })) << "the placeholder kept its actor";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 1; })) << "the placeholder kept its actor";
   auto e = event("b", "r.ev");
   ASSERT_EQ(e.code(), pb::Response::OK) << e.error();
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 0; })) << "its end did not wake it";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 0; })) << "its end did not wake it";
   world().open("busy");
   ASSERT_EQ(wait("a", id).state(), pb::SUCCESS);
   ASSERT_EQ(world().starts().size(), 5u) << "root 2, busy 1, the remote child 2";
@@ -145,27 +145,27 @@ TEST_F(nodes_passivate, a_placeholder_gives_up_its_actor_while_its_tree_runs) {
 }
 
 // A parent whose only child runs on node b gives up its actor with the child's placeholder,
-// a dormant subtree of two under the root; the child's end brings back the parent, then the
+// a passivated subtree of two under the root; the child's end brings back the parent, then the
 // placeholder.
 TEST_F(nodes_passivate, a_parent_waiting_for_a_child_on_another_node_gives_up_its_actor_with_it) {
   auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
   *mid.mutable_actions(0)->add_children() = remote_waiter("m.ev");
   auto id = submit_probe("a", beside_a_busy_step(mid));
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 2; })) << "the parent kept its actor";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 2; })) << "the parent kept its actor";
   ASSERT_EQ(event("b", "m.ev").code(), pb::Response::OK);
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 0; })) << "its end did not wake them";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 0; })) << "its end did not wake them";
   world().open("busy");
   ASSERT_EQ(wait("a", id).state(), pb::SUCCESS);
   expect_each_state_once();
 }
 
-// An abort of a tree whose placeholder (and its parent) are dormant rolls the child back on
-// its node: a dormant placeholder is not counted as a procedure that never started.
-TEST_F(nodes_passivate, an_abort_rolls_back_a_child_on_another_node_whose_placeholder_is_dormant) {
+// An abort of a tree whose placeholder (and its parent) are passivated rolls the child back on
+// its node: a passivated placeholder is not counted as a procedure that never started.
+TEST_F(nodes_passivate, an_abort_rolls_back_a_child_on_another_node_whose_placeholder_is_passivated) {
   auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
   *mid.mutable_actions(0)->add_children() = remote_waiter("never");
   auto id = submit_probe("a", beside_a_busy_step(mid));
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 2; })) << "the parent kept its actor";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 2; })) << "the parent kept its actor";
   auto ids = held_tree("a", id);
   ASSERT_EQ(ids.size(), 4u);
   pb::Request ab;
@@ -174,39 +174,39 @@ TEST_F(nodes_passivate, an_abort_rolls_back_a_child_on_another_node_whose_placeh
   world().open("busy");
   ASSERT_EQ(wait("a", id).state(), pb::ROLLEDBACK) << describe("a", id);
   EXPECT_EQ(world().check_rolled_back(ids), "") << describe("a", id);
-  EXPECT_EQ(dormant("a"), 0);
+  EXPECT_EQ(passivated("a"), 0);
   EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0; }))
     << "the fragment on b was not rolled back and released";
   for (const auto& e : world().errors())
     ADD_FAILURE() << e;
 }
 
-// Its node going down brings a dormant placeholder back (it keeps the node-loss deadline);
+// Its node going down brings a passivated placeholder back (it keeps the node-loss deadline);
 // up again, the placeholder gives up its actor once more, and the child's end ends the tree.
-TEST_F(nodes_passivate, a_dormant_placeholder_comes_back_when_its_node_goes_down) {
+TEST_F(nodes_passivate, a_passivated_placeholder_comes_back_when_its_node_goes_down) {
   auto id = submit_probe("a", beside_a_busy_step(remote_waiter("d.ev")));
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 1; })) << "the placeholder kept its actor";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 1; })) << "the placeholder kept its actor";
   report("b", false);
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 0; })) << "node b down did not wake it";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 0; })) << "node b down did not wake it";
   report("b", true);
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 1; })) << "it did not go again";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 1; })) << "it did not go again";
   ASSERT_EQ(event("b", "d.ev").code(), pb::Response::OK);
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 0; }));
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 0; }));
   world().open("busy");
   ASSERT_EQ(wait("a", id).state(), pb::SUCCESS);
   expect_each_state_once();
 }
 
-// Once the busy step ended, the dormant placeholder is all that runs of the tree on node a:
+// Once the busy step ended, the passivated placeholder is all that runs of the tree on node a:
 // the tree passivates whole (the placeholder's node among those that wake it), and the
 // child's end brings back the root, then the placeholder, and ends the tree.
-TEST_F(nodes_passivate, a_tree_left_with_a_dormant_placeholder_passivates_and_its_end_wakes_it) {
+TEST_F(nodes_passivate, a_tree_left_with_a_passivated_placeholder_passivates_and_its_end_wakes_it) {
   auto id = submit_probe("a", beside_a_busy_step(remote_waiter("w.ev")));
-  ASSERT_TRUE(eventually([&] { return dormant("a") == 1; })) << "the placeholder kept its actor";
+  ASSERT_TRUE(eventually([&] { return passivated("a") == 1; })) << "the placeholder kept its actor";
   world().open("busy");
   ASSERT_TRUE(eventually([&] { return metric("a", "proctor_passivated_roots") == 1; }))
     << "the tree did not passivate";
-  EXPECT_EQ(dormant("a"), 0);
+  EXPECT_EQ(passivated("a"), 0);
   ASSERT_EQ(event("b", "w.ev").code(), pb::Response::OK);
   ASSERT_EQ(wait("a", id).state(), pb::SUCCESS);
   EXPECT_EQ(metric("a", "proctor_passivated_roots"), 0);
@@ -304,7 +304,7 @@ TEST_F(nodes_passivate, placeholders_giving_up_their_actors_race_with_ends_abort
         EXPECT_EQ(held.size(), 6u) << "tree " << id;
       }
     }
-    EXPECT_EQ(dormant("a"), 0);
+    EXPECT_EQ(passivated("a"), 0);
     if (::testing::Test::HasFailure())
       return;
   }

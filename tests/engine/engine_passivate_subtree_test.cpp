@@ -1,7 +1,7 @@
 // Parents waiting for their children give up their actors with their subtrees
 // (passivation at any depth, "children" among the waits): a parent whose children all gave up
 // theirs while the tree runs goes too (proc_passivate_waiter.cpp), and a tree woken from its image keeps
-// each subtree that only waits dormant until the earliest wake-up in it (proc_passivated_children.cpp).
+// each subtree that only waits passivated until the earliest wake-up in it (proc_passivated_children.cpp).
 // Each is checked for the wake-ups, an abort, a bypass and a restart.
 #include <algorithm>
 #include <numeric>
@@ -104,9 +104,9 @@ TEST_F(passivate_subtree_test, a_parent_whose_children_all_gave_up_their_actors_
 }
 
 // A tree woken from passivation by one event spawns the subtree that event is in, down to
-// its waiter, and keeps its other subtree dormant as a whole (its parent unspawned too) until
+// its waiter, and keeps its other subtree passivated as a whole (its parent unspawned too) until
 // that subtree's timer.
-TEST_F(passivate_subtree_test, a_woken_tree_keeps_its_waiting_subtrees_dormant) {
+TEST_F(passivate_subtree_test, a_woken_tree_keeps_its_waiting_subtrees_passivated) {
   start_with(std::chrono::milliseconds{20});
   auto a = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
   *a.mutable_actions(0)->add_children() =
@@ -135,9 +135,9 @@ TEST_F(passivate_subtree_test, a_woken_tree_keeps_its_waiting_subtrees_dormant) 
   expect_clean_world();
 }
 
-// An abort stops dormant subtrees with the rest: every procedure in them reports its waiting
+// An abort stops passivated subtrees with the rest: every procedure in them reports its waiting
 // state never started, so the rollback undoes exactly the states that committed.
-TEST_F(passivate_subtree_test, an_abort_rolls_back_dormant_subtrees) {
+TEST_F(passivate_subtree_test, an_abort_rolls_back_passivated_subtrees) {
   start_with(std::chrono::milliseconds{20});
   deep_ids t;
   ASSERT_TRUE(submit_deep(60'000, "never", 60'000, &t)) << "the parents kept their actors";
@@ -151,10 +151,10 @@ TEST_F(passivate_subtree_test, an_abort_rolls_back_dormant_subtrees) {
   expect_clean_world();
 }
 
-// An operator's bypass of a procedure at the bottom of a dormant subtree brings back the
+// An operator's bypass of a procedure at the bottom of a passivated subtree brings back the
 // parents on its way down, then the procedure, which ends without running its next state;
 // its parents carry on.
-TEST_F(passivate_subtree_test, a_procedure_in_a_dormant_subtree_is_spawned_to_be_bypassed) {
+TEST_F(passivate_subtree_test, a_procedure_in_a_passivated_subtree_is_spawned_to_be_bypassed) {
   start_with(std::chrono::milliseconds{20});
   deep_ids t;
   ASSERT_TRUE(submit_deep(1'500, "b.ev", 60'000, &t)) << "the parents kept their actors";
@@ -176,16 +176,16 @@ TEST_F(passivate_subtree_test, a_procedure_in_a_dormant_subtree_is_spawned_to_be
   expect_clean_world();
 }
 
-// A node that stops with dormant subtrees loses nothing: after the restart the tree comes
-// back from the journal (its busy step runs again), the subtrees dormant, and each waiter is
+// A node that stops with passivated subtrees loses nothing: after the restart the tree comes
+// back from the journal (its busy step runs again), the subtrees passivated, and each waiter is
 // woken once, by its timer or its event.
-TEST_F(passivate_subtree_test, dormant_subtrees_are_woken_once_after_a_restart) {
+TEST_F(passivate_subtree_test, passivated_subtrees_are_woken_once_after_a_restart) {
   start_with(std::chrono::milliseconds{20});
   deep_ids t;
   ASSERT_TRUE(submit_deep(2'000, "after", 3'000, &t)) << "the parents kept their actors";
   auto id = t.root;
   world().open("busy");  // the busy step ran partly: it runs again after the restart
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   ASSERT_EQ(event("after", "1").code(), pb::Response::OK);
   auto s = wait(id, std::chrono::seconds{30});
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
@@ -229,7 +229,7 @@ TEST_F(passivate_subtree_test, a_parent_gone_after_children_ended_keeps_their_en
   EXPECT_EQ(world().starts()[probe_world::key(mid_id, 2)], 1) << "mid joined once";
   world().open("busy");
   ASSERT_EQ(wait(id).state(), pb::SUCCESS);
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   auto m = status(mid_id);
   EXPECT_EQ(std::vector<uint64_t>(m.children().begin(), m.children().end()),
             (std::vector<uint64_t>{c1, c2_id, w}));
@@ -248,9 +248,9 @@ TEST_F(passivate_subtree_test, a_parent_gone_after_children_ended_keeps_their_en
 }
 
 // A supervisor restarting all its children (one_for_all, after a sibling crashed) stops a
-// dormant subtree with them and restarts it from the journal: its waiters still wait, and
+// passivated subtree with them and restarts it from the journal: its waiters still wait, and
 // each is woken once.
-TEST_F(passivate_subtree_test, a_restart_of_all_children_restarts_a_dormant_subtree) {
+TEST_F(passivate_subtree_test, a_restart_of_all_children_restarts_a_passivated_subtree) {
   supervision_policy all;
   all.strategy = restart_strategy::one_for_all;
   all.backoff_min = std::chrono::milliseconds{5};
@@ -275,7 +275,7 @@ TEST_F(passivate_subtree_test, a_restart_of_all_children_restarts_a_dormant_subt
   world().open("crash");  // it crashes once: both children restart
   ASSERT_TRUE(eventually([&] { return status(ids[1]).state() == pb::SUCCESS; }));
   EXPECT_EQ(starts(ids[1]), 2) << "the crashed child was restarted once";
-  EXPECT_EQ(starts(ids[2]), 2) << "the dormant subtree was restarted with it";
+  EXPECT_EQ(starts(ids[2]), 2) << "the passivated subtree was restarted with it";
   ASSERT_EQ(event("all.ev", "1").code(), pb::Response::OK);
   auto s = wait(id, std::chrono::seconds{20});
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
@@ -288,14 +288,14 @@ TEST_F(passivate_subtree_test, a_restart_of_all_children_restarts_a_dormant_subt
 
 // Random moments: events for waiters deep in subtrees, aborts, bypasses and the busy step's
 // end come while parents offer, give up their actors, or are brought back by a wake-up; each
-// tree ends once, as it should, each state ran at most once, and nothing stays dormant.
+// tree ends once, as it should, each state ran at most once, and nothing stays passivated.
 TEST_F(passivate_subtree_test,
        subtrees_giving_up_their_actors_race_with_events_aborts_and_bypasses) {
   auto seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   start([](node_options& o) {
-    o.executor.hibernate_after = std::chrono::milliseconds{0};
+    o.executor.passivate_after = std::chrono::milliseconds{0};
     o.workers = 16;  // the busy steps hold 12 run slots until their gate opens
   });
   struct tree_case {

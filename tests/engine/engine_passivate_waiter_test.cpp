@@ -1,6 +1,6 @@
 // Waiters that give up their actors while their tree runs (proc_passivate_waiter.cpp): a leaf waiting
 // for its timer or its event, thawed after its tree could not passivate as a whole, is held
-// dormant by its parent until its wake-up, at depth 2 and 3, through aborts, events and a
+// passivated by its parent until its wake-up, at depth 2 and 3, through aborts, events and a
 // node restart. The random test's seed is printed.
 #include <algorithm>
 #include <numeric>
@@ -78,7 +78,7 @@ TEST_F(passivate_waiter_test, timer_waiters_give_up_their_actors_while_their_tre
   std::vector<uint64_t> ids;  // root, busy, sleeper, mid, sleeper at depth 3
   ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
   const std::vector<uint64_t> sleepers{ids[2], ids[4]};
-  // The parent at depth 2 goes too once its only child did (a dormant subtree of two).
+  // The parent at depth 2 goes too once its only child did (a passivated subtree of two).
   ASSERT_TRUE(eventually([&] { return metric("proctor_passivated_procedures") == 3; }))
     << "the timer waiters, or the parent of one, kept their actors";
   EXPECT_EQ(passivated(), 0) << "the tree passivated with a step running";
@@ -128,7 +128,7 @@ TEST_F(passivate_waiter_test, event_waiters_give_up_their_actors_while_their_tre
   expect_clean_world();
 }
 
-// A node that stops while waiters are dormant under a running tree loses nothing: their
+// A node that stops while waiters are passivated under a running tree loses nothing: their
 // waits are in the journal (giving up an actor writes nothing), and after the restart each
 // is woken once, by its timer or its event, and runs its next state once.
 TEST_F(passivate_waiter_test, waiters_that_gave_up_their_actors_are_woken_once_after_a_restart) {
@@ -140,7 +140,7 @@ TEST_F(passivate_waiter_test, waiters_that_gave_up_their_actors_are_woken_once_a
   ASSERT_TRUE(eventually([&] { return (ids = tree(id)).size() == 5; }));
   ASSERT_TRUE(eventually([&] { return metric("proctor_passivated_procedures") == 3; }));
   world().open("busy");  // the busy step ran partly: it runs again after the restart
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   EXPECT_EQ(status(ids[2]).state(), pb::WAITING_TIMEOUT);
   EXPECT_EQ(status(ids[4]).state(), pb::WAITING);
   auto e = event("after", "1");

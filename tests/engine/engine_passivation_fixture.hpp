@@ -41,7 +41,7 @@ protected:
   }
 
   void start_with(std::chrono::milliseconds after) {
-    start([after](node_options& o) { o.executor.hibernate_after = after; });
+    start([after](node_options& o) { o.executor.passivate_after = after; });
   }
 
   probe_world& world() { return probe_world::get(world_name_); }

@@ -109,7 +109,7 @@ TEST_F(passivation_test, a_tree_with_a_running_branch_stays_live_until_it_only_w
     return ids.size() == 3 && status(ids[2]).waiting_for() == "event later";
   }));
   ASSERT_TRUE(world().wait_started(probe_world::key(ids[1], 1)));
-  // A bounded look: hibernate_after is 0, so a wrong passivation would come within ms.
+  // A bounded look: passivate_after is 0, so a wrong passivation would come within ms.
   EXPECT_FALSE(eventually([&] { return passivated() != 0; }, std::chrono::milliseconds{300}));
   world().open("busy");
   ASSERT_TRUE(eventually([&] { return status(ids[1]).state() == pb::SUCCESS; }));
@@ -140,7 +140,7 @@ TEST_F(passivation_test, trees_that_only_wait_come_back_passivated_after_a_resta
     return true;
   }));
   EXPECT_EQ(passivated(), 0);  // never, on this node
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{0}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{0}; });
   EXPECT_EQ(passivated(), 10);
   for (auto id : roots)
     for (auto i : tree(id))
@@ -190,7 +190,7 @@ TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_com
                                     + std::to_string(spread_ms) + "}");
   ASSERT_TRUE(eventually([&] { return passivated() == 1; })) << "the tree never passivated";
   // Back from the journal, passivated: the first deadline wakes it.
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   auto root = status(id);
   std::vector<uint64_t> kids(root.children().begin(), root.children().end());
   ASSERT_EQ(kids.size(), static_cast<size_t>(count));
@@ -216,7 +216,7 @@ TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_com
 }
 
 // The same for children waiting for events: a tree woken by one child's event spawns that
-// child, not its siblings, which stay dormant until theirs comes (the executor holds each
+// child, not its siblings, which stay passivated until theirs comes (the executor holds each
 // event for its child's actor, and the parent spawns the child).
 TEST_F(passivation_test, a_woken_tree_spawns_its_event_children_only_as_their_events_come) {
   start_with(std::chrono::milliseconds{-1});
@@ -236,7 +236,7 @@ TEST_F(passivation_test, a_woken_tree_spawns_its_event_children_only_as_their_ev
               });
   }));
   // Back passivated; the first event wakes the tree.
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   ASSERT_EQ(passivated(), 1);
   event("ev0", "0");
   ASSERT_TRUE(eventually([&] { return status(kids[0]).state() == pb::SUCCESS; }));
@@ -275,7 +275,7 @@ TEST_F(passivation_test, a_passivated_tree_is_back_before_its_earliest_deadline)
 // same second were read back from half a second ahead, and were late by 0.75-2.6 s).
 TEST_F(passivation_test, trees_due_together_are_read_back_the_earlier_the_more_they_hold) {
   start([](node_options& o) {
-    o.executor.hibernate_after = std::chrono::milliseconds{20};
+    o.executor.passivate_after = std::chrono::milliseconds{20};
     o.executor.wake_read_per_proc = std::chrono::milliseconds{200};  // a tree of 5: 1 s
   });
   auto due = wall() + 6'000;
@@ -310,7 +310,7 @@ TEST_F(passivation_test, trees_due_together_are_read_back_the_earlier_the_more_t
 // A tree that would be read back at once (its deadline within its lead) stays live.
 TEST_F(passivation_test, a_tree_due_within_its_read_back_lead_does_not_passivate) {
   start([](node_options& o) {
-    o.executor.hibernate_after = std::chrono::milliseconds{20};
+    o.executor.passivate_after = std::chrono::milliseconds{20};
     o.executor.wake_read_per_proc = std::chrono::milliseconds{400};  // a tree of 5: 2 s
   });
   // 2.5 s ahead of its deadline, it would be read back at once (a fixed half-second lead

@@ -103,7 +103,7 @@ protected:
   void start_node(const std::function<void(node_options&)>& more = {}) {
     start([more](node_options& o) {
       o.executor.collect_after = std::chrono::hours{1};
-      o.executor.hibernate_after = std::chrono::milliseconds{-1};
+      o.executor.passivate_after = std::chrono::milliseconds{-1};
       if (more)
         more(o);
     });

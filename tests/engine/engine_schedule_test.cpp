@@ -75,7 +75,7 @@ protected:
       faults_ = std::make_shared<fault_store>(std::move(inner));
       o.store = std::make_shared<nonce_store>(faults_, log_);
       o.on_journal_fatal = [](const std::string&) {};
-      o.executor.hibernate_after = std::chrono::milliseconds{-1};
+      o.executor.passivate_after = std::chrono::milliseconds{-1};
     });
   }
   void restart_node() {

@@ -136,14 +136,14 @@ TEST_F(timeout_state_test, a_crash_after_the_timed_out_delivery_runs_the_timeout
 }
 
 // A waiter that gave up its actor while a sibling runs (proc_passivate_waiter.cpp) is held
-// dormant by its parent from the image it handed over: the timeout state goes with it.
-TEST_F(timeout_state_test, a_dormant_waiter_runs_its_timeout_state) {
+// passivated by its parent from the image it handed over: the timeout state goes with it.
+TEST_F(timeout_state_test, a_passivated_waiter_runs_its_timeout_state) {
   start_with(std::chrono::milliseconds{20});
   auto busy = probe({act(ProbeAction::NEXT)});
   busy.mutable_actions(0)->set_gate("busy");
   auto r = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
   *r.mutable_actions(0)->add_children() = busy;
-  *r.mutable_actions(0)->add_children() = waiter("ts.dormant", 2500, ProbeAction::FAIL);
+  *r.mutable_actions(0)->add_children() = waiter("ts.passivated", 2500, ProbeAction::FAIL);
   auto id = submit("test.probe", json(r));
   ASSERT_TRUE(eventually([&] { return metric("proctor_passivated_procedures") == 1; }))
     << "the waiter kept its actor";

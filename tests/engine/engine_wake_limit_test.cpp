@@ -1,4 +1,4 @@
-// Wake-ups of dormant children beyond max_live_children (proc_waits.hpp) wait in their
+// Wake-ups of passivated children beyond max_live_children (proc_waits.hpp) wait in their
 // parent until siblings go down: a wide passivated tree whose timers are all due at once
 // never has more than that many children's actors at a time, and every child still fires
 // exactly once; an abort that comes while wake-ups wait leaves the waiting children unrun.
@@ -20,8 +20,8 @@ TEST_F(passivation_wake_limit_test, a_parent_spawns_at_most_its_limit_of_due_chi
   auto id = submit("demo.timers", R"({"count":)" + std::to_string(count) + R"(,"first_at_ms":)"
                                     + std::to_string(first_at) + R"(,"spread_ms":0})");
   ASSERT_TRUE(eventually([&] { return passivated() == 1; })) << "the tree never passivated";
-  // Back from the journal, passivated: its children dormant until their deadline.
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  // Back from the journal, passivated: its children passivated until their deadline.
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   ASSERT_EQ(passivated(), 1);
   ASSERT_LT(wall(), first_at) << "the test machine is too slow for this test's first deadline";
   ASSERT_TRUE(
@@ -54,9 +54,9 @@ TEST_F(passivation_wake_limit_test, an_abort_while_wake_ups_wait_leaves_those_ch
   auto id = submit("test.probe", json(r));
   ASSERT_TRUE(eventually([&] { return passivated() == 1; }, std::chrono::seconds{30}))
     << "the tree never passivated";
-  // Read back with its children dormant (also if a slow machine let their deadlines pass:
+  // Read back with its children passivated (also if a slow machine let their deadlines pass:
   // those fire at once).
-  restart([](node_options& o) { o.executor.hibernate_after = std::chrono::milliseconds{20}; });
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
   auto ids = tree(id);
   ASSERT_EQ(ids.size(), static_cast<size_t>(count) + 1);
   // No child can end while the gate is shut: every wake-up beyond the limit waits.

@@ -34,7 +34,7 @@ struct held_request {
   }
 };
 
-/// Stands for the executor: answers the placeholder's remote_sleep_via only when told
+/// Stands for the executor: answers the placeholder's remote_passivate_via only when told
 /// (answer_atom, bool); takes its route and its statuses, and answers nothing else (CAF
 /// sends what a handler returns back to the sender, an error too, which would end the
 /// placeholder).
@@ -43,7 +43,7 @@ caf::behavior held_executor(caf::event_based_actor* self, std::shared_ptr<held_r
   return {
     [](remote_route_atom, uint64_t, const caf::actor&) {},
     [](update_atom, const proc_update&) {},
-    [self, held](remote_sleep_via_atom, uint64_t, const caf::actor&) {
+    [self, held](remote_passivate_via_atom, uint64_t, const caf::actor&) {
       held->rp = self->make_response_promise();
       held->asked = true;
       return held->rp;
@@ -62,7 +62,7 @@ protected:
     auto env = std::make_shared<node_env>();
     env->executor = executor_;
     env->timeout = executor_;  // (no deadline is armed while the node is up)
-    env->hibernate_after = std::chrono::milliseconds{20};
+    env->passivate_after = std::chrono::milliseconds{20};
     peer_status b;
     b.name = "b";
     b.up = true;
@@ -131,13 +131,13 @@ protected:
 // tree's actors, the end with them, would go); refused by the executor, it takes the offer
 // back and reports the end.
 TEST_F(placeholder_test, an_end_held_while_it_offers_keeps_its_tree_awake) {
-  (*parent_)->send(placeholder_, passivate_thaw_atom::value);
-  expect([](sleep_offer_atom, uint64_t id, std::shared_ptr<const tree_image>& image) {
+  (*parent_)->send(placeholder_, passivation_refused_atom::value);
+  expect([](passivate_offer_atom, uint64_t id, std::shared_ptr<const tree_image>& image) {
     EXPECT_EQ(id, 2u);
     ASSERT_NE(image->find(2), nullptr);
     EXPECT_EQ(image->find(2)->node, "b");
   });
-  (*parent_)->send(placeholder_, sleep_reply_atom::value, true);
+  (*parent_)->send(placeholder_, passivate_reply_atom::value, true);
   ASSERT_TRUE(held_->came()) << "the placeholder did not ask the executor to route its child's "
                                 "messages to its parent";
   caf::anon_send(placeholder_, remote_end_atom::value, success_end(), int64_t{1'764'052'812'000});
@@ -148,7 +148,7 @@ TEST_F(placeholder_test, an_end_held_while_it_offers_keeps_its_tree_awake) {
     EXPECT_FALSE(a.idle) << "it answered 'only waits' with the child's end in hand";
   });
   caf::anon_send(executor_, answer_atom::value, false);
-  expect([](sleep_undo_atom, uint64_t id) { EXPECT_EQ(id, 2u); });
+  expect([](passivate_undo_atom, uint64_t id) { EXPECT_EQ(id, 2u); });
   expect([](subtree_done_atom, subtree_done& d) {
     EXPECT_EQ(d.result.id, 2u);
     EXPECT_EQ(d.result.state, proc_state::success);
@@ -156,12 +156,12 @@ TEST_F(placeholder_test, an_end_held_while_it_offers_keeps_its_tree_awake) {
 }
 
 // Told yes and switched by the executor, with nothing held, it gives up its actor
-// (errc::passivated, which its parent takes as "dormant now").
+// (errc::passivated, which its parent takes as "passivated now").
 TEST_F(placeholder_test, switched_with_nothing_held_it_gives_up_its_actor) {
   (*parent_)->monitor(placeholder_);
-  (*parent_)->send(placeholder_, passivate_thaw_atom::value);
-  expect([](sleep_offer_atom, uint64_t, std::shared_ptr<const tree_image>&) {});
-  (*parent_)->send(placeholder_, sleep_reply_atom::value, true);
+  (*parent_)->send(placeholder_, passivation_refused_atom::value);
+  expect([](passivate_offer_atom, uint64_t, std::shared_ptr<const tree_image>&) {});
+  (*parent_)->send(placeholder_, passivate_reply_atom::value, true);
   ASSERT_TRUE(held_->came());
   caf::anon_send(executor_, answer_atom::value, true);
   expect([](caf::down_msg& m) { EXPECT_TRUE(is(m.reason, errc::passivated)); });

@@ -1,7 +1,7 @@
 // Placeholders of children on other nodes giving up their actors, with real proctord
 // processes: the links' own view of the peers decides when a placeholder may go, its node
 // going down brings it back in time to keep the node-loss deadline, and a node killed while
-// a placeholder is dormant carries the tree on after its restart.
+// a placeholder is passivated carries the tree on after its restart.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -34,19 +34,19 @@ protected:
 
   fs::path gates() const { return dir_.path() / "gates"; }
 
-  double dormant_on_a() { return metric(*nodes_[0], "proctor_passivated_procedures"); }
+  double passivated_on_a() { return metric(*nodes_[0], "proctor_passivated_procedures"); }
 };
 
-// Its node killed, the dormant placeholder of demo.ledger.impatient's child comes back and
+// Its node killed, the passivated placeholder of demo.ledger.impatient's child comes back and
 // fails the tree after the 5 s deadline: the tree rolls back everywhere once b returns.
-TEST_F(cluster_passivate, a_dormant_placeholder_keeps_its_node_loss_deadline) {
+TEST_F(cluster_passivate, a_passivated_placeholder_keeps_its_node_loss_deadline) {
   auto id = submit_gated("demo.ledger.impatient");
   ASSERT_NE(id, 0u);
-  ASSERT_TRUE(eventually([&] { return dormant_on_a() == 1; }, 30s, 100ms))
+  ASSERT_TRUE(eventually([&] { return passivated_on_a() == 1; }, 30s, 100ms))
     << "the placeholder kept its actor\n"
     << nodes_[0]->log_tail();
   nodes_[1]->kill();
-  EXPECT_TRUE(eventually([&] { return dormant_on_a() == 0; }, 20s, 100ms))
+  EXPECT_TRUE(eventually([&] { return passivated_on_a() == 0; }, 20s, 100ms))
     << "b's loss did not bring it back\n"
     << nodes_[0]->log_tail();
   // (FAILED while it rolls back: the order to undo b's part waits for b.)
@@ -63,24 +63,24 @@ TEST_F(cluster_passivate, a_dormant_placeholder_keeps_its_node_loss_deadline) {
   EXPECT_EQ(ledger_files(), 0u);
 }
 
-// a killed while the placeholder is dormant: after its restart the placeholder goes again
+// a killed while the placeholder is passivated: after its restart the placeholder goes again
 // once a sees b up, and the child's end on b ends the tree with every step once.
-TEST_F(cluster_passivate, a_tree_with_a_dormant_placeholder_survives_a_sigkill_of_its_node) {
+TEST_F(cluster_passivate, a_tree_with_a_passivated_placeholder_survives_a_sigkill_of_its_node) {
   auto id = submit_gated("demo.ledger");
   ASSERT_NE(id, 0u);
-  ASSERT_TRUE(eventually([&] { return dormant_on_a() == 1; }, 30s, 100ms))
+  ASSERT_TRUE(eventually([&] { return passivated_on_a() == 1; }, 30s, 100ms))
     << "the placeholder kept its actor\n"
     << nodes_[0]->log_tail();
   nodes_[0]->kill();
   ASSERT_TRUE(nodes_[0]->start()) << nodes_[0]->log_tail();
-  EXPECT_TRUE(eventually([&] { return dormant_on_a() == 1; }, 30s, 100ms))
+  EXPECT_TRUE(eventually([&] { return passivated_on_a() == 1; }, 30s, 100ms))
     << "it did not go again after the restart\n"
     << nodes_[0]->log_tail();
   std::ofstream(gates() / "step.1").put('\n');
   std::ofstream(gates() / "step.2").put('\n');
   EXPECT_EQ(final_state(0, id), "SUCCESS") << nodes_[0]->log_tail();
   EXPECT_EQ(ledger_files(), 3u + 2 * 3);
-  EXPECT_EQ(dormant_on_a(), 0);
+  EXPECT_EQ(passivated_on_a(), 0);
 }
 
 }  // namespace

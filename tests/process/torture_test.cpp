@@ -380,12 +380,12 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
     if (!r.dir.empty())
       fs::create_directories(r.dir);
 
-  // Two run slots keep work pending across several kills. Waiting roots hibernate at once,
+  // Two run slots keep work pending across several kills. Waiting roots passivate at once,
   // soon, or rarely, by seed (not drawn from `rng`: the workload of a seed stays the same).
-  const int hibernate_ms = std::array{0, 50, 1000}[seed % 3];
+  const int passivate_ms = std::array{0, 50, 1000}[seed % 3];
   node n{dir.path() / "data",
          0,
-         {"--workers", "2", "--hibernate-after-ms", std::to_string(hibernate_ms)}};
+         {"--workers", "2", "--passivate-after-ms", std::to_string(passivate_ms)}};
   ASSERT_TRUE(n.start()) << replay << "\n" << n.log_tail();
 
   std::vector<std::string> problems;
@@ -681,7 +681,7 @@ TEST(torture, seeded_mixed_workload_survives_ten_sigkills) {
   line << std::fixed << "  torture seed " << seed << ": " << roots.size() << " roots (" << ledgers_n
        << " ledger [" << tree_roots << " trees, " << failing << " failing], " << waiters
        << " waiters, " << timeouts << " timeouts, " << flakies << " flaky), " << all->size()
-       << " procedures, hibernation after " << hibernate_ms << " ms, " << kills << " SIGKILLs at"
+       << " procedures, passivation after " << passivate_ms << " ms, " << kills << " SIGKILLs at"
        << kill_log << "; " << cut_off_submits << " submits and " << cut_off_events
        << " events cut off and retried, " << polls
        << " status polls; restarts <= " << max_restart_ms << " ms; " << ledger_files

@@ -50,21 +50,21 @@ struct root_entry {
   caf::actor handle;
   restart_tracker restarts;
   bool finished = false;
-  /// Hibernated: no actor; the root waits for an event and is restarted from the journal
+  /// Passivated: no actor; the root waits for an event and is restarted from the journal
   /// when the event, its deadline or an abort comes (wake_root).
-  bool dormant = false;
+  bool passivated = false;
   bool waking = false;         ///< its tree is being read back
-  uint64_t sleep_token = 0;    ///< the deadline message of an older sleep carries another
-  int requests_in_flight = 0;  ///< sent to its actor, unanswered: it may not hibernate
+  uint64_t passivation_token = 0;    ///< the deadline message of an older sleep carries another
+  int requests_in_flight = 0;  ///< sent to its actor, unanswered: it may not passivate
   /// Wake-ups routed into the live tree (events, ends of children on other nodes): a
   /// passivation asked for at another epoch is refused (proc_passivate_tree.cpp).
   uint64_t wake_epoch = 0;
-  std::vector<std::string> remote_nodes;         ///< dormant: where its remote children run
+  std::vector<std::string> remote_nodes;         ///< passivated: where its remote children run
   std::vector<std::function<void()>> when_live;  ///< run once the woken actor exists
-  /// Dormant with a deadline: its procedures, counted in executor_state::wake_volume under
+  /// Passivated with a deadline: its procedures, counted in executor_state::wake_volume under
   /// the second of wake_deadline_ms (0: not counted).
   uint64_t wake_procs = 0;
-  int64_t wake_deadline_ms = 0;  ///< dormant: the earliest deadline it is read back ahead of
+  int64_t wake_deadline_ms = 0;  ///< passivated: the earliest deadline it is read back ahead of
   /// Read back ahead of this deadline: it does not passivate again while that deadline is its
   /// earliest (it would be read back at once, and again, until the deadline).
   int64_t woken_for_ms = 0;
@@ -92,7 +92,7 @@ struct event_delivery {
   bool consume = false;
 };
 
-/// A delivery held for a procedure whose actor is not there (a passivated tree, a dormant
+/// A delivery held for a procedure whose actor is not there (a passivated tree, a passivated
 /// child): given to it when it waits under `key` again.
 struct held_event {
   std::string key;
@@ -177,7 +177,7 @@ struct executor_state {
   type_metrics metrics;
   size_t live = 0;     ///< procedures live here (proc_record::live_since_ns set)
   size_t waiting = 0;  ///< procedures WAITING or WAITING_TIMEOUT
-  size_t dormant = 0;  ///< hibernated roots
+  size_t passivated = 0;  ///< passivated roots
   /// Events for procedures of passivated trees, kept until their actors wait again.
   std::unordered_map<uint64_t, held_event> held_events;
   /// Events handed to procedures, until each said whether it took it, by LSN; and the
@@ -186,11 +186,11 @@ struct executor_state {
   std::unordered_multimap<uint64_t, uint64_t> handed_events;
   /// Calls under way, by call id (the key their procedure waits under).
   std::unordered_map<std::string, call_entry> calls;
-  /// Event waiters registered by their parent (dormant children, proc_passivated_children.cpp): their
+  /// Event waiters registered by their parent (passivated children, proc_passivated_children.cpp): their
   /// event is held, and the parent told to spawn them.
   std::unordered_set<uint64_t> via_parent;
   /// Passivated trees by the nodes their remote children run on: woken when one changes.
-  std::unordered_map<std::string, std::unordered_set<uint64_t>> dormant_by_node;
+  std::unordered_map<std::string, std::unordered_set<uint64_t>> passivated_by_node;
   /// Procedures of the passivated trees by the second of their earliest deadline (how early
   /// a tree is read back: wake_lead_ms).
   std::map<int64_t, uint64_t> wake_volume;
@@ -233,7 +233,7 @@ struct executor_state {
   /// Children placed on other nodes: who takes the messages about them (their placeholder,
   /// or the root rolling their tree back).
   std::unordered_map<uint64_t, caf::actor> remote_routes;
-  /// Of those, the children held dormant by their parent (the route is the parent): told
+  /// Of those, the children held passivated by their parent (the route is the parent): told
   /// to spawn the placeholder (wake_child_atom) rather than the messages themselves.
   std::unordered_set<uint64_t> remote_via;
   /// Ends of such children journaled here (a serialized pb::RemoteEnd, and the time of the
@@ -266,7 +266,7 @@ struct executor_state {
   /// ends; what would is kept here and done then (recover_end).
   bool recovering = false;
   struct recovery_tally {
-    size_t running = 0, rolling = 0, done = 0, quarantined = 0, dormant = 0, events = 0;
+    size_t running = 0, rolling = 0, done = 0, quarantined = 0, passivated = 0, events = 0;
     std::chrono::steady_clock::time_point since;
   } tally;
   std::vector<std::pair<std::shared_ptr<const tree_image>, bool>> to_start;  ///< (image, rollback)
@@ -329,11 +329,11 @@ caf::actor* event_waiter(executor_actor* self, uint64_t id);
 bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
                          const caf::actor& child, caf::actor parent);
 
-/// Procedure `id` (actor `h`; invalid for a hibernated root) waits for event `key`: woken at
+/// Procedure `id` (actor `h`; invalid for a passivated root) waits for event `key`: woken at
 /// once by the oldest one kept from earlier, which it consumes (or by the one held for it),
 /// else when the next one arrives. During recovery kept events are not handed out: recover_end
 /// does, in the order of the waits (match_recovered_events). `via`:
-/// `h` is the parent of dormant child `id`, which the event reaches through it: the event is
+/// `h` is the parent of passivated child `id`, which the event reaches through it: the event is
 /// held, and the parent told to spawn the child (wake_child_atom), whose actor then gets it.
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
                  bool via = false);
@@ -433,7 +433,7 @@ void recover_end(executor_actor* self);
 // -- passivation (executor_passivation.cpp) ---------------------------------------------------
 /// The tree of `root_id` asks to give up its actors until woken (proc_passivate_tree.cpp);
 /// false if anything was routed into it since `epoch` or is on its way to it.
-bool hibernate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
+bool passivate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
                     const passivation_answer& a);
 /// The root's entry leaves the passivated trees' wake volume (it woke, or went).
 void forget_wake_volume(executor_state& st, root_entry& re);
@@ -443,20 +443,20 @@ uint64_t passivation_epoch(executor_actor* self, uint64_t root_id);
 void note_wake(executor_actor* self, uint64_t root_id);
 /// Node `node` went down or came back: passivated trees with children there wake (their
 /// placeholders watch the node).
-void wake_dormant_on(executor_actor* self, const std::string& node);
-/// The root is not dormant any more (it runs again, or it cannot be read).
+void wake_passivated_on(executor_actor* self, const std::string& node);
+/// The root is not passivated any more (it runs again, or it cannot be read).
 void end_sleep(executor_actor* self, uint64_t root_id);
 /// True if every procedure of the tree only waits (it starts passivated at recovery).
 bool only_waits(const tree_image& t, const cluster_view& cluster);
 /// What a procedure of a passivated tree shows as waiting_for.
 std::string waiting_reason(const proc_image& p);
 /// Recovery of a tree that only waits: passivated from the start.
-void recover_dormant(executor_actor* self, const tree_image& t);
-/// Wakes procedure `id` (actor `h`, or a hibernated root when `h` is invalid) with an event;
-/// `via`: `h` is the parent of dormant child `id` (also when it registered so).
+void recover_passivated(executor_actor* self, const tree_image& t);
+/// Wakes procedure `id` (actor `h`, or a passivated root when `h` is invalid) with an event;
+/// `via`: `h` is the parent of passivated child `id` (also when it registered so).
 void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h, const std::string& key,
                    event_delivery d, bool via = false);
-/// A hibernated root gets its actor back (from the journal); `then` runs once it exists
+/// A passivated root gets its actor back (from the journal); `then` runs once it exists
 /// (at once if it is live). Nothing happens for a tree that is not known.
 void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> then = {});
 
@@ -474,13 +474,13 @@ std::string not_a_peer(executor_actor* self, const std::string& from);
 /// Takes another node's messages about trees spanning both (executor_remote.cpp).
 void handle_peer_delivery(executor_actor* self, const pb::PeerDeliver& req, promise_t rp);
 /// Messages about child `id` on another node go to `h`: its placeholder, the root rolling
-/// its tree back, or (`via`) the parent holding it dormant. An end journaled here already is
+/// its tree back, or (`via`) the parent holding it passivated. An end journaled here already is
 /// told at once (to a parent: wake the child; so is the loss of the child's node).
 void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via);
 /// Placeholder `placeholder` of child `id` gives up its actor: its messages go to `parent`
 /// from now on, unless its end is here already (then on its way to the placeholder, which
 /// stays). True if switched.
-bool remote_sleep_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
+bool remote_passivate_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
                       caf::actor parent);
 // -- event ids (executor_event_ids.cpp; event_ids.hpp) ----------------------------------------
 /// The EventIdSeen records read back.

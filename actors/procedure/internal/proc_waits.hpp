@@ -1,5 +1,5 @@
 // Internal: waiting, and procedures giving up their actors — their own timer and event waits
-// (proc_waiting.cpp), dormant children and subtrees (proc_passivated_children.cpp), waiters going while
+// (proc_waiting.cpp), passivated children and subtrees (proc_passivated_children.cpp), waiters going while
 // their tree runs (proc_passivate_waiter.cpp), and whole trees passivating (proc_passivate_tree.cpp).
 // procedure_actor_state.hpp includes it after the state these functions act on; it includes
 // that header itself, so either may be included first.
@@ -29,7 +29,7 @@ void wait_for_call(proc_actor* self, int64_t deadline_ms);
 
 /// Registers with the executor that procedure `id` waits under `key`: for an event, or for
 /// the reply of its call to `call_service` (which the executor then makes, unless it is
-/// under way). `via`: `id` is a dormant child of this actor, which the answer reaches
+/// under way). `via`: `id` is a passivated child of this actor, which the answer reaches
 /// through it (proc_passivated_children.cpp); otherwise `id` is this actor's own procedure.
 void register_wait(proc_actor* self, uint64_t id, bool via, const std::string& key,
                    const std::string& call_service, const std::string& call_request);
@@ -39,30 +39,30 @@ void register_wait(proc_actor* self);
 /// Disarms the wait timer (its token and the timeout actor's entry).
 void disarm_timer(proc_actor* self);
 
-// -- dormant children (proc_passivated_children.cpp) ------------------------------------------------------
+// -- passivated children (proc_passivated_children.cpp) ------------------------------------------------------
 
-/// Child `cid` of `image` may stay unspawned (dormant) until its wake-up: passivation is on,
+/// Child `cid` of `image` may stay unspawned (passivated) until its wake-up: passivation is on,
 /// and it waits for a timer, an event or a call's reply with nothing of its subtree running,
-/// or it waits for its children and each of them that has not ended may so stay (a dormant
+/// or it waits for its children and each of them that has not ended may so stay (a passivated
 /// subtree, woken by the earliest wake-up in it).
-bool may_sleep_unspawned(proc_actor* self, const tree_image& image, uint64_t cid);
+bool may_passivate_unspawned(proc_actor* self, const tree_image& image, uint64_t cid);
 
-/// Makes child `c` of `image` dormant until its timer, its event or the event's deadline
-/// (of a dormant subtree: until the earliest of those in it); `own`: the image is the
+/// Makes child `c` of `image` passivated until its timer, its event or the event's deadline
+/// (of a passivated subtree: until the earliest of those in it); `own`: the image is the
 /// child's alone (it gave up its actor while live), not the tree's.
 void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const tree_image>& image,
                   bool own = false);
 
-/// Spawns dormant child `c` now (its wake-up came — `by_wake_up` — or a bypass is on its way
+/// Spawns passivated child `c` now (its wake-up came — `by_wake_up` — or a bypass is on its way
 /// to it).
-void wake_dormant(proc_actor* self, child_slot& c, bool by_wake_up = false);
+void wake_passivated(proc_actor* self, child_slot& c, bool by_wake_up = false);
 
 /// The wake-up of child `cid` came (wake_child_atom, from the timeout actor or the
-/// executor): spawned if it is still dormant (held while the tree is being passivated;
+/// executor): spawned if it is still passivated (held while the tree is being passivated;
 /// queued while max_live_children of its siblings have actors).
 void on_wake_child(proc_actor* self, uint64_t cid);
 
-/// How many of a procedure's children may have actors at once for wake-ups of dormant
+/// How many of a procedure's children may have actors at once for wake-ups of passivated
 /// children to spawn more at once. A million timers due within a second are sent faster
 /// than their procedures can run: spawned as they came, 96,000 actors were live at once
 /// in a firing of 200,000 (900 MB, every new actor on fresh pages, its memory cold).
@@ -77,41 +77,41 @@ inline constexpr size_t max_live_children = 256;
 /// actors (after a child's actor went down).
 void wake_queued(proc_actor* self);
 
-/// Dormant child `c` is stopped with its parent's subtree: it never started its state.
-void stop_dormant(proc_actor* self, child_slot& c);
+/// Passivated child `c` is stopped with its parent's subtree: it never started its state.
+void stop_passivated(proc_actor* self, child_slot& c);
 
-/// Cancels the wake-ups of the dormant children (the parent's actor is going away).
-void release_dormant(proc_actor* self);
+/// Cancels the wake-ups of the passivated children (the parent's actor is going away).
+void release_passivated(proc_actor* self);
 
 /// The ids of `q` and of what of its subtree in `image` has not ended.
 void unended_subtree(const tree_image& image, const proc_image& q, std::vector<uint64_t>* out);
 
-/// The image dormant child `c` sleeps in (its own, or the tree's).
-const std::shared_ptr<const tree_image>& dormant_image_of(const proc_actor_state& st,
+/// The image passivated child `c` sleeps in (its own, or the tree's).
+const std::shared_ptr<const tree_image>& passivated_image_of(const proc_actor_state& st,
                                                           const child_slot& c);
 
 // -- a waiting procedure's actor given up while its tree runs (proc_passivate_waiter.cpp) ---------------
 
 /// Thawed after its tree could not passivate: a procedure that only waits for its timer or
 /// its event offers its parent to give up its actor until then.
-void offer_sleep(proc_actor* self);
+void offer_parent_passivation(proc_actor* self);
 
 /// The parent's answer to the offer.
-void on_sleep_reply(proc_actor* self, bool accepted);
+void on_passivate_reply(proc_actor* self, bool accepted);
 
 /// Parent: child `cid` offers to give up its actor (`image`: its own, as journaled).
-void on_sleep_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image);
+void on_passivate_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tree_image> image);
 
 /// Parent: child `cid` takes its accepted offer back.
-void on_sleep_undo(proc_actor* self, uint64_t cid);
+void on_passivate_undo(proc_actor* self, uint64_t cid);
 
 /// Parent: the actor of child `c`, which had offered, went down (`reason`): true if it gave
-/// way (it is dormant now, or counted stopped), false if it crashed (supervised as usual).
-bool on_sleeper_down(proc_actor* self, child_slot& c, const caf::error& reason);
+/// way (it is passivated now, or counted stopped), false if it crashed (supervised as usual).
+bool on_passivating_child_down(proc_actor* self, child_slot& c, const caf::error& reason);
 
 // -- passivation (proc_passivate_tree.cpp) -------------------------------------------------------
 
-/// This procedure began to wait: a root arms its hibernate_after deadline, another tells
+/// This procedure began to wait: a root arms its passivate_after deadline, another tells
 /// its root (which does the same).
 void offer_passivation(proc_actor* self);
 
@@ -120,10 +120,10 @@ void offer_passivation(proc_actor* self);
 /// passivation_min_sleep_ms.
 passivation_answer own_answer(proc_actor* self);
 
-/// Root: its hibernate_after deadline (`token`) passed: tries to passivate its tree.
-void try_hibernate(proc_actor* self, uint64_t token);
+/// Root: its passivate_after deadline (`token`) passed: tries to passivate its tree.
+void try_passivate(proc_actor* self, uint64_t token);
 
-/// Root: attempt `attempt` got no answer in time: given up, the tree thaws.
+/// Root: attempt `attempt` got no answer in time: given up, the tree resumes.
 void on_passivate_late(proc_actor* self, uint64_t attempt);
 
 /// Parent `parent` asks (query `tag`) whether this subtree only waits (and freezes it if
@@ -138,10 +138,10 @@ void on_passivate_answer(proc_actor* self, uint64_t tag, uint64_t child_id,
 /// only wait.
 void on_passivate_child_down(proc_actor* self, uint64_t child_id);
 
-/// The passivation was refused: run what was held, and thaw the children.
-void thaw(proc_actor* self);
+/// The passivation was refused: run what was held, and resume the children.
+void passivation_refused(proc_actor* self);
 
-/// Holds `f` (a wake-up) until thaw.
+/// Holds `f` (a wake-up) until resume.
 void hold(proc_actor* self, std::function<void()> f);
 
 /// Cancels this procedure's deadlines with the timeout actor (its actor is going away).

@@ -62,25 +62,25 @@ struct child_slot {
   std::vector<uint64_t> stopped_clean;
   child_result result;
   int64_t ended_at_ms = 0;  ///< when it ended, as its journal records say (0: not known)
-  /// Dormant: read back waiting for a timer (wait(duration)), with nothing of its own
+  /// Passivated: read back waiting for a timer (wait(duration)), with nothing of its own
   /// running, and not spawned: the parent holds its wake-up with the timeout actor under
   /// the child's own name, and spawns it from the parent's image when it is due (or when
   /// a bypass is on its way to it). A tree woken from passivation, or restarted, so brings
   /// back only the procedures whose time has come, in deadline order (proc_passivated_children.cpp).
-  bool dormant = false;
-  bool dormant_event = false;  ///< a dormant child waiting for an event (else a timer)
-  int64_t wake_at_ms = 0;      ///< of a dormant child: its timer, or its event's deadline (0: none)
-  /// Of a dormant child: its entry in the image it sleeps in (spawned from it when woken).
-  const proc_image* dormant_entry = nullptr;
-  /// Of a dormant child: the procedures it stands for, itself included (more than one when
-  /// it is a parent waiting for its children, dormant with its subtree), and those of them
+  bool passivated = false;
+  bool passivated_event = false;  ///< a passivated child waiting for an event (else a timer)
+  int64_t wake_at_ms = 0;      ///< of a passivated child: its timer, or its event's deadline (0: none)
+  /// Of a passivated child: its entry in the image it sleeps in (spawned from it when woken).
+  const proc_image* passivated_entry = nullptr;
+  /// Of a passivated child: the procedures it stands for, itself included (more than one when
+  /// it is a parent waiting for its children, passivated with its subtree), and those of them
   /// below it waiting for an event or a reply, or placed on another node, registered
   /// through this parent.
-  uint32_t dormant_procs = 0;
-  std::vector<uint64_t> dormant_waiters;
-  /// It offered to give up its actor and was told yes: dormant once its actor is gone
+  uint32_t passivated_procs = 0;
+  std::vector<uint64_t> passivated_waiters;
+  /// It offered to give up its actor and was told yes: passivated once its actor is gone
   /// (proc_passivate_waiter.cpp), live again if it takes the offer back.
-  bool sleep_pending = false;
+  bool passivate_pending = false;
   /// Cancelled by this parent (its Cancelled record is durable): stopped, then its subtree
   /// undone; never spawned again (proc_cancel.cpp).
   bool cancelling = false;
@@ -100,7 +100,7 @@ struct restart_batch {
 struct proc_actor_state {
   static inline const char* name = "proctor.procedure";
 
-  /// An actor gone without releasing its dormant children (it crashed) leaves the gauge
+  /// An actor gone without releasing its passivated children (it crashed) leaves the gauge
   /// right: they are gone with it.
   ~proc_actor_state() {
     if (!env)
@@ -110,13 +110,13 @@ struct proc_actor_state {
     // actor. (Told too when its job was on a worker or had run: the scheduler finds nothing.)
     if ((job_queued || busy) && env->scheduler && self_addr)
       caf::anon_send(env->scheduler, proc_gone_atom::value, self_addr);
-    if (dormant_children == 0)
+    if (passivated_children == 0)
       return;
     int64_t n = 0;
     for (const auto& c : children)
-      if (c.dormant)
-        n += static_cast<int64_t>(c.dormant_procs);
-    env->dormant_procedures.fetch_sub(n, std::memory_order_relaxed);
+      if (c.passivated)
+        n += static_cast<int64_t>(c.passivated_procs);
+    env->passivated_procedures.fetch_sub(n, std::memory_order_relaxed);
   }
 
   // -- identity -----------------------------------------------------------------------------
@@ -174,9 +174,9 @@ struct proc_actor_state {
   int64_t timer_at_ms = 0;        ///< of the armed wait timer (event deadline or wake-up)
   bool wait_timer_armed = false;  ///< the timeout actor holds a wait deadline for us
   /// Root: trying to passivate its tree (asking it, then the executor); no answer yet.
-  bool hibernating = false;
-  bool passivate_armed = false;    ///< root: its hibernate_after deadline is armed
-  uint64_t passivate_token = 0;    ///< root: of the armed hibernate_after deadline
+  bool passivating = false;
+  bool passivate_armed = false;    ///< root: its passivate_after deadline is armed
+  uint64_t passivate_token = 0;    ///< root: of the armed passivate_after deadline
   int passivate_failures = 0;      ///< root: attempts that found its tree not only waiting
   bool passivate_hinted = false;   ///< root: a procedure began to wait during an attempt
   uint64_t passivate_attempt = 0;  ///< root: the attempt under way (or the last)
@@ -187,9 +187,9 @@ struct proc_actor_state {
   /// Root: when its tree was last seen active (a procedure began to wait, a child ended).
   int64_t tree_active_ms = 0;
   /// Its tree is asked to passivate and it said it only waits: what would wake it is held
-  /// (run on thaw; lost with the actor if the executor agrees, which it does only when
+  /// (run on resume; lost with the actor if the executor agrees, which it does only when
   /// nothing it routes reached the tree, while the earliest deadline wakes the tree).
-  bool frozen = false;
+  bool passivation_held = false;
   std::vector<std::function<void()>> held;
   /// Its subtree's answer being gathered (proc_passivate_tree.cpp). Children are asked with a
   /// tagged message and answer with one, not a request each: CAF 0.17 keeps an actor's
@@ -203,9 +203,9 @@ struct proc_actor_state {
   };
   std::unique_ptr<passivation_query> query;
   uint64_t query_tag = 0;  ///< of the last query this procedure sent its children
-  /// Run with the executor's answer (agreed or not) to the hibernation asked for: an
+  /// Run with the executor's answer (agreed or not) to the passivation asked for: an
   /// operator's bypass that arrived meanwhile waits for it.
-  std::vector<std::function<void(bool agreed)>> on_hibernate_answer;
+  std::vector<std::function<void(bool agreed)>> on_passivation_decided;
   bool bypassing = false;  ///< an operator's bypass is being journaled: nothing runs
   /// Its step failed and waits for its next attempt (a retry policy's back-off): an
   /// operator's retry may run it now (proc_retry.cpp).
@@ -251,27 +251,27 @@ struct proc_actor_state {
   /// their slots).
   std::vector<uint64_t> stopped_clean;
   std::vector<restart_batch> pending_restarts;
-  /// The image dormant children are spawned from, while any is left (proc_passivated_children.cpp).
-  std::shared_ptr<const tree_image> dormant_image;
-  size_t dormant_children = 0;
-  /// Waiters inside the subtree of a dormant child, mapped to that child: the executor's
+  /// The image passivated children are spawned from, while any is left (proc_passivated_children.cpp).
+  std::shared_ptr<const tree_image> passivated_image;
+  size_t passivated_children = 0;
+  /// Waiters inside the subtree of a passivated child, mapped to that child: the executor's
   /// wake-up for one of them (wake_child_atom) spawns the child, which puts its own
   /// children to sleep again and so gets the wake-up sent again (proc_passivated_children.cpp).
-  std::unordered_map<uint64_t, uint64_t> dormant_routes;
-  /// Wake-ups of dormant children that came while max_live_children of its children had
+  std::unordered_map<uint64_t, uint64_t> passivated_routes;
+  /// Wake-ups of passivated children that came while max_live_children of its children had
   /// actors, oldest first from wakes_head: each spawns its child when one of those goes
   /// down (on_wake_child, wake_queued; proc_passivated_children.cpp).
   std::vector<uint64_t> wakes_due;
   size_t wakes_head = 0;
-  /// The images of children that gave up their actors while live (offered, or dormant since),
+  /// The images of children that gave up their actors while live (offered, or passivated since),
   /// each spawned from its own (proc_passivate_waiter.cpp).
-  std::unordered_map<uint64_t, std::shared_ptr<const tree_image>> slept_images;
+  std::unordered_map<uint64_t, std::shared_ptr<const tree_image>> passivated_images;
   /// This procedure offered its parent to give up its actor: what wakes it is held until
   /// the answer (proc_passivate_waiter.cpp).
-  bool offering = false;
-  /// A parent thawed while its children were still giving up their actors: it offers to
+  bool passivate_offered = false;
+  /// A parent resumed while its children were still giving up their actors: it offers to
   /// give up its own once the last of them did (proc_passivate_waiter.cpp).
-  bool sleep_wanted = false;
+  bool passivate_wanted = false;
   /// Appends sent to the journal and not yet durable, oldest first: (tag, what runs then).
   struct pending_append {
     uint64_t tag = 0;
@@ -482,7 +482,7 @@ void run_cancellations(proc_actor* self);
 /// The cancellation's plan ran to its end: journal its children's ends, tell the join.
 void finish_cancellation(proc_actor* self);
 
-/// Stops a cancelled child (at a step boundary; a dormant one is dropped).
+/// Stops a cancelled child (at a step boundary; a passivated one is dropped).
 void stop_cancelled_child(proc_actor* self, child_slot& c);
 
 /// Shows how far the cancellation got (`detail`: what it waits for) as this parent's wait.
