@@ -23,8 +23,8 @@ set_target_properties(proctor_allocator PROPERTIES EXPORT_NAME allocator)
 add_library(Proctor::allocator ALIAS proctor_allocator)
 
 set(PROCTOR_LIBRARIES proctor_proto proctor_calendar proctor_procedures proctor_persistence
-  proctor_replication proctor_supervision proctor_wire proctor_base proctor_scheduling proctor_cluster
-  proctor_procedure proctor_executor proctor_http proctor_console proctor_node proctor_testing)
+  proctor_tls proctor_tls_caf proctor_replication proctor_supervision proctor_wire proctor_base
+  proctor_scheduling proctor_cluster proctor_procedure proctor_executor proctor_http proctor_console proctor_node proctor_testing)
 # Components (the Debian packages of cmake/ProctorPackage.cmake): `server` has the programs,
 # `dev` what authors build with.
 install(TARGETS ${PROCTOR_LIBRARIES} proctor_all proctor_allocator EXPORT ProctorTargets

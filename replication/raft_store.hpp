@@ -124,7 +124,7 @@ struct raft_store_options {
   /// and replayed past the applied index after a crash (docs/replication.md).
   bool sync_applies = false;
   /// Mutual TLS on the Raft port (raft_tls_transport.hpp), with this context: the node's
-  /// (make_tls_context, actors/wire/tls_options.hpp). Every replica of the group must have
+  /// (make_tls_context, tls/tls_options.hpp). Every replica of the group must have
   /// one, with certificates from one CA. Null: plain TCP (raft_uv_tcp).
   std::shared_ptr<ssl_ctx_st> tls;
 };

@@ -27,7 +27,7 @@
 
 #include "replication/raft_codec.hpp"
 #include "replication/raft_fsm.hpp"
-#include "replication/raft_test_group.hpp"
+#include "tests/support/raft_test_group.hpp"
 
 namespace proctor {
 namespace {

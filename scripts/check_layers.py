@@ -6,15 +6,20 @@ it, never above):
 
     apps -> actors/testing -> actors/node -> actors/console -> actors/http -> actors/executor
          -> actors/procedure -> actors/cluster -> actors/scheduling -> actors/base
-         -> actors/wire -> supervision -> replication -> persistence -> procedures -> calendar
+         -> actors/wire -> supervision -> replication -> tls -> persistence -> procedures -> calendar
          -> proto
 
 Besides the order it checks that
   - a folder's internal/ headers are included only from that folder (and from tests/);
+  - tests/support/ (helpers of several tests) is included only by tests (tests/, *_test.cpp);
   - the public headers (include/proctor/, reached as <proctor/...>) include only each other and
     the generated <proctor/*.pb.h>, and an example includes nothing of the project but them;
   - generated headers are reached as <proctor/x.pb.h>, never as a bare "x.pb.h";
   - no two folders include each other (a cycle), counting subfolders (wire/json) apart.
+  - LAYERS is the one source of the order: the order written in README.md and
+    docs/architecture.md (the "run one way" chain and the mermaid drawing) and the order of
+    add_subdirectory in CMakeLists.txt and actors/CMakeLists.txt (bottom layer first) agree
+    with it (check_written_order).
 Each finding is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
 
     scripts/check_layers.py [--root DIR]   check a tree (default: this script's project)
@@ -40,6 +45,7 @@ LAYERS = [
     "actors/wire",
     "supervision",
     "replication",
+    "tls",
     "persistence",
     "procedures",
     "calendar",
@@ -107,8 +113,9 @@ def resolve(root, rel, kind, target):
 def scan(root):
     findings = []
     edges = {}  # folder -> {folder: (file, line)}
-    for top in ["apps", "actors", "supervision", "persistence", "procedures", "include",
-                "tests", "examples"]:
+    # Every layer's top folder, and the folders that are no layer but include the layers.
+    tops = sorted({name.split("/")[0] for name in LAYERS}) + ["include", "tests", "examples"]
+    for top in tops:
         base = os.path.join(root, top)
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if d not in ("corpus", "web"))
@@ -118,6 +125,70 @@ def scan(root):
                 rel = os.path.relpath(os.path.join(dirpath, fn), root)
                 check_file(root, rel, findings, edges)
     findings.extend(find_cycles(edges))
+    return findings
+
+
+def short(name):
+    """A layer as the docs write it: actors/ folders by their own name, others with a slash."""
+    return name[len("actors/"):] if name.startswith("actors/") else name
+
+
+def check_written_order(root):
+    """Where the layer order is written besides LAYERS, it must be LAYERS' order."""
+    findings = []
+    want = [short(n) for n in LAYERS]
+
+    def read(rel):
+        path = os.path.join(root, rel)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    # The chain "apps → actors/testing → node → ... → proto" after "run one way:".
+    for rel in ("README.md", "docs/architecture.md"):
+        text = read(rel)
+        if text is None:
+            continue
+        m = re.search(r"run one way:\s*(?:```\s*)?(apps\s*→.*?→\s*proto)\b", text, re.S)
+        if not m:
+            findings.append(f"{rel}:1: no 'run one way:' chain of the layers (apps → ... → proto)")
+            continue
+        line = text.count("\n", 0, m.start(1)) + 1
+        got = [short(t.strip(" `\n").rstrip("/")) for t in m.group(1).split("→")]
+        if got != want:
+            findings.append(f"{rel}:{line}: the layer chain differs from LAYERS in "
+                            f"scripts/check_layers.py; write: {' → '.join(want)}")
+    # The mermaid drawing: its layer nodes L_x["label"], in order of first appearance.
+    text = read("docs/architecture.md")
+    if text is not None:
+        m = re.search(r"```mermaid\n(flowchart TD\n.*?)```", text, re.S)
+        if m:
+            line = text.count("\n", 0, m.start(1)) + 1
+            labels = []
+            for label in re.findall(r'L_\w+\["([^"]+)"\]', m.group(1)):
+                label = short(label.split(" ")[0].rstrip("/"))
+                if label not in labels:
+                    labels.append(label)
+            if labels != want:
+                findings.append(f"docs/architecture.md:{line}: the mermaid layers {labels} "
+                                f"differ from LAYERS: {want}")
+    # add_subdirectory: each CMake file adds its layers bottom first.
+    for rel, prefix in (("CMakeLists.txt", ""), ("actors/CMakeLists.txt", "actors/")):
+        text = read(rel)
+        if text is None:
+            continue
+        order = []
+        for name in LAYERS[::-1]:
+            if prefix:
+                if name.startswith(prefix):
+                    order.append(name[len(prefix):])
+            elif name.split("/")[0] not in order:
+                order.append(name.split("/")[0])
+        added = [d for d in re.findall(r"^add_subdirectory\((\w+)\)", text, re.M) if d in order]
+        if added != order:
+            findings.append(f"{rel}:1: add_subdirectory order {added} differs from LAYERS "
+                            f"(bottom first): {order}")
     return findings
 
 
@@ -157,6 +228,9 @@ def check_file(root, rel, findings, edges):
         if is_public and not (kind == "<" and target.startswith("proctor/")):
             findings.append(f"{where}: a public header includes only <proctor/...> headers, "
                             f'not "{target}" (it would not be installed)')
+            continue
+        if dep.startswith("tests/support/") and not (is_test_tree or rel.endswith("_test.cpp")):
+            findings.append(f"{where}: {dep} is test support, for tests only")
             continue
         owner = internal_owner(dep)
         if owner and not is_test_tree and not (rel + "/").startswith(owner + "/"):
@@ -224,6 +298,8 @@ def self_test():
         "actors/wire/json/status.hpp": '#include "actors/wire/frame.hpp"\n',
         "examples/x/x.hpp": '#include <proctor/registry.hpp>\n#include "x.pb.h"\n',
         "tests/engine/t.cpp": '#include "actors/procedure/internal/state.hpp"\n',
+        "tests/support/group.hpp": "\n",
+        "persistence/journal_test.cpp": '#include "tests/support/group.hpp"\n',
     }
     planted = {
         # upward: persistence includes the node
@@ -238,13 +314,17 @@ def self_test():
         # a public header including a non-public one
         "include/proctor/bad.hpp": ('#include "procedures/demo.hpp"\n',
                                     "a public header includes only"),
+        # the order written in the README disagrees with LAYERS
+        "README.md": ("run one way: apps → persistence → proto.\n", "layer chain differs"),
+        # production code including test support
+        "persistence/store.cpp": ('#include "tests/support/group.hpp"\n', "for tests only"),
         # a cycle between two subfolders of one layer
         "actors/wire/bad.cpp": ('#include "actors/wire/json/status.hpp"\n', "cycle between folders"),
     }
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         write_tree(tmp, files)
-        clean = scan(tmp)
+        clean = scan(tmp) + check_written_order(tmp)
         if clean:
             print("self-test: the clean tree was reported:", *clean, sep="\n  ")
             failures += 1
@@ -252,7 +332,7 @@ def self_test():
             with tempfile.TemporaryDirectory() as one:
                 write_tree(one, files)
                 write_tree(one, {path: text})
-                found = scan(one)
+                found = scan(one) + check_written_order(one)
                 if not any(expect in f for f in found):
                     print(f"self-test: planted {path} ({text.strip()}) was not reported as "
                           f"'{expect}'; found: {found}")
@@ -279,11 +359,11 @@ def main():
     args = ap.parse_args()
     if args.self_test:
         return self_test()
-    findings = scan(args.root)
+    findings = scan(args.root) + check_written_order(args.root)
     for f in findings:
         print(f)
     if findings:
-        print(f"check_layers: {len(findings)} include(s) against the layer order", file=sys.stderr)
+        print(f"check_layers: {len(findings)} finding(s) against the layer order", file=sys.stderr)
         return 1
     print("check_layers: every include runs down the layer order")
     return 0

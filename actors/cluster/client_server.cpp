@@ -11,7 +11,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/base/rpc.hpp"
-#include "actors/cluster/tls.hpp"
+#include "tls/caf_tls.hpp"
 #include "actors/wire/wire_frame.hpp"
 #include <proctor/wire.pb.h>
 

@@ -16,7 +16,7 @@
 #include "actors/cluster/outbox.hpp"
 #include "persistence/journal.hpp"
 #include "persistence/keys.hpp"
-#include "actors/cluster/tls.hpp"
+#include "tls/caf_tls.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "actors/wire/wire_client.hpp"

@@ -3,7 +3,7 @@
 // peer travels multiplexed (wire.proto Request.tag): the outbox's deliveries, heartbeats,
 // and the queries this node forwards. The peer's own broker (client_server.hpp) answers a
 // tagged request as soon as its executor does, so a slow request holds up no other. The
-// connection is TLS when the actor system was configured for it (actors/cluster/tls.hpp).
+// connection is TLS when the actor system was configured for it (tls/caf_tls.hpp).
 //
 // Liveness. The link pings the peer every heartbeat_interval; the executor there answers
 // (not only its socket), so a node that is hung, stopped (SIGSTOP) or deadlocked stops

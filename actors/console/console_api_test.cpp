@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/console/console_api_fake_node.hpp"
+#include "tests/support/console_api_fake_node.hpp"
 #include "actors/console/console_auth.hpp"
 #include "actors/console/console_metrics.hpp"
 #include "actors/wire/json/status_json.hpp"

@@ -11,7 +11,7 @@
 #include "actors/base/node_env.hpp"
 #include "actors/base/rpc.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
-#include "actors/cluster/tls.hpp"
+#include "tls/caf_tls.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "supervision/restart_tracker.hpp"

@@ -24,7 +24,7 @@
 #include <proctor/wire.pb.h>
 
 #include "actors/node/replica_group.hpp"
-#include "actors/wire/tls_options.hpp"
+#include "tls/tls_options.hpp"
 #include "persistence/journal_store.hpp"
 
 namespace proctor {

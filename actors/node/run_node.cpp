@@ -26,7 +26,7 @@
 #include "actors/node/node_identity.hpp"
 #include "actors/node/replica_node.hpp"
 #include "actors/node/standby.hpp"
-#include "actors/cluster/tls.hpp"
+#include "tls/caf_tls.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/journal_backup.hpp"

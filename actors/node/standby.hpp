@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "actors/wire/tls_options.hpp"
+#include "tls/tls_options.hpp"
 #include "persistence/active_lock.hpp"
 
 namespace proctor {

@@ -19,7 +19,7 @@
 #include <tuple>
 #include <vector>
 
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 #include <proctor/registry.hpp>
 
 namespace proctor::testing {

@@ -7,7 +7,7 @@
 #include "actors/base/errors.hpp"
 #include "actors/base/rpc.hpp"
 #include "actors/cluster/outbox.hpp"
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 
 namespace proctor::testing {
 

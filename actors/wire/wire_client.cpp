@@ -15,7 +15,7 @@
 #include <memory>
 #include <optional>
 
-#include "actors/wire/tls_client.hpp"
+#include "tls/tls_client.hpp"
 #include "actors/wire/wire_frame.hpp"
 
 namespace proctor {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "actors/wire/tls_options.hpp"
+#include "tls/tls_options.hpp"
 
 namespace proctor {
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <set>
 
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 #include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {

@@ -19,7 +19,7 @@
 
 #include <spdlog/sinks/base_sink.h>
 
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "tests/engine/engine_passivation_fixture.hpp"
 

@@ -23,7 +23,7 @@
 #include "actors/node/node.hpp"
 #include "actors/base/rpc.hpp"
 #include <proctor/journal.pb.h>
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "procedures/demo.hpp"
 #include <proctor/wire.pb.h>

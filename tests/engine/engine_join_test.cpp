@@ -11,7 +11,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 #include "tests/engine/engine_fixture.hpp"
 #include "tests/engine/engine_probe.hpp"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "tests/engine/engine_fixture.hpp"
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 #include "persistence/rocksdb_store.hpp"
 
 namespace proctor::testing {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <mutex>
 
-#include "persistence/fault_store.hpp"
+#include "actors/testing/fault_store.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "tests/engine/engine_passivation_fixture.hpp"
 

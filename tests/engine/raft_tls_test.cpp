@@ -1,5 +1,5 @@
 // The Raft store over mutual TLS (replication/raft_tls_transport.hpp): three replicas in this
-// process on 127.0.0.1 (replication/raft_test_group.hpp), each with its own certificate from
+// process on 127.0.0.1 (tests/support/raft_test_group.hpp), each with its own certificate from
 // scripts/make-certs.sh. The group replicates and fails over; a replica whose certificate the
 // CA did not sign, or one without TLS, gets nothing while the majority goes on, and catches up
 // once it has a good certificate; a connection that never starts its handshake is closed.
@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/wire/tls_options.hpp"
-#include "replication/raft_test_group.hpp"
+#include "tls/tls_options.hpp"
+#include "tests/support/raft_test_group.hpp"
 
 namespace proctor {
 namespace {

@@ -19,7 +19,7 @@
 #include <caf/all.hpp>
 #include <caf/io/fwd.hpp>
 
-#include "actors/wire/tls_options.hpp"
+#include "tls/tls_options.hpp"
 
 namespace proctor {
 

@@ -1,5 +1,5 @@
-// Mutual TLS settings (docs/tls.md), shared by a node's sockets (actors/cluster/tls.hpp, through
-// CAF's OpenSSL module) and the blocking client (actors/wire/tls_client.hpp, OpenSSL directly).
+// Mutual TLS settings (docs/tls.md), shared by a node's sockets (tls/caf_tls.hpp, through
+// CAF's OpenSSL module) and the blocking client (tls/tls_client.hpp, OpenSSL directly).
 // Both sides present a certificate and require the other side's to chain to the CA; neither
 // checks host names: any certificate the CA signed is trusted, as a node or as a client.
 // No CAF here: the CLI links this without an actor system.

@@ -3,7 +3,7 @@
 // Copyright 2011-2018 Dominik Charousset, BSD 3-Clause or Boost Software License 1.0). Ours
 // add: handshake failures logged with OpenSSL's reason, CAF's exceptions for files gone bad
 // caught, TCP_NODELAY on accepted sockets.
-#include "actors/cluster/tls.hpp"
+#include "tls/caf_tls.hpp"
 
 #include <unistd.h>
 

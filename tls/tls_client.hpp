@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/wire/tls_options.hpp"
+#include "tls/tls_options.hpp"
 
 struct ssl_st;  // OpenSSL's SSL
 

@@ -1,4 +1,4 @@
-#include "actors/wire/tls_options.hpp"
+#include "tls/tls_options.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -1,4 +1,4 @@
-#include "actors/wire/tls_client.hpp"
+#include "tls/tls_client.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
