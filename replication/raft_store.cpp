@@ -101,7 +101,7 @@ bool raft_store_impl::start(std::string* error) {
     return false;
   }
   applied_ = db_->applied_index();
-  binding_.db = db_.get();
+  binding_.sm = db_.get();
   binding_.min_threshold = opts_.snapshot_threshold;
   binding_.max_log_bytes = opts_.snapshot_max_log_bytes;
   binding_.on_fatal = [this](const rocksdb::Status& st) { on_fatal(st); };

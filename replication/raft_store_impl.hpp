@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "replication/raft_c.hpp"
+#include "replication/journal_replica_db.hpp"
 #include "replication/raft_fsm.hpp"
 #include "replication/raft_store.hpp"
 #include "replication/raft_tls_transport.hpp"

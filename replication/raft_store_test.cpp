@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "replication/raft_codec.hpp"
+#include "replication/journal_replica_db.hpp"
 #include "replication/raft_fsm.hpp"
 #include "tests/support/raft_test_group.hpp"
 

@@ -15,7 +15,8 @@ Besides the order it checks that
   - the public headers (include/proctor/, reached as <proctor/...>) include only each other and
     the generated <proctor/*.pb.h>, and an example includes nothing of the project but them;
   - generated headers are reached as <proctor/x.pb.h>, never as a bare "x.pb.h";
-  - no two folders include each other (a cycle), counting subfolders (wire/json) apart.
+  - no two folders include each other (a cycle), counting subfolders (wire/json) apart, and
+    no two headers do (directly or through others);
   - LAYERS is the one source of the order: the order written in README.md and
     docs/architecture.md (the "run one way" chain and the mermaid drawing) and the order of
     add_subdirectory in CMakeLists.txt and actors/CMakeLists.txt (bottom layer first) agree
@@ -113,6 +114,7 @@ def resolve(root, rel, kind, target):
 def scan(root):
     findings = []
     edges = {}  # folder -> {folder: (file, line)}
+    header_edges = {}  # header -> {header it includes: where}
     # Every layer's top folder, and the folders that are no layer but include the layers.
     tops = sorted({name.split("/")[0] for name in LAYERS}) + ["include", "tests", "examples"]
     for top in tops:
@@ -123,8 +125,9 @@ def scan(root):
                 if not fn.endswith(SOURCE_EXT):
                     continue
                 rel = os.path.relpath(os.path.join(dirpath, fn), root)
-                check_file(root, rel, findings, edges)
+                check_file(root, rel, findings, edges, header_edges)
     findings.extend(find_cycles(edges))
+    findings.extend(find_cycles(header_edges, "headers"))
     return findings
 
 
@@ -192,7 +195,7 @@ def check_written_order(root):
     return findings
 
 
-def check_file(root, rel, findings, edges):
+def check_file(root, rel, findings, edges, header_edges):
     mine = layer_of(rel)
     is_test_tree = rel.startswith("tests/")
     is_example = rel.startswith("examples/")
@@ -240,13 +243,15 @@ def check_file(root, rel, findings, edges):
         if mine is not None and theirs is not None and RANK[theirs] < RANK[mine]:
             findings.append(f"{where}: {mine} may not include {dep} ({theirs} is above it "
                             "in the layer order)")
+        if rel.endswith((".hpp", ".h")) and dep.endswith((".hpp", ".h")):
+            header_edges.setdefault(rel, {}).setdefault(dep, where)
         a, b = folder_of(rel), folder_of(dep)
         if a != b and not is_test_tree:
             edges.setdefault(a, {}).setdefault(b, where)
     return findings
 
 
-def find_cycles(edges):
+def find_cycles(edges, what="folders"):
     """Every cycle between folders, found as strongly connected components (Tarjan)."""
     index, low, stack, on, out = {}, {}, [], set(), []
     counter = [0]
@@ -274,7 +279,7 @@ def find_cycles(edges):
                 comp.sort()
                 links = [f"{a} -> {b} ({edges[a][b]})" for a in comp for b in comp
                          if b in edges.get(a, {})]
-                out.append("cycle between folders " + ", ".join(comp) + ": " + "; ".join(links))
+                out.append(f"cycle between {what} " + ", ".join(comp) + ": " + "; ".join(links))
 
     for v in sorted(edges):
         if v not in index:
@@ -292,6 +297,7 @@ def self_test():
         "persistence/journal.hpp": '#include <proctor/registry.hpp>\n',
         "actors/base/messages.hpp": '#include "persistence/journal.hpp"\n',
         "actors/procedure/internal/state.hpp": '#include "actors/base/messages.hpp"\n',
+        "actors/procedure/internal/waits.hpp": '#include "actors/procedure/internal/state.hpp"\n',
         "actors/procedure/actor.cpp": '#include "actors/procedure/internal/state.hpp"\n',
         "actors/node/node.hpp": '#include "actors/base/messages.hpp"\n',
         "actors/wire/frame.hpp": "\n",
@@ -318,6 +324,10 @@ def self_test():
         "README.md": ("run one way: apps → persistence → proto.\n", "layer chain differs"),
         # production code including test support
         "persistence/store.cpp": ('#include "tests/support/group.hpp"\n', "for tests only"),
+        # two headers including each other (waits.hpp includes state.hpp)
+        "actors/procedure/internal/state.hpp": ('#include "actors/base/messages.hpp"\n'
+                                               '#include "actors/procedure/internal/waits.hpp"\n',
+                                               "cycle between headers"),
         # a cycle between two subfolders of one layer
         "actors/wire/bad.cpp": ('#include "actors/wire/json/status.hpp"\n', "cycle between folders"),
     }

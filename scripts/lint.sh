@@ -41,15 +41,21 @@ done
 # is tracked today: protobuf's output and the console's embedded files land in the build.
 exclude='^(build[^/]*)/'
 
+# The layout is clang-format 14's (another version lays some lines out differently), and
+# .clang-tidy was measured with clang-tidy 14: Debian bookworm's clang-format-14, clang-tidy-14.
+clang_format=$(command -v clang-format-14 || command -v clang-format || echo clang-format)
+clang_tidy=$(command -v clang-tidy-14 || command -v clang-tidy || echo clang-tidy)
+export clang_tidy
+
 rc=0
 files=()
 while IFS= read -r -d '' f; do
   [[ -f $f ]] && files+=("$f")  # a file deleted but not yet committed is not checked
 done < <(git ls-files -z -- '*.cpp' '*.hpp' '*.h' | grep -zEv "$exclude")
 
-echo "== format (clang-format --dry-run --Werror, .clang-format: ${#files[@]} files)"
+echo "== format (${clang_format##*/} --dry-run --Werror, .clang-format: ${#files[@]} files)"
 # One line per file: its first unformatted line and how many places differ.
-if out=$(clang-format --dry-run --Werror --style=file -- "${files[@]}" 2>&1); then
+if out=$("$clang_format" --dry-run --Werror --style=file -- "${files[@]}" 2>&1); then
   echo "format: ok"
 else
   summary=$(printf '%s\n' "$out" | awk -F: '
@@ -59,8 +65,8 @@ else
     }
     END {
       for (i = 1; i <= k; i++)
-        printf "%s:%s: not clang-formatted (%d places); fix: clang-format -i %s\n",
-          order[i], first[order[i]], n[order[i]], order[i]
+        printf "%s:%s: not clang-formatted (%d place%s); fix: clang-format -i %s\n",
+          order[i], first[order[i]], n[order[i]], n[order[i]] == 1 ? "" : "s", order[i]
     }')
   # Nothing in the usual form (an unreadable .clang-format?): clang-format's own words.
   printf '%s\n' "${summary:-$out}"
@@ -154,7 +160,7 @@ for f in sys.stdin.read().split("\n"):
   tidy_one() {  # FILE: clang-tidy's findings on it to $out/<FILE with / as _>
     local log="$out/${1//\//_}"
     # -Wno-unknown-warning-option: the compile commands are GCC's (-Wno-restrict).
-    clang-tidy -p "$build" --quiet --extra-arg=-Wno-unknown-warning-option "$1" >"$log" 2>&1
+    "$clang_tidy" -p "$build" --quiet --extra-arg=-Wno-unknown-warning-option "$1" >"$log" 2>&1
   }
   export -f tidy_one
   export build out

@@ -164,8 +164,8 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
       st.metrics.ended_after_retry(rec.type(), rec.state);
     else
       st.metrics.ended(rec.type(), rec.state, runtime);
-    if (!st.held_events.empty())
-      st.held_events.erase(it->first);
+    if (!st.events.held.empty())
+      st.events.held.erase(it->first);
     auto w = st.waiters.find(it->first);
     if (w != st.waiters.end()) {
       auto reply = status_reply(rec);
@@ -174,9 +174,9 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
       st.waiters.erase(w);
     }
     // An event handed to it that it did not take goes to the next waiter (or is kept).
-    if (!st.handed_events.empty())
+    if (!st.events.handed.empty())
       release_handed_event(self, it->first);
-    if (!st.schedule_runs.empty() && rec.root_id == it->first)
+    if (!st.schedules.runs.empty() && rec.root_id == it->first)
       schedule_run_ended(self, it->first);
   }
   if (final_now || fresh)
@@ -214,10 +214,10 @@ void forget_remote(executor_actor* self, const std::vector<proc_update>& procs) 
   auto& st = self->state;
   for (const auto& u : procs)
     if (!u.node.empty()) {
-      st.remote_routes.erase(u.id);
-      st.remote_ends.erase(u.id);
-      if (!st.remote_via.empty())
-        st.remote_via.erase(u.id);
+      st.remote.routes.erase(u.id);
+      st.remote.ends.erase(u.id);
+      if (!st.remote.via.empty())
+        st.remote.via.erase(u.id);
     }
 }
 
@@ -432,7 +432,7 @@ caf::behavior serving(executor_actor* self) {
     [self](peer_status_atom, peer_status& s) { on_peer_status(self, s); },
     [self](remote_lost_atom, uint64_t id) { declare_lost(self, id); },
     [self](orphan_retry_atom) {
-      self->state.orphan_retry_armed = false;
+      self->state.remote.orphan_retry_armed = false;
       roll_back_orphans(self);
     },
     [self](remote_route_atom, uint64_t id, caf::actor& h) {

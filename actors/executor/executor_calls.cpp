@@ -16,24 +16,24 @@ void await_call(executor_actor* self, const std::string& key, uint64_t id, caf::
   await_event(self, key, id, std::move(h), via);
   if (service.empty())
     return;  // an event, not a call
-  auto k = st.waiting_key.find(id);
-  if (k == st.waiting_key.end() || k->second != key)
+  auto k = st.events.waiting_key.find(id);
+  if (k == st.events.waiting_key.end() || k->second != key)
     return;  // its answer was held for it, and is on its way
-  if (st.calls.find(key) != st.calls.end())
+  if (st.events.calls.find(key) != st.events.calls.end())
     return;  // under way (made before its actor went, or came back)
   call_spec spec{id, root_of(self, id), key, std::move(service), std::move(request)};
   auto caller =
     spawn_caller(self->system(), st.env, caf::actor_cast<caf::actor>(self), std::move(spec));
-  st.calls.emplace(key, call_entry{std::move(caller), id});
+  st.events.calls.emplace(key, call_entry{std::move(caller), id});
 }
 
 void on_call_done(executor_actor* self, const std::string& key, bool ok, std::string text) {
   auto& st = self->state;
-  auto c = st.calls.find(key);
-  if (c == st.calls.end())
+  auto c = st.events.calls.find(key);
+  if (c == st.events.calls.end())
     return;  // stopped: its procedure no longer waits for it
   auto id = c->second.proc_id;
-  st.calls.erase(c);
+  st.events.calls.erase(c);
   size_t woke = 0;
   event_delivery d;
   if (ok)
@@ -48,22 +48,22 @@ void on_call_done(executor_actor* self, const std::string& key, bool ok, std::st
 
 void stop_call(executor_actor* self, uint64_t id) {
   auto& st = self->state;
-  if (st.calls.empty())
+  if (st.events.calls.empty())
     return;
-  auto k = st.waiting_key.find(id);
-  if (k == st.waiting_key.end())
+  auto k = st.events.waiting_key.find(id);
+  if (k == st.events.waiting_key.end())
     return;
-  auto c = st.calls.find(k->second);
-  if (c == st.calls.end() || c->second.proc_id != id)
+  auto c = st.events.calls.find(k->second);
+  if (c == st.events.calls.end() || c->second.proc_id != id)
     return;
   self->send_exit(c->second.caller, caf::exit_reason::user_shutdown);
-  st.calls.erase(c);
+  st.events.calls.erase(c);
 }
 
 void stop_calls(executor_actor* self) {
-  for (auto& [key, c] : self->state.calls)
+  for (auto& [key, c] : self->state.events.calls)
     self->send_exit(c.caller, caf::exit_reason::user_shutdown);
-  self->state.calls.clear();
+  self->state.events.calls.clear();
 }
 
 }  // namespace proctor::exec_detail

@@ -84,14 +84,14 @@ void tell_waiting_for(executor_actor* self, const peer_status& s) {
   // of passivated trees come back to do so.
   wake_passivated_on(self, s.name);
   size_t told = 0;
-  for (const auto& [id, h] : st.remote_routes) {
+  for (const auto& [id, h] : st.remote.routes) {
     auto p = st.procs.find(id);
     if (p == st.procs.end() || p->second.node() != s.name || !h)
       continue;
     // A passivation of its tree under way would lose what it does now (a deadline armed,
     // a placeholder spawned): refused.
     note_wake(self, p->second.root_id);
-    if (st.remote_via.count(id) == 0)
+    if (st.remote.via.count(id) == 0)
       self->send(h, peer_status_atom::value, s);
     else if (!s.up)
       self->send(h, wake_child_atom::value, id);  // its placeholder keeps the node-loss
@@ -139,7 +139,7 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   auto& st = self->state;
   auto g = std::make_shared<executor_gauges>();
   g->waiting = st.waiting;
-  g->passivated = st.passivated;
+  g->passivated = st.passivation.roots;
   g->procedures = st.procs.size();
   g->quarantined = st.quarantined.size();
   g->rolling_back = st.rolling_back.size();
@@ -152,7 +152,7 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->takeover_ms = st.env->takeover_ms.load();
   g->passivation_attempts = st.env->passivation_attempts.load();
   g->passivated_procedures = st.env->passivated_procedures.load();
-  g->calls_in_flight = st.calls.size();
+  g->calls_in_flight = st.events.calls.size();
   g->queued_wakes = st.env->queued_wakes.load();
   g->compactions = st.env->compactions.load();
   g->compacted_records = st.env->compacted_records.load();
@@ -162,7 +162,7 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->peer_refusals = peer_total(self, &peer_status::refusals);
   g->peer_stray_answers = peer_total(self, &peer_status::stray_answers);
   g->incomplete_views = st.incomplete_views;
-  for (const auto& [name, e] : st.schedules)
+  for (const auto& [name, e] : st.schedules.by_name)
     if (!e.rec.deleted())
       g->schedules.push_back(schedule_sample{name, e.rec.fired(), e.rec.triggered(),
                                              e.rec.skipped(), e.rec.missed(), next_fire_ms(e),

@@ -60,8 +60,8 @@ void hand_event(executor_actor* self, uint64_t id, const caf::actor& h, const st
                 event_in_flight& f, bool via) {
   auto& st = self->state;
   f.takers.push_back(id);
-  st.handed_events.emplace(id, f.ev.lsn);
-  if (h && !via && (st.via_parent.empty() || st.via_parent.count(id) == 0))
+  st.events.handed.emplace(id, f.ev.lsn);
+  if (h && !via && (st.events.via_parent.empty() || st.events.via_parent.count(id) == 0))
     f.handed_to[id] = h;
   deliver_event(self, id, h, key, event_delivery{f.ev.payload, {}, f.ev.lsn, f.consume}, via);
 }
@@ -72,9 +72,9 @@ void hand_event(executor_actor* self, uint64_t id, const caf::actor& h, const st
 /// false if there is none such.
 bool hand_again(executor_actor* self, const std::string& key, uint64_t id, const caf::actor& h) {
   auto& st = self->state;
-  for (auto [hd, end] = st.handed_events.equal_range(id); hd != end; ++hd) {
-    auto i = st.events_in_flight.find(hd->second);
-    if (i == st.events_in_flight.end() || i->second.key != key)
+  for (auto [hd, end] = st.events.handed.equal_range(id); hd != end; ++hd) {
+    auto i = st.events.in_flight.find(hd->second);
+    if (i == st.events.in_flight.end() || i->second.key != key)
       continue;
     auto& f = i->second;
     auto to = f.handed_to.find(id);
@@ -94,16 +94,16 @@ bool hand_again(executor_actor* self, const std::string& key, uint64_t id, const
 /// handed to another one, which declined it).
 void offer_kept(executor_actor* self, const std::string& key) {
   auto& st = self->state;
-  auto w = st.event_waiters.find(key);
-  auto e = st.events.find(key);
-  if (w == st.event_waiters.end() || e == st.events.end() || e->second.empty())
+  auto w = st.events.waiters.find(key);
+  auto e = st.events.kept.find(key);
+  if (w == st.events.waiters.end() || e == st.events.kept.end() || e->second.empty())
     return;
   auto [id, h] = std::move(w->second.front());
   w->second.erase(w->second.begin());
   if (w->second.empty())
-    st.event_waiters.erase(w);
-  st.waiting_key.erase(id);
-  bool via = !st.via_parent.empty() && st.via_parent.erase(id) > 0;
+    st.events.waiters.erase(w);
+  st.events.waiting_key.erase(id);
+  bool via = !st.events.via_parent.empty() && st.events.via_parent.erase(id) > 0;
   await_event(self, key, id, std::move(h), via);
 }
 
@@ -120,7 +120,7 @@ void keep_again(executor_actor* self, const std::string& key, pending_event ev, 
                "procedure that suspends on it",
                by, root_of(self, by), key, ev.lsn);
   arm_event_ttl(self, key, ev);
-  auto& v = st.events[key];
+  auto& v = st.events.kept[key];
   auto at = std::lower_bound(v.begin(), v.end(), ev.lsn,
                              [](const pending_event& x, uint64_t lsn) { return x.lsn < lsn; });
   v.insert(at, std::move(ev));
@@ -132,68 +132,68 @@ void keep_again(executor_actor* self, const std::string& key, pending_event ev, 
 /// A procedure that no longer waits for an event is no longer woken by it (nor counted).
 void forget_event_wait(executor_actor* self, uint64_t id) {
   auto& st = self->state;
-  auto k = st.waiting_key.find(id);
-  if (k == st.waiting_key.end())
+  auto k = st.events.waiting_key.find(id);
+  if (k == st.events.waiting_key.end())
     return;
-  auto w = st.event_waiters.find(k->second);
-  if (w != st.event_waiters.end()) {
+  auto w = st.events.waiters.find(k->second);
+  if (w != st.events.waiters.end()) {
     auto& v = w->second;
     v.erase(std::remove_if(v.begin(), v.end(), [id](const auto& x) { return x.first == id; }),
             v.end());
     if (v.empty())
-      st.event_waiters.erase(w);
+      st.events.waiters.erase(w);
   }
-  st.waiting_key.erase(k);
-  if (!st.via_parent.empty())
-    st.via_parent.erase(id);
+  st.events.waiting_key.erase(k);
+  if (!st.events.via_parent.empty())
+    st.events.via_parent.erase(id);
 }
 
 void await_event(executor_actor* self, const std::string& key, uint64_t id, caf::actor h,
                  bool via) {
   auto& st = self->state;
   forget_event_wait(self, id);  // an earlier registration (another actor, or its parent)
-  if (auto held = st.held_events.find(id); held != st.held_events.end() && h) {
+  if (auto held = st.events.held.find(id); held != st.events.held.end() && h) {
     // It was woken while its tree was passivated (a passivated child's is held again).
     auto hd = std::move(held->second);
-    st.held_events.erase(held);
+    st.events.held.erase(held);
     if (hd.key == key)
       return deliver_event(self, id, h, key, std::move(hd.d), via);
     // It waits for something else now: that delivery is stale, and not taken.
     if (hd.d.event_lsn != 0)
       settle_event(self, hd.d.event_lsn, id, false);
   }
-  if (h && !via && !st.handed_events.empty() && hand_again(self, key, id, h))
+  if (h && !via && !st.events.handed.empty() && hand_again(self, key, id, h))
     return;
-  if (auto e = st.events.find(key); !st.recovering && e != st.events.end() && !e->second.empty()) {
+  if (auto e = st.events.kept.find(key); !st.recovery.active && e != st.events.kept.end() && !e->second.empty()) {
     // The oldest kept event is this procedure's; no other waiter gets it.
     auto ev = std::move(e->second.front());
     e->second.erase(e->second.begin());
     if (e->second.empty())
-      st.events.erase(e);
+      st.events.kept.erase(e);
     auto lsn = ev.lsn;
-    auto& f = st.events_in_flight[lsn];
+    auto& f = st.events.in_flight[lsn];
     f.key = key;
     f.ev = std::move(ev);
     f.consume = true;
     f.was_kept = true;
     return hand_event(self, id, h, key, f, via);
   }
-  st.event_waiters[key].emplace_back(id, std::move(h));
-  st.waiting_key[id] = key;
+  st.events.waiters[key].emplace_back(id, std::move(h));
+  st.events.waiting_key[id] = key;
   if (via)
-    st.via_parent.insert(id);
+    st.events.via_parent.insert(id);
 }
 
 void wake_waiters(executor_actor* self, const std::string& key, const event_delivery& d,
                   size_t* woke) {
   auto& st = self->state;
-  auto i = st.event_waiters.find(key);
-  if (i == st.event_waiters.end())
+  auto i = st.events.waiters.find(key);
+  if (i == st.events.waiters.end())
     return;
   auto waiting = std::move(i->second);
-  st.event_waiters.erase(i);
+  st.events.waiters.erase(i);
   for (auto& [id, h] : waiting) {
-    st.waiting_key.erase(id);
+    st.events.waiting_key.erase(id);
     deliver_event(self, id, h, key, d);
     ++*woke;
   }
@@ -203,18 +203,18 @@ std::vector<uint64_t> wake_event_waiters(executor_actor* self, const std::string
                                          const pending_event& ev) {
   auto& st = self->state;
   std::vector<uint64_t> ids;
-  auto i = st.event_waiters.find(key);
-  if (i == st.event_waiters.end())
+  auto i = st.events.waiters.find(key);
+  if (i == st.events.waiters.end())
     return ids;
   auto waiting = std::move(i->second);
-  st.event_waiters.erase(i);
-  auto& f = st.events_in_flight[ev.lsn];
+  st.events.waiters.erase(i);
+  auto& f = st.events.in_flight[ev.lsn];
   f.key = key;
   f.ev = ev;
   f.consume = waiting.size() == 1;
   ids.reserve(waiting.size());
   for (auto& [id, h] : waiting) {
-    st.waiting_key.erase(id);
+    st.events.waiting_key.erase(id);
     ids.push_back(id);
     hand_event(self, id, h, key, f, false);
   }
@@ -223,8 +223,8 @@ std::vector<uint64_t> wake_event_waiters(executor_actor* self, const std::string
 
 void settle_event(executor_actor* self, uint64_t lsn, uint64_t id, bool took) {
   auto& st = self->state;
-  auto i = st.events_in_flight.find(lsn);
-  if (i == st.events_in_flight.end())
+  auto i = st.events.in_flight.find(lsn);
+  if (i == st.events.in_flight.end())
     return;
   auto& f = i->second;
   auto t = std::find(f.takers.begin(), f.takers.end(), id);
@@ -232,9 +232,9 @@ void settle_event(executor_actor* self, uint64_t lsn, uint64_t id, bool took) {
     return;
   f.takers.erase(t);
   f.handed_to.erase(id);
-  for (auto [hd, end] = st.handed_events.equal_range(id); hd != end; ++hd)
+  for (auto [hd, end] = st.events.handed.equal_range(id); hd != end; ++hd)
     if (hd->second == lsn) {
-      st.handed_events.erase(hd);
+      st.events.handed.erase(hd);
       break;
     }
   if (took) {
@@ -249,7 +249,7 @@ void settle_event(executor_actor* self, uint64_t lsn, uint64_t id, bool took) {
   if (!f.takers.empty())
     return;
   auto done = std::move(f);
-  st.events_in_flight.erase(i);
+  st.events.in_flight.erase(i);
   if (done.took.empty())
     return keep_again(self, done.key, std::move(done.ev), id);
   if (!done.consume)  // woke several: its record goes once each of them took it or not
@@ -259,7 +259,7 @@ void settle_event(executor_actor* self, uint64_t lsn, uint64_t id, bool took) {
 void release_handed_event(executor_actor* self, uint64_t id) {
   auto& st = self->state;
   std::vector<uint64_t> lsns;
-  for (auto [hd, end] = st.handed_events.equal_range(id); hd != end; ++hd)
+  for (auto [hd, end] = st.events.handed.equal_range(id); hd != end; ++hd)
     lsns.push_back(hd->second);
   for (auto lsn : lsns)
     settle_event(self, lsn, id, false);
@@ -267,8 +267,8 @@ void release_handed_event(executor_actor* self, uint64_t id) {
 
 void expire_event(executor_actor* self, const std::string& key, uint64_t lsn) {
   auto& st = self->state;
-  auto e = st.events.find(key);
-  if (e == st.events.end())
+  auto e = st.events.kept.find(key);
+  if (e == st.events.kept.end())
     return;  // consumed (or being handed to a procedure: settle_event decides)
   auto& v = e->second;
   auto at =
@@ -277,7 +277,7 @@ void expire_event(executor_actor* self, const std::string& key, uint64_t lsn) {
     return;
   v.erase(at);
   if (v.empty())
-    st.events.erase(e);
+    st.events.kept.erase(e);
   spdlog::info("event '{}' (lsn {}) expired unconsumed after {}", key, lsn,
                human_duration(st.cfg.event_ttl));
   delete_event_record(self, lsn);
@@ -286,10 +286,10 @@ void expire_event(executor_actor* self, const std::string& key, uint64_t lsn) {
 void match_recovered_events(executor_actor* self) {
   auto& st = self->state;
   std::vector<uint64_t> drop;
-  for (auto e = st.events.begin(); e != st.events.end();) {
+  for (auto e = st.events.kept.begin(); e != st.events.kept.end();) {
     const auto& key = e->first;
     auto evs = std::move(e->second);
-    auto ws = std::move(st.recovered_waiters[key]);
+    auto ws = std::move(st.recovery.waiters[key]);
     std::sort(ws.begin(), ws.end());
     // As the node handed them out before it went down: by LSN, a wait takes the oldest kept
     // event, an event wakes the waits before it that no event took (a delivery the crash
@@ -316,7 +316,7 @@ void match_recovered_events(executor_actor* self) {
       auto& ev = evs[i++];
       if (!waiting.empty())
         handed.push_back({std::move(ev), std::exchange(waiting, {}), false});
-      else if (st.recovered_consumed.count(ev.lsn) > 0)
+      else if (st.recovery.consumed.count(ev.lsn) > 0)
         drop.push_back(ev.lsn);
       else
         kept.push_back(std::move(ev));
@@ -325,7 +325,7 @@ void match_recovered_events(executor_actor* self) {
     for (auto& h : handed) {
       spdlog::info("recovery: event '{}' (lsn {}) handed again to {}", key, h.ev.lsn,
                    proc_list(h.ids));
-      auto& f = st.events_in_flight[h.ev.lsn];
+      auto& f = st.events.in_flight[h.ev.lsn];
       f.key = key;
       f.ev = std::move(h.ev);
       f.consume = h.ids.size() == 1;
@@ -336,14 +336,14 @@ void match_recovered_events(executor_actor* self) {
       }
     }
     if (kept.empty()) {
-      e = st.events.erase(e);
+      e = st.events.kept.erase(e);
     } else {
       e->second = std::move(kept);
       ++e;
     }
   }
-  st.recovered_waiters.clear();
-  st.recovered_consumed.clear();
+  st.recovery.waiters.clear();
+  st.recovery.consumed.clear();
   if (drop.empty())
     return;
   spdlog::info("recovery: {} event(s) consumed before the restart deleted", drop.size());
@@ -355,11 +355,11 @@ void match_recovered_events(executor_actor* self) {
 
 caf::actor* event_waiter(executor_actor* self, uint64_t id) {
   auto& st = self->state;
-  auto k = st.waiting_key.find(id);
-  if (k == st.waiting_key.end())
+  auto k = st.events.waiting_key.find(id);
+  if (k == st.events.waiting_key.end())
     return nullptr;
-  auto w = st.event_waiters.find(k->second);
-  if (w == st.event_waiters.end())
+  auto w = st.events.waiters.find(k->second);
+  if (w == st.events.waiters.end())
     return nullptr;
   for (auto& [wid, h] : w->second)
     if (wid == id)
@@ -369,14 +369,14 @@ caf::actor* event_waiter(executor_actor* self, uint64_t id) {
 
 bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
                          const caf::actor& child, caf::actor parent) {
-  auto k = self->state.waiting_key.find(id);
-  if (k == self->state.waiting_key.end() || k->second != key)
+  auto k = self->state.events.waiting_key.find(id);
+  if (k == self->state.events.waiting_key.end() || k->second != key)
     return false;
   auto* h = event_waiter(self, id);
   if (h == nullptr || !*h || *h != child)
     return false;
   *h = std::move(parent);
-  self->state.via_parent.insert(id);
+  self->state.events.via_parent.insert(id);
   return true;
 }
 
@@ -391,7 +391,7 @@ void arm_event_ttl(executor_actor* self, const std::string& key, const pending_e
 
 void keep_event(executor_actor* self, const std::string& key, pending_event ev) {
   arm_event_ttl(self, key, ev);
-  self->state.events[key].push_back(std::move(ev));
+  self->state.events.kept[key].push_back(std::move(ev));
 }
 
 }  // namespace proctor::exec_detail

@@ -60,7 +60,7 @@ std::pair<size_t, size_t> apply_forget(executor_actor* self, const std::string& 
     tell_waiting_for(self, *s);
   auto orphans = orphans_of(self, node);
   for (auto id : orphans)
-    st.orphans.emplace_back(node, id);
+    st.remote.orphans.emplace_back(node, id);
   roll_back_orphans(self);
   return {lost, orphans.size()};
 }
@@ -69,40 +69,40 @@ std::pair<size_t, size_t> apply_forget(executor_actor* self, const std::string& 
 
 void roll_back_orphans(executor_actor* self) {
   auto& st = self->state;
-  if (st.orphan_in_flight || st.orphans.empty())
+  if (st.remote.orphan_in_flight || st.remote.orphans.empty())
     return;
-  auto [node, id] = st.orphans.front();
-  st.orphan_in_flight = true;
+  auto [node, id] = st.remote.orphans.front();
+  st.remote.orphan_in_flight = true;
   roll_back_orphan(self, node, id, [self, node, id](bool taken, std::string why) {
     auto& st = self->state;
-    st.orphan_in_flight = false;
+    st.remote.orphan_in_flight = false;
     if (!taken) {
       // Restarting, or not known yet: tried again in a second (its wake-up), others first;
       // for a minute (a quarantined tree is never taken: an operator sees to it).
-      auto tries = ++st.orphan_tries[id];
-      auto entry = st.orphans.front();
-      st.orphans.pop_front();
+      auto tries = ++st.remote.orphan_tries[id];
+      auto entry = st.remote.orphans.front();
+      st.remote.orphans.pop_front();
       if (tries >= 60) {
         spdlog::error("[proc {} root {}] its parent's node {} was forgotten, but the fragment "
                       "cannot be rolled back: {} (tried for a minute; restart the node to try "
                       "again)",
                       id, id, node, why);
-        st.orphan_tries.erase(id);
+        st.remote.orphan_tries.erase(id);
         return roll_back_orphans(self);
       }
       spdlog::info("[proc {} root {}] rollback of a fragment of forgotten node {}: {}; again in 1 s",
                    id, id, node, why);
-      st.orphans.push_back(std::move(entry));
-      if (!st.orphan_retry_armed) {
-        st.orphan_retry_armed = true;
+      st.remote.orphans.push_back(std::move(entry));
+      if (!st.remote.orphan_retry_armed) {
+        st.remote.orphan_retry_armed = true;
         self->delayed_send(self, std::chrono::seconds{1}, orphan_retry_atom::value);
       }
       return;
     }
     spdlog::info("[proc {} root {}] its parent's node {} was forgotten: the fragment rolls back",
                  id, id, node);
-    st.orphans.pop_front();
-    st.orphan_tries.erase(id);
+    st.remote.orphans.pop_front();
+    st.remote.orphan_tries.erase(id);
     roll_back_orphans(self);
   });
 }

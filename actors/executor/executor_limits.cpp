@@ -92,11 +92,11 @@ void next_change(executor_actor* self);
 void apply_change(executor_actor* self, pb::LimitsRequest req, promise_t rp) {
   auto& st = self->state;
   const auto* t = st.env->types->find(req.type());
-  auto old = st.limit_records.find(req.type());
+  auto old = st.limits.records.find(req.type());
   std::optional<type_limits> now;
   if (!req.clear()) {
     type_limits l =
-      old != st.limit_records.end() && old->second.limits ? *old->second.limits : t->limits;
+      old != st.limits.records.end() && old->second.limits ? *old->second.limits : t->limits;
     if (req.has_max_running())
       l.max_running = req.max_running();
     if (req.has_rate())
@@ -118,11 +118,11 @@ void apply_change(executor_actor* self, pb::LimitsRequest req, promise_t rp) {
   x->set_at_ms(at);
   journal_batch b;
   b.entries.push_back(make_entry(journal_keys::meta_root, rec));
-  if (old != st.limit_records.end() && old->second.lsn != 0)
+  if (old != st.limits.records.end() && old->second.lsn != 0)
     b.deletes.push_back({journal_keys::meta_root, old->second.lsn, old->second.lsn + 1, 0});
   append(self, std::move(b), [self, type = req.type(), now, at, rp](uint64_t lsn) mutable {
     auto& st = self->state;
-    st.limit_records[type] = recovered_limit{lsn, now, at};
+    st.limits.records[type] = recovered_limit{lsn, now, at};
     const auto* t = st.env->types->find(type);
     bool any = now ? now->any() : t->limits.any();
     if (auto f = st.env->limited_types.find(type); f != st.env->limited_types.end())
@@ -132,18 +132,18 @@ void apply_change(executor_actor* self, pb::LimitsRequest req, promise_t rp) {
     // The scheduler's mailbox orders the change before the list asked for below.
     self->send(st.env->scheduler, limits_set_atom::value, type_limit_change{type, now, at});
     reply_list(self, rp);
-    st.limit_change_busy = false;
+    st.limits.change_busy = false;
     next_change(self);
   });
 }
 
 void next_change(executor_actor* self) {
   auto& st = self->state;
-  if (st.limit_change_busy || st.limit_changes.empty())
+  if (st.limits.change_busy || st.limits.changes.empty())
     return;
-  st.limit_change_busy = true;
-  auto [req, rp] = std::move(st.limit_changes.front());
-  st.limit_changes.pop_front();
+  st.limits.change_busy = true;
+  auto [req, rp] = std::move(st.limits.changes.front());
+  st.limits.changes.pop_front();
   apply_change(self, std::move(req), std::move(rp));
 }
 
@@ -158,7 +158,7 @@ void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t
   }
   if (req.type().empty())
     return reply_list(self, rp);
-  self->state.limit_changes.emplace_back(req, std::move(rp));
+  self->state.limits.changes.emplace_back(req, std::move(rp));
   next_change(self);
 }
 

@@ -29,8 +29,8 @@ namespace {
 int64_t wake_lead_ms(const executor_state& st, int64_t deadline_ms, uint64_t procs) {
   auto second = deadline_ms / 1000;
   auto ahead = procs;
-  for (auto i = st.wake_volume.lower_bound(second - 2);
-       i != st.wake_volume.end() && i->first <= second; ++i)
+  for (auto i = st.passivation.wake_volume.lower_bound(second - 2);
+       i != st.passivation.wake_volume.end() && i->first <= second; ++i)
     ahead += i->second;
   auto us = static_cast<double>(ahead) * static_cast<double>(st.cfg.wake_read_per_proc.count());
   return passivation_wake_lead_ms + std::min<int64_t>(60'000, static_cast<int64_t>(us / 1000));
@@ -41,11 +41,11 @@ int64_t wake_lead_ms(const executor_state& st, int64_t deadline_ms, uint64_t pro
 void forget_wake_volume(executor_state& st, root_entry& re) {
   if (re.wake_procs == 0)
     return;
-  auto i = st.wake_volume.find(re.wake_deadline_ms / 1000);
-  if (i != st.wake_volume.end()) {
+  auto i = st.passivation.wake_volume.find(re.wake_deadline_ms / 1000);
+  if (i != st.passivation.wake_volume.end()) {
     i->second -= std::min(i->second, re.wake_procs);
     if (i->second == 0)
-      st.wake_volume.erase(i);
+      st.passivation.wake_volume.erase(i);
   }
   re.wake_procs = 0;
 }
@@ -59,11 +59,11 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
     return;
   auto& re = r->second;
   re.passivated = re.waking = false;
-  --st.passivated;
+  --st.passivation.roots;
   forget_wake_volume(st, re);
   cancel_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake);
   for (const auto& n : re.remote_nodes)
-    if (auto d = st.passivated_by_node.find(n); d != st.passivated_by_node.end())
+    if (auto d = st.passivation.by_node.find(n); d != st.passivation.by_node.end())
       d->second.erase(root_id);
   re.remote_nodes.clear();
   auto live = std::move(re.when_live);
@@ -79,11 +79,11 @@ void mark_passivated(executor_actor* self, root_entry& re, uint64_t root_id, int
                 std::vector<std::string> remote_nodes, uint64_t procs) {
   auto& st = self->state;
   re.passivated = true;
-  ++st.passivated;
+  ++st.passivation.roots;
   std::sort(remote_nodes.begin(), remote_nodes.end());
   remote_nodes.erase(std::unique(remote_nodes.begin(), remote_nodes.end()), remote_nodes.end());
   for (const auto& n : remote_nodes)
-    st.passivated_by_node[n].insert(root_id);
+    st.passivation.by_node[n].insert(root_id);
   re.remote_nodes = std::move(remote_nodes);
   if (deadline_ms <= 0)
     return;
@@ -91,10 +91,10 @@ void mark_passivated(executor_actor* self, root_entry& re, uint64_t root_id, int
   auto lead = wake_lead_ms(st, deadline_ms, procs);
   re.wake_deadline_ms = deadline_ms;
   re.wake_procs = std::max<uint64_t>(1, procs);
-  st.wake_volume[deadline_ms / 1000] += re.wake_procs;
+  st.passivation.wake_volume[deadline_ms / 1000] += re.wake_procs;
   deadline_ms -= lead;
-  if (st.recovering)  // armed at the end of the take-over: it would wake the tree
-    st.to_arm.push_back({root_id, deadline_ms, ++re.passivation_token});
+  if (st.recovery.active)  // armed at the end of the take-over: it would wake the tree
+    st.recovery.to_arm.push_back({root_id, deadline_ms, ++re.passivation_token});
   else
     arm_timeout(self, st.env->timeout, root_id, timeout_kind::tree_wake, deadline_ms,
                 wake_root_atom::value, root_id, ++re.passivation_token);
@@ -123,7 +123,7 @@ bool passivate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
       || r->second.wake_epoch != epoch || r->second.finished)
     return false;
   for (auto id : a.event_waiters)
-    if (st.waiting_key.find(id) == st.waiting_key.end())
+    if (st.events.waiting_key.find(id) == st.events.waiting_key.end())
       return false;
   // Read back ahead of this very deadline, or due to be read back at once with the trees
   // due around the same time: not worth passivating (it would come back, try again, and so
@@ -136,7 +136,7 @@ bool passivate_root(executor_actor* self, uint64_t root_id, uint64_t epoch,
   for (auto id : a.event_waiters) {
     if (auto* h = event_waiter(self, id))
       *h = nullptr;  // its place among the waiters stays, without an actor
-    st.via_parent.erase(id);
+    st.events.via_parent.erase(id);
   }
   mark_passivated(self, r->second, root_id, a.deadline_ms, a.remote_nodes, a.procs);
   spdlog::debug("[proc {} root {}] tree passivated ({} waiting for events, deadline {})", root_id,
@@ -148,10 +148,10 @@ void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h, const
                    event_delivery d, bool via) {
   auto& st = self->state;
   auto root_id = root_of(self, id);
-  via = h && (via || (!st.via_parent.empty() && st.via_parent.erase(id) > 0));
+  via = h && (via || (!st.events.via_parent.empty() && st.events.via_parent.erase(id) > 0));
   if (via) {
     // A passivated child: its parent spawns it, and its actor gets the event when it waits.
-    st.held_events[id] = held_event{key, std::move(d)};
+    st.events.held[id] = held_event{key, std::move(d)};
     note_wake(self, root_id);
     self->send(h, wake_child_atom::value, id);
     return;
@@ -165,7 +165,7 @@ void deliver_event(executor_actor* self, uint64_t id, const caf::actor& h, const
   // A passivated tree: the payload waits here for the procedure's actor, which asks for it
   // when it waits again (await_event). The event is handed to it meanwhile (in flight): it
   // neither expires nor goes to another procedure.
-  self->state.held_events[id] = held_event{key, std::move(d)};
+  self->state.events.held[id] = held_event{key, std::move(d)};
   wake_root(self, root_id);
 }
 
@@ -184,8 +184,8 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
     re.when_live.push_back(std::move(then));
   if (re.waking)
     return;
-  if (st.recovering) {  // woken at the end of the take-over, once the journal is there
-    st.to_wake.push_back(root_id);
+  if (st.recovery.active) {  // woken at the end of the take-over, once the journal is there
+    st.recovery.to_wake.push_back(root_id);
     return;
   }
   re.waking = true;
@@ -195,8 +195,8 @@ void wake_root(executor_actor* self, uint64_t root_id, std::function<void()> the
 
 void wake_passivated_on(executor_actor* self, const std::string& node) {
   auto& st = self->state;
-  auto d = st.passivated_by_node.find(node);
-  if (d == st.passivated_by_node.end())
+  auto d = st.passivation.by_node.find(node);
+  if (d == st.passivation.by_node.end())
     return;
   auto roots = std::vector<uint64_t>(d->second.begin(), d->second.end());
   spdlog::info("node {} changed: waking {} passivated tree(s) with children there", node,

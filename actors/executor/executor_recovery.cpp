@@ -70,21 +70,21 @@ namespace {
 /// The events read back that `t` consumed (its EventDelivered records name them): recovery
 /// does not keep them for later waiters.
 void note_event_consumers(executor_state& st, const tree_image& t) {
-  if (st.events.empty())
+  if (st.events.kept.empty())
     return;
   for (auto lsn : t.consumed_events)
-    st.recovered_consumed.insert(lsn);
+    st.recovery.consumed.insert(lsn);
 }
 
 /// The procedures of `t` that wait for the key of an event read back, with the LSN of their
 /// wait (match_recovered_events).
 void note_event_waiters(executor_state& st, const tree_image& t) {
-  if (st.events.empty())
+  if (st.events.kept.empty())
     return;
   for (const auto& [id, p] : t.procs)
     if (p.status == proc_state::waiting && !p.event_key.empty() && p.call_service.empty()
-        && !p.event_delivered && !p.remote() && st.events.find(p.event_key) != st.events.end())
-      st.recovered_waiters[p.event_key].emplace_back(p.wait_lsn, id);
+        && !p.event_delivered && !p.remote() && st.events.kept.find(p.event_key) != st.events.kept.end())
+      st.recovery.waiters[p.event_key].emplace_back(p.wait_lsn, id);
 }
 
 /// The event waiters of `t`, a tree that starts with its actors, wait from now on (without
@@ -101,22 +101,22 @@ void await_recovered_events(executor_actor* self, const tree_image& t) {
 
 void recover_begin(executor_actor* self) {
   auto& st = self->state;
-  st.recovering = true;
-  st.tally = {};
-  st.tally.since = std::chrono::steady_clock::now();
+  st.recovery.active = true;
+  st.recovery.tally = {};
+  st.recovery.tally.since = std::chrono::steady_clock::now();
 }
 
 void recover_part(executor_actor* self, recovered_state& part) {
   auto& st = self->state;
-  auto& n = st.tally;
+  auto& n = st.recovery.tally;
   // Events first: a tree that waits for one that arrived while the node was down wakes.
   // Their expiry is armed at the end, with everything else the take-over arms.
   n.events += part.events.size();
   for (auto& ev : part.events)
-    st.events[ev.key].push_back(
+    st.events.kept[ev.key].push_back(
       pending_event{ev.lsn, std::move(ev.payload_json), ev.arrived_at_ms});
   for (auto& [type, l] : part.limits)
-    st.limit_records[type] = l;
+    st.limits.records[type] = l;
   for (auto& [name, s] : part.schedules)
     recover_schedule(self, s);
   progress_recovered(self, part.peer_progress);
@@ -137,8 +137,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
   if (st.procs.empty()) {
     st.procs.reserve(procs);
     st.roots.reserve(trees.size());
-    st.event_waiters.reserve(waiting_roots);
-    st.waiting_key.reserve(waiting_roots);
+    st.events.waiters.reserve(waiting_roots);
+    st.events.waiting_key.reserve(waiting_roots);
   }
   for (size_t i = 0; i < trees.size(); ++i) {
     auto image = std::make_shared<const tree_image>(std::move(trees[i]));
@@ -176,7 +176,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
       && st.env->cluster->lost(root->parent_node,
                                root->submitted_lsn != 0 ? root->submitted_lsn : image->last_lsn);
     if (orphan && !image->rolled_back)
-      st.orphans.emplace_back(root->parent_node, image->root_id);
+      st.remote.orphans.emplace_back(root->parent_node, image->root_id);
     if (root->resubmitted_from != 0)
       note_resubmit(self, root->resubmitted_from, image->root_id, root->submitted_lsn);
     // A fragment that succeeded and was then ordered rolled back: its rollback resumes.
@@ -230,7 +230,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
     (rb ? n.rolling : n.running)++;
     if (!rb)
       await_recovered_events(self, *image);
-    st.to_start.emplace_back(std::move(image), rb);
+    st.recovery.to_start.emplace_back(std::move(image), rb);
   }
 }
 
@@ -238,26 +238,26 @@ void recover_end(executor_actor* self) {
   auto& st = self->state;
   // Before anything is started or woken: the events go to their waiters as before the restart.
   match_recovered_events(self);
-  st.recovering = false;
-  for (auto& [key, evs] : st.events)
+  st.recovery.active = false;
+  for (auto& [key, evs] : st.events.kept)
     for (const auto& ev : evs)
       arm_event_ttl(self, key, ev);
-  for (const auto& a : std::exchange(st.to_arm, {}))
+  for (const auto& a : std::exchange(st.recovery.to_arm, {}))
     arm_timeout(self, st.env->timeout, a.root_id, timeout_kind::tree_wake, a.deadline_ms,
                 wake_root_atom::value, a.root_id, a.token);
-  for (auto& [image, rb] : std::exchange(st.to_start, {}))
+  for (auto& [image, rb] : std::exchange(st.recovery.to_start, {}))
     start_root(self, std::move(image), rb);
-  for (auto id : std::exchange(st.to_wake, {}))
+  for (auto id : std::exchange(st.recovery.to_wake, {}))
     wake_root(self, id);
   roll_back_orphans(self);
   // Fire times that came while the node was down: the catch-up policy of each schedule.
   schedules_recovered(self);
   progress_start(self);  // a new journal: ids wait for the peers' answers
   // Results that expired while the node was down go now; the rest when due.
-  on_expiry_timer(self, st.expiry_token);
-  if (!st.collectable.empty())
+  on_expiry_timer(self, st.retention.expiry_token);
+  if (!st.retention.collectable.empty())
     collect_soon(self);
-  const auto& n = st.tally;
+  const auto& n = st.recovery.tally;
   spdlog::info("recovery: {} tree(s) resumed, {} passivated (they only wait), {} rolling "
                "back, {} finished (retained), {} quarantined, {} pending event(s), in {} ms",
                n.running, n.passivated, n.rolling, n.done, n.quarantined, n.events,

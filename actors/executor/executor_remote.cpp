@@ -167,7 +167,7 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
     for (const auto& m : *taken) {
       auto id = m.proc_id();
       auto bytes = m.SerializeAsString();
-      st.remote_ends[id] = {bytes, at};
+      st.remote.ends[id] = {bytes, at};
       if (auto p = st.procs.find(id); p != st.procs.end()) {
         auto u = p->second.to_update();
         u.state = from_pb(m.state());
@@ -185,9 +185,9 @@ void on_ends(executor_actor* self, std::vector<const pb::RemoteEnd*> run, done_f
         continue;
       }
       note_wake(self, root_id);
-      if (auto r = st.remote_routes.find(id); r == st.remote_routes.end())
+      if (auto r = st.remote.routes.find(id); r == st.remote.routes.end())
         continue;  // told when its placeholder registers
-      else if (st.remote_via.count(id) > 0)
+      else if (st.remote.via.count(id) > 0)
         self->send(r->second, wake_child_atom::value, id);  // then told as above
       else
         self->send(r->second, remote_end_atom::value, bytes, at);
@@ -372,36 +372,36 @@ void roll_back_orphan(executor_actor* self, const std::string& from, uint64_t id
 
 void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via) {
   auto& st = self->state;
-  auto end = st.remote_ends.find(id);
+  auto end = st.remote.ends.find(id);
   if (!via) {
-    if (end != st.remote_ends.end())
+    if (end != st.remote.ends.end())
       self->send(h, remote_end_atom::value, end->second.bytes, end->second.at_ms);
-    if (!st.remote_via.empty())
-      st.remote_via.erase(id);
-    st.remote_routes[id] = std::move(h);
+    if (!st.remote.via.empty())
+      st.remote.via.erase(id);
+    st.remote.routes[id] = std::move(h);
     return;
   }
   // Its end, or the loss of its node (whose deadline the placeholder keeps), may have come
   // while it went to sleep: the parent spawns it at once.
   auto p = st.procs.find(id);
   bool lost = p != st.procs.end() && !st.env->cluster->is_up(p->second.node());
-  if (end != st.remote_ends.end() || lost) {
+  if (end != st.remote.ends.end() || lost) {
     if (p != st.procs.end())
       note_wake(self, p->second.root_id);  // a passivation under way holds it: refused
     self->send(h, wake_child_atom::value, id);
   }
-  st.remote_via.insert(id);
-  st.remote_routes[id] = std::move(h);
+  st.remote.via.insert(id);
+  st.remote.routes[id] = std::move(h);
 }
 
 bool remote_passivate_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
                       caf::actor parent) {
   auto& st = self->state;
-  auto r = st.remote_routes.find(id);
-  if (r == st.remote_routes.end() || r->second != placeholder || st.remote_ends.count(id) > 0)
+  auto r = st.remote.routes.find(id);
+  if (r == st.remote.routes.end() || r->second != placeholder || st.remote.ends.count(id) > 0)
     return false;
   r->second = std::move(parent);
-  st.remote_via.insert(id);
+  st.remote.via.insert(id);
   return true;
 }
 

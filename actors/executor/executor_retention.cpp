@@ -74,17 +74,17 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
       --st.live;
     st.procs.erase(j);
   }
-  if (auto k = st.history_kept.find(root_id); k != st.history_kept.end()) {
-    st.history_kept_records -= k->second.records;
-    st.history_kept.erase(k);
+  if (auto k = st.retention.history_kept.find(root_id); k != st.retention.history_kept.end()) {
+    st.retention.history_kept_records -= k->second.records;
+    st.retention.history_kept.erase(k);
   }
   // Queue entries of trees gone: those in front go now (they end and expire in about the
   // same order), the others when the budget reaches them.
-  while (!st.history_order.empty()) {
-    auto k = st.history_kept.find(st.history_order.front().first);
-    if (k != st.history_kept.end() && k->second.seq == st.history_order.front().second)
+  while (!st.retention.history_order.empty()) {
+    auto k = st.retention.history_kept.find(st.retention.history_order.front().first);
+    if (k != st.retention.history_kept.end() && k->second.seq == st.retention.history_order.front().second)
       break;
-    st.history_order.pop_front();
+    st.retention.history_order.pop_front();
   }
   // The links of a resubmit live as long as the new root's records (which hold them): as
   // after a restart.
@@ -107,36 +107,36 @@ void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseco
   auto& st = self->state;
   after = std::max(after, std::chrono::milliseconds{0});
   auto at = std::chrono::steady_clock::now() + after;
-  st.expiries.push(expiry{at, root_id});
-  if (st.recovering || at >= st.expiry_armed_for)
+  st.retention.expiries.push(expiry{at, root_id});
+  if (st.recovery.active || at >= st.retention.expiry_armed_for)
     return;  // the armed timer comes first
-  st.expiry_armed_for = at;
-  self->delayed_send(self, after + expiry_slack(st.cfg), expire_atom::value, ++st.expiry_token);
+  st.retention.expiry_armed_for = at;
+  self->delayed_send(self, after + expiry_slack(st.cfg), expire_atom::value, ++st.retention.expiry_token);
 }
 
 /// The expiry timer: releases every tree whose result is due, then arms for the next.
 void on_expiry_timer(executor_actor* self, uint64_t token) {
   auto& st = self->state;
-  if (token != st.expiry_token)
+  if (token != st.retention.expiry_token)
     return;
-  st.expiry_armed_for = std::chrono::steady_clock::time_point::max();
+  st.retention.expiry_armed_for = std::chrono::steady_clock::time_point::max();
   auto now = std::chrono::steady_clock::now();
   std::vector<uint64_t> due;
-  while (!st.expiries.empty() && st.expiries.top().at <= now) {
-    auto root_id = st.expiries.top().root_id;
-    st.expiries.pop();
+  while (!st.retention.expiries.empty() && st.retention.expiries.top().at <= now) {
+    auto root_id = st.retention.expiries.top().root_id;
+    st.retention.expiries.pop();
     auto r = st.roots.find(root_id);
     if (r != st.roots.end() && r->second.finished)
       due.push_back(root_id);
   }
   release_trees(self, std::move(due));
-  if (st.expiries.empty())
+  if (st.retention.expiries.empty())
     return;
-  auto next = st.expiries.top().at;
-  st.expiry_armed_for = next;
+  auto next = st.retention.expiries.top().at;
+  st.retention.expiry_armed_for = next;
   self->delayed_send(
     self, std::chrono::duration_cast<std::chrono::milliseconds>(next - now) + expiry_slack(st.cfg),
-    expire_atom::value, ++st.expiry_token);
+    expire_atom::value, ++st.retention.expiry_token);
 }
 
 std::chrono::milliseconds expiry_slack(const executor_config& cfg) {
@@ -153,7 +153,7 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids, std::functio
   ids = sorted_unique(std::move(ids));
   for (auto id : ids) {
     drop_tree(self, id);
-    st.collectable.erase(id);  // its records go now, summary included
+    st.retention.collectable.erase(id);  // its records go now, summary included
   }
   // An id between two released trees may be covered only if nothing can have records under
   // it: not a tree still known (running, waiting, finished and kept, quarantined), not a
@@ -176,25 +176,25 @@ void keep_history(executor_actor* self, uint64_t root_id, std::string summary,
                   uint64_t records) {
   auto& st = self->state;
   const auto budget = st.cfg.history_keep_records;
-  if (auto old = st.history_kept.find(root_id); old != st.history_kept.end()) {
-    st.history_kept_records -= old->second.records;  // ended again: this end replaces it
-    st.history_kept.erase(old);
+  if (auto old = st.retention.history_kept.find(root_id); old != st.retention.history_kept.end()) {
+    st.retention.history_kept_records -= old->second.records;  // ended again: this end replaces it
+    st.retention.history_kept.erase(old);
   }
   if (records > budget)
     return collect_later(self, root_id, std::move(summary));
-  auto seq = ++st.history_seq;
-  st.history_kept[root_id] = {std::move(summary), records, seq};
-  st.history_order.emplace_back(root_id, seq);
-  st.history_kept_records += records;
-  while (st.history_kept_records > budget && !st.history_order.empty()) {
-    auto [root, s] = st.history_order.front();
-    st.history_order.pop_front();
-    auto k = st.history_kept.find(root);
-    if (k == st.history_kept.end() || k->second.seq != s)
+  auto seq = ++st.retention.history_seq;
+  st.retention.history_kept[root_id] = {std::move(summary), records, seq};
+  st.retention.history_order.emplace_back(root_id, seq);
+  st.retention.history_kept_records += records;
+  while (st.retention.history_kept_records > budget && !st.retention.history_order.empty()) {
+    auto [root, s] = st.retention.history_order.front();
+    st.retention.history_order.pop_front();
+    auto k = st.retention.history_kept.find(root);
+    if (k == st.retention.history_kept.end() || k->second.seq != s)
       continue;  // released or expired meanwhile, or ended again later
-    st.history_kept_records -= k->second.records;
+    st.retention.history_kept_records -= k->second.records;
     auto sum = std::move(k->second.summary);
-    st.history_kept.erase(k);
+    st.retention.history_kept.erase(k);
     if (auto r = st.roots.find(root); r != st.roots.end() && r->second.finished)
       collect_later(self, root, std::move(sum));
   }
@@ -202,31 +202,31 @@ void keep_history(executor_actor* self, uint64_t root_id, std::string summary,
 
 void collect_later(executor_actor* self, uint64_t root_id, std::string summary) {
   auto& st = self->state;
-  st.collectable[root_id] = std::move(summary);
-  if (!st.recovering)  // else once the take-over ends: the journal is not there yet
+  st.retention.collectable[root_id] = std::move(summary);
+  if (!st.recovery.active)  // else once the take-over ends: the journal is not there yet
     collect_soon(self);
 }
 
 void collect_soon(executor_actor* self) {
   auto& st = self->state;
-  if (st.collectable.size() >= collect_max) {
+  if (st.retention.collectable.size() >= collect_max) {
     collect_finished(self);
     return;
   }
-  if (st.collect_armed)
+  if (st.retention.collect_armed)
     return;
-  st.collect_armed = true;
+  st.retention.collect_armed = true;
   self->delayed_send(self, st.cfg.collect_after, collect_atom::value);
 }
 
 void collect_finished(executor_actor* self) {
   auto& st = self->state;
-  st.collect_armed = false;
-  if (st.collectable.empty())
+  st.retention.collect_armed = false;
+  if (st.retention.collectable.empty())
     return;
   std::vector<uint64_t> ids;
-  ids.reserve(st.collectable.size());
-  for (const auto& [id, summary] : st.collectable)
+  ids.reserve(st.retention.collectable.size());
+  for (const auto& [id, summary] : st.retention.collectable)
     ids.push_back(id);
   std::sort(ids.begin(), ids.end());  // map keys: unique already
   // As for release_trees, but the trees collected now are not in use, nor are their
@@ -236,7 +236,7 @@ void collect_finished(executor_actor* self) {
     if (st.submitting.contains(g))
       return true;
     if (auto p = st.procs.find(g); p != st.procs.end())
-      return !st.collectable.contains(p->second.root_id);
+      return !st.retention.collectable.contains(p->second.root_id);
     return st.roots.contains(g);
   };
   journal_batch b;
@@ -244,10 +244,10 @@ void collect_finished(executor_actor* self) {
     b.deletes.push_back(whole_trees(lo, hi));
   b.entries.reserve(ids.size());
   for (auto id : ids)
-    b.entries.push_back(journal_entry{id, std::move(st.collectable[id])});
+    b.entries.push_back(journal_entry{id, std::move(st.retention.collectable[id])});
   spdlog::debug("collected the records of {} finished tree(s) with {} range delete(s)", ids.size(),
                 b.deletes.size());
-  st.collectable.clear();
+  st.retention.collectable.clear();
   append(self, std::move(b));
 }
 

@@ -57,7 +57,7 @@ bool previous_running(executor_state& st, const pb::Schedule& r) {
 }
 
 /// The next undecided fire time of `e` (before jitter), if any.
-std::optional<int64_t> next_undecided(const executor_state::schedule_entry& e) {
+std::optional<int64_t> next_undecided(const schedules_part::schedule_entry& e) {
   if (e.rec.paused() || e.rec.deleted())
     return std::nullopt;
   return calendar::cron_next(e.cron, e.zone, e.rec.decided_until_ms());
@@ -72,11 +72,11 @@ void write_record(executor_actor* self, const std::string& name, pb::Schedule re
   *jr.mutable_schedule() = rec;
   journal_batch b;
   b.entries.push_back(make_entry(journal_keys::meta_root, jr));
-  auto& e = st.schedules[name];
+  auto& e = st.schedules.by_name[name];
   if (e.lsn != 0)
     b.deletes.push_back({journal_keys::meta_root, e.lsn, e.lsn + 1, 0});
   append(self, std::move(b), [self, name, rec, then = std::move(then)](uint64_t lsn) mutable {
-    auto& e = self->state.schedules[name];
+    auto& e = self->state.schedules.by_name[name];
     e.lsn = lsn;
     e.rec = std::move(rec);
     if (then)
@@ -88,8 +88,8 @@ void write_record(executor_actor* self, const std::string& name, pb::Schedule re
 /// run, or skips or holds it by the overlap policy.
 void decide(executor_actor* self, const std::string& name) {
   auto& st = self->state;
-  auto it = st.schedules.find(name);
-  if (it == st.schedules.end())
+  auto it = st.schedules.by_name.find(name);
+  if (it == st.schedules.by_name.end())
     return schedule_op_done(self);
   auto& e = it->second;
   auto t = next_undecided(e);
@@ -122,7 +122,7 @@ void decide(executor_actor* self, const std::string& name) {
 
 }  // namespace
 
-std::string read_schedule_spec(executor_state::schedule_entry& e) {
+std::string read_schedule_spec(schedules_part::schedule_entry& e) {
   auto p = calendar::parse_cron(e.rec.cron());
   if (!p.spec)
     return p.error;
@@ -134,45 +134,45 @@ std::string read_schedule_spec(executor_state::schedule_entry& e) {
   return "";
 }
 
-int64_t next_fire_ms(const executor_state::schedule_entry& e) {
+int64_t next_fire_ms(const schedules_part::schedule_entry& e) {
   auto t = next_undecided(e);
   return t ? *t + jitter_of(e.rec, *t) : 0;
 }
 
 void schedule_op(executor_actor* self, std::function<void()> op) {
   auto& st = self->state;
-  st.schedule_ops.push_back(std::move(op));
-  if (st.schedule_busy)
+  st.schedules.ops.push_back(std::move(op));
+  if (st.schedules.busy)
     return;
-  st.schedule_busy = true;
-  auto next = std::move(st.schedule_ops.front());
-  st.schedule_ops.pop_front();
+  st.schedules.busy = true;
+  auto next = std::move(st.schedules.ops.front());
+  st.schedules.ops.pop_front();
   next();
 }
 
 void schedule_op_done(executor_actor* self) {
   auto& st = self->state;
-  if (st.schedule_ops.empty()) {
-    st.schedule_busy = false;
+  if (st.schedules.ops.empty()) {
+    st.schedules.busy = false;
     arm_schedule_tick(self);
     return;
   }
-  auto next = std::move(st.schedule_ops.front());
-  st.schedule_ops.pop_front();
+  auto next = std::move(st.schedules.ops.front());
+  st.schedules.ops.pop_front();
   next();
 }
 
 void arm_schedule_tick(executor_actor* self) {
   auto& st = self->state;
-  if (!st.schedules_live)
+  if (!st.schedules.live)
     return;
   int64_t earliest = 0;
-  for (const auto& [name, e] : st.schedules)
+  for (const auto& [name, e] : st.schedules.by_name)
     if (auto at = next_fire_ms(e); at != 0 && (earliest == 0 || at < earliest))
       earliest = at;
-  if (earliest == st.schedule_timer_ms)
+  if (earliest == st.schedules.timer_ms)
     return;
-  st.schedule_timer_ms = earliest;
+  st.schedules.timer_ms = earliest;
   if (earliest == 0)
     return cancel_timeout(self, st.env->timeout, 0, timeout_kind::schedule);
   arm_timeout(self, st.env->timeout, 0, timeout_kind::schedule, earliest,
@@ -181,12 +181,12 @@ void arm_schedule_tick(executor_actor* self) {
 
 void on_schedule_tick(executor_actor* self) {
   auto& st = self->state;
-  st.schedule_timer_ms = 0;
-  if (!st.schedules_live)
+  st.schedules.timer_ms = 0;
+  if (!st.schedules.live)
     return;
   auto now = wall_ms();
   bool any = false;
-  for (const auto& [name, e] : st.schedules)
+  for (const auto& [name, e] : st.schedules.by_name)
     if (auto at = next_fire_ms(e); at != 0 && at <= now) {
       any = true;
       schedule_op(self, [self, name = name] { decide(self, name); });
@@ -198,7 +198,7 @@ void on_schedule_tick(executor_actor* self) {
 void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_ms, bool manual,
                    bool buffered, std::function<void(uint64_t id, std::string why)> done) {
   auto& st = self->state;
-  auto& e = st.schedules[name];
+  auto& e = st.schedules.by_name[name];
   auto rec = std::make_shared<pb::Schedule>(e.rec);
   if (!manual)
     rec->set_decided_until_ms(std::max(rec->decided_until_ms(), fire_ms));
@@ -232,13 +232,13 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
     self, rec->type(), std::move(inst), nonce, rec->priority(), 0, promise_t{},
     [self, name, rec, done, fire_ms, manual](uint64_t id, uint64_t lsn) {
       auto& st = self->state;
-      auto& e = st.schedules[name];
+      auto& e = st.schedules.by_name[name];
       for (const auto& old : e.rec.runs())
-        st.schedule_runs.erase(old.proc_id());
+        st.schedules.runs.erase(old.proc_id());
       e.lsn = lsn;
       e.rec = *rec;
       for (const auto& r : e.rec.runs())
-        st.schedule_runs[r.proc_id()] = name;
+        st.schedules.runs[r.proc_id()] = name;
       spdlog::info("schedule {}: fire time {} submitted procedure {}{}", name, utc_text(fire_ms),
                    id, manual ? " (triggered by an operator)" : "");
       done(id, "");
@@ -258,7 +258,7 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
       pb::JournalRecord jr;
       *jr.mutable_schedule() = *rec;
       b.entries.push_back(make_entry(journal_keys::meta_root, jr));
-      auto old = self->state.schedules[name].lsn;
+      auto old = self->state.schedules.by_name[name].lsn;
       if (old != 0)
         b.deletes.push_back({journal_keys::meta_root, old, old + 1, 0});
     });
@@ -270,8 +270,8 @@ namespace {
 void fire_held(executor_actor* self, const std::string& name) {
   schedule_op(self, [self, name] {
     auto& st = self->state;
-    auto it = st.schedules.find(name);
-    if (it == st.schedules.end() || it->second.rec.buffered_ms() == 0 || it->second.rec.paused()
+    auto it = st.schedules.by_name.find(name);
+    if (it == st.schedules.by_name.end() || it->second.rec.buffered_ms() == 0 || it->second.rec.paused()
         || it->second.rec.deleted() || previous_running(st, it->second.rec))
       return schedule_op_done(self);
     fire_schedule(self, name, it->second.rec.buffered_ms(), false, true,
@@ -283,14 +283,14 @@ void fire_held(executor_actor* self, const std::string& name) {
 
 void schedule_run_ended(executor_actor* self, uint64_t id) {
   auto& st = self->state;
-  auto r = st.schedule_runs.find(id);
-  if (r != st.schedule_runs.end())
+  auto r = st.schedules.runs.find(id);
+  if (r != st.schedules.runs.end())
     fire_held(self, r->second);
 }
 
 void recover_schedule(executor_actor* self, const recovered_schedule& s) {
   auto& st = self->state;
-  auto& e = st.schedules[s.rec.name()];
+  auto& e = st.schedules.by_name[s.rec.name()];
   e.lsn = s.lsn;
   e.rec = s.rec;
   if (!s.rec.deleted()) {
@@ -299,14 +299,14 @@ void recover_schedule(executor_actor* self, const recovered_schedule& s) {
       e.rec.set_paused(true);
     }
     for (const auto& r : s.rec.runs())
-      st.schedule_runs[r.proc_id()] = s.rec.name();
+      st.schedules.runs[r.proc_id()] = s.rec.name();
   }
 }
 
 void schedules_recovered(executor_actor* self) {
   auto& st = self->state;
   auto now = wall_ms();
-  for (auto& [name, e] : st.schedules) {
+  for (auto& [name, e] : st.schedules.by_name) {
     if (e.rec.paused() || e.rec.deleted())
       continue;
     auto window = e.rec.catch_up_window_ms() != 0 ? static_cast<int64_t>(e.rec.catch_up_window_ms())
@@ -374,10 +374,10 @@ void schedules_recovered(executor_actor* self) {
     });
   }
   // A fire time held behind a run that ended while the node was down goes now.
-  for (const auto& [name, e] : st.schedules)
+  for (const auto& [name, e] : st.schedules.by_name)
     if (e.rec.buffered_ms() != 0 && !e.rec.deleted())
       fire_held(self, name);
-  st.schedules_live = true;
+  st.schedules.live = true;
   on_schedule_tick(self);
 }
 

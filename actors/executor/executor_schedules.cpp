@@ -18,7 +18,7 @@ constexpr size_t name_bound = 128;
 constexpr uint64_t window_bound_ms = uint64_t{30} * 24 * 3'600'000;  // 30 days
 constexpr uint64_t jitter_bound_ms = uint64_t{24} * 3'600'000;       // 1 day
 
-void fill_info(executor_actor* self, const executor_state::schedule_entry& e,
+void fill_info(executor_actor* self, const schedules_part::schedule_entry& e,
                pb::ScheduleInfo* x) {
   auto& st = self->state;
   *x->mutable_schedule() = e.rec;
@@ -43,7 +43,7 @@ std::string answer(executor_actor* self, const std::string& name, uint64_t id = 
   pb::Response r;
   r.set_id(id);
   r.set_text(std::move(text));
-  for (const auto& [n, e] : self->state.schedules)
+  for (const auto& [n, e] : self->state.schedules.by_name)
     if (!e.rec.deleted() && (name.empty() || n == name))
       fill_info(self, e, r.add_schedules());
   return encode(r);
@@ -58,7 +58,7 @@ std::string refusal(executor_actor* self, const pb::Schedule& spec, pb::Response
       || !std::regex_match(spec.name(), name_re))
     return "schedule name '" + spec.name()
            + "': 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit";
-  if (auto i = st.schedules.find(spec.name()); i != st.schedules.end() && !i->second.rec.deleted()) {
+  if (auto i = st.schedules.by_name.find(spec.name()); i != st.schedules.by_name.end() && !i->second.rec.deleted()) {
     *code = pb::Response::REFUSED;
     return "schedule '" + spec.name() + "' exists already; delete it first to replace it";
   }
@@ -100,19 +100,19 @@ void change(executor_actor* self, pb::Schedule rec, promise_t rp, std::string te
   *jr.mutable_schedule() = rec;
   journal_batch b;
   b.entries.push_back(make_entry(journal_keys::meta_root, jr));
-  auto& e = self->state.schedules[name];
+  auto& e = self->state.schedules.by_name[name];
   if (e.lsn != 0)
     b.deletes.push_back({journal_keys::meta_root, e.lsn, e.lsn + 1, 0});
   append(self, std::move(b), [self, rec, rp, name, text](uint64_t lsn) mutable {
     auto& st = self->state;
-    auto& e = st.schedules[name];
+    auto& e = st.schedules.by_name[name];
     e.lsn = lsn;
     e.rec = rec;
     if (!rec.deleted()) {
       read_schedule_spec(e);  // read already: by an add's refusal(), a resume's check
     } else {
-      for (auto i = st.schedule_runs.begin(); i != st.schedule_runs.end();)
-        i = i->second == name ? st.schedule_runs.erase(i) : std::next(i);
+      for (auto i = st.schedules.runs.begin(); i != st.schedules.runs.end();)
+        i = i->second == name ? st.schedules.runs.erase(i) : std::next(i);
     }
     spdlog::info("schedule {}: {}", name, text);
     reply(rp, answer(self, name, 0, text));
@@ -132,8 +132,8 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
     if (auto why = refusal(self, req.spec(), &code); !why.empty())
       return reply(rp, error_reply(code, why));
   } else {
-    auto i = st.schedules.find(name);
-    if (name.empty() || i == st.schedules.end() || i->second.rec.deleted())
+    auto i = st.schedules.by_name.find(name);
+    if (name.empty() || i == st.schedules.by_name.end() || i->second.rec.deleted())
       return reply(rp, error_reply(pb::Response::NOT_FOUND, "no schedule '" + name + "'"));
     if (req.op() == pb::ScheduleRequest::SHOW)
       return reply(rp, answer(self, name));
@@ -141,8 +141,8 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
   // In order with the firings and the other changes: each reads what the one before wrote.
   schedule_op(self, [self, req, rp, name]() mutable {
     auto& st = self->state;
-    auto i = st.schedules.find(name);
-    bool exists = i != st.schedules.end() && !i->second.rec.deleted();
+    auto i = st.schedules.by_name.find(name);
+    bool exists = i != st.schedules.by_name.end() && !i->second.rec.deleted();
     if (req.op() == pb::ScheduleRequest::ADD) {
       if (exists) {
         reply(rp, error_reply(pb::Response::REFUSED,

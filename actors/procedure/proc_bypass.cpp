@@ -7,6 +7,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -21,7 +22,7 @@ std::string refusal(proc_actor* self) {
     return me + " already ended SUCCESS (bypassed)";
   if (st.finishing)
     return me + " is already ending";
-  if (st.failing || st.parked || st.stopping)
+  if (st.rollback.failing || st.parked || st.stopping)
     return me + ": its tree is failing or stopping; bypass does not skip a rollback";
   if (st.busy && !st.job_queued)
     return me + " is running a step (or writing its commit); bypass it while it waits";
@@ -116,11 +117,11 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
             });
     return rp;
   }
-  if (st.passivating) {
+  if (st.passivation.attempting) {
     // The executor counted this order in flight before sending it, so it refuses the
     // passivation asked for: the bypass goes on with that answer.
     auto rp = self->make_response_promise<std::string>();
-    st.on_passivation_decided.push_back([self, order, rp](bool agreed) mutable {
+    st.passivation.on_decided.push_back([self, order, rp](bool agreed) mutable {
       if (agreed)
         rp.deliver("procedure " + std::to_string(self->state.id) + " passivated meanwhile; retry");
       else
@@ -128,7 +129,7 @@ caf::result<std::string> on_bypass(proc_actor* self, bypass_order& order) {
     });
     return rp;
   }
-  if (st.passivation_held) {
+  if (st.passivation.holding) {
     // Its tree is being passivated; the executor counted this order in flight, so it
     // refuses, and the tree resumes: the order goes on then.
     auto rp = self->make_response_promise<std::string>();

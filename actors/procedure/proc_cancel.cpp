@@ -12,6 +12,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 
@@ -79,8 +80,8 @@ std::string cancel_progress(const proc_actor_state& st) {
   std::string ids;
   for (auto c : st.cancel_batch)
     ids += (ids.empty() ? "" : ", ") + std::to_string(c);
-  return "cancelling child(ren) " + ids + ": " + std::to_string(st.plan_pos) + " of "
-         + std::to_string(st.plan.size()) + " undone";
+  return "cancelling child(ren) " + ids + ": " + std::to_string(st.rollback.plan_pos) + " of "
+         + std::to_string(st.rollback.plan.size()) + " undone";
 }
 
 }  // namespace
@@ -123,10 +124,10 @@ void decide_failure(proc_actor* self, uint64_t cid, int32_t state, const std::st
                     bool undone, std::function<void(bool)> answer) {
   auto& st = self->state;
   auto* c = st.child(cid);
-  if (undone && (c == nullptr || c->ended || c->cancelling || st.stopping || st.failing
+  if (undone && (c == nullptr || c->ended || c->cancelling || st.stopping || st.rollback.failing
                  || st.parked))
     return answer(false);  // the placeholder fails the tree as it would have
-  if (c == nullptr || c->ended || c->cancelling || st.stopping || st.failing || st.parked)
+  if (c == nullptr || c->ended || c->cancelling || st.stopping || st.rollback.failing || st.parked)
     return answer(true);  // cancelled already, or the whole tree stops: its stop comes
   auto forward = [self, cid, state, error, answer] {
     auto& st = self->state;
@@ -178,7 +179,7 @@ caf::result<bool> on_child_failed(proc_actor* self, uint64_t cid, int32_t state,
   auto rp = self->make_response_promise<bool>();
   auto answer = [rp](bool b) mutable { rp.deliver(b); };
   auto& st = self->state;
-  if (st.passivation_held || st.passivate_offered) {
+  if (st.passivation.holding || st.passivation.offered) {
     hold(self, [self, cid, state, error, undone, answer] {
       decide_failure(self, cid, state, error, undone, answer);
     });
@@ -190,10 +191,10 @@ caf::result<bool> on_child_failed(proc_actor* self, uint64_t cid, int32_t state,
 
 void join_after_success(proc_actor* self) {
   auto& st = self->state;
-  if (!joins_tolerantly(st) || st.stopping || st.failing || st.parked || st.busy
+  if (!joins_tolerantly(st) || st.stopping || st.rollback.failing || st.parked || st.busy
       || st.status != proc_state::waiting || !st.event_key.empty())
     return;
-  if (st.passivation_held)  // its tree is asked to passivate: decided on resume
+  if (st.passivation.holding)  // its tree is asked to passivate: decided on resume
     return hold(self, [self] { join_after_success(self); });
   auto n = count_join(st);
   if (n.succeeded + n.running < needed(st) && !st.join_wait && n.running > 0) {
@@ -251,7 +252,7 @@ void cancel_children(proc_actor* self, std::vector<uint64_t> ids, std::string re
         stop_cancelled_child(self, *c);
       }
     }
-    if (!st.stopping && !st.failing && !st.cancel_running)
+    if (!st.stopping && !st.rollback.failing && !st.cancel_running)
       publish(self, "cancelling child(ren) " + names + ": stopping them");
     run_cancellations(self);
   });
@@ -259,7 +260,7 @@ void cancel_children(proc_actor* self, std::vector<uint64_t> ids, std::string re
 
 void run_cancellations(proc_actor* self) {
   auto& st = self->state;
-  if (st.cancel_running || st.stopping || st.failing || st.parked || st.busy)
+  if (st.cancel_running || st.stopping || st.rollback.failing || st.parked || st.busy)
     return;
   std::vector<uint64_t> batch;
   std::vector<uint64_t> clean;
@@ -279,7 +280,7 @@ void run_cancellations(proc_actor* self) {
       [self, batch, clean](journal_records& recs) {
         auto& st = self->state;
         st.busy = false;
-        if (st.stopping || st.failing) {
+        if (st.stopping || st.rollback.failing) {
           abandon_cancellation(self);
           return maybe_finish_stop(self);
         }
@@ -297,21 +298,21 @@ void run_cancellations(proc_actor* self) {
         auto start = [self, image, set] {
           auto& st = self->state;
           st.busy = false;
-          if (st.stopping || st.failing) {
+          if (st.stopping || st.rollback.failing) {
             abandon_cancellation(self);
             return maybe_finish_stop(self);
           }
-          st.plan.clear();
+          st.rollback.plan.clear();
           for (auto& item : rollback_plan(*image))
             if (set.count(item.proc_id) != 0)
-              st.plan.push_back(std::move(item));
-          st.plan_pos = 0;
-          st.undo_attempt = 1;
-          st.undone_before = 0;
-          st.rb_image = image;
-          PLOG(info, self, "cancelling: {} undo(s) to run", st.plan.size());
+              st.rollback.plan.push_back(std::move(item));
+          st.rollback.plan_pos = 0;
+          st.rollback.undo_attempt = 1;
+          st.rollback.undone_before = 0;
+          st.rollback.image = image;
+          PLOG(info, self, "cancelling: {} undo(s) to run", st.rollback.plan.size());
           // The ends of fragments on other nodes come here (their placeholders stopped).
-          for (const auto& item : st.plan)
+          for (const auto& item : st.rollback.plan)
             if (item.remote)
               self->send(st.env->executor, remote_route_atom::value, item.proc_id,
                          caf::actor_cast<caf::actor>(self));
@@ -345,7 +346,7 @@ void publish_cancellation(proc_actor* self, const std::string& detail) {
 
 void finish_cancellation(proc_actor* self) {
   auto& st = self->state;
-  auto image = st.rb_image;
+  auto image = st.rollback.image;
   auto set = subtrees(*image, st.cancel_batch);
   const auto at = wall_ms();
   journal_batch batch;
@@ -359,7 +360,7 @@ void finish_cancellation(proc_actor* self) {
     u.result_json.clear();
     if (p->remote()) {
       // Its end came from its node (ROLLEDBACK, or FAILED when it could not be undone).
-      if (auto f = st.rb_remote_failed.find(id); f != st.rb_remote_failed.end()) {
+      if (auto f = st.rollback.remote_failed.find(id); f != st.rollback.remote_failed.end()) {
         u.state = proc_state::failed;  // its end came FAILED: not undone there
         u.error = f->second;
       } else if (!is_final(p->status)) {
@@ -412,10 +413,10 @@ void finish_cancellation(proc_actor* self) {
       st.finished_subtree.push_back(std::move(u));
     st.cancel_running = false;
     st.cancel_batch.clear();
-    st.rb_image.reset();
-    st.plan.clear();
-    st.plan_pos = 0;
-    if (st.stopping || st.failing)
+    st.rollback.image.reset();
+    st.rollback.plan.clear();
+    st.rollback.plan_pos = 0;
+    if (st.stopping || st.rollback.failing)
       return maybe_finish_stop(self);
     run_cancellations(self);  // children whose stop came after this plan began
     if (!st.cancel_running) {
@@ -434,9 +435,9 @@ void abandon_cancellation(proc_actor* self) {
        cancel_progress(st));
   st.cancel_running = false;
   st.cancel_batch.clear();
-  st.rb_image.reset();
-  st.plan.clear();
-  st.plan_pos = 0;
+  st.rollback.image.reset();
+  st.rollback.plan.clear();
+  st.rollback.plan_pos = 0;
   cancel_timeout(self, st.env->timeout, st.id, timeout_kind::undo_retry);
 }
 

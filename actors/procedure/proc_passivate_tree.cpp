@@ -22,6 +22,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 
 namespace proctor {
@@ -36,11 +37,11 @@ constexpr int64_t attempt_limit_ms = 10'000;
 /// True when this procedure (not counting its children's own waits) only waits.
 bool only_waits(proc_actor* self) {
   auto& st = self->state;
-  if (st.busy || st.job_queued || st.stopping || st.parked || st.failing || st.bypassing
+  if (st.busy || st.job_queued || st.stopping || st.parked || st.rollback.failing || st.bypassing
       || st.finishing || st.stops_pending > 0 || !st.pending_restarts.empty() || !st.appends.empty()
       || !st.remote_failed.empty() || st.cancel_running
-      || (st.passivate_offered && !st.held.empty())     // a wake-up held while it offers: it runs next
-      || st.wakes_head < st.wakes_due.size())  // children to spawn as others go down
+      || (st.passivation.offered && !st.passivation.held.empty())     // a wake-up held while it offers: it runs next
+      || st.passivation.wakes_head < st.passivation.wakes_due.size())  // children to spawn as others go down
     return false;
   if (st.status == proc_state::waiting_timeout)
     return st.wait_timer_armed;
@@ -90,9 +91,9 @@ passivation_answer passivated_answer(const proc_actor_state& st, const child_slo
 /// The query of this procedure's children is answered (all of them, or one went down).
 void finish_query(proc_actor* self) {
   auto& st = self->state;
-  auto q = std::move(st.query);
+  auto q = std::move(st.passivation.query);
   // Something may have changed while the children answered (a stop, an abort).
-  if (!st.passivation_held || !only_waits(self))
+  if (!st.passivation.holding || !only_waits(self))
     q->acc.idle = false;
   q->done(std::move(q->acc));
 }
@@ -106,9 +107,9 @@ void query_subtree(proc_actor* self, std::function<void(passivation_answer)> don
   auto own = own_answer(self);
   if (!own.idle)
     return done(std::move(own));
-  st.passivation_held = true;
-  auto q = std::make_unique<proc_actor_state::passivation_query>();
-  q->tag = ++st.query_tag;
+  st.passivation.holding = true;
+  auto q = std::make_unique<passivation_part::query_state>();
+  q->tag = ++st.passivation.query_tag;
   q->acc = std::move(own);
   q->done = std::move(done);
   for (const auto& c : st.children)
@@ -118,8 +119,8 @@ void query_subtree(proc_actor* self, std::function<void(passivation_answer)> don
       q->asked.insert(c.id);
       self->send(c.handle, passivate_query_atom::value, q->tag);
     }
-  st.query = std::move(q);
-  if (st.query->asked.empty())
+  st.passivation.query = std::move(q);
+  if (st.passivation.query->asked.empty())
     finish_query(self);
 }
 
@@ -127,19 +128,19 @@ void query_subtree(proc_actor* self, std::function<void(passivation_answer)> don
 /// passivate_after (the executor refused because of a race, not because something runs).
 void end_attempt(proc_actor* self, bool retry) {
   auto& st = self->state;
-  st.passivating = false;
-  ++st.passivate_failures;
+  st.passivation.attempting = false;
+  ++st.passivation.failures;
   // An attempt costs its tree (messages to every procedure, wake-ups held while passivation_held):
   // the next one waits at least four times as long as this one took, so that a loaded
   // node spends at most a fifth of its time on attempts that fail.
-  st.passivate_not_before =
-    std::max(st.passivate_not_before, wall_ms() + 4 * (wall_ms() - st.passivate_started_ms));
-  for (auto& f : std::exchange(st.on_passivation_decided, {}))
+  st.passivation.not_before =
+    std::max(st.passivation.not_before, wall_ms() + 4 * (wall_ms() - st.passivation.started_ms));
+  for (auto& f : std::exchange(st.passivation.on_decided, {}))
     f(false);
   passivation_refused(self);
   // Offer again if the executor refused over a race, or if a procedure began to wait
   // while the tree was being asked (its hint found the attempt under way).
-  if (retry || std::exchange(st.passivate_hinted, false))
+  if (retry || std::exchange(st.passivation.hinted, false))
     offer_passivation(self);
 }
 
@@ -164,13 +165,13 @@ passivation_answer own_answer(proc_actor* self) {
 
 void passivation_refused(proc_actor* self) {
   auto& st = self->state;
-  st.query.reset();  // the attempt it belonged to is over
-  if (!std::exchange(st.passivation_held, false))
+  st.passivation.query.reset();  // the attempt it belonged to is over
+  if (!std::exchange(st.passivation.holding, false))
     return;
   for (const auto& c : st.children)
     if (!c.ended && c.handle)
       self->send(c.handle, passivation_refused_atom::value);
-  for (auto& f : std::exchange(st.held, {}))
+  for (auto& f : std::exchange(st.passivation.held, {}))
     f();
   // Its tree could not passivate: a procedure that only waits for its timer may still give
   // up its own actor (proc_passivate_waiter.cpp).
@@ -178,7 +179,7 @@ void passivation_refused(proc_actor* self) {
 }
 
 void hold(proc_actor* self, std::function<void()> f) {
-  self->state.held.push_back(std::move(f));
+  self->state.passivation.held.push_back(std::move(f));
 }
 
 void offer_passivation(proc_actor* self) {
@@ -190,52 +191,52 @@ void offer_passivation(proc_actor* self) {
     return;
   }
   // Called when something in the tree began to wait or ended: the tree was active now.
-  st.tree_active_ms = wall_ms();
-  if (st.passivating)
-    st.passivate_hinted = true;
-  if (st.passivate_armed || st.passivating)
+  st.passivation.tree_active_ms = wall_ms();
+  if (st.passivation.attempting)
+    st.passivation.hinted = true;
+  if (st.passivation.armed || st.passivation.attempting)
     return;
-  st.passivate_armed = true;
+  st.passivation.armed = true;
   // Each attempt asks the whole tree; after attempts that found something running, wait
   // longer (10 ms doubling, at most 10 s), so that the children of a wide tree beginning
   // to wait one by one cost a few attempts, not one each.
   auto after = st.env->passivate_after.count();
-  if (st.passivate_failures > 0)
-    after = std::max<int64_t>(after, int64_t{10} << std::min(st.passivate_failures, 10));
+  if (st.passivation.failures > 0)
+    after = std::max<int64_t>(after, int64_t{10} << std::min(st.passivation.failures, 10));
   after = std::min<int64_t>(after, std::max<int64_t>(10'000, st.env->passivate_after.count()));
   // A wide tree woken for deadlines due within the next second is asked again only after
   // the last of them (each attempt costs a message to every procedure, and freezes those
   // that only wait: asked over and over, a woken tree of 10,000 timers crawled).
-  auto at = std::max(wall_ms() + after, st.passivate_not_before + 1);
+  auto at = std::max(wall_ms() + after, st.passivation.not_before + 1);
   arm_timeout(self, st.env->timeout, st.id, timeout_kind::passivate, at, passivate_atom::value,
-              ++st.passivate_token);
+              ++st.passivation.token);
 }
 
 void try_passivate(proc_actor* self, uint64_t token) {
   auto& st = self->state;
-  if (token != st.passivate_token)
+  if (token != st.passivation.token)
     return;
-  st.passivate_armed = false;
-  if (st.passivating || !only_waits(self))
+  st.passivation.armed = false;
+  if (st.passivation.attempting || !only_waits(self))
     return;  // when it waits again, it offers again
   // Active since the deadline was armed (children ending, procedures beginning to wait):
   // asking now would likely find something running. Wait until it was quiet for
   // passivate_after, as a procedure that began to wait does.
-  if (auto quiet_at = st.tree_active_ms + st.env->passivate_after.count(); quiet_at > wall_ms()) {
-    st.passivate_armed = true;
+  if (auto quiet_at = st.passivation.tree_active_ms + st.env->passivate_after.count(); quiet_at > wall_ms()) {
+    st.passivation.armed = true;
     arm_timeout(self, st.env->timeout, st.id, timeout_kind::passivate, quiet_at,
-                passivate_atom::value, ++st.passivate_token);
+                passivate_atom::value, ++st.passivation.token);
     return;
   }
-  st.passivate_started_ms = wall_ms();
+  st.passivation.started_ms = wall_ms();
   st.env->passivation_attempts.fetch_add(1, std::memory_order_relaxed);
-  st.passivating = true;
-  st.passivation_held = true;
+  st.passivation.attempting = true;
+  st.passivation.holding = true;
   auto root_id = st.id;
-  auto attempt = ++st.passivate_attempt;
+  auto attempt = ++st.passivation.attempt;
   // Answers of an attempt given up (or ended) are ignored.
   auto current = [self, attempt] {
-    return self->state.passivating && self->state.passivate_attempt == attempt;
+    return self->state.passivation.attempting && self->state.passivation.attempt == attempt;
   };
   arm_timeout(self, st.env->timeout, st.id, timeout_kind::passivate, wall_ms() + attempt_limit_ms,
               passivate_late_atom::value, attempt);
@@ -253,7 +254,7 @@ void try_passivate(proc_actor* self, uint64_t token) {
           if (a.idle)
             not_if_due_soon(a);
           if (!a.idle) {
-            st.passivate_not_before = std::max(st.passivate_not_before, a.retry_at_ms);
+            st.passivation.not_before = std::max(st.passivation.not_before, a.retry_at_ms);
             return end_attempt(self, a.retry_at_ms > 0);
           }
           self
@@ -270,8 +271,8 @@ void try_passivate(proc_actor* self, uint64_t token) {
                 if (!agreed)
                   return end_attempt(self, true);
                 auto& st = self->state;
-                st.passivating = false;
-                for (auto& f : std::exchange(st.on_passivation_decided, {}))
+                st.passivation.attempting = false;
+                for (auto& f : std::exchange(st.passivation.on_decided, {}))
                   f(true);
                 release_timers(self);
                 PLOG(debug, self, "tree passivated");
@@ -291,7 +292,7 @@ void try_passivate(proc_actor* self, uint64_t token) {
 
 void on_passivate_late(proc_actor* self, uint64_t attempt) {
   auto& st = self->state;
-  if (!st.passivating || attempt != st.passivate_attempt)
+  if (!st.passivation.attempting || attempt != st.passivation.attempt)
     return;
   PLOG(warn, self, "passivation attempt got no answer within {} ms; the tree stays awake",
        attempt_limit_ms);
@@ -307,7 +308,7 @@ void on_passivate_query(proc_actor* self, const caf::actor& parent, uint64_t tag
 
 void on_passivate_answer(proc_actor* self, uint64_t tag, uint64_t child_id,
                          const passivation_answer& a) {
-  auto& q = self->state.query;
+  auto& q = self->state.passivation.query;
   if (!q || q->tag != tag || q->asked.erase(child_id) == 0)
     return;
   q->acc.merge(a);
@@ -316,7 +317,7 @@ void on_passivate_answer(proc_actor* self, uint64_t tag, uint64_t child_id,
 }
 
 void on_passivate_child_down(proc_actor* self, uint64_t child_id) {
-  auto& q = self->state.query;
+  auto& q = self->state.passivation.query;
   if (!q || q->asked.erase(child_id) == 0)
     return;
   q->acc.idle = false;
@@ -329,7 +330,7 @@ void release_timers(proc_actor* self) {
   release_passivated(self);
   if (std::exchange(st.wait_timer_armed, false))
     cancel_timeout(self, st.env->timeout, st.id, timeout_kind::wait);
-  if (st.is_root && (std::exchange(st.passivate_armed, false) || st.passivate_attempt > 0))
+  if (st.is_root && (std::exchange(st.passivation.armed, false) || st.passivation.attempt > 0))
     cancel_timeout(self, st.env->timeout, st.id, timeout_kind::passivate);  // or the guard
 }
 

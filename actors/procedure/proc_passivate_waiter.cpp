@@ -40,6 +40,7 @@
 // comes while it offers is held, and it takes the offer back.
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/tree_image.hpp"
 
 namespace proctor {
@@ -61,7 +62,7 @@ bool waits_for_children(const proc_actor_state& st) {
 bool children_all_gone(proc_actor* self) {
   auto& st = self->state;
   if (!waits_for_children(st) || st.restarts.recent() > 0
-      || st.ended_children + st.passivated_children != st.children.size())
+      || st.ended_children + st.passivation.passivated_children != st.children.size())
     return false;  // (counted first: the loop below runs once per offer, not per child gone)
   auto soon = wall_ms() + passivation_min_sleep_ms;
   for (const auto& c : st.children) {
@@ -79,8 +80,8 @@ bool children_all_gone(proc_actor* self) {
 bool may_go(proc_actor* self) {
   auto& st = self->state;
   return !st.is_root && st.env->passivate_after.count() >= 0
-         && (st.children.empty() || children_all_gone(self)) && st.held.empty() && !st.passivation_held
-         && !st.passivate_offered && !st.ran_partly && (!waits_for_event(st) || st.event_payload.empty())
+         && (st.children.empty() || children_all_gone(self)) && st.passivation.held.empty() && !st.passivation.holding
+         && !st.passivation.offered && !st.ran_partly && (!waits_for_event(st) || st.event_payload.empty())
          && own_answer(self).idle;
 }
 
@@ -124,7 +125,7 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
   auto& st = self->state;
   auto t = std::make_shared<tree_image>();
   t->root_id = st.root_id;
-  t->past_no_return = st.past_no_return;
+  t->past_no_return = st.rollback.past_no_return;
   auto& p = t->procs[st.id];
   p.id = st.id;
   p.parent_id = st.parent_id;
@@ -153,9 +154,9 @@ std::shared_ptr<const tree_image> own_image(proc_actor* self) {
 }
 
 void run_held(proc_actor* self) {
-  if (self->state.passivation_held)
+  if (self->state.passivation.holding)
     return;  // its tree is being asked: resumed, it runs them
-  for (auto& f : std::exchange(self->state.held, {}))
+  for (auto& f : std::exchange(self->state.passivation.held, {}))
     f();
 }
 
@@ -163,7 +164,7 @@ void go(proc_actor* self) {
   auto& st = self->state;
   if (!st.children.empty())
     PLOG(debug, self, "gives up its actor with its {} passivated children, until one is due",
-         st.passivated_children);
+         st.passivation.passivated_children);
   else
     PLOG(debug, self, "gives up its actor until its {}",
          st.event_key.empty()      ? "timer"
@@ -189,17 +190,17 @@ void offer_parent_passivation(proc_actor* self) {
     // run) offers once they all went or ended (on_passivating_child_down, subtree_done): so parents
     // follow their children only after their root's passivation attempts failed, not at
     // every end of a child of a parent never resumed.
-    st.passivate_wanted = !st.is_root && waits_for_children(st);
+    st.passivation.wanted = !st.is_root && waits_for_children(st);
     return;
   }
-  st.passivate_wanted = false;
-  st.passivate_offered = true;
+  st.passivation.wanted = false;
+  st.passivation.offered = true;
   self->send(st.parent, passivate_offer_atom::value, st.id, own_image(self));
 }
 
 void on_passivate_reply(proc_actor* self, bool accepted) {
   auto& st = self->state;
-  if (!std::exchange(st.passivate_offered, false))
+  if (!std::exchange(st.passivation.offered, false))
     return;
   if (!accepted)
     return run_held(self);
@@ -209,14 +210,14 @@ void on_passivate_reply(proc_actor* self, bool accepted) {
     return go(self);
   // Its event must come through the parent from now on: the executor switches the
   // registration unless the event is on its way here already.
-  st.passivate_offered = true;  // what wakes it is still held
+  st.passivation.offered = true;  // what wakes it is still held
   self
     ->request(st.env->executor, caf::infinite, passivate_via_atom::value, st.event_key, st.id,
               st.parent)
     .then(
       [self](bool switched) {
         auto& st = self->state;
-        st.passivate_offered = false;
+        st.passivation.offered = false;
         if (switched && may_go(self))
           return go(self);
         if (switched)  // something came meanwhile: its own registration back
@@ -225,7 +226,7 @@ void on_passivate_reply(proc_actor* self, bool accepted) {
       },
       [self](caf::error&) {
         // The executor is going down, and the node with it: the actor stays as it was.
-        self->state.passivate_offered = false;
+        self->state.passivation.offered = false;
         take_back(self);
       });
 }
@@ -235,12 +236,12 @@ void on_passivate_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tr
   auto from = caf::actor_cast<caf::actor>(self->current_sender());
   auto* c = st.child(cid);
   bool yes = c != nullptr && c->handle && c->handle == from && !c->ended && !c->restarting
-             && !c->stop_pending && !c->passivated && !c->passivate_pending && !st.stopping && !st.failing
-             && !st.parked && !st.passivation_held && !st.query && !st.bypassing && image != nullptr
+             && !c->stop_pending && !c->passivated && !c->passivate_pending && !st.stopping && !st.rollback.failing
+             && !st.parked && !st.passivation.holding && !st.passivation.query && !st.bypassing && image != nullptr
              && image->find(cid) != nullptr;
   if (yes) {
     c->passivate_pending = true;
-    st.passivated_images[cid] = std::move(image);
+    st.passivation.images[cid] = std::move(image);
   }
   self->send(from, passivate_reply_atom::value, yes);
 }
@@ -251,17 +252,17 @@ void on_passivate_undo(proc_actor* self, uint64_t cid) {
   if (c == nullptr || !c->passivate_pending)
     return;
   c->passivate_pending = false;
-  st.passivated_images.erase(cid);
+  st.passivation.images.erase(cid);
 }
 
 bool on_passivating_child_down(proc_actor* self, child_slot& c, const caf::error& reason) {
   auto& st = self->state;
   c.passivate_pending = false;
-  auto i = st.passivated_images.find(c.id);
-  if (i == st.passivated_images.end())
+  auto i = st.passivation.images.find(c.id);
+  if (i == st.passivation.images.end())
     return false;
   auto image = std::move(i->second);
-  st.passivated_images.erase(i);
+  st.passivation.images.erase(i);
   if (!is(reason, errc::passivated))
     return false;  // it crashed meanwhile: supervised as any crash
   if (c.stop_pending) {
@@ -273,7 +274,7 @@ bool on_passivating_child_down(proc_actor* self, child_slot& c, const caf::error
     return true;
   }
   put_to_sleep(self, c, image, true);
-  if (st.passivate_wanted)
+  if (st.passivation.wanted)
     offer_parent_passivation(self);  // maybe the last of its children to go
   return true;
 }

@@ -31,6 +31,7 @@
 
 #include "actors/base/cluster_view.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 #include "persistence/tree_image.hpp"
@@ -86,7 +87,7 @@ void take_in(proc_actor* self, child_slot& c, const tree_image& image, const pro
     // to spawn the placeholder, and the placeholder the end.
     if (q.id != c.id) {
       c.passivated_waiters.push_back(q.id);
-      st.passivated_routes[q.id] = c.id;
+      st.passivation.routes[q.id] = c.id;
     }
     self->send(st.env->executor, remote_route_via_atom::value, q.id,
                caf::actor_cast<caf::actor>(self));
@@ -98,7 +99,7 @@ void take_in(proc_actor* self, child_slot& c, const tree_image& image, const pro
     at = q.deadline_ms;
     if (q.id != c.id) {
       c.passivated_waiters.push_back(q.id);
-      st.passivated_routes[q.id] = c.id;
+      st.passivation.routes[q.id] = c.id;
     }
     // Its event (or its call's reply) comes through the executor, which holds it for the
     // procedure's actor. A call is made again only if it is not under way (after a restart).
@@ -119,12 +120,12 @@ void forget(proc_actor* self, child_slot& c) {
                                        std::memory_order_relaxed);
   c.passivated_procs = 0;
   for (auto w : c.passivated_waiters)
-    st.passivated_routes.erase(w);
+    st.passivation.routes.erase(w);
   std::vector<uint64_t>{}.swap(c.passivated_waiters);
-  if (!st.passivated_images.empty())
-    st.passivated_images.erase(c.id);
-  if (--st.passivated_children == 0)
-    st.passivated_image.reset();
+  if (!st.passivation.images.empty())
+    st.passivation.images.erase(c.id);
+  if (--st.passivation.passivated_children == 0)
+    st.passivation.image.reset();
 }
 
 /// Passivated child `c` will not be spawned by its wake-up: the parent's arm goes too.
@@ -141,8 +142,8 @@ child_slot* passivated_for(proc_actor* self, uint64_t id, bool* own) {
   *own = true;
   auto* c = st.child(id);
   if (c == nullptr) {
-    auto r = st.passivated_routes.find(id);
-    if (r == st.passivated_routes.end())
+    auto r = st.passivation.routes.find(id);
+    if (r == st.passivation.routes.end())
       return nullptr;
     *own = false;
     c = st.child(r->second);
@@ -163,8 +164,8 @@ void unended_subtree(const tree_image& image, const proc_image& q, std::vector<u
 
 const std::shared_ptr<const tree_image>& passivated_image_of(const proc_actor_state& st,
                                                           const child_slot& c) {
-  auto own = st.passivated_images.find(c.id);
-  return own != st.passivated_images.end() ? own->second : st.passivated_image;
+  auto own = st.passivation.images.find(c.id);
+  return own != st.passivation.images.end() ? own->second : st.passivation.image;
 }
 
 bool may_passivate_unspawned(proc_actor* self, const tree_image& image, uint64_t cid) {
@@ -179,9 +180,9 @@ void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const t
   auto& st = self->state;
   const auto& p = *image->find(c.id);
   if (own)
-    st.passivated_images[c.id] = image;
-  else if (!st.passivated_image)
-    st.passivated_image = image;
+    st.passivation.images[c.id] = image;
+  else if (!st.passivation.image)
+    st.passivation.image = image;
   c.passivated = true;
   c.passivated_entry = &p;
   c.passivated_event = p.status == proc_state::waiting && !p.event_key.empty();
@@ -191,7 +192,7 @@ void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const t
   take_in(self, c, *image, p);
   st.env->passivated_procedures.fetch_add(static_cast<int64_t>(c.passivated_procs),
                                        std::memory_order_relaxed);
-  ++st.passivated_children;
+  ++st.passivation.passivated_children;
   // Under the child's own name: a leaf's own arm replaces it once the leaf is spawned. A
   // passivated subtree's earliest wake-up spawns its top, whose own arms then take over.
   if (c.wake_at_ms > 0)
@@ -226,13 +227,13 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
     return;  // stopped, or spawned meanwhile (its own wake-up replaced this one)
   auto& st = self->state;
   if (st.child_addrs && st.child_addrs->size() >= max_live_children) {
-    st.wakes_due.push_back(cid);  // still passivated then, or the wake-up is dropped
+    st.passivation.wakes_due.push_back(cid);  // still passivated then, or the wake-up is dropped
     st.env->queued_wakes.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // Its tree is being passivated (proc_passivate_tree.cpp), or this parent offered to give up
   // its actor (proc_passivate_waiter.cpp): which it takes back, having a wake-up held.
-  if (st.passivation_held || st.passivate_offered)
+  if (st.passivation.holding || st.passivation.offered)
     return hold(self, [self, cid] {
       bool own = true;
       if (auto* c = passivated_for(self, cid, &own))
@@ -243,13 +244,13 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
 
 void wake_queued(proc_actor* self) {
   auto& st = self->state;
-  while (st.wakes_head < st.wakes_due.size()
+  while (st.passivation.wakes_head < st.passivation.wakes_due.size()
          && (!st.child_addrs || st.child_addrs->size() < max_live_children)
          && self->has_behavior())  // not once it quit (CAF 0.17.6 clears it then)
-    on_wake_child(self, st.wakes_due[st.wakes_head++]);
-  if (st.wakes_head == st.wakes_due.size()) {
-    st.wakes_due.clear();
-    st.wakes_head = 0;
+    on_wake_child(self, st.passivation.wakes_due[st.passivation.wakes_head++]);
+  if (st.passivation.wakes_head == st.passivation.wakes_due.size()) {
+    st.passivation.wakes_due.clear();
+    st.passivation.wakes_head = 0;
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -16,7 +17,7 @@ namespace {
 
 /// FAILED for good: past its point of no return and out of attempts (on_business_failure).
 bool failed_for_good(const proc_actor_state& st) {
-  return st.status == proc_state::failed && !st.busy && !st.failing && !st.parked && !st.stopping
+  return st.status == proc_state::failed && !st.busy && !st.rollback.failing && !st.parked && !st.stopping
          && !st.finishing;
 }
 
@@ -28,7 +29,7 @@ std::string refusal(proc_actor* self) {
     return me + " is being retried already";
   if (st.bypassing || st.finishing)
     return me + " is already ending";
-  if (st.failing || st.parked || st.stopping)
+  if (st.rollback.failing || st.parked || st.stopping)
     return me + ": its tree is failing or stopping; a rollback is not retried";
   if (failed_for_good(st))
     return {};
@@ -120,10 +121,10 @@ caf::result<std::string> on_operator_retry(proc_actor* self, retry_order& order)
             });
     return rp;
   }
-  if (st.passivating) {
+  if (st.passivation.attempting) {
     // The executor counted this order in flight, so it refuses the passivation asked for.
     auto rp = self->make_response_promise<std::string>();
-    st.on_passivation_decided.push_back([self, rp](bool agreed) mutable {
+    st.passivation.on_decided.push_back([self, rp](bool agreed) mutable {
       if (agreed)
         rp.deliver("procedure " + std::to_string(self->state.id) + " passivated meanwhile; retry");
       else
@@ -131,7 +132,7 @@ caf::result<std::string> on_operator_retry(proc_actor* self, retry_order& order)
     });
     return rp;
   }
-  if (st.passivation_held) {
+  if (st.passivation.holding) {
     auto rp = self->make_response_promise<std::string>();
     hold(self, [self, rp]() mutable { retry_here(self, rp); });
     return rp;

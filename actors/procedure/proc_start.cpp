@@ -80,7 +80,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.since_ms = p->since_ms;
   st.submitted_at_ms = p->submitted_at_ms;
   st.started = p->has_committed() || p->committed_at_ms != 0;
-  st.failed_at_ms = s.image->failed_at_ms;
+  st.rollback.failed_at_ms = s.image->failed_at_ms;
   // Recovered or restarted RUNNABLE, its state may have run before the crash.
   st.ran_partly = !submitted && !s.fresh && st.status == proc_state::runnable;
   st.event_key = p->event_key;
@@ -89,7 +89,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.event_payload = p->event_payload;
   st.event_timed_out = p->event_timed_out;
   st.timeout_state = p->timeout_state;
-  st.past_no_return = s.image->past_no_return;
+  st.rollback.past_no_return = s.image->past_no_return;
   st.waiting_on = p->last_spawned;
   st.join_at_least = p->join_at_least;
   st.join_wait = p->join_wait;
@@ -148,7 +148,7 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   if (c->passivated)
     stop_passivated(self, *c);  // spawned otherwise than by its wake-up (a restart)
   if (std::exchange(c->passivate_pending, false))
-    st.passivated_images.erase(cid);
+    st.passivation.images.erase(cid);
   proc_start cs;
   cs.env = st.env;
   cs.image = image;

@@ -6,6 +6,7 @@
 #include "actors/base/errors.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 
 namespace proctor {
@@ -74,7 +75,7 @@ void proceed(proc_actor* self) {
   st.busy = false;
   // A failing root runs no further step: its tree stops (once the Failed record is durable)
   // and rolls back.
-  if (st.stopping || st.failing)
+  if (st.stopping || st.rollback.failing)
     return maybe_finish_stop(self);
   schedule(self, true);
 }
@@ -166,8 +167,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
     bool same = next == executed && data == st.committed_data;
     st.same_state_commits = same ? st.same_state_commits + 1 : 0;
     st.committed_data = data;
-    if (no_return && !st.past_no_return) {
-      st.past_no_return = true;
+    if (no_return && !st.rollback.past_no_return) {
+      st.rollback.past_no_return = true;
       if (!st.is_root)
         self->send(st.root, no_return_atom::value);
     }
@@ -193,7 +194,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
       return;
     }
     case outcome::kind::done: {
-      if (st.is_root && st.failing) {
+      if (st.is_root && st.rollback.failing) {
         // The tree failed while its last step ran (an abort, a child's failure): the tree
         // rolls back, so the step is committed for its undo but does not end the tree.
         step->set_ended(true);

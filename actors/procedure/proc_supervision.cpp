@@ -6,6 +6,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 #include "supervision/supervisor.hpp"
 
@@ -13,13 +14,13 @@ namespace proctor {
 
 void restart_children(proc_actor* self, std::vector<uint64_t> ids) {
   auto& st = self->state;
-  if (st.stopping || st.failing || st.parked)
+  if (st.stopping || st.rollback.failing || st.parked)
     return;
   self->request(st.env->journal, caf::infinite, read_tree_atom::value, st.root_id)
     .then(
       [self, ids](journal_records& recs) {
         auto& st = self->state;
-        if (st.stopping || st.failing || st.parked)
+        if (st.stopping || st.rollback.failing || st.parked)
           return;
         auto image = std::make_shared<const tree_image>(fold_tree(st.root_id, recs));
         if (!image->corrupt.empty()) {
@@ -130,7 +131,7 @@ std::vector<uint64_t> stopped_clean(proc_actor* self) {
   for (const auto& c : st.children)
     out.insert(out.end(), c.stopped_clean.begin(), c.stopped_clean.end());
   // A failing root reads FAILED without having ended.
-  bool ended = is_final(st.status) && !(st.is_root && st.failing);
+  bool ended = is_final(st.status) && !(st.is_root && st.rollback.failing);
   if (!st.ran_partly && !ended)
     out.push_back(st.id);
   return out;
@@ -177,7 +178,7 @@ void on_down(proc_actor* self, caf::down_msg& m) {
   }
   if (c->cancelling)
     return run_cancellations(self);  // gone before its stop was sent: stopped all the same
-  if (normal || c->ended || c->restarting || st.stopping || st.failing || st.parked)
+  if (normal || c->ended || c->restarting || st.stopping || st.rollback.failing || st.parked)
     return;
   auto why = error_text(self->system(), m.reason);
   std::vector<supervised_child> children;
@@ -208,7 +209,7 @@ void stop_subtree(proc_actor* self) {
   disarm_timer(self);  // no timer or retry fires any more
   if (st.busy && st.cancel_flag)
     st.cancel_flag->store(true, std::memory_order_relaxed);  // a step under way: not wanted
-  if (st.cancel_running && st.busy && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote)
+  if (st.cancel_running && st.busy && st.rollback.plan_pos < st.rollback.plan.size() && st.rollback.plan[st.rollback.plan_pos].remote)
     st.busy = false;  // a cancellation waiting for a node's answer: the tree's plan takes over
   if (st.job_queued) {
     // A step that has not started yet (queued, or waiting for a lock) need not run. The
@@ -242,7 +243,7 @@ void maybe_finish_stop(proc_actor* self) {
     return;
   abandon_cancellation(self);  // the journal holds how far it got
   if (st.is_root) {
-    if (st.failing)
+    if (st.rollback.failing)
       rollback_after_stop(self);
     return;
   }

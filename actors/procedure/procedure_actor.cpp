@@ -7,6 +7,7 @@
 #include "actors/base/leader_fence.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/worker_pool.hpp"
 
@@ -156,12 +157,12 @@ void schedule(proc_actor* self, bool now) {
 
 void maybe_join(proc_actor* self) {
   auto& st = self->state;
-  if (st.stopping || st.failing || st.parked || st.busy || st.status != proc_state::waiting
+  if (st.stopping || st.rollback.failing || st.parked || st.busy || st.status != proc_state::waiting
       || !st.event_key.empty())
     return;
   if (st.waiting_left > 0)
     return;
-  if (st.passivation_held)
+  if (st.passivation.holding)
     return hold(self, [self] { maybe_join(self); });
   if (auto why = join_unmet(st); !why.empty())
     return fail_join(self, why);  // proc_cancel.cpp
@@ -192,8 +193,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
   }
   auto& st = self->state;
   if (start.rollback) {
-    st.failing = true;
-    st.failure = start.image->failure;
+    st.rollback.failing = true;
+    st.rollback.failure = start.image->failure;
     run_rollback(self, start.image);
   } else {
     // Children first: a parent's own run may depend on how they end. Those that only wait
@@ -307,10 +308,10 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       maybe_join(self);
       // Still waiting for others: what ran in that child's branch may have been all that
       // kept the tree awake.
-      if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.passivation_held)
+      if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.passivation.holding)
         offer_passivation(self);
       // Thawed while that child ran: with it ended, its other children may all have gone.
-      if (st.passivate_wanted)
+      if (st.passivation.wanted)
         offer_parent_passivation(self);
     },
     [self](delivered_atom, std::string& key, std::string& payload, std::string& failure,
@@ -320,7 +321,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       if (st.bypassing || key != st.event_key)
         return decline_event(self, event_lsn);
       bool failed = !failure.empty();
-      if (st.passivation_held || st.passivate_offered)
+      if (st.passivation.holding || st.passivation.offered)
         return hold(self, [self, key, payload, failed, failure, event_lsn, consume] {
           if (key == self->state.event_key)
             on_wake(self, payload, failed, failure, event_lsn, consume);
@@ -336,7 +337,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       st.wait_timer_armed = false;  // it fired
       // Its tree is being passivated (proc_passivate_tree.cpp), or it offered to give up its
       // actor (proc_passivate_waiter.cpp).
-      if (st.passivation_held || st.passivate_offered)
+      if (st.passivation.holding || st.passivation.offered)
         return hold(self, [self] { on_wake(self, "", true); });
       on_wake(self, "", true);
     },
@@ -375,7 +376,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         publish(self);
         schedule(self);
       };
-      if (st.passivation_held || st.passivate_offered)
+      if (st.passivation.holding || st.passivation.offered)
         return hold(self, [self, token, resume] {
           auto& st = self->state;
           if (token != st.timer_token || st.busy || st.stopping || st.parked)
@@ -395,7 +396,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](tree_fail_atom, uint64_t proc_id, int32_t state, std::string& error) {
       return begin_tree_failure(self, proc_id, state, error);
     },
-    [self](no_return_atom) { self->state.past_no_return = true; },
+    [self](no_return_atom) { self->state.rollback.past_no_return = true; },
     // The scheduler holds its step back ("lock NAME", "type limit x: 10 of 10 running"),
     // or lets it go ("").
     [self](lock_wait_atom, const std::string& why) {
@@ -405,7 +406,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
         publish(self, why, true);
     },
     [self](restart_atom, std::vector<uint64_t>& ids) { restart_children(self, std::move(ids)); },
-    [self](undo_retry_atom) { run_rollback(self, self->state.rb_image); },
+    [self](undo_retry_atom) { run_rollback(self, self->state.rollback.image); },
     [self](remote_end_atom, const std::string& bytes, int64_t) {
       on_remote_end_in_rollback(self, bytes);
     },
@@ -419,14 +420,14 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto& st = self->state;
       if (st.finishing)  // its end is on its way; the executor orders the rollback again
         return caf::make_error(errc::already_ended);
-      if (st.past_no_return)
+      if (st.rollback.past_no_return)
         return false;
-      if (!st.failing && !begin_tree_failure(self, st.id, 0, reason))
+      if (!st.rollback.failing && !begin_tree_failure(self, st.id, 0, reason))
         return false;
-      if (!st.busy_failure_record)
+      if (!st.rollback.busy_failure_record)
         return true;
       auto rp = self->make_response_promise<bool>();
-      st.failure_acks.push_back(rp);
+      st.rollback.failure_acks.push_back(rp);
       return rp;
     },
     [self](bypass_atom, bypass_order& order) { return on_bypass(self, order); },
@@ -435,18 +436,18 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto& st = self->state;
       if (st.finishing)
         return caf::make_error(errc::already_ended);
-      if (st.past_no_return)
+      if (st.rollback.past_no_return)
         return false;
       // Not a step's failure: which state may have run partly, the stop finds out.
-      if (!st.failing
+      if (!st.rollback.failing
           && !begin_tree_failure(self, st.id, 0,
                                  "aborted by operator (procedure " + std::to_string(proc_id) + ")"))
         return false;
       // Acknowledged once the Failed record is durable, never before.
-      if (!st.busy_failure_record)
+      if (!st.rollback.busy_failure_record)
         return true;
       auto rp = self->make_response_promise<bool>();
-      st.failure_acks.push_back(rp);
+      st.rollback.failure_acks.push_back(rp);
       return rp;
     },
   };

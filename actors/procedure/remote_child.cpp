@@ -18,6 +18,7 @@
 #include "actors/cluster/outbox.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 

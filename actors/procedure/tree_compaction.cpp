@@ -7,6 +7,7 @@
 // side of its write leaves a journal that reads back the same.
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/tree_snapshot.hpp"
 
 namespace proctor {
@@ -53,13 +54,13 @@ void compact_tree(proc_actor* self) {
   // A failing tree ends with its rollback, whose summary replaces all of it: left as it is,
   // its undone steps keep ordering the rollback of fragments elsewhere (tree_rollback.cpp,
   // parent_step_between). `compacting` stays set: nothing asks again.
-  if (st.finishing || st.failing || st.rb_image)
+  if (st.finishing || st.rollback.failing || st.rollback.image)
     return;
   self->request(st.env->journal, caf::infinite, read_tree_atom::value, st.root_id)
     .then(
       [self, c](journal_records& recs) {
         auto& st = self->state;
-        if (st.finishing || st.failing || st.rb_image)
+        if (st.finishing || st.rollback.failing || st.rollback.image)
           return;
         tree_folder f(st.root_id);
         for (const auto& r : recs)

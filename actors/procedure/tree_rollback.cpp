@@ -4,6 +4,7 @@
 #include "actors/base/errors.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 #include "actors/procedure/remote.hpp"
 
@@ -16,12 +17,12 @@ bool proc_actor_state::parent_lost() const noexcept {
 bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
                         const std::string& error) {
   auto& st = self->state;
-  if (st.past_no_return)
+  if (st.rollback.past_no_return)
     return false;
-  if (st.failing)
+  if (st.rollback.failing)
     return true;
-  st.failing = true;
-  st.failure = error;
+  st.rollback.failing = true;
+  st.rollback.failure = error;
   PLOG(info, self, "tree fails (procedure {}: {}); stopping it to roll back", proc_id, error);
   pb::JournalRecord rec;
   auto* f = rec.mutable_failed();
@@ -32,14 +33,14 @@ bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
   f->set_at_ms(at);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
-  st.busy_failure_record = true;
+  st.rollback.busy_failure_record = true;
   journal_append(self, std::move(batch), [self, at] {
     auto& st = self->state;
-    st.busy_failure_record = false;
-    for (auto& rp : st.failure_acks)
+    st.rollback.busy_failure_record = false;
+    for (auto& rp : st.rollback.failure_acks)
       rp.deliver(true);
-    st.failure_acks.clear();
-    st.failed_at_ms = at;
+    st.rollback.failure_acks.clear();
+    st.rollback.failed_at_ms = at;
     set_status(self, proc_state::failed, at);
     publish_rollback(self, {});
     stop_subtree(self);
@@ -49,9 +50,9 @@ bool begin_tree_failure(proc_actor* self, uint64_t proc_id, int32_t state,
 
 void rollback_after_stop(proc_actor* self) {
   auto& st = self->state;
-  if (st.rb_image || st.busy_failure_record)
+  if (st.rollback.image || st.rollback.busy_failure_record)
     return;  // already reading / rolling back, or the Failed record is not durable yet
-  st.rb_image = std::make_shared<const tree_image>();  // marks "reading"
+  st.rollback.image = std::make_shared<const tree_image>();  // marks "reading"
   auto clean = stopped_clean(self);
   self->request(st.env->journal, caf::infinite, read_tree_atom::value, st.root_id)
     .then(
@@ -64,7 +65,7 @@ void rollback_after_stop(proc_actor* self) {
           return;
         }
         auto batch = never_started_undos(self, *image, clean, {});
-        st.plan.clear();
+        st.rollback.plan.clear();
         if (batch.entries.empty())
           return run_rollback(self, image);
         st.busy = true;
@@ -106,32 +107,32 @@ void publish_rollback(proc_actor* self, std::string waiting_for) {
     return publish_cancellation(self, waiting_for);  // a parent cancelling children
   auto u = current_update(self);
   u.state = proc_state::failed;
-  u.error = st.failure;
+  u.error = st.rollback.failure;
   u.waiting_for = std::move(waiting_for);
   // FAILED since its tree failed (its Failed record), whatever the rollback's progress.
-  u.since_ms = st.failed_at_ms;
+  u.since_ms = st.rollback.failed_at_ms;
   self->send(st.env->executor, update_atom::value, std::move(u));
 }
 
 namespace {
 
 std::string progress(const proc_actor_state& st) {
-  return "rolling back: " + std::to_string(st.undone_before + st.plan_pos) + " of "
-         + std::to_string(st.undone_before + st.plan.size()) + " undone";
+  return "rolling back: " + std::to_string(st.rollback.undone_before + st.rollback.plan_pos) + " of "
+         + std::to_string(st.rollback.undone_before + st.rollback.plan.size()) + " undone";
 }
 
 }  // namespace
 
 void show_remote_wait(proc_actor* self) {
   auto& st = self->state;
-  if (!st.rb_image || st.plan_pos >= st.plan.size() || !st.plan[st.plan_pos].remote)
+  if (!st.rollback.image || st.rollback.plan_pos >= st.rollback.plan.size() || !st.rollback.plan[st.rollback.plan_pos].remote)
     return;
-  const auto* p = st.rb_image->find(st.plan[st.plan_pos].proc_id);
+  const auto* p = st.rollback.image->find(st.rollback.plan[st.rollback.plan_pos].proc_id);
   if (p == nullptr)
     return;
   if (st.env->cluster->lost(p->node, p->submitted_lsn)) {
     // Its node was forgotten while the order waited for it: its end is asked for as lost.
-    if (st.remote_lost_asked.insert(p->id).second) {
+    if (st.rollback.remote_lost_asked.insert(p->id).second) {
       PLOG(warn, self, "procedure {} ran on node {}, which an operator forgot: not undone", p->id,
            p->node);
       self->send(st.env->executor, remote_lost_atom::value, p->id);
@@ -152,7 +153,7 @@ namespace {
 /// (the executor journals it and tells this root as any end).
 void send_remote_rollback(proc_actor* self, const proc_image& p) {
   auto& st = self->state;
-  if (st.remote_rolled_back.count(p.id) > 0 || !st.remote_ordered.insert(p.id).second)
+  if (st.rollback.remote_rolled_back.count(p.id) > 0 || !st.rollback.remote_ordered.insert(p.id).second)
     return;
   if (st.env->cluster->lost(p.node, p.submitted_lsn)) {
     PLOG(warn, self, "procedure {} ran on node {}, which an operator forgot: not undone", p.id,
@@ -167,7 +168,7 @@ void send_remote_rollback(proc_actor* self, const proc_image& p) {
     st.cancel_running ? "its parent's subtree is cancelled by procedure " + std::to_string(st.id)
                           + " on node " + st.env->node_name
                       : "its tree (root " + std::to_string(st.root_id) + " on node "
-                          + st.env->node_name + ") rolls back: " + st.failure);
+                          + st.env->node_name + ") rolls back: " + st.rollback.failure);
   journal_batch batch;
   auto staged = std::make_shared<outbox_staging>();
   staged->add(batch, p.node, m);
@@ -195,12 +196,12 @@ bool parent_step_between(const tree_image& image, uint64_t child, uint64_t lo, u
 
 void order_remote_rollback(proc_actor* self, const proc_image& p) {
   auto& st = self->state;
-  if (st.remote_rolled_back.count(p.id) > 0) {
-    ++st.plan_pos;
-    return run_rollback(self, st.rb_image);
+  if (st.rollback.remote_rolled_back.count(p.id) > 0) {
+    ++st.rollback.plan_pos;
+    return run_rollback(self, st.rollback.image);
   }
   show_remote_wait(self);
-  st.undo_state_name = "(fragment on node " + p.node + ")";
+  st.rollback.undo_state_name = "(fragment on node " + p.node + ")";
   st.busy = true;  // until the fragment's end comes (remote_end_atom)
   send_remote_rollback(self, p);
   // The fragments right after it in the plan are ordered now too, as long as none of them
@@ -209,12 +210,12 @@ void order_remote_rollback(proc_actor* self, const proc_image& p) {
   // fragment whose parent committed no step between its end and the end of the first of
   // the run (the latest) is undone at the same time, on its node, and skipped when its turn
   // comes. Fragments that had not ended (planned first) have no end to see.
-  const auto top = st.plan[st.plan_pos].lsn;
-  for (auto j = st.plan_pos + 1; j < st.plan.size() && st.plan[j].remote; ++j) {
-    const auto& next = st.plan[j];
-    if (parent_step_between(*st.rb_image, next.proc_id, next.lsn, top))
+  const auto top = st.rollback.plan[st.rollback.plan_pos].lsn;
+  for (auto j = st.rollback.plan_pos + 1; j < st.rollback.plan.size() && st.rollback.plan[j].remote; ++j) {
+    const auto& next = st.rollback.plan[j];
+    if (parent_step_between(*st.rollback.image, next.proc_id, next.lsn, top))
       break;
-    if (const auto* q = st.rb_image->find(next.proc_id))
+    if (const auto* q = st.rollback.image->find(next.proc_id))
       send_remote_rollback(self, *q);
   }
 }
@@ -227,58 +228,58 @@ void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
   if (end.state() == pb::FAILED) {
     PLOG(error, self, "procedure {} on another node cannot be rolled back: {}", end.proc_id(),
          end.error());
-    st.rb_remote_failed[end.proc_id()] = end.error();
+    st.rollback.remote_failed[end.proc_id()] = end.error();
   }
   // The end is journaled (the executor did, before telling us): the fold counts the
   // fragment as rolled back from now on.
-  bool current = st.rb_image && st.plan_pos < st.plan.size() && st.plan[st.plan_pos].remote
-                 && st.plan[st.plan_pos].proc_id == end.proc_id() && st.busy;
+  bool current = st.rollback.image && st.rollback.plan_pos < st.rollback.plan.size() && st.rollback.plan[st.rollback.plan_pos].remote
+                 && st.rollback.plan[st.rollback.plan_pos].proc_id == end.proc_id() && st.busy;
   PLOG(debug, self, "procedure {} on another node: {}{}", end.proc_id(),
        to_string(from_pb(end.state())), current ? "" : " (before its turn)");
   if (!current) {
-    st.remote_rolled_back.insert(end.proc_id());
+    st.rollback.remote_rolled_back.insert(end.proc_id());
     return;
   }
   st.busy = false;
-  ++st.plan_pos;
-  run_rollback(self, st.rb_image);
+  ++st.rollback.plan_pos;
+  run_rollback(self, st.rollback.image);
 }
 
 void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   auto& st = self->state;
-  if (st.cancel_running && (st.stopping || st.failing)) {
+  if (st.cancel_running && (st.stopping || st.rollback.failing)) {
     // A parent's cancellation (proc_cancel.cpp) stops at this boundary: the tree stops.
     abandon_cancellation(self);
     return maybe_finish_stop(self);
   }
   if (!image)
     return;  // a stale undo retry of a cancellation given up
-  if (st.rb_image != image) {
-    st.rb_image = image;
-    st.plan = rollback_plan(*image);
-    st.plan_pos = 0;
-    st.undo_attempt = 1;
-    st.undone_before = undos_done(*image);
-    st.failure = image->failure;
-    PLOG(info, self, "rolling back: {} undo(s) to run, {} done before", st.plan.size(),
-         st.undone_before);
+  if (st.rollback.image != image) {
+    st.rollback.image = image;
+    st.rollback.plan = rollback_plan(*image);
+    st.rollback.plan_pos = 0;
+    st.rollback.undo_attempt = 1;
+    st.rollback.undone_before = undos_done(*image);
+    st.rollback.failure = image->failure;
+    PLOG(info, self, "rolling back: {} undo(s) to run, {} done before", st.rollback.plan.size(),
+         st.rollback.undone_before);
     // The ends of fragments on other nodes come here from now on (their placeholders
     // stopped).
-    for (const auto& item : st.plan)
+    for (const auto& item : st.rollback.plan)
       if (item.remote)
         self->send(st.env->executor, remote_route_atom::value, item.proc_id,
                    caf::actor_cast<caf::actor>(self));
     self->send(st.env->executor, rollback_atom::value, st.root_id, true);
   }
   publish_rollback(self, progress(st));
-  if (st.plan_pos == st.plan.size() && st.cancel_running)
+  if (st.rollback.plan_pos == st.rollback.plan.size() && st.cancel_running)
     return finish_cancellation(self);
-  if (st.plan_pos == st.plan.size()) {
+  if (st.rollback.plan_pos == st.rollback.plan.size()) {
     std::vector<proc_update> procs;
     std::string not_undone;
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
-      if (auto f = st.rb_remote_failed.find(id); p.remote() && f != st.rb_remote_failed.end()) {
+      if (auto f = st.rollback.remote_failed.find(id); p.remote() && f != st.rollback.remote_failed.end()) {
         u.state = proc_state::failed;  // its end came during the rollback
         u.error = f->second;
         u.since_ms = u.ended_at_ms = 0;  // finish_tree stamps the time
@@ -296,7 +297,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
       u.state = proc_state::rolledback;
       u.ended = true;
       if (u.error.empty())
-        u.error = st.failure;
+        u.error = st.rollback.failure;
       u.result_json.clear();
       procs.push_back(std::move(u));
     }
@@ -308,7 +309,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
          not_undone.empty() ? "" : "; not undone: " + not_undone);
     return finish_tree(self, std::move(procs), true);
   }
-  const auto& item = st.plan[st.plan_pos];
+  const auto& item = st.rollback.plan[st.rollback.plan_pos];
   const auto* p = image->find(item.proc_id);
   if (item.remote && p != nullptr)
     return order_remote_rollback(self, *p);
@@ -323,7 +324,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     self->quit(caf::make_error(errc::quarantined, err));
     return;
   }
-  st.undo_state_name = inst->state_name(item.state);
+  st.rollback.undo_state_name = inst->state_name(item.state);
   step_job job;
   job.proc = caf::actor_cast<caf::actor>(self);
   job.inst = std::move(inst);
@@ -337,7 +338,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
   job.ctx.undo_committed_ = item.committed();
   job.ctx.fencing_.epoch = st.env->epoch;
   job.undo = true;
-  job.tag = st.plan_pos;
+  job.tag = st.rollback.plan_pos;
   job.priority = st.priority;
   job.type = p->type;
   job.run_inline = runs_on_actor(st.env->types->find(p->type), *job.inst, item.state, true);
@@ -348,9 +349,9 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
 void on_undo_done(proc_actor* self, step_result& r) {
   auto& st = self->state;
   st.busy = false;
-  if (r.tag != st.plan_pos || st.plan_pos >= st.plan.size())
+  if (r.tag != st.rollback.plan_pos || st.rollback.plan_pos >= st.rollback.plan.size())
     return;
-  const auto& item = st.plan[st.plan_pos];
+  const auto& item = st.rollback.plan[st.rollback.plan_pos];
   self->send(st.env->executor, undo_atom::value, r.what == step_result::kind::ok);
   if (r.what != step_result::kind::ok) {
     // A rollback cannot itself be rolled back: retry it until it succeeds, with back-off,
@@ -360,25 +361,25 @@ void on_undo_done(proc_actor* self, step_result& r) {
     backoff.delay = st.ptype->supervision.backoff_min;
     backoff.max_delay = std::max(st.ptype->supervision.backoff_max, std::chrono::milliseconds{1});
     backoff.max_attempts = 0;  // never gives up
-    auto delay = retry_delay(backoff, st.undo_attempt + 1);
-    auto why = "undo of state " + st.undo_state_name + " of procedure "
+    auto delay = retry_delay(backoff, st.rollback.undo_attempt + 1);
+    auto why = "undo of state " + st.rollback.undo_state_name + " of procedure "
                + std::to_string(item.proc_id) + " failing: " + r.error + ", attempt "
-               + std::to_string(st.undo_attempt);
+               + std::to_string(st.rollback.undo_attempt);
     PLOG(warn, self, "{}; again in {} ms", why, delay.count());
     publish_rollback(self, std::move(why));
-    ++st.undo_attempt;
+    ++st.rollback.undo_attempt;
     arm_timeout(self, st.env->timeout, st.id, timeout_kind::undo_retry, wall_ms() + delay.count(),
                 undo_retry_atom::value);
     return;
   }
-  st.undo_attempt = 1;
+  st.rollback.undo_attempt = 1;
   pb::JournalRecord rec;
   auto* u = rec.mutable_undone();
   u->set_undone_lsn(item.lsn);
   u->set_proc_id(item.proc_id);
   u->set_state(item.state);
   u->set_data(r.data);
-  u->set_data_version(st.env->types->find(st.rb_image->find(item.proc_id)->type)->version);
+  u->set_data_version(st.env->types->find(st.rollback.image->find(item.proc_id)->type)->version);
   u->set_at_ms(wall_ms());
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
@@ -386,8 +387,8 @@ void on_undo_done(proc_actor* self, step_result& r) {
   journal_append(self, std::move(batch), [self] {
     auto& st = self->state;
     st.busy = false;
-    ++st.plan_pos;
-    run_rollback(self, st.rb_image);
+    ++st.rollback.plan_pos;
+    run_rollback(self, st.rollback.image);
   });
 }
 
@@ -504,7 +505,7 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
     auto* e = m.mutable_end();
     e->set_proc_id(st.id);
     e->set_state(rolled_back ? pb::ROLLEDBACK : pb::SUCCESS);
-    e->set_error(st.failure);
+    e->set_error(st.rollback.failure);
     staged->add(batch, st.parent_node, m);
   }
   st.busy = true;

@@ -1,8 +1,7 @@
 // Internal: waiting, and procedures giving up their actors — their own timer and event waits
 // (proc_waiting.cpp), passivated children and subtrees (proc_passivated_children.cpp), waiters going while
 // their tree runs (proc_passivate_waiter.cpp), and whole trees passivating (proc_passivate_tree.cpp).
-// procedure_actor_state.hpp includes it after the state these functions act on; it includes
-// that header itself, so either may be included first.
+// It sees the actor's type only (proc_actor_fwd.hpp); procedure_actor_state.hpp includes it.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/procedure/internal/procedure_actor_state.hpp"
+#include "actors/base/messages.hpp"
+#include "actors/procedure/internal/proc_actor_fwd.hpp"
+#include "actors/procedure/internal/proc_children.hpp"
+#include "persistence/tree_image.hpp"
 
 namespace proctor {
 

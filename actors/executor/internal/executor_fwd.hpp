@@ -1,0 +1,13 @@
+// Internal: the executor actor's type, declared for the headers of the functions its files
+// share (executor_bookkeeping.hpp, executor_deliveries.hpp, executor_trees.hpp,
+// executor_operations.hpp), which need no more of its state.
+#pragma once
+
+#include <caf/fwd.hpp>
+
+namespace proctor::exec_detail {
+
+struct executor_state;
+using executor_actor = caf::stateful_actor<executor_state>;
+
+}  // namespace proctor::exec_detail

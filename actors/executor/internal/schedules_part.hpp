@@ -1,0 +1,35 @@
+// Internal: the executor's recurring schedules (executor_schedules.cpp: their changes;
+// executor_schedule_firing.cpp: their firings; both own this part).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "calendar/cron.hpp"
+#include <proctor/journal.pb.h>
+
+namespace proctor::exec_detail {
+
+struct schedules_part {
+  struct schedule_entry {
+    uint64_t lsn = 0;  ///< of its last record (deleted when the next is written)
+    pb::Schedule rec;  ///< as last journaled (a tombstone: rec.deleted())
+    calendar::cron_spec cron;  ///< rec.cron() parsed
+    calendar::time_zone zone;  ///< rec.zone() looked up: the cron's fields are its local time
+  };
+  std::map<std::string, schedule_entry> by_name;  ///< by name
+  /// The roots the schedules submitted that are in their recent runs, to their schedule.
+  std::unordered_map<uint64_t, std::string> runs;
+  /// Changes and firings of schedules, journaled one at a time in the order they came (each
+  /// reads the schedule as the one before left it).
+  std::deque<std::function<void()>> ops;
+  bool busy = false;
+  bool live = false;    ///< recovery's catch-up is done: ticks fire
+  int64_t timer_ms = 0;  ///< the armed tick's deadline (0: none)
+};
+
+}  // namespace proctor::exec_detail
