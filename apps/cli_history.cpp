@@ -3,10 +3,10 @@
 #include <iostream>
 #include <memory>
 
-#include "actors/wire/wall_clock.hpp"
-#include "apps/cli_operators.hpp"
 #include "actors/wire/json/status_json.hpp"
 #include "actors/wire/json/views_json.hpp"
+#include "actors/wire/wall_clock.hpp"
+#include "apps/cli_operators.hpp"
 
 namespace proctor::cli {
 

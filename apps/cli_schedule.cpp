@@ -31,9 +31,8 @@ std::string list_text(const google::protobuf::RepeatedPtrField<pb::ScheduleInfo>
   if (xs.empty())
     return "no schedules\n";
   char line[600];
-  std::snprintf(line, sizeof line, "%-20s %-18s %-15s %-22s %-7s %-21s %6s %7s %6s  %s\n",
-                "NAME", "CRON", "ZONE", "TYPE", "STATE", "NEXT", "FIRED", "SKIPPED", "MISSED",
-                "LAST RUN");
+  std::snprintf(line, sizeof line, "%-20s %-18s %-15s %-22s %-7s %-21s %6s %7s %6s  %s\n", "NAME",
+                "CRON", "ZONE", "TYPE", "STATE", "NEXT", "FIRED", "SKIPPED", "MISSED", "LAST RUN");
   std::string out = line;
   for (const auto& x : xs) {
     const auto& s = x.schedule();
@@ -42,11 +41,10 @@ std::string list_text(const google::protobuf::RepeatedPtrField<pb::ScheduleInfo>
       const auto& r = x.runs(x.runs_size() - 1);
       last = std::to_string(r.proc_id()) + " " + run_state(r);
     }
-    std::snprintf(line, sizeof line,
-                  "%-20s %-18s %-15s %-22s %-7s %-21s %6llu %7llu %6llu  %s\n", s.name().c_str(),
-                  s.cron().c_str(), s.zone().empty() ? "UTC" : s.zone().c_str(), s.type().c_str(),
-                  s.paused() ? "paused" : "active", when(x.next_fire_ms()).c_str(),
-                  static_cast<unsigned long long>(s.fired()),
+    std::snprintf(line, sizeof line, "%-20s %-18s %-15s %-22s %-7s %-21s %6llu %7llu %6llu  %s\n",
+                  s.name().c_str(), s.cron().c_str(), s.zone().empty() ? "UTC" : s.zone().c_str(),
+                  s.type().c_str(), s.paused() ? "paused" : "active",
+                  when(x.next_fire_ms()).c_str(), static_cast<unsigned long long>(s.fired()),
                   static_cast<unsigned long long>(s.skipped()),
                   static_cast<unsigned long long>(s.missed()), last.c_str());
     out += line;
@@ -64,9 +62,9 @@ std::string show_text(const pb::ScheduleInfo& x) {
   row("args", s.args_json().empty() ? "{}" : s.args_json());
   row("priority", std::to_string(s.priority()));
   row("overlap", overlap_name(s.overlap()));
-  row("catch-up", std::string(catch_up_name(s.catch_up())) + " within "
-                    + period_ms_text(s.catch_up_window_ms() != 0 ? s.catch_up_window_ms()
-                                                                 : 3'600'000));
+  row("catch-up",
+      std::string(catch_up_name(s.catch_up())) + " within "
+        + period_ms_text(s.catch_up_window_ms() != 0 ? s.catch_up_window_ms() : 3'600'000));
   row("jitter", s.jitter_ms() != 0 ? period_ms_text(s.jitter_ms()) : "none");
   row("state", s.paused() ? "paused" : "active");
   row("created", when(s.created_at_ms()));
@@ -81,8 +79,8 @@ std::string show_text(const pb::ScheduleInfo& x) {
   if (x.runs_size() == 0)
     out += "  none\n";
   for (const auto& r : x.runs())
-    out += "  " + std::to_string(r.proc_id()) + "  " + run_state(r) + "  for "
-           + when(r.fire_ms()) + (r.manual() ? "  (triggered)" : "") + "\n";
+    out += "  " + std::to_string(r.proc_id()) + "  " + run_state(r) + "  for " + when(r.fire_ms())
+           + (r.manual() ? "  (triggered)" : "") + "\n";
   return out;
 }
 
@@ -120,9 +118,9 @@ void add_schedule_command(CLI::App& app, runner* run) {
         return *rc;
       const auto& r = std::get<pb::Response>(got);
       if (!r.text().empty())
-        std::cerr << "schedule " << (sr.op() == pb::ScheduleRequest::ADD ? sr.spec().name()
-                                                                         : sr.name())
-                  << ": " << r.text() << '\n';
+        std::cerr << "schedule "
+                  << (sr.op() == pb::ScheduleRequest::ADD ? sr.spec().name() : sr.name()) << ": "
+                  << r.text() << '\n';
       if (sr.op() == pb::ScheduleRequest::TRIGGER) {
         std::cout << r.id() << '\n';
         return exit_ok;
@@ -133,7 +131,8 @@ void add_schedule_command(CLI::App& app, runner* run) {
     };
   };
 
-  auto* list = sched->add_subcommand("list", "Each schedule: its next fire time, counts and last run");
+  auto* list =
+    sched->add_subcommand("list", "Each schedule: its next fire time, counts and last run");
   list->add_flag("--json", a->json, "One JSON array");
   list->callback([run, send] {
     pb::ScheduleRequest sr;
@@ -141,7 +140,8 @@ void add_schedule_command(CLI::App& app, runner* run) {
     *run = send(sr);
   });
 
-  auto* show = sched->add_subcommand("show", "One schedule in full, with its recent runs and their states");
+  auto* show =
+    sched->add_subcommand("show", "One schedule in full, with its recent runs and their states");
   show->add_option("name", a->name, "Schedule name")->required();
   show->add_flag("--json", a->json, "A JSON array of one");
   show->callback([a, run, send] {
@@ -156,9 +156,10 @@ void add_schedule_command(CLI::App& app, runner* run) {
            "a root of TYPE with --args-json");
   add->add_option("name", a->name, "Schedule name: letters, digits, '.', '_', '-'")->required();
   add->add_option("type", a->type, "Procedure type of the roots it submits")->required();
-  add->add_option("--cron", a->cron,
-                  "Cron expression in --zone's local time: 5 fields (minute hour day-of-month "
-                  "month day-of-week), or 6 with seconds first; @hourly, @daily, ...")
+  add
+    ->add_option("--cron", a->cron,
+                 "Cron expression in --zone's local time: 5 fields (minute hour day-of-month "
+                 "month day-of-week), or 6 with seconds first; @hourly, @daily, ...")
     ->required();
   add->add_option("--args-json", a->args_json, "The roots' args, a JSON object");
   add->add_option("--priority", a->priority, "The roots' priority");

@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
+#include "actors/wire/json/views_json.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "apps/cli_operators.hpp"
-#include "actors/wire/json/views_json.hpp"
 
 namespace proctor::cli {
 

@@ -4,13 +4,13 @@
 // is printed again only when a state or a wait changed, so a log of it stays readable.
 #include <algorithm>
 #include <iostream>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "actors/wire/json/views_json.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "apps/cli_operators.hpp"
-#include "actors/wire/json/views_json.hpp"
 
 namespace proctor::cli {
 

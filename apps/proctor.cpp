@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -20,12 +21,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/wire/wire_client.hpp"
-#include "apps/cli_operators.hpp"
-#include "actors/wire/endpoint.hpp"
-#include "actors/wire/json/status_json.hpp"
 #include <proctor/journal.pb.h>
 #include <proctor/wire.pb.h>
+
+#include "actors/wire/endpoint.hpp"
+#include "actors/wire/json/status_json.hpp"
+#include "actors/wire/wire_client.hpp"
+#include "apps/cli_operators.hpp"
 
 namespace {
 
@@ -125,7 +127,6 @@ std::optional<size_t> address_index(const command& cmd, const std::string& text)
       return i;
   return std::nullopt;
 }
-
 
 /// Prints the answer to `cmd` and returns the exit code.
 int report(const command& cmd, const proctor::pb::Response& resp) {
@@ -305,9 +306,9 @@ int run(const command& cmd) {
   if (cmd.what == command::verb::wait)
     return run_wait(cmd);
   auto limit = default_request_timeout;
-  const bool changes_group = cmd.request.has_replicas()
-                             && (!cmd.request.replicas().add().empty()
-                                 || !cmd.request.replicas().remove().empty());
+  const bool changes_group =
+    cmd.request.has_replicas()
+    && (!cmd.request.replicas().add().empty() || !cmd.request.replicas().remove().empty());
   if (changes_group)  // the leader answers once the new replica caught up, or its time ran out
     limit += std::chrono::milliseconds{cmd.request.replicas().timeout_ms()};
   auto got = call(cmd, cmd.request, limit);
@@ -352,7 +353,7 @@ std::vector<std::string> state_names() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   GOOGLE_PROTOBUF_VERIFY_VERSION;
   command cmd;
   using verb = command::verb;
@@ -605,4 +606,14 @@ int main(int argc, char** argv) {
   int rc = operator_command ? operator_command(via_node) : run(cmd);
   std::cout.flush();
   return rc;
+}
+
+int main(int argc, char** argv) {
+  // What escapes is a bug of ours: one line rather than an abort's core dump.
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "proctor: internal error: " << e.what() << "\n";
+    return 70;
+  }
 }

@@ -47,6 +47,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -92,7 +93,7 @@ std::string verdict(bool pass) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   bench_options o;
   CLI::App app{"proctor-bench: durable-step throughput, latency, recovery, memory and fan-out "
                "of an in-process Proctor node, against raw RocksDB group commit (fsync on)"};
@@ -411,7 +412,7 @@ int main(int argc, char** argv) {
           fmt_num(*b) + " synced writes, slowest <= " + fmt_num(*lat.num("journal_max_fsync_us"))
             + " us",
           fmt_num(*lat.num("journal_slow_writes")) + " over "
-            + fmt_num(static_cast<double>(proctor::slow_write_us / 1000)) + " ms");
+            + fmt_num(static_cast<double>(proctor::slow_write_us) / 1000.0) + " ms");
   } else {
     row("(c) one-step latency", failed(lat), "");
   }
@@ -622,4 +623,14 @@ int main(int argc, char** argv) {
     && (failover.ok || !want("k"))
     && (!want("l") || (loops_ok("big") && loops_ok("small") && loops_ok("uncompacted")));
   return all_ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  // What escapes is a bug of ours: one line rather than an abort's core dump.
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "proctor-bench: internal error: " << e.what() << "\n";
+    return 70;
+  }
 }

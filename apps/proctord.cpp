@@ -2,8 +2,9 @@
 // service. Runs until SIGTERM/SIGINT (graceful) or SIGKILL; after any of them, a restart on
 // the same data directory carries every procedure on. An author's node is the same call with
 // the author's types (include/proctor/run_node.hpp).
-#include "actors/node/echo_service.hpp"
 #include <proctor/run_node.hpp>
+
+#include "actors/node/echo_service.hpp"
 #include "procedures/demo.hpp"
 
 int main(int argc, char** argv) {

@@ -68,7 +68,8 @@ int value_of(const field_def& f, std::string_view v, std::string* err) {
       if (l == f.names[i])
         return i + f.names_base;
   }
-  *err = "'" + std::string(v) + "' is not a " + f.name + (f.names != nullptr ? " number or name" : " number");
+  *err = "'" + std::string(v) + "' is not a " + f.name
+         + (f.names != nullptr ? " number or name" : " number");
   return -1;
 }
 
@@ -80,8 +81,8 @@ bool parse_field(const field_def& f, std::string_view text, std::bitset<N>& bits
   size_t pos = 0;
   while (true) {
     auto comma = text.find(',', pos);
-    auto item = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos
-                                                                  : comma - pos);
+    auto item =
+      text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     if (item.empty()) {
       *err = "an empty list item";
       return false;
@@ -91,7 +92,8 @@ bool parse_field(const field_def& f, std::string_view text, std::bitset<N>& bits
     int step = 1;
     if (slash != std::string_view::npos) {
       auto s = item.substr(slash + 1);
-      if (s.empty() || s.size() > 4 || s.find_first_not_of("0123456789") != std::string_view::npos) {
+      if (s.empty() || s.size() > 4
+          || s.find_first_not_of("0123456789") != std::string_view::npos) {
         *err = "step '" + std::string(s) + "' is not a number";
         return false;
       }
@@ -190,8 +192,9 @@ cron_parse parse(std::string_view text) {
   if (!body.empty() && body[0] == '@') {
     auto m = macro(lower(body));
     if (m.empty()) {
-      out.error = quoted + ": unknown macro (@yearly, @annually, @monthly, @weekly, @daily, "
-                           "@midnight, @hourly)";
+      out.error = quoted
+                  + ": unknown macro (@yearly, @annually, @monthly, @weekly, @daily, "
+                    "@midnight, @hourly)";
       return out;
     }
     macro_text = std::string(m);

@@ -26,12 +26,12 @@ namespace proctor::calendar {
 
 /// A parsed cron expression.
 struct cron_spec {
-  std::bitset<60> seconds;   ///< only bit 0 unless the expression has a seconds field
+  std::bitset<60> seconds;  ///< only bit 0 unless the expression has a seconds field
   std::bitset<60> minutes;
   std::bitset<24> hours;
-  std::bitset<32> days;      ///< 1..31
-  std::bitset<13> months;    ///< 1..12
-  std::bitset<7> weekdays;   ///< 0..6, Sunday 0
+  std::bitset<32> days;        ///< 1..31
+  std::bitset<13> months;      ///< 1..12
+  std::bitset<7> weekdays;     ///< 0..6, Sunday 0
   bool days_star = false;      ///< the day-of-month field began with `*`
   bool weekdays_star = false;  ///< the day-of-week field began with `*`
   bool has_seconds = false;    ///< six fields

@@ -2,10 +2,10 @@
 // dates and against a brute-force search second by second.
 #include "calendar/cron.hpp"
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <random>
+
+#include <gtest/gtest.h>
 
 namespace proctor::calendar {
 namespace {
@@ -73,17 +73,15 @@ TEST(cron, errors_name_the_field) {
     const char* text;
     const char* says;
   };
-  for (auto [text, says] : {bad{"", "0 fields"}, bad{"* * * *", "4 fields"},
-                            bad{"* * * * * * *", "7 fields"}, bad{"60 * * * *", "minute field"},
-                            bad{"* 24 * * *", "24 is out of 0-23"},
-                            bad{"* * 0 * *", "day-of-month field"},
-                            bad{"* * * 13 *", "month field"}, bad{"* * * foo *", "'foo'"},
-                            bad{"* * * * 8", "day-of-week field"},
-                            bad{"*/0 * * * *", "step 0"}, bad{"5-1 * * * *", "backwards"},
-                            bad{"1,,2 * * * *", "empty list item"}, bad{"@reboot", "macro"},
-                            bad{"a * * * *", "not a minute number"},
-                            bad{"1-2-3 * * * *", "not a number"}, bad{"*/x * * * *", "step"},
-                            bad{"\n/7 17 * * * *", "\\x0a"}}) {
+  for (auto [text, says] :
+       {bad{"", "0 fields"}, bad{"* * * *", "4 fields"}, bad{"* * * * * * *", "7 fields"},
+        bad{"60 * * * *", "minute field"}, bad{"* 24 * * *", "24 is out of 0-23"},
+        bad{"* * 0 * *", "day-of-month field"}, bad{"* * * 13 *", "month field"},
+        bad{"* * * foo *", "'foo'"}, bad{"* * * * 8", "day-of-week field"},
+        bad{"*/0 * * * *", "step 0"}, bad{"5-1 * * * *", "backwards"},
+        bad{"1,,2 * * * *", "empty list item"}, bad{"@reboot", "macro"},
+        bad{"a * * * *", "not a minute number"}, bad{"1-2-3 * * * *", "not a number"},
+        bad{"*/x * * * *", "step"}, bad{"\n/7 17 * * * *", "\\x0a"}}) {
     auto p = parse_cron(text);
     EXPECT_FALSE(p.spec) << text;
     EXPECT_NE(p.error.find(says), std::string::npos) << text << " -> " << p.error;
@@ -94,8 +92,8 @@ TEST(cron, errors_name_the_field) {
 /// cron_next against the definition: the first second after `after` that cron_matches.
 TEST(cron, next_agrees_with_a_search_second_by_second) {
   std::mt19937_64 rng(7);
-  const char* exprs[] = {"*/7 * * * * *", "13 */5 * * * *", "0 0 * * * *",  "*/5 * * * *",
-                         "0 */2 * * *",   "59 23 * * *",    "0 0 1 * *",    "0 12 * * 1-5",
+  const char* exprs[] = {"*/7 * * * * *", "13 */5 * * * *", "0 0 * * * *",     "*/5 * * * *",
+                         "0 */2 * * *",   "59 23 * * *",    "0 0 1 * *",       "0 12 * * 1-5",
                          "30 2 13 * fri", "0 0 * feb *",    "1-3,58 * * * * *"};
   for (const char* e : exprs) {
     auto s = spec(e);

@@ -5,10 +5,10 @@
 // search minute by minute over UTC instants that uses nothing but the zone's UTC-to-local map.
 #include "calendar/zone.hpp"
 
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "calendar/cron.hpp"
 

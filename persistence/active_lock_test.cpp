@@ -1,12 +1,12 @@
 #include "persistence/active_lock.hpp"
 
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
 
 namespace proctor {
 namespace {

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <proctor/journal.pb.h>
+
 #include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
 

@@ -12,11 +12,12 @@
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/checkpoint.h>
 
+#include <proctor/journal.pb.h>
+
 #include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "persistence/tree_image.hpp"
-#include <proctor/journal.pb.h>
 
 namespace proctor {
 
@@ -183,8 +184,8 @@ bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
   if (!read_backup_info(backup_dir, &out->from, error))
     return false;
   if (out->from.node != node) {
-    *error = "the backup in " + backup_dir + " is of node '" + out->from.node
-             + "', not of '" + node + "': restore it under its own name";
+    *error = "the backup in " + backup_dir + " is of node '" + out->from.node + "', not of '" + node
+             + "': restore it under its own name";
     return false;
   }
   std::error_code ec;
@@ -195,8 +196,9 @@ bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
     return true;
   }
   if (fs::exists(fs::path(data_dir) / "CURRENT", ec)) {
-    *error = data_dir + " already holds a journal: a backup is restored into an empty data "
-             "directory (move it aside first)";
+    *error = data_dir
+             + " already holds a journal: a backup is restored into an empty data "
+               "directory (move it aside first)";
     return false;
   }
   read_only_db src;

@@ -48,10 +48,10 @@ bool read_backup_info(const std::string& dir, backup_info* out, std::string* err
 
 struct restore_report {
   backup_info from;
-  uint64_t records = 0;      ///< journal records copied
-  uint64_t trees = 0;        ///< trees among them
-  uint64_t next_id = 0;      ///< the id floor the restored journal starts from
-  uint64_t next_lsn = 0;     ///< the LSN it continues from
+  uint64_t records = 0;   ///< journal records copied
+  uint64_t trees = 0;     ///< trees among them
+  uint64_t next_id = 0;   ///< the id floor the restored journal starts from
+  uint64_t next_lsn = 0;  ///< the LSN it continues from
   /// The data directory was restored from this very backup before (its RESTORED file says
   /// so): nothing was done, the node starts on it as it is.
   bool already = false;

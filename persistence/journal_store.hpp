@@ -56,8 +56,8 @@ public:
   /// An online backup into `dir` (journal_backup.hpp: a checkpoint and the BACKUP file
   /// holding `info`), consistent with every write acknowledged before it was asked for.
   virtual rocksdb::Status backup(const std::string& dir, const backup_info& info) {
-    (void) dir;
-    (void) info;
+    (void)dir;
+    (void)info;
     return rocksdb::Status::NotSupported("this journal cannot be backed up online");
   }
 };

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <proctor/journal.pb.h>
+
 #include "persistence/keys.hpp"
 #include "persistence/rocksdb_store.hpp"
 

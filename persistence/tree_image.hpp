@@ -13,8 +13,9 @@
 #include <vector>
 
 #include <proctor/journal.pb.h>
-#include "persistence/journal_store.hpp"
 #include <proctor/proc_state.hpp>
+
+#include "persistence/journal_store.hpp"
 
 namespace proctor {
 
@@ -48,14 +49,14 @@ struct proc_image {
   int64_t committed_at_ms = 0;  ///< its last StepCommitted's (its Suspended / TimerSet's too)
 
   proc_state status = proc_state::runnable;
-  int32_t state = 0;                   ///< the state that runs next
-  std::string data;                    ///< data after the last committed step (or undo)
-  uint32_t data_version = 0;           ///< the type version `data` is of (0 only for a summary's)
-  std::vector<uint64_t> children;      ///< every child ever spawned, in spawn order
+  int32_t state = 0;               ///< the state that runs next
+  std::string data;                ///< data after the last committed step (or undo)
+  uint32_t data_version = 0;       ///< the type version `data` is of (0 only for a summary's)
+  std::vector<uint64_t> children;  ///< every child ever spawned, in spawn order
   /// Children of its last committed step, if that step spawned (else none): those it awaits,
   /// and those its next step sees (ctx.children()).
   std::vector<uint64_t> last_spawned;
-  std::vector<step_entry> steps;       ///< committed steps, ascending LSN
+  std::vector<step_entry> steps;  ///< committed steps, ascending LSN
   /// Committed steps a compaction left out of `steps` (undone, or past a point of no
   /// return: no rollback plan needs them; tree_snapshot.hpp).
   uint64_t steps_compacted = 0;
@@ -78,7 +79,7 @@ struct proc_image {
   /// A root's Submitted data (its args as submitted), kept for `proctor resubmit`; empty for
   /// children, fragments' roots and summaries written before it was kept.
   std::string args;
-  bool args_kept = false;  ///< `args` is the root's submit (not a summary that predates it)
+  bool args_kept = false;         ///< `args` is the root's submit (not a summary that predates it)
   uint64_t resubmitted_from = 0;  ///< a root resubmitted by an operator: the old root
 
   // WAITING on an event / WAITING_TIMEOUT
@@ -107,13 +108,13 @@ struct proc_image {
   /// type's policy (a journal written before the parent's was carried).
   std::shared_ptr<const pb::Supervision> parent_supervision;
   // Join policies (docs/flow-control.md): of its last spawn, and as a cancelled child.
-  uint32_t join_at_least = 0;   ///< children of the last spawn that must succeed (0: all)
-  bool join_wait = false;       ///< child_failure::wait_for_siblings
+  uint32_t join_at_least = 0;  ///< children of the last spawn that must succeed (0: all)
+  bool join_wait = false;      ///< child_failure::wait_for_siblings
   /// Its parent's Cancelled record names it and no Finished closed it yet: it is stopped,
   /// and its parent undoes its subtree (never run forward again).
   bool cancel_pending = false;
-  bool cancelled = false;       ///< a Finished with `cancelled` ended it
-  bool cancel_failed = false;   ///< the cancellation contains its own failure
+  bool cancelled = false;      ///< a Finished with `cancelled` ended it
+  bool cancel_failed = false;  ///< the cancellation contains its own failure
   std::string cancel_reason;
   /// A parent whose last spawn has a policy other than join::all with cancel_siblings:
   /// its children's failures come to it, not to the root.

@@ -1,12 +1,13 @@
 // The fold of a Bypassed record (`proctor bypass`): the procedure ends SUCCESS, a WAITING
 // parent whose children all ended runs again, a bypassed root ends its tree, and a record
 // naming an unknown procedure quarantines the tree like any.
-#include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include <proctor/journal.pb.h>
+
 #include "persistence/tree_image.hpp"
 
 namespace proctor {

@@ -3,12 +3,13 @@
 // procedure of the tree; a root's submit (its args, type version, priority and the root it was
 // resubmitted from) survives into its tree's summary and back, so a ROLLEDBACK tree can be
 // resubmitted once only its summary is left.
-#include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include <proctor/journal.pb.h>
+
 #include "persistence/tree_image.hpp"
 
 namespace proctor {

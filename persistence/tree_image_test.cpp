@@ -1,5 +1,4 @@
 #include "persistence/tree_image.hpp"
-#include "persistence/tree_snapshot.hpp"
 
 #include <functional>
 #include <string>
@@ -8,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <proctor/journal.pb.h>
+
+#include "persistence/tree_snapshot.hpp"
 
 namespace proctor {
 namespace {

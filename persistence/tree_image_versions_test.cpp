@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <proctor/journal.pb.h>
+
 #include "persistence/tree_image.hpp"
 
 namespace proctor {

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include <proctor/journal.pb.h>
+
 #include "persistence/tree_image.hpp"
 
 namespace proctor {

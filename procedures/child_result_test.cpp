@@ -1,8 +1,7 @@
 // A parent reads its children's results as messages (child_result::result<M>).
-#include <proctor/context.hpp>
-
 #include <gtest/gtest.h>
 
+#include <proctor/context.hpp>
 #include <proctor/demo.pb.h>
 
 namespace proctor {
@@ -71,8 +70,7 @@ TEST(child_result_test, an_event_payload_reads_as_its_message_or_says_why_not) {
   pb::NoopData m;
   std::string why;
   EXPECT_FALSE(ctx.parse_event(m, &why));
-  EXPECT_NE(why.find("procedure 7's event payload is not a proctor.pb.NoopData"),
-            std::string::npos)
+  EXPECT_NE(why.find("procedure 7's event payload is not a proctor.pb.NoopData"), std::string::npos)
     << why;
   EXPECT_THROW((void)ctx.event<pb::NoopData>(), procedure_failure);
 }

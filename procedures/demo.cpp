@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

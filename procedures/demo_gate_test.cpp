@@ -1,7 +1,5 @@
 // demo.ledger's gates (gate_dir): the hooks process tests use to hold work in flight until
 // they decide it may go on, instead of hoping the machine is slow enough.
-#include "procedures/demo.hpp"
-
 #include <stdlib.h>
 
 #include <filesystem>
@@ -12,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <proctor/demo.pb.h>
+
+#include "procedures/demo.hpp"
 
 namespace proctor {
 namespace {

@@ -1,8 +1,7 @@
-#include <proctor/outcome.hpp>
-
 #include <google/protobuf/util/json_util.h>
 
 #include <proctor/context.hpp>
+#include <proctor/outcome.hpp>
 #include <proctor/proc_state.hpp>
 
 namespace proctor {

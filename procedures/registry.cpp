@@ -1,8 +1,8 @@
-#include <proctor/registry.hpp>
-
 #include <algorithm>
 
 #include <google/protobuf/util/json_util.h>
+
+#include <proctor/registry.hpp>
 
 #include "procedures/flat_json.hpp"
 

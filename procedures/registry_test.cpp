@@ -1,5 +1,3 @@
-#include <proctor/registry.hpp>
-
 #include <stdlib.h>
 
 #include <filesystem>
@@ -9,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <proctor/demo.pb.h>
-#include "procedures/demo.hpp"
+#include <proctor/registry.hpp>
 #include <proctor/state_machine.hpp>
+
+#include "procedures/demo.hpp"
 
 namespace proctor {
 namespace {
@@ -214,8 +214,7 @@ TEST(registry_test, demo_procedures_are_registered) {
   EXPECT_EQ(r.names(), (std::vector<std::string>{
                          "demo.call", "demo.fanout", "demo.flaky", "demo.forward", "demo.ledger",
                          "demo.ledger.impatient", "demo.noop", "demo.race", "demo.reconcile",
-                         "demo.timer",
-                         "demo.timers", "demo.wait_event"}));
+                         "demo.timer", "demo.timers", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
     EXPECT_EQ(r.find(n)->version, 1u) << n;

@@ -1,13 +1,12 @@
-#include <proctor/state_machine.hpp>
-
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 #include <proctor/demo.pb.h>
+#include <proctor/state_machine.hpp>
 
 namespace proctor {
 namespace {

@@ -41,9 +41,9 @@ struct raft_fsm_binding {
   // -- internal ---------------------------------------------------------------------------
   std::vector<std::string> chunks;  // the snapshot being written, until finalize
   bool failed = false;
-  uint64_t entries_since = 0, bytes_since = 0;    // applied since the last snapshot began
-  uint64_t snap_entries = 0, snap_bytes = 0;      // the same, before the one being written
-  unsigned threshold = 0;                         // as last set (0: min_threshold)
+  uint64_t entries_since = 0, bytes_since = 0;  // applied since the last snapshot began
+  uint64_t snap_entries = 0, snap_bytes = 0;    // the same, before the one being written
+  unsigned threshold = 0;                       // as last set (0: min_threshold)
 };
 
 /// The threshold `b` sets after a snapshot of `state_bytes` (raft_fsm_binding::max_log_bytes).

@@ -19,8 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "replication/raft_c.hpp"
 #include "replication/journal_replica_db.hpp"
+#include "replication/raft_c.hpp"
 #include "replication/raft_fsm.hpp"
 #include "replication/raft_store.hpp"
 #include "replication/raft_tls_transport.hpp"
@@ -134,10 +134,12 @@ private:
   uv_loop_t loop_;
   uv_async_t wake_;
   uv_check_t check_;
-  nodelay_transport transport_;     // plain TCP: raft_uv_tcp with TCP_NODELAY
-  tls_transport* tls_ = nullptr;     // with opts_.tls: the TLS transport instead
-  struct raft_uv_transport* transport() { return tls_ ? tls_transport_uv(tls_) : &transport_.outer; }
-  void close_transport();            // after libraft closed it
+  nodelay_transport transport_;   // plain TCP: raft_uv_tcp with TCP_NODELAY
+  tls_transport* tls_ = nullptr;  // with opts_.tls: the TLS transport instead
+  struct raft_uv_transport* transport() {
+    return tls_ ? tls_transport_uv(tls_) : &transport_.outer;
+  }
+  void close_transport();  // after libraft closed it
   struct raft_io io_;
   struct raft_fsm fsm_;
   struct raft raft_;

@@ -25,8 +25,8 @@
 
 #include <gtest/gtest.h>
 
-#include "replication/raft_codec.hpp"
 #include "replication/journal_replica_db.hpp"
+#include "replication/raft_codec.hpp"
 #include "replication/raft_fsm.hpp"
 #include "tests/support/raft_test_group.hpp"
 
@@ -69,7 +69,6 @@ void model_apply(record_map* m, const std::vector<store_op>& ops) {
     }
   }
 }
-
 
 // -- encoding --------------------------------------------------------------------------------
 
@@ -420,10 +419,10 @@ TEST(raft_store, adapted_snapshot_threshold) {
   b.min_threshold = 16;
   b.max_log_bytes = 1 << 20;
   b.snap_entries = 10;
-  b.snap_bytes = 1000;  // entries of 100 B
-  EXPECT_EQ(adapted_threshold(b, 50'000), 500u);      // as many entries as the state's bytes
+  b.snap_bytes = 1000;                                  // entries of 100 B
+  EXPECT_EQ(adapted_threshold(b, 50'000), 500u);        // as many entries as the state's bytes
   EXPECT_EQ(adapted_threshold(b, 10'000'000), 10485u);  // capped at max_log_bytes of them
-  EXPECT_EQ(adapted_threshold(b, 100), 16u);           // never below the minimum
+  EXPECT_EQ(adapted_threshold(b, 100), 16u);            // never below the minimum
   b.max_log_bytes = 0;
   EXPECT_EQ(adapted_threshold(b, 10'000'000), 16u);  // fixed
   b.max_log_bytes = 1 << 20;
@@ -620,8 +619,8 @@ TEST(raft_store, open_errors) {
 
 /// Member `id` of `ms`, by value: callers pass members(), a temporary (a pointer into it
 /// dangled at the end of the statement: found by AddressSanitizer, scripts/sanitize.sh).
-std::optional<raft_store::member_status> member_of(
-  const std::vector<raft_store::member_status>& ms, uint64_t id) {
+std::optional<raft_store::member_status> member_of(const std::vector<raft_store::member_status>& ms,
+                                                   uint64_t id) {
   for (const auto& m : ms)
     if (m.id == id)
       return m;
@@ -686,8 +685,8 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   EXPECT_TRUE(unknown.status.IsNotFound()) << unknown.status.ToString();
   auto self = change(leader, membership_change::kind::remove, g.members[l]);
   EXPECT_TRUE(self.status.IsInvalidArgument()) << self.status.ToString();
-  auto taken = change(leader, membership_change::kind::add,
-                      raft_member{5, g.members[f].address, "m5"});
+  auto taken =
+    change(leader, membership_change::kind::add, raft_member{5, g.members[f].address, "m5"});
   EXPECT_TRUE(taken.status.IsInvalidArgument()) << taken.status.ToString();
   auto voter = change(leader, membership_change::kind::add, g.members[f]);
   EXPECT_TRUE(voter.status.ok()) << voter.status.ToString();
@@ -732,8 +731,7 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   // three is two: closing one more still leaves the group writable).
   auto removed = change(leader, membership_change::kind::remove, g.members[f]);
   ASSERT_TRUE(removed.status.ok()) << removed.status.ToString();
-  ASSERT_TRUE(wait_until([&] { return !member_of(leader.members(), g.members[f].id); },
-                         5s));
+  ASSERT_TRUE(wait_until([&] { return !member_of(leader.members(), g.members[f].id); }, 5s));
   g.close(f);
   int other = 3 - l - f;  // the third of the first three
   g.close(other);
@@ -741,8 +739,8 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   auto st = leader.write(ops);
   ASSERT_TRUE(st.ok()) << st.ToString();
   model_apply(&model, ops);
-  ASSERT_TRUE(wait_until([&] { return g.stores[3]->applied_index() >= leader.applied_index(); },
-                         10s));
+  ASSERT_TRUE(
+    wait_until([&] { return g.stores[3]->applied_index() >= leader.applied_index(); }, 10s));
   EXPECT_EQ(contents(*g.stores[3]), model);
 }
 

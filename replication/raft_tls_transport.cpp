@@ -17,7 +17,9 @@ namespace proctor {
 
 namespace {
 
-tls_transport* of(struct raft_uv_transport* uv) { return static_cast<tls_transport*>(uv->impl); }
+tls_transport* of(struct raft_uv_transport* uv) {
+  return static_cast<tls_transport*>(uv->impl);
+}
 
 /// HOST:PORT, HOST an IPv4 address (as raft_uv_tcp: libraft's addresses are IPv4).
 bool parse_address(const std::string& address, struct sockaddr_in* addr) {
@@ -55,8 +57,8 @@ void on_connection(uv_stream_t* server, int status) {
   }
   struct sockaddr_storage ss {};
   int len = sizeof(ss);
-  if (uv_tcp_getpeername(&c->tcp, reinterpret_cast<struct sockaddr*>(&ss), &len) == 0 &&
-      ss.ss_family == AF_INET) {
+  if (uv_tcp_getpeername(&c->tcp, reinterpret_cast<struct sockaddr*>(&ss), &len) == 0
+      && ss.ss_family == AF_INET) {
     auto* in = reinterpret_cast<struct sockaddr_in*>(&ss);
     char host[64] = {};
     uv_ip4_name(in, host, sizeof(host));
@@ -162,7 +164,9 @@ tls_transport* tls_transport_new(struct uv_loop_s* loop, std::shared_ptr<ssl_ctx
   return t;
 }
 
-struct raft_uv_transport* tls_transport_uv(tls_transport* t) { return &t->uv; }
+struct raft_uv_transport* tls_transport_uv(tls_transport* t) {
+  return &t->uv;
+}
 
 void tls_transport_free(tls_transport* t) {
   delete t;

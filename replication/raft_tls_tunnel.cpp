@@ -41,7 +41,9 @@ uint64_t get64(const char* p) {
   return v;
 }
 
-tunnel* of(uv_handle_t* h) { return static_cast<tunnel*>(h->data); }
+tunnel* of(uv_handle_t* h) {
+  return static_cast<tunnel*>(h->data);
+}
 
 void fail(tunnel* c, const std::string& why);
 
@@ -94,7 +96,7 @@ bool write_to(tunnel* c, uv_stream_t* stream, std::unique_ptr<char[]> data, size
     fail(c, std::string("write: ") + uv_strerror(rv));
     return false;
   }
-  r.release();  // on_written owns it now
+  (void)r.release();  // on_written owns it now (through w.data)
   return true;
 }
 
@@ -245,7 +247,8 @@ void take_preamble(tunnel* c) {
     return;
   std::string address(p + preamble_fixed, len);
   c->preamble.erase(0, preamble_fixed + len);
-  c->peer = "from replica " + std::to_string(id) + " at " + address + " (" + c->peer.substr(5) + ")";
+  c->peer =
+    "from replica " + std::to_string(id) + " at " + address + " (" + c->peer.substr(5) + ")";
   open_tunnel(c, id, address);
 }
 
@@ -289,7 +292,8 @@ void handshake_done(tunnel* c) {
     put64(&pre, c->t->address.size());
     pre += c->t->address;
     ERR_clear_error();
-    if (SSL_write(c->ssl, pre.data(), static_cast<int>(pre.size())) != static_cast<int>(pre.size())) {
+    if (SSL_write(c->ssl, pre.data(), static_cast<int>(pre.size()))
+        != static_cast<int>(pre.size())) {
       fail(c, tls_error_text("TLS write failed"));
       return;
     }
@@ -338,9 +342,9 @@ void on_tcp_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
 }
 
 void on_timeout(uv_timer_t* timer) {
-  fail(of(reinterpret_cast<uv_handle_t*>(timer)),
-       "no TLS handshake and preamble within " + std::to_string(handshake_timeout_ms / 1000)
-         + " s");
+  fail(of(reinterpret_cast<uv_handle_t*>(timer)), "no TLS handshake and preamble within "
+                                                    + std::to_string(handshake_timeout_ms / 1000)
+                                                    + " s");
 }
 
 }  // namespace

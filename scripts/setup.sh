@@ -23,6 +23,7 @@ packages=(
   chromium chromium-driver python3-selenium
   # the HTTP API's example clients (examples/http/, tests/process/http_clients_test.py; curl above)
   jq python3-requests
+  clang-format-14 clang-tidy-14  # scripts/lint.sh
 )
 
 # The OpenAPI document's validator (tests/process/openapi_validate.sh, skipped without it):

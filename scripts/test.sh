@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds Proctor, runs the whole GoogleTest suite through ctest, builds examples/release
-# against Proctor installed to a temporary prefix and runs its test, the black-box acceptance
+# Builds Proctor, checks its format and lints it (scripts/lint.sh), runs the whole GoogleTest
+# suite through ctest, builds examples/release against Proctor installed to a temporary
+# prefix and runs its test, the black-box acceptance
 # checks in ../shared/acceptance when that directory exists next to the project, the Debian
 # packages (built and checked by scripts/package.sh), the unit suites of the lower layers
 # under ASan+UBSan (scripts/sanitize.sh --quick), the fuzzers for a bounded time, and a quick
@@ -12,6 +13,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/build.sh
 
 rc=0
+echo "== lint (scripts/lint.sh: clang-format, includes given twice, clang-tidy's bugprone checks)"
+bash scripts/lint.sh || rc=1
+
 echo "== ctest"
 ctest --test-dir build --output-on-failure -j2 --timeout 600 || rc=1
 

@@ -2,8 +2,8 @@
 #pragma once
 
 #include <chrono>
-#include <vector>
 #include <random>
+#include <vector>
 
 #include <proctor/policy.hpp>
 

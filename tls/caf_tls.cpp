@@ -11,8 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include <openssl/err.h>
-
 #include <caf/detail/socket_guard.hpp>
 #include <caf/io/all.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
@@ -20,6 +18,7 @@
 #include <caf/io/network/stream_impl.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/session.hpp>
+#include <openssl/err.h>
 #include <spdlog/spdlog.h>
 
 namespace proctor {

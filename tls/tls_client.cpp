@@ -1,8 +1,5 @@
 #include "tls/tls_client.hpp"
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -11,6 +8,10 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 namespace proctor {
 

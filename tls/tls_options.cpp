@@ -1,13 +1,13 @@
 #include "tls/tls_options.hpp"
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 namespace proctor {
 

@@ -19,7 +19,7 @@
 namespace proctor {
 
 // -- atoms ------------------------------------------------------------------------------------
-using ready_atom = caf::atom_constant<caf::atom("ready")>;         // proc -> scheduler
+using ready_atom = caf::atom_constant<caf::atom("ready")>;  // proc -> scheduler
 /// Worker (or proc) -> scheduler: (ticket) the job the scheduler dispatched under `ticket`
 /// (step_job::ticket) ended: its run slot, and its type's count, are given back.
 using slot_atom = caf::atom_constant<caf::atom("slot")>;
@@ -89,12 +89,12 @@ using limits_set_atom = caf::atom_constant<caf::atom("limitset")>;     // execut
 using bypass_atom = caf::atom_constant<caf::atom("bypass")>;           // executor -> procs
 using op_retry_atom = caf::atom_constant<caf::atom("opretry")>;        // executor -> procs
 // Passivation of a tree that only waits (proc_passivate_tree.cpp).
-using passivate_query_atom = caf::atom_constant<caf::atom("psvquery")>;    // parent -> child
-using passivate_answer_atom = caf::atom_constant<caf::atom("psvanswer")>;  // child -> parent
-using passivation_refused_atom = caf::atom_constant<caf::atom("psvthaw")>;      // parent -> child
-using passivate_hint_atom = caf::atom_constant<caf::atom("psvhint")>;      // proc -> root
-using passivate_begin_atom = caf::atom_constant<caf::atom("psvbegin")>;    // root -> executor
-using passivate_late_atom = caf::atom_constant<caf::atom("psvlate")>;      // timeout -> root
+using passivate_query_atom = caf::atom_constant<caf::atom("psvquery")>;     // parent -> child
+using passivate_answer_atom = caf::atom_constant<caf::atom("psvanswer")>;   // child -> parent
+using passivation_refused_atom = caf::atom_constant<caf::atom("psvthaw")>;  // parent -> child
+using passivate_hint_atom = caf::atom_constant<caf::atom("psvhint")>;       // proc -> root
+using passivate_begin_atom = caf::atom_constant<caf::atom("psvbegin")>;     // root -> executor
+using passivate_late_atom = caf::atom_constant<caf::atom("psvlate")>;       // timeout -> root
 
 /// One step (or one undo) to run on a worker thread. The procedure instance belongs to the
 /// job while it runs; the procedure actor touches it again only after the result arrives.

@@ -14,8 +14,9 @@
 
 #include <caf/all.hpp>
 
-#include "actors/base/cluster_view.hpp"
 #include <proctor/registry.hpp>
+
+#include "actors/base/cluster_view.hpp"
 
 namespace proctor {
 

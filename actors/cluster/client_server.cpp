@@ -9,11 +9,12 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/base/errors.hpp"
 #include "actors/base/rpc.hpp"
-#include "tls/caf_tls.hpp"
 #include "actors/wire/wire_frame.hpp"
-#include <proctor/wire.pb.h>
+#include "tls/caf_tls.hpp"
 
 namespace proctor {
 

@@ -1,15 +1,14 @@
 #include "actors/cluster/outbox.hpp"
 
-#include "actors/base/errors.hpp"
-
 #include <algorithm>
 #include <map>
 
 #include <spdlog/spdlog.h>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/base/errors.hpp"
 #include "persistence/keys.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor {
 
@@ -191,8 +190,8 @@ caf::behavior outbox_fn(outbox_actor* self, outbox_config cfg, std::vector<outbo
         ++n;
       }
       if (n > 0) {
-        spdlog::warn("outbox: {} message(s) for node {} dropped: an operator forgot that node",
-                     n, peer);
+        spdlog::warn("outbox: {} message(s) for node {} dropped: an operator forgot that node", n,
+                     peer);
         // Not awaited: a delete lost in a crash is redone at recovery (node.cpp drops the
         // records of a forgotten peer older than its NodeForgotten).
         self->request(self->state.cfg.journal, caf::infinite, append_atom::value, std::move(del))

@@ -17,6 +17,7 @@
 #include <caf/all.hpp>
 
 #include <proctor/journal.pb.h>
+
 #include "persistence/journal.hpp"
 
 namespace proctor {

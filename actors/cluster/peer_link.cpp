@@ -1,27 +1,27 @@
 #include "actors/cluster/peer_link.hpp"
 
-#include "actors/base/log_rate.hpp"
-
 #include <unistd.h>
 
 #include <algorithm>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <proctor/wire.pb.h>
+
+#include "actors/base/log_rate.hpp"
 #include "actors/cluster/outbox.hpp"
-#include "persistence/journal.hpp"
-#include "persistence/keys.hpp"
-#include "tls/caf_tls.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "actors/wire/wire_frame.hpp"
-#include <proctor/wire.pb.h>
+#include "persistence/journal.hpp"
+#include "persistence/keys.hpp"
+#include "tls/caf_tls.hpp"
 
 namespace proctor {
 

@@ -4,8 +4,6 @@
 // link call its peer down, failing every request in flight and the next ones).
 #include "actors/cluster/peer_link.hpp"
 
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -17,10 +15,12 @@
 #include <thread>
 
 #include <caf/io/all.hpp>
+#include <gtest/gtest.h>
+
+#include <proctor/wire.pb.h>
 
 #include "actors/cluster/outbox.hpp"
 #include "actors/wire/wire_frame.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor {
 namespace {

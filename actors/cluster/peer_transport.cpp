@@ -4,10 +4,11 @@
 #include <memory>
 #include <sstream>
 
-#include "actors/wire/endpoint.hpp"
-#include "actors/cluster/outbox.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include <proctor/wire.pb.h>
+
+#include "actors/cluster/outbox.hpp"
+#include "actors/wire/endpoint.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 

@@ -2,12 +2,11 @@
 // release and /metrics; each malformed body is a 400 naming its field and asks the node
 // nothing; each answer is the node's, once it answered.
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
 #include "actors/console/console_api.hpp"
-#include "tests/support/console_api_fake_node.hpp"
 #include "actors/wire/json/status_json.hpp"
+#include "tests/support/console_api_fake_node.hpp"
 
 namespace proctor {
 namespace {

@@ -53,8 +53,7 @@ console_reply bad_field(const std::string& field, const std::string& why);
 std::variant<json, console_reply> body_object(const console_request& req);
 
 /// A 400 naming the first field of `o` not among `known`.
-std::optional<console_reply> unknown_field(const json& o,
-                                           std::initializer_list<const char*> known);
+std::optional<console_reply> unknown_field(const json& o, std::initializer_list<const char*> known);
 
 /// A JSON text from `o[value_key]` (any JSON) or `o[text_key]` (a string holding JSON), at
 /// most one of them; "" when neither. `object`: it must be a JSON object.

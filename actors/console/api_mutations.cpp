@@ -245,9 +245,9 @@ console_reply set_limits(const api_call& c) {
       return bad_field(key, "a whole number from 0 to " + std::to_string(max) + " is wanted");
     return std::nullopt;
   };
-  for (auto [key, max] : {std::pair{"max_running", uint64_t{0xffffffff}},
-                          std::pair{"rate", uint64_t{0xffffffff}},
-                          std::pair{"per_ms", uint64_t{1} << 53}})
+  for (auto [key, max] :
+       {std::pair{"max_running", uint64_t{0xffffffff}}, std::pair{"rate", uint64_t{0xffffffff}},
+        std::pair{"per_ms", uint64_t{1} << 53}})
     if (auto bad = count(key, max))
       return std::move(*bad);
   if (o.contains("max_running"))
@@ -256,7 +256,8 @@ console_reply set_limits(const api_call& c) {
     l->set_rate(o["rate"].get<uint32_t>());
   if (o.contains("per_ms"))
     l->set_per_ms(o["per_ms"].get<uint64_t>());
-  return change(c, r, [](const pb::Response& resp) { return ok_json(limits_to_json(resp.limits())); });
+  return change(c, r,
+                [](const pb::Response& resp) { return ok_json(limits_to_json(resp.limits())); });
 }
 
 console_reply forget_node(const api_call& c) {

@@ -26,9 +26,8 @@ console_reply ask_schedule(const api_call& c, const pb::ScheduleRequest& sr) {
   if (sr.op() == pb::ScheduleRequest::DELETE)
     j["deleted"] = true;
   j["text"] = first_line(resp.text());
-  j["schedule"] = resp.schedules_size() > 0
-                    ? json::parse(schedules_to_json(resp.schedules()))[0]
-                    : json(nullptr);
+  j["schedule"] =
+    resp.schedules_size() > 0 ? json::parse(schedules_to_json(resp.schedules()))[0] : json(nullptr);
   return ok_json(dump(j));
 }
 
@@ -63,9 +62,9 @@ console_reply add_schedule(const api_call& c) {
   if (auto* e = std::get_if<console_reply>(&got))
     return std::move(*e);
   const auto& o = std::get<json>(got);
-  if (auto bad = unknown_field(o, {"name", "cron", "type", "args", "args_json", "priority",
-                                   "overlap", "catch_up", "catch_up_window_ms", "jitter_ms",
-                                   "zone", "paused"}))
+  if (auto bad =
+        unknown_field(o, {"name", "cron", "type", "args", "args_json", "priority", "overlap",
+                          "catch_up", "catch_up_window_ms", "jitter_ms", "zone", "paused"}))
     return std::move(*bad);
   pb::ScheduleRequest sr;
   sr.set_op(pb::ScheduleRequest::ADD);
@@ -113,7 +112,8 @@ console_reply add_schedule(const api_call& c) {
       return bad_field("catch_up", "\"none\", \"one\" or \"all\" is wanted");
   }
   for (const char* key : {"catch_up_window_ms", "jitter_ms"})
-    if (o.contains(key) && (!o[key].is_number_unsigned() || o[key].get<uint64_t>() > (uint64_t{1} << 53)))
+    if (o.contains(key)
+        && (!o[key].is_number_unsigned() || o[key].get<uint64_t>() > (uint64_t{1} << 53)))
       return bad_field(key, "a whole number of milliseconds is wanted");
   if (o.contains("catch_up_window_ms"))
     s->set_catch_up_window_ms(o["catch_up_window_ms"].get<uint64_t>());

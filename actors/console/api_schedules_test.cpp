@@ -2,7 +2,6 @@
 // CLI's ScheduleRequest and renders the node's answer; a malformed body is a 400 naming its
 // field and asks the node nothing; a node's refusal keeps its status.
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
 #include "actors/console/console_api.hpp"

@@ -24,9 +24,10 @@
 #include <utility>
 #include <vector>
 
-#include "actors/http/ask_executor.hpp"
-#include "actors/console/console_auth.hpp"
 #include <proctor/wire.pb.h>
+
+#include "actors/console/console_auth.hpp"
+#include "actors/http/ask_executor.hpp"
 
 namespace proctor {
 

@@ -3,14 +3,13 @@
 #include "actors/console/console_api.hpp"
 
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
-#include "tests/support/console_api_fake_node.hpp"
 #include "actors/console/console_auth.hpp"
 #include "actors/console/console_metrics.hpp"
 #include "actors/wire/json/status_json.hpp"
 #include "actors/wire/json/views_json.hpp"
+#include "tests/support/console_api_fake_node.hpp"
 
 namespace proctor {
 namespace {

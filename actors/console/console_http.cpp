@@ -1,12 +1,12 @@
 #include "actors/console/console_http.hpp"
 
-#include <httplib.h>
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <string_view>
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include "actors/console/console_api.hpp"
 #include "actors/console/embedded_files.hpp"

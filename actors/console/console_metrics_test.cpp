@@ -1,10 +1,9 @@
 // The console's metrics object: one meaning of failed (docs/metrics.md), the same as the
 // Prometheus counters' sum.
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
 #include "actors/console/console_metrics.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace {
 

@@ -1,10 +1,9 @@
 // The OpenAPI document (docs/openapi.json) as the node serves it, against the router: every
 // route the API answers is in it with its method, and every operation it lists is answered
 // (not 404 or 405). (tests/process/openapi_validate.sh checks it with a real validator.)
-#include <gtest/gtest.h>
-
 #include <set>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "actors/console/console_api.hpp"

@@ -6,16 +6,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/base/errors.hpp"
-#include "actors/wire/endpoint.hpp"
 #include "actors/base/node_env.hpp"
 #include "actors/base/rpc.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
-#include "tls/caf_tls.hpp"
+#include "actors/wire/endpoint.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "supervision/restart_tracker.hpp"
-#include <proctor/wire.pb.h>
+#include "tls/caf_tls.hpp"
 
 namespace proctor {
 

@@ -1,26 +1,25 @@
 #include "actors/executor/executor.hpp"
 
 #include <algorithm>
-
 #include <unordered_map>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
-#include "actors/executor/caller.hpp"
+#include <proctor/wire.pb.h>
+
 #include "actors/base/errors.hpp"
+#include "actors/base/rpc.hpp"
+#include "actors/executor/caller.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/executor/metrics.hpp"
+#include "actors/executor/tree_types.hpp"
 #include "actors/procedure/procedure_actor.hpp"
-#include "actors/procedure/procedure_actor.hpp"
-#include "actors/procedure/tree_status.hpp"
 #include "actors/procedure/remote.hpp"
-#include "actors/base/rpc.hpp"
+#include "actors/procedure/tree_status.hpp"
 #include "actors/scheduling/step_scheduler.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
-#include "actors/executor/tree_types.hpp"
 #include "persistence/keys.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::exec_detail {
 
@@ -85,8 +84,8 @@ std::string waits_for_operator(executor_actor* self, const proc_record& u) {
   return "procedure " + std::to_string(u.id)
          + " is FAILED past its point of no return: its tree has not ended, it waits for an "
            "operator: `proctor retry "
-         + std::to_string(u.id) + "` runs it forward again, `proctor bypass "
-         + std::to_string(u.id) + "` ends it as it stands";
+         + std::to_string(u.id) + "` runs it forward again, `proctor bypass " + std::to_string(u.id)
+         + "` ends it as it stands";
 }
 
 void fill_status(executor_actor* self, const proc_record& u, pb::ProcStatus* s) {
@@ -443,7 +442,7 @@ caf::behavior serving(executor_actor* self) {
     },
     [self](remote_passivate_via_atom, uint64_t id, caf::actor& parent) {
       return remote_passivate_via(self, id, caf::actor_cast<caf::actor>(self->current_sender()),
-                              std::move(parent));
+                                  std::move(parent));
     },
     [self](expire_atom, uint64_t token) { on_expiry_timer(self, token); },
     [self](schedule_tick_atom) { on_schedule_tick(self); },
@@ -456,7 +455,8 @@ caf::behavior serving(executor_actor* self) {
     [self](wake_root_atom, uint64_t root_id, uint64_t token) {
       // The deadline of a passivated root: its actor comes back and times out itself.
       auto r = self->state.roots.find(root_id);
-      if (r != self->state.roots.end() && r->second.passivated && r->second.passivation_token == token) {
+      if (r != self->state.roots.end() && r->second.passivated
+          && r->second.passivation_token == token) {
         // Read back ahead of that deadline: it stays until the deadline has passed.
         r->second.woken_for_ms = r->second.wake_deadline_ms;
         wake_root(self, root_id);

@@ -99,8 +99,8 @@ struct recovered_peer_progress {
 struct recovered_state {
   std::vector<tree_image> trees;
   std::vector<recovered_event> events;
-  std::map<std::string, recovered_limit> limits;  ///< by type (in the last part)
-  std::map<std::string, recovered_schedule> schedules;  ///< by name (in the last part)
+  std::map<std::string, recovered_limit> limits;                 ///< by type (in the last part)
+  std::map<std::string, recovered_schedule> schedules;           ///< by name (in the last part)
   std::map<std::string, recovered_peer_progress> peer_progress;  ///< by peer (in the last part)
   std::vector<recovered_event_id> event_ids;  ///< (in the first part, with the events)
 };

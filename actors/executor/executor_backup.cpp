@@ -22,7 +22,8 @@ void handle_backup(executor_actor* self, const pb::BackupRequest& req, promise_t
   if (dir.empty() || !std::filesystem::path(dir).is_absolute())
     return reply(rp, error_reply(pb::Response::BAD_REQUEST,
                                  "a backup goes to an absolute path on the node's machine that "
-                                 "does not exist yet (got '" + dir + "')"));
+                                 "does not exist yet (got '"
+                                   + dir + "')"));
   auto store = st.env->store.lock();
   if (!store)
     return reply(rp, error_reply(pb::Response::REFUSED, "this node's journal is not open"));
@@ -50,16 +51,18 @@ void handle_backup(executor_actor* self, const pb::BackupRequest& req, promise_t
       [rp, dir, info](bool ok, const std::string& text) mutable {
         if (!ok) {
           spdlog::error("backup into {} failed: {}", dir, text);
-          return reply(rp, error_reply(pb::Response::REFUSED,
-                                       "backup into " + dir + " failed: " + text));
+          return reply(
+            rp, error_reply(pb::Response::REFUSED, "backup into " + dir + " failed: " + text));
         }
         spdlog::info("backup of node {} into {} (every record up to LSN {}) in {} s",
                      info.node.empty() ? "(unnamed)" : info.node, dir, info.lsn, text);
         pb::Response r;
         r.set_text("backup of node " + (info.node.empty() ? "(unnamed)" : info.node)
                    + " written to " + dir + ": every write acknowledged before it (LSN "
-                   + std::to_string(info.lsn) + " and below); restore it with proctord "
-                   "--restore-from " + dir + " (docs/operations.md, \"Backups\")");
+                   + std::to_string(info.lsn)
+                   + " and below); restore it with proctord "
+                     "--restore-from "
+                   + dir + " (docs/operations.md, \"Backups\")");
         reply(rp, encode(r));
       },
       [rp, dir](caf::error& e) mutable {

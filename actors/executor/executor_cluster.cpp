@@ -10,9 +10,9 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/base/log_rate.hpp"
-#include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/cluster/peer_link.hpp"
+#include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
 #include "persistence/active_lock.hpp"
@@ -101,8 +101,8 @@ void tell_waiting_for(executor_actor* self, const peer_status& s) {
     ++told;
   }
   if (told > 0)  // the link logged the change itself: one line per event at info
-    spdlog::debug("node {} is {}: told {} procedure(s) waiting for it", s.name, s.up ? "up" : "down",
-                 told);
+    spdlog::debug("node {} is {}: told {} procedure(s) waiting for it", s.name,
+                  s.up ? "up" : "down", told);
 }
 
 namespace {

@@ -18,8 +18,8 @@
 
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/procedure_actor.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor::exec_detail {
@@ -164,7 +164,8 @@ void await_event(executor_actor* self, const std::string& key, uint64_t id, caf:
   }
   if (h && !via && !st.events.handed.empty() && hand_again(self, key, id, h))
     return;
-  if (auto e = st.events.kept.find(key); !st.recovery.active && e != st.events.kept.end() && !e->second.empty()) {
+  if (auto e = st.events.kept.find(key);
+      !st.recovery.active && e != st.events.kept.end() && !e->second.empty()) {
     // The oldest kept event is this procedure's; no other waiter gets it.
     auto ev = std::move(e->second.front());
     e->second.erase(e->second.begin());

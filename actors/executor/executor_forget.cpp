@@ -71,7 +71,9 @@ void roll_back_orphans(executor_actor* self) {
   auto& st = self->state;
   if (st.remote.orphan_in_flight || st.remote.orphans.empty())
     return;
-  auto [node, id] = st.remote.orphans.front();
+  // Copies, not structured bindings: a lambda may not capture those before C++20's clang.
+  std::string node = st.remote.orphans.front().first;
+  uint64_t id = st.remote.orphans.front().second;
   st.remote.orphan_in_flight = true;
   roll_back_orphan(self, node, id, [self, node, id](bool taken, std::string why) {
     auto& st = self->state;
@@ -90,8 +92,9 @@ void roll_back_orphans(executor_actor* self) {
         st.remote.orphan_tries.erase(id);
         return roll_back_orphans(self);
       }
-      spdlog::info("[proc {} root {}] rollback of a fragment of forgotten node {}: {}; again in 1 s",
-                   id, id, node, why);
+      spdlog::info(
+        "[proc {} root {}] rollback of a fragment of forgotten node {}: {}; again in 1 s", id, id,
+        node, why);
       st.remote.orphans.push_back(std::move(entry));
       if (!st.remote.orphan_retry_armed) {
         st.remote.orphan_retry_armed = true;
@@ -140,8 +143,9 @@ void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promi
                       "refused for good; say --confirm-lost to do so");
   // The incarnation it answered with last; not heard from since an earlier forgetting: the
   // one forgotten then (still refused).
-  const uint64_t incarnation =
-    !s ? 0 : s->incarnation != 0 ? s->incarnation : s->forgotten_incarnation;
+  const uint64_t incarnation = !s                    ? 0
+                               : s->incarnation != 0 ? s->incarnation
+                                                     : s->forgotten_incarnation;
   // Forgotten before: journaled again all the same, for what was placed there since (its
   // LSN is the line between lost and not).
   const auto before = s ? s->forgotten_at_ms : 0;

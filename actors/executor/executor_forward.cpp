@@ -3,8 +3,8 @@
 // comes back unchanged; a child placed on another node is asked where it runs (its status
 // and its history). (A tree is gathered across nodes by executor_views.cpp.)
 #include "actors/base/errors.hpp"
-#include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
+#include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/remote.hpp"
 
 namespace proctor::exec_detail {

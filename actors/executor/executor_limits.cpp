@@ -2,11 +2,10 @@
 // (docs/flow-control.md). A change is journaled (TypeLimits, in the node's own range, with a
 // delete of the type's previous record) before the scheduler applies it and before it is
 // answered; recovery reads the last record of each type back (actors/node/node.cpp).
-#include "actors/executor/internal/executor_state.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
+#include "actors/executor/internal/executor_state.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor {

@@ -76,7 +76,7 @@ void end_sleep(executor_actor* self, uint64_t root_id) {
 /// will wake it, ahead by wake_lead_ms, and so will a change of `remote_nodes` (where its
 /// children on other nodes run).
 void mark_passivated(executor_actor* self, root_entry& re, uint64_t root_id, int64_t deadline_ms,
-                std::vector<std::string> remote_nodes, uint64_t procs) {
+                     std::vector<std::string> remote_nodes, uint64_t procs) {
   auto& st = self->state;
   re.passivated = true;
   ++st.passivation.roots;

@@ -6,8 +6,8 @@
 
 #include "actors/base/cluster_view.hpp"
 #include "actors/base/leader_fence.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/executor/internal/executor_state.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
 
@@ -69,10 +69,10 @@ void release_ids(executor_actor* self) {
   pp.releasing = true;
   // (Its next_lsn never below one written with a delete before: those are durable already.)
   journal_batch b;
-  b.entries.push_back(journal_entry{
-    journal_keys::meta_root,
-    id_floor_record(st.env->next_id->load(), st.env->durable_lsn->load() + 1),
-    journal_keys::id_floor_lsn});
+  b.entries.push_back(
+    journal_entry{journal_keys::meta_root,
+                  id_floor_record(st.env->next_id->load(), st.env->durable_lsn->load() + 1),
+                  journal_keys::id_floor_lsn});
   append(self, std::move(b), [self](uint64_t) {
     auto& pp = self->state.progress;
     pp.holding = false;

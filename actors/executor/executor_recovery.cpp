@@ -6,11 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/executor/internal/executor_state.hpp"
+#include "actors/executor/tree_types.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
 #include "actors/scheduling/step_scheduler.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
-#include "actors/executor/tree_types.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor::exec_detail {
@@ -83,7 +83,8 @@ void note_event_waiters(executor_state& st, const tree_image& t) {
     return;
   for (const auto& [id, p] : t.procs)
     if (p.status == proc_state::waiting && !p.event_key.empty() && p.call_service.empty()
-        && !p.event_delivered && !p.remote() && st.events.kept.find(p.event_key) != st.events.kept.end())
+        && !p.event_delivered && !p.remote()
+        && st.events.kept.find(p.event_key) != st.events.kept.end())
       st.recovery.waiters[p.event_key].emplace_back(p.wait_lsn, id);
 }
 
@@ -131,7 +132,8 @@ void recover_part(executor_actor* self, recovered_state& part) {
   for (size_t i = 0; i < trees.size(); ++i) {
     const auto& t = trees[i];
     procs += t.procs.size();
-    sleeps_at[i] = st.cfg.passivate_after.count() >= 0 && t.corrupt.empty() && only_waits(t, *st.env->cluster);
+    sleeps_at[i] =
+      st.cfg.passivate_after.count() >= 0 && t.corrupt.empty() && only_waits(t, *st.env->cluster);
     waiting_roots += sleeps_at[i] ? 1 : 0;
   }
   if (st.procs.empty()) {
@@ -204,8 +206,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
           finished_at = wall_ms();
         pb::JournalRecord rec;
         *rec.mutable_summary() = summarize(*image, finished_at);
-        keep_history(self, image->root_id, make_entry(image->root_id, rec).record,
-                     image->records);
+        keep_history(self, image->root_id, make_entry(image->root_id, rec).record, image->records);
       }
       auto left = st.cfg.result_ttl - std::chrono::milliseconds{wall_ms() - finished_at};
       expire_after(self, image->root_id, left);

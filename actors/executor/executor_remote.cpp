@@ -9,11 +9,11 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
-#include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
+#include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/procedure_actor.hpp"
-#include "actors/procedure/tree_status.hpp"
 #include "actors/procedure/remote.hpp"
+#include "actors/procedure/tree_status.hpp"
 
 namespace proctor::exec_detail {
 
@@ -395,7 +395,7 @@ void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via) {
 }
 
 bool remote_passivate_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
-                      caf::actor parent) {
+                          caf::actor parent) {
   auto& st = self->state;
   auto r = st.remote.routes.find(id);
   if (r == st.remote.routes.end() || r->second != placeholder || st.remote.ends.count(id) > 0)
@@ -415,8 +415,8 @@ std::string not_this_incarnation(executor_actor* self, const std::string& from, 
   char heard[17];
   std::snprintf(heard, sizeof heard, "%016llx", static_cast<unsigned long long>(inc));
   if (s->forgotten_incarnation == inc)
-    return "node " + from + " incarnation " + heard
-           + " was forgotten by an operator on node " + self->state.env->node_name
+    return "node " + from + " incarnation " + heard + " was forgotten by an operator on node "
+           + self->state.env->node_name
            + " (proctor node forget): its messages are refused for good";
   if (s->incarnation != 0 && s->incarnation != inc)
     return "node " + self->state.env->node_name + " knows another incarnation of node " + from

@@ -6,10 +6,10 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/executor/internal/executor_state.hpp"
-#include "actors/scheduling/timeout_actor.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
 #include "actors/scheduling/step_scheduler.hpp"
+#include "actors/scheduling/timeout_actor.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor::exec_detail {

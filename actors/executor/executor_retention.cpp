@@ -13,8 +13,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/executor/internal/executor_state.hpp"
 #include <proctor/journal.pb.h>
+
+#include "actors/executor/internal/executor_state.hpp"
 
 namespace proctor::exec_detail {
 
@@ -82,7 +83,8 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
   // same order), the others when the budget reaches them.
   while (!st.retention.history_order.empty()) {
     auto k = st.retention.history_kept.find(st.retention.history_order.front().first);
-    if (k != st.retention.history_kept.end() && k->second.seq == st.retention.history_order.front().second)
+    if (k != st.retention.history_kept.end()
+        && k->second.seq == st.retention.history_order.front().second)
       break;
     st.retention.history_order.pop_front();
   }
@@ -111,7 +113,8 @@ void expire_after(executor_actor* self, uint64_t root_id, std::chrono::milliseco
   if (st.recovery.active || at >= st.retention.expiry_armed_for)
     return;  // the armed timer comes first
   st.retention.expiry_armed_for = at;
-  self->delayed_send(self, after + expiry_slack(st.cfg), expire_atom::value, ++st.retention.expiry_token);
+  self->delayed_send(self, after + expiry_slack(st.cfg), expire_atom::value,
+                     ++st.retention.expiry_token);
 }
 
 /// The expiry timer: releases every tree whose result is due, then arms for the next.
@@ -172,8 +175,7 @@ void release_trees(executor_actor* self, std::vector<uint64_t> ids, std::functio
   append(self, std::move(b), [then = std::move(then)](uint64_t) { then(); });
 }
 
-void keep_history(executor_actor* self, uint64_t root_id, std::string summary,
-                  uint64_t records) {
+void keep_history(executor_actor* self, uint64_t root_id, std::string summary, uint64_t records) {
   auto& st = self->state;
   const auto budget = st.cfg.history_keep_records;
   if (auto old = st.retention.history_kept.find(root_id); old != st.retention.history_kept.end()) {

@@ -18,8 +18,8 @@ namespace proctor::exec_detail {
 
 namespace {
 
-constexpr size_t recent_runs = 10;           ///< runs kept per schedule
-constexpr size_t catch_up_all_bound = 100;   ///< catch-up `all` submits at most these
+constexpr size_t recent_runs = 10;          ///< runs kept per schedule
+constexpr size_t catch_up_all_bound = 100;  ///< catch-up `all` submits at most these
 /// Fire times before the catch-up window counted as missed, at most (the rest are skipped
 /// over uncounted).
 constexpr uint64_t enumerate_bound = 100'000;
@@ -115,9 +115,8 @@ void decide(executor_actor* self, const std::string& name) {
                  utc_text(fire), hold ? "held (buffer-one)" : "skipped");
     return write_record(self, name, std::move(rec), [self] { schedule_op_done(self); });
   }
-  fire_schedule(self, name, fire, false, false, [self](uint64_t, const std::string&) {
-    schedule_op_done(self);
-  });
+  fire_schedule(self, name, fire, false, false,
+                [self](uint64_t, const std::string&) { schedule_op_done(self); });
 }
 
 }  // namespace
@@ -217,8 +216,8 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
   // A root with this nonce exists: its submit and this record were one batch, so it cannot
   // be undecided here; should it be, the fire time is recorded with that root, not run again.
   if (auto n = st.nonces.find(nonce); n != st.nonces.end()) {
-    spdlog::warn("schedule {}: fire time {} ran already as procedure {}", name,
-                 utc_text(fire_ms), n->second);
+    spdlog::warn("schedule {}: fire time {} ran already as procedure {}", name, utc_text(fire_ms),
+                 n->second);
     auto id = n->second;
     return write_record(self, name, *rec, [done, id] { done(id, ""); });
   }
@@ -271,8 +270,9 @@ void fire_held(executor_actor* self, const std::string& name) {
   schedule_op(self, [self, name] {
     auto& st = self->state;
     auto it = st.schedules.by_name.find(name);
-    if (it == st.schedules.by_name.end() || it->second.rec.buffered_ms() == 0 || it->second.rec.paused()
-        || it->second.rec.deleted() || previous_running(st, it->second.rec))
+    if (it == st.schedules.by_name.end() || it->second.rec.buffered_ms() == 0
+        || it->second.rec.paused() || it->second.rec.deleted()
+        || previous_running(st, it->second.rec))
       return schedule_op_done(self);
     fire_schedule(self, name, it->second.rec.buffered_ms(), false, true,
                   [self](uint64_t, const std::string&) { schedule_op_done(self); });

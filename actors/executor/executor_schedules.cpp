@@ -18,8 +18,7 @@ constexpr size_t name_bound = 128;
 constexpr uint64_t window_bound_ms = uint64_t{30} * 24 * 3'600'000;  // 30 days
 constexpr uint64_t jitter_bound_ms = uint64_t{24} * 3'600'000;       // 1 day
 
-void fill_info(executor_actor* self, const schedules_part::schedule_entry& e,
-               pb::ScheduleInfo* x) {
+void fill_info(executor_actor* self, const schedules_part::schedule_entry& e, pb::ScheduleInfo* x) {
   auto& st = self->state;
   *x->mutable_schedule() = e.rec;
   x->set_next_fire_ms(next_fire_ms(e));
@@ -58,7 +57,8 @@ std::string refusal(executor_actor* self, const pb::Schedule& spec, pb::Response
       || !std::regex_match(spec.name(), name_re))
     return "schedule name '" + spec.name()
            + "': 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit";
-  if (auto i = st.schedules.by_name.find(spec.name()); i != st.schedules.by_name.end() && !i->second.rec.deleted()) {
+  if (auto i = st.schedules.by_name.find(spec.name());
+      i != st.schedules.by_name.end() && !i->second.rec.deleted()) {
     *code = pb::Response::REFUSED;
     return "schedule '" + spec.name() + "' exists already; delete it first to replace it";
   }
@@ -70,7 +70,8 @@ std::string refusal(executor_actor* self, const pb::Schedule& spec, pb::Response
     return z.error;
   if (!calendar::cron_next(*p.spec, *z.zone, wall_ms()))
     return "cron \"" + spec.cron() + "\" never fires (no such date in the next 8 years)";
-  if (!pb::Schedule::Overlap_IsValid(spec.overlap()) || !pb::Schedule::CatchUp_IsValid(spec.catch_up()))
+  if (!pb::Schedule::Overlap_IsValid(spec.overlap())
+      || !pb::Schedule::CatchUp_IsValid(spec.catch_up()))
     return "unknown overlap or catch-up policy";
   if (spec.catch_up_window_ms() > window_bound_ms)
     return "catch-up window over 30 days";
@@ -200,16 +201,15 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
         return change(self, std::move(tomb), rp, "deleted");
       }
       case pb::ScheduleRequest::TRIGGER:
-        return fire_schedule(self, name, wall_ms(), true, false,
-                             [self, rp, name](uint64_t id, const std::string& why) mutable {
-                               if (id == 0)
-                                 reply(rp, error_reply(pb::Response::REFUSED,
-                                                       "schedule '" + name + "': " + why));
-                               else
-                                 reply(rp, answer(self, name, id,
-                                                  "triggered: procedure " + std::to_string(id)));
-                               schedule_op_done(self);
-                             });
+        return fire_schedule(
+          self, name, wall_ms(), true, false,
+          [self, rp, name](uint64_t id, const std::string& why) mutable {
+            if (id == 0)
+              reply(rp, error_reply(pb::Response::REFUSED, "schedule '" + name + "': " + why));
+            else
+              reply(rp, answer(self, name, id, "triggered: procedure " + std::to_string(id)));
+            schedule_op_done(self);
+          });
       default:
         reply(rp, error_reply(pb::Response::BAD_REQUEST, "unknown schedule operation"));
         return schedule_op_done(self);

@@ -25,13 +25,13 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/base/log_rate.hpp"
-#include "actors/executor/internal/executor_state.hpp"
 #include "actors/cluster/outbox.hpp"
+#include "actors/executor/internal/executor_state.hpp"
 #include "actors/executor/proc_history.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor::exec_detail {
 

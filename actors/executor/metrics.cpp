@@ -1,7 +1,5 @@
 #include "actors/executor/metrics.hpp"
 
-#include "actors/executor/process_metrics.hpp"
-
 #include <limits>
 #include <map>
 #include <vector>
@@ -12,6 +10,8 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include "actors/executor/process_metrics.hpp"
 
 namespace proctor {
 
@@ -340,10 +340,10 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
                  "did not run.",
                  MetricType::Counter,
                  [](const schedule_sample& x) { return static_cast<double>(x.missed); });
-    per_schedule("proctor_schedule_next_fire_timestamp_seconds",
-                 "The schedule's next fire time, jitter included (Unix time; 0: paused).",
-                 MetricType::Gauge,
-                 [](const schedule_sample& x) { return static_cast<double>(x.next_fire_ms) / 1000.0; });
+    per_schedule(
+      "proctor_schedule_next_fire_timestamp_seconds",
+      "The schedule's next fire time, jitter included (Unix time; 0: paused).", MetricType::Gauge,
+      [](const schedule_sample& x) { return static_cast<double>(x.next_fire_ms) / 1000.0; });
     per_schedule("proctor_schedule_paused", "1 while the schedule is paused.", MetricType::Gauge,
                  [](const schedule_sample& x) { return x.paused ? 1.0 : 0.0; });
   }

@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <proctor/proc_state.hpp>
+
 #include "actors/scheduling/step_scheduler.hpp"
 #include "persistence/journal.hpp"
-#include <proctor/proc_state.hpp>
 
 namespace proctor {
 
@@ -38,20 +39,20 @@ struct schedule_sample {
 
 /// The executor's own gauges.
 struct executor_gauges {
-  size_t waiting = 0;                 ///< procedures WAITING or WAITING_TIMEOUT
-  size_t passivated = 0;              ///< of those, roots without an actor
-  size_t procedures = 0;              ///< known (live or retained)
-  size_t quarantined = 0;             ///< trees
-  size_t rolling_back = 0;            ///< trees whose rollback runs
-  uint64_t undos = 0;                 ///< counter: undos done
-  uint64_t undo_failures = 0;         ///< counter: undos that threw (and are retried)
-  uint64_t retries = 0;    ///< counter: operators' retries of failed steps (`proctor retry`)
-  uint64_t resubmits = 0;  ///< counter: operators' resubmits of ROLLEDBACK trees
-  uint64_t epoch = 0;                 ///< the data directory's epoch this process holds
-  int64_t active_since_ms = 0;        ///< wall clock: since when this process is the active one
-  int64_t takeover_ms = 0;            ///< how long its takeover took (0: started without one)
+  size_t waiting = 0;           ///< procedures WAITING or WAITING_TIMEOUT
+  size_t passivated = 0;        ///< of those, roots without an actor
+  size_t procedures = 0;        ///< known (live or retained)
+  size_t quarantined = 0;       ///< trees
+  size_t rolling_back = 0;      ///< trees whose rollback runs
+  uint64_t undos = 0;           ///< counter: undos done
+  uint64_t undo_failures = 0;   ///< counter: undos that threw (and are retried)
+  uint64_t retries = 0;         ///< counter: operators' retries of failed steps (`proctor retry`)
+  uint64_t resubmits = 0;       ///< counter: operators' resubmits of ROLLEDBACK trees
+  uint64_t epoch = 0;           ///< the data directory's epoch this process holds
+  int64_t active_since_ms = 0;  ///< wall clock: since when this process is the active one
+  int64_t takeover_ms = 0;      ///< how long its takeover took (0: started without one)
   uint64_t passivation_attempts = 0;  ///< counter: trees asked whether they only wait
-  int64_t passivated_procedures = 0;     ///< held passivated by a live parent, without an actor
+  int64_t passivated_procedures = 0;  ///< held passivated by a live parent, without an actor
   size_t calls_in_flight = 0;         ///< calls made for waiting procedures, not answered yet
   uint64_t compactions = 0;           ///< counter: trees' journals compacted into one record
   uint64_t compacted_records = 0;     ///< counter: records those compactions replaced

@@ -49,7 +49,8 @@ TEST(metrics, counts_per_type_and_the_runtime_histogram) {
   EXPECT_EQ(value_of(text, "proctor_procedures_succeeded_total" + t), "1") << text;
   EXPECT_EQ(value_of(text, "proctor_procedures_failed_total" + t), "1");
   EXPECT_EQ(
-    value_of(text, R"(proctor_procedures_retry_outcomes_total{state="SUCCESS",type="demo.ledger"})"),
+    value_of(text,
+             R"(proctor_procedures_retry_outcomes_total{state="SUCCESS",type="demo.ledger"})"),
     "1");
   EXPECT_NE(text.find("# TYPE proctor_procedure_runtime_seconds histogram\n"), std::string::npos);
   EXPECT_NE(text.find("# HELP proctor_procedures_submitted_total Procedures submitted or "
@@ -167,8 +168,8 @@ TEST(metrics, the_process_has_the_families_every_prometheus_client_exposes) {
   EXPECT_GE(number("process_open_fds"), 3.0);  // stdin, stdout, stderr at least
   EXPECT_GE(number("process_max_fds"), number("process_open_fds"));
   // Started this run: within the last hour, not in the future (to the clock tick).
-  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                 .count();
+  double now =
+    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   double start = number("process_start_time_seconds");
   EXPECT_LE(start, now + 1);
   EXPECT_GT(start, now - 3600);

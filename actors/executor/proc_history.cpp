@@ -242,12 +242,12 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
           summary_only = h.entries_size() == 0;
           auto* e = add(r.lsn, "summary");
           e->set_at_ms(rec.summary().finished_at_ms());
-          e->set_detail(end_text(p.state(), p.result_json(), p.error())
-                        + (p.bypassed() ? " (bypassed by an operator)" : "")
-                        + (p.resubmitted_from() != 0
-                             ? " (resubmitted from procedure "
-                                 + std::to_string(p.resubmitted_from()) + ")"
-                             : ""));
+          e->set_detail(
+            end_text(p.state(), p.result_json(), p.error())
+            + (p.bypassed() ? " (bypassed by an operator)" : "")
+            + (p.resubmitted_from() != 0
+                 ? " (resubmitted from procedure " + std::to_string(p.resubmitted_from()) + ")"
+                 : ""));
         }
         break;
       }

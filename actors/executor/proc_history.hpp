@@ -6,9 +6,10 @@
 
 #include <cstdint>
 
-#include "persistence/journal.hpp"
 #include <proctor/registry.hpp>
 #include <proctor/wire.pb.h>
+
+#include "persistence/journal.hpp"
 
 namespace proctor {
 

@@ -6,8 +6,9 @@
 
 #include <string>
 
-#include "persistence/tree_image.hpp"
 #include <proctor/registry.hpp>
+
+#include "persistence/tree_image.hpp"
 
 namespace proctor {
 

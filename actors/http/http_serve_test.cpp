@@ -2,8 +2,6 @@
 // nothing before its listening loop began, and the loop then ran for ever), and a second
 // server cannot bind the port of the first (httplib's default sets SO_REUSEPORT, with which
 // it could, and would take part of the connections).
-#include "actors/http/metrics_http.hpp"
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +12,8 @@
 #include <future>
 
 #include <gtest/gtest.h>
+
+#include "actors/http/metrics_http.hpp"
 
 namespace proctor {
 namespace {

@@ -2,10 +2,11 @@
 
 #include <httplib.h>
 
-#include "actors/base/errors.hpp"
-#include "actors/http/http_serve.hpp"
-#include "actors/base/rpc.hpp"
 #include <proctor/wire.pb.h>
+
+#include "actors/base/errors.hpp"
+#include "actors/base/rpc.hpp"
+#include "actors/http/http_serve.hpp"
 
 namespace proctor {
 

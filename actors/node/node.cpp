@@ -1,13 +1,5 @@
 #include "actors/node/node.hpp"
 
-#include "actors/base/errors.hpp"
-#include "actors/base/messages.hpp"
-#include "actors/scheduling/timeout_actor.hpp"
-
-#include "actors/node/node_identity.hpp"
-#include "actors/base/peer_status.hpp"
-#include "actors/cluster/outbox.hpp"
-
 #include <chrono>
 #include <map>
 #include <optional>
@@ -17,8 +9,13 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/base/errors.hpp"
+#include "actors/base/messages.hpp"
+#include "actors/base/peer_status.hpp"
 #include "actors/cluster/client_server.hpp"
+#include "actors/cluster/outbox.hpp"
 #include "actors/node/node_coordinator.hpp"
+#include "actors/node/node_identity.hpp"
 #include "actors/scheduling/step_scheduler.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 #include "persistence/keys.hpp"
@@ -197,12 +194,12 @@ caf::expected<recovery_report> node::start(node_options opts) {
     uint64_t incarnation = 0;
     uint64_t lsn = 0;
   };
-  std::vector<forgotten_peer> forgotten;  // NodeForgotten records, in LSN order
-  std::optional<pb::ForgottenBy> forgotten_by;  // a peer forgot this journal (the last said)
-  std::map<std::string, recovered_limit> limits;      // an operator's, by type (TypeLimits)
+  std::vector<forgotten_peer> forgotten;          // NodeForgotten records, in LSN order
+  std::optional<pb::ForgottenBy> forgotten_by;    // a peer forgot this journal (the last said)
+  std::map<std::string, recovered_limit> limits;  // an operator's, by type (TypeLimits)
   std::map<std::string, recovered_schedule> schedules;  // by name (Schedule), the last of each
   std::map<std::string, recovered_peer_progress> peer_progress;  // by peer, the last of each
-  std::optional<tree_folder> folder;                  // in place: no heap folder per tree
+  std::optional<tree_folder> folder;  // in place: no heap folder per tree
   auto close_tree = [&] {
     if (!folder)
       return;
@@ -239,8 +236,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
         // Records deleted meanwhile had LSNs up to its next_lsn - 1: never read back lower.
         if (m.id_floor().next_lsn() > 0)
           max_lsn = std::max(max_lsn, m.id_floor().next_lsn() - 1);
-      }
-      else if (m.has_incarnation())
+      } else if (m.has_incarnation())
         incarnation = m.incarnation().incarnation();
       else if (m.has_forgotten_by())
         forgotten_by = m.forgotten_by();
@@ -252,29 +248,25 @@ caf::expected<recovery_report> node::start(node_options opts) {
         peer_incarnations.erase(f.peer());
         forgotten.push_back({f.peer(), f.incarnation(), r.lsn});
         env->cluster->forget(f.peer(), r.lsn, f.incarnation(), f.at_ms());
-      }
-      else if (m.has_type_limits())
+      } else if (m.has_type_limits())
         limits[m.type_limits().type()] = limit_of(r.lsn, m.type_limits());
       else if (m.has_peer_progress()) {
         auto& p = peer_progress[m.peer_progress().peer()];
         if (r.lsn >= p.lsn)
           p = recovered_peer_progress{r.lsn, m.peer_progress()};
-      }
-      else if (m.has_schedule()) {
+      } else if (m.has_schedule()) {
         auto& s = schedules[m.schedule().name()];
         if (r.lsn >= s.lsn)
           s = recovered_schedule{r.lsn, m.schedule()};
-      }
-      else if (m.has_outbox())
+      } else if (m.has_outbox())
         outbox.push_back(
           outbox_item{r.lsn, m.outbox().peer(), m.outbox().msg().SerializeAsString()});
       else if (m.has_event())
         part->events.push_back(recovered_event{
           r.lsn, m.event().event_key(), m.event().payload_json(), m.event().arrived_at_ms()});
       else if (m.has_event_id())
-        part->event_ids.push_back(recovered_event_id{r.lsn, m.event_id().event_key(),
-                                                     m.event_id().event_id(),
-                                                     m.event_id().at_ms()});
+        part->event_ids.push_back(recovered_event_id{
+          r.lsn, m.event_id().event_key(), m.event_id().event_id(), m.event_id().at_ms()});
       return true;
     }
     if (!folder || r.root_id != current_root) {

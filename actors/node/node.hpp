@@ -10,11 +10,12 @@
 
 #include <caf/all.hpp>
 
-#include "actors/executor/executor.hpp"
+#include <proctor/registry.hpp>
+
 #include "actors/base/node_env.hpp"
+#include "actors/executor/executor.hpp"
 #include "persistence/active_lock.hpp"
 #include "persistence/journal.hpp"
-#include <proctor/registry.hpp>
 
 namespace proctor {
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include <caf/all.hpp>
+
 #include <proctor/wire.pb.h>
 
 namespace proctor {

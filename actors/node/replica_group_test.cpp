@@ -56,9 +56,8 @@ TEST(replica_front, a_refusal_keeps_the_requests_tag_and_names_the_leader) {
   req.set_tag(42);
   req.mutable_list();
   pb::Response r;
-  ASSERT_TRUE(r.ParseFromString(
-    not_leader_response(req.SerializeAsString(),
-                        {"replica b2 is a follower", "127.0.0.1:7001", "127.0.0.1:8001"})));
+  ASSERT_TRUE(r.ParseFromString(not_leader_response(
+    req.SerializeAsString(), {"replica b2 is a follower", "127.0.0.1:7001", "127.0.0.1:8001"})));
   EXPECT_EQ(r.code(), pb::Response::NOT_LEADER);
   EXPECT_EQ(r.tag(), 42u);
   EXPECT_EQ(r.error(), "replica b2 is a follower");

@@ -13,9 +13,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/wire/wire_client.hpp"
 #include "persistence/keys.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor {
 

@@ -24,8 +24,8 @@
 #include <proctor/wire.pb.h>
 
 #include "actors/node/replica_group.hpp"
-#include "tls/tls_options.hpp"
 #include "persistence/journal_store.hpp"
+#include "tls/tls_options.hpp"
 
 namespace proctor {
 
@@ -39,8 +39,7 @@ struct replica_dir_file {
 /// Reads data_dir/REPLICA (both fields "" when there is none).
 replica_dir_file read_replica_file(const std::string& data_dir);
 /// Writes it (fsync'd, then renamed into place). False with a one-line reason.
-bool write_replica_file(const std::string& data_dir, const replica_dir_file& f,
-                        std::string* error);
+bool write_replica_file(const std::string& data_dir, const replica_dir_file& f, std::string* error);
 /// A new data directory id: 16 random hex digits.
 std::string new_data_dir_id();
 

@@ -148,8 +148,9 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   }
   if (s.recover) {
     if (fresh) {
-      *error = "--recover-group: " + s.data_dir + " holds no Raft state: run it on the survivor "
-               "with the longest log";
+      *error = "--recover-group: " + s.data_dir
+               + " holds no Raft state: run it on the survivor "
+                 "with the longest log";
       return nullptr;
     }
     if (auto why = recover_refusal(o, s); !why.empty()) {
@@ -171,7 +172,8 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   // the address book until the log has a configuration): a configuration file that still
   // names the group as it was founded starts the replica on the group as it is (issue 47.8).
   std::vector<replica_member> logged;
-  if (r->labelled_group(&logged)) {
+  const bool has_logged_group = r->labelled_group(&logged);
+  if (has_logged_group) {
     if (find_replica(logged, s.replica) == nullptr) {
       *error = "replica " + s.replica + " is not a member of node " + s.node_name
                + "'s group any more (it was removed; the group is " + replica_group_spec(logged)
@@ -224,7 +226,7 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   r->port_ = served->second;
   spdlog::info("replica {} of node {}: Raft on {}, clients on {}:{}, {} replica(s){}", s.replica,
                s.node_name, r->self_->raft_address, r->self_->client.host, r->port_, s.group.size(),
-               s.join && logged.empty() ? "; joining: waiting to be added to the group" : "");
+               s.join && !has_logged_group ? "; joining: waiting to be added to the group" : "");
   return r;
 }
 
@@ -527,8 +529,8 @@ pb::Response replica_node::change(const pb::ReplicasRequest& rq) {
     while (!ask_replicas(m, setup_.tls, &why)) {
       if (std::chrono::steady_clock::now() >= until)
         return refuse(pb::Response::REFUSED,
-                      "replica " + m.name + " does not answer at " + client_address(m) + " ("
-                        + why + "): start it first (proctord --replica " + m.name
+                      "replica " + m.name + " does not answer at " + client_address(m) + " (" + why
+                        + "): start it first (proctord --replica " + m.name
                         + " --join on an empty data directory), then add it; nothing was "
                           "changed");
       std::this_thread::sleep_for(std::chrono::milliseconds{200});
@@ -571,8 +573,8 @@ pb::Response replica_node::change(const pb::ReplicasRequest& rq) {
       // Its data directory is forgotten with it: a replacement under its name, started with
       // --join on a new directory, is recorded anew (replica_identity.hpp).
       if (auto f = store_->write({forget_dir_op(removed_id)}); !f.ok())
-        resp.set_text(resp.text() + "(its data directory's id is still recorded: "
-                      + f.ToString() + "; a replacement under its name is refused until "
+        resp.set_text(resp.text() + "(its data directory's id is still recorded: " + f.ToString()
+                      + "; a replacement under its name is refused until "
                         "`replicas remove` is run again)\n");
     }
     return resp;

@@ -1,13 +1,11 @@
-#include <proctor/run_node.hpp>
-
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
-#include <cstdlib>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -17,19 +15,20 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <proctor/run_node.hpp>
+
 #include "actors/base/errors.hpp"
-#include "actors/node/node.hpp"
-#include "actors/executor/executor.hpp"
 #include "actors/cluster/client_server.hpp"
 #include "actors/cluster/peer_transport.hpp"
-#include "actors/base/errors.hpp"
+#include "actors/executor/executor.hpp"
+#include "actors/node/node.hpp"
 #include "actors/node/node_identity.hpp"
 #include "actors/node/replica_node.hpp"
 #include "actors/node/standby.hpp"
-#include "tls/caf_tls.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/journal_backup.hpp"
+#include "tls/caf_tls.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
 #include "actors/console/console_http.hpp"
@@ -85,8 +84,7 @@ std::string lint_config(const std::string& file) {
       return std::to_string(n) + ": the value of '" + key + "' has no closing " + q;
     auto rest = line.find_first_not_of(" \t", end + 1);
     if (rest != std::string::npos && line[rest] != '#')
-      return std::to_string(n) + ": text after the value of '" + key + "': "
-             + line.substr(rest);
+      return std::to_string(n) + ": text after the value of '" + key + "': " + line.substr(rest);
   }
   return {};
 }
@@ -171,9 +169,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   app.add_option("--result-ttl-s", result_ttl_s, "Seconds a finished tree's result is kept")
     ->check(CLI::Range(1, 365 * 24 * 3600));
   uint64_t history_keep_records = executor_config{}.history_keep_records;
-  app.add_option("--history-keep-records", history_keep_records,
-                 "Journal records of the most recently ended trees whose whole history is kept "
-                 "with their result (older ones keep their summary only; 0: none)")
+  app
+    .add_option("--history-keep-records", history_keep_records,
+                "Journal records of the most recently ended trees whose whole history is kept "
+                "with their result (older ones keep their summary only; 0: none)")
     ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   app.add_option("--max-args-bytes", max_args, "Largest args JSON a submit may carry")
     ->check(CLI::Range(size_t{64}, size_t{1} << 30));
@@ -214,17 +213,19 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                "With --replica and an empty data directory: join the existing group as a new "
                "replica (`proctor replicas add` on its leader) instead of founding it");
   std::string restore_from;
-  app.add_option("--restore-from", restore_from,
-                 "Restore the backup in this directory (`proctor backup DIR`) into an empty "
-                 "--data-dir, as a new incarnation of the node, and start on it "
-                 "(docs/operations.md, \"Backups\")")
+  app
+    .add_option("--restore-from", restore_from,
+                "Restore the backup in this directory (`proctor backup DIR`) into an empty "
+                "--data-dir, as a new incarnation of the node, and start on it "
+                "(docs/operations.md, \"Backups\")")
     ->configurable(false);  // once, by hand: never from a configuration file (issue 47.8)
   bool recover_group = false;
-  app.add_flag("--recover-group", recover_group,
-               "With --replica: the group lost its majority for good; make it the replicas in "
-               "--replicas (survivors only, usually this one alone) and carry on. Once, on the "
-               "survivor with the longest log, every other replica stopped "
-               "(docs/replication.md)")
+  app
+    .add_flag("--recover-group", recover_group,
+              "With --replica: the group lost its majority for good; make it the replicas in "
+              "--replicas (survivors only, usually this one alone) and carry on. Once, on the "
+              "survivor with the longest log, every other replica stopped "
+              "(docs/replication.md)")
     ->configurable(false);
   app.add_option("--replica", replica,
                  "Run as this replica of a replica group (one of --replicas): the node "
@@ -423,8 +424,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         console = std::make_unique<console_http>(sys, target, co);
         std::string err;
         if (console->start(http_ep->host, http_ep->port, &err) == 0) {
-          std::cerr << program << ": cannot serve the web console on " << http_addr << ": "
-                    << err << "\n";
+          std::cerr << program << ": cannot serve the web console on " << http_addr << ": " << err
+                    << "\n";
           if (http)
             http->stop();
           return false;
@@ -497,15 +498,14 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         std::_Exit(1);
       }
       if (rr.already)
-        spdlog::info("{} was already restored from the backup in {}: starting on it",
-                     data_dir, restore_from);
+        spdlog::info("{} was already restored from the backup in {}: starting on it", data_dir,
+                     restore_from);
       else
         spdlog::warn("restored node {} from the backup in {} (taken at {}, incarnation {:016x}, "
-                   "LSN {}): {} record(s), {} tree(s); a new incarnation, its ids from {}; "
-                   "what the old one did after the backup is not here",
-                   name.empty() ? "(unnamed)" : name, restore_from,
-                   utc_text(rr.from.taken_at_ms), rr.from.incarnation, rr.from.lsn, rr.records,
-                   rr.trees, rr.next_id);
+                     "LSN {}): {} record(s), {} tree(s); a new incarnation, its ids from {}; "
+                     "what the old one did after the backup is not here",
+                     name.empty() ? "(unnamed)" : name, restore_from, utc_text(rr.from.taken_at_ms),
+                     rr.from.incarnation, rr.from.lsn, rr.records, rr.trees, rr.next_id);
     }
     auto dir = rn ? standby_outcome{} : take_directory(so, standby);
     if (!rn && !dir.lock) {

@@ -15,10 +15,11 @@
 #include <rocksdb/db.h>
 #include <spdlog/spdlog.h>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/wire/endpoint.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "persistence/rocksdb_store.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor {
 

@@ -19,8 +19,8 @@
 #include <optional>
 #include <string>
 
-#include "tls/tls_options.hpp"
 #include "persistence/active_lock.hpp"
+#include "tls/tls_options.hpp"
 
 namespace proctor {
 

@@ -12,9 +12,9 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -52,8 +52,8 @@ join_count count_join(proc_actor_state& st, uint64_t except = 0) {
     } else if (c->ended || (c->cancelling && c->cancel_failed)) {
       ++n.failed;
       if (n.first_failure.empty())
-        n.first_failure = "child " + std::to_string(w) + ": "
-                          + (c->ended ? c->result.error : c->cancel_reason);
+        n.first_failure =
+          "child " + std::to_string(w) + ": " + (c->ended ? c->result.error : c->cancel_reason);
     } else if (!c->cancelling) {
       ++n.running;
     }
@@ -90,8 +90,10 @@ void fail_join(proc_actor* self, const std::string& why) {
   auto& st = self->state;
   PLOG(info, self, "{}: the tree fails", why);
   auto stuck = [self, why] {
-    PLOG(error, self, "{}; the tree is past its point of no return: it stays FAILED until an "
-                      "operator intervenes", why);
+    PLOG(error, self,
+         "{}; the tree is past its point of no return: it stays FAILED until an "
+         "operator intervenes",
+         why);
     set_status(self, proc_state::failed, 0);
     auto u = current_update(self);
     u.error = why;
@@ -124,8 +126,9 @@ void decide_failure(proc_actor* self, uint64_t cid, int32_t state, const std::st
                     bool undone, std::function<void(bool)> answer) {
   auto& st = self->state;
   auto* c = st.child(cid);
-  if (undone && (c == nullptr || c->ended || c->cancelling || st.stopping || st.rollback.failing
-                 || st.parked))
+  if (undone
+      && (c == nullptr || c->ended || c->cancelling || st.stopping || st.rollback.failing
+          || st.parked))
     return answer(false);  // the placeholder fails the tree as it would have
   if (c == nullptr || c->ended || c->cancelling || st.stopping || st.rollback.failing || st.parked)
     return answer(true);  // cancelled already, or the whole tree stops: its stop comes
@@ -213,8 +216,7 @@ void join_after_success(proc_actor* self) {
                   false);
 }
 
-void cancel_children(proc_actor* self, std::vector<uint64_t> ids, std::string reason,
-                     bool failed) {
+void cancel_children(proc_actor* self, std::vector<uint64_t> ids, std::string reason, bool failed) {
   auto& st = self->state;
   std::erase_if(ids, [&](uint64_t cid) {
     auto* c = st.child(cid);
@@ -405,8 +407,11 @@ void finish_cancellation(proc_actor* self) {
            own_failure ? "failed and is undone" : "cancelled and undone");
       c->cancelling = false;
       st.child_ended(*c,
-                     child_result{cid, own_failure ? proc_state::failed : proc_state::rolledback,
-                                  {}, c->cancel_reason, !own_failure},
+                     child_result{cid,
+                                  own_failure ? proc_state::failed : proc_state::rolledback,
+                                  {},
+                                  c->cancel_reason,
+                                  !own_failure},
                      at);
     }
     for (auto& u : ups)

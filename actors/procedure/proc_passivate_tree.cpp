@@ -22,8 +22,8 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -40,8 +40,10 @@ bool only_waits(proc_actor* self) {
   if (st.busy || st.job_queued || st.stopping || st.parked || st.rollback.failing || st.bypassing
       || st.finishing || st.stops_pending > 0 || !st.pending_restarts.empty() || !st.appends.empty()
       || !st.remote_failed.empty() || st.cancel_running
-      || (st.passivation.offered && !st.passivation.held.empty())     // a wake-up held while it offers: it runs next
-      || st.passivation.wakes_head < st.passivation.wakes_due.size())  // children to spawn as others go down
+      || (st.passivation.offered
+          && !st.passivation.held.empty())  // a wake-up held while it offers: it runs next
+      || st.passivation.wakes_head
+           < st.passivation.wakes_due.size())  // children to spawn as others go down
     return false;
   if (st.status == proc_state::waiting_timeout)
     return st.wait_timer_armed;
@@ -222,7 +224,8 @@ void try_passivate(proc_actor* self, uint64_t token) {
   // Active since the deadline was armed (children ending, procedures beginning to wait):
   // asking now would likely find something running. Wait until it was quiet for
   // passivate_after, as a procedure that began to wait does.
-  if (auto quiet_at = st.passivation.tree_active_ms + st.env->passivate_after.count(); quiet_at > wall_ms()) {
+  if (auto quiet_at = st.passivation.tree_active_ms + st.env->passivate_after.count();
+      quiet_at > wall_ms()) {
     st.passivation.armed = true;
     arm_timeout(self, st.env->timeout, st.id, timeout_kind::passivate, quiet_at,
                 passivate_atom::value, ++st.passivation.token);

@@ -80,9 +80,9 @@ bool children_all_gone(proc_actor* self) {
 bool may_go(proc_actor* self) {
   auto& st = self->state;
   return !st.is_root && st.env->passivate_after.count() >= 0
-         && (st.children.empty() || children_all_gone(self)) && st.passivation.held.empty() && !st.passivation.holding
-         && !st.passivation.offered && !st.ran_partly && (!waits_for_event(st) || st.event_payload.empty())
-         && own_answer(self).idle;
+         && (st.children.empty() || children_all_gone(self)) && st.passivation.held.empty()
+         && !st.passivation.holding && !st.passivation.offered && !st.ran_partly
+         && (!waits_for_event(st) || st.event_payload.empty()) && own_answer(self).idle;
 }
 
 /// Copies `q` and what of its subtree has not ended from `from` into `to`.
@@ -236,8 +236,9 @@ void on_passivate_offer(proc_actor* self, uint64_t cid, std::shared_ptr<const tr
   auto from = caf::actor_cast<caf::actor>(self->current_sender());
   auto* c = st.child(cid);
   bool yes = c != nullptr && c->handle && c->handle == from && !c->ended && !c->restarting
-             && !c->stop_pending && !c->passivated && !c->passivate_pending && !st.stopping && !st.rollback.failing
-             && !st.parked && !st.passivation.holding && !st.passivation.query && !st.bypassing && image != nullptr
+             && !c->stop_pending && !c->passivated && !c->passivate_pending && !st.stopping
+             && !st.rollback.failing && !st.parked && !st.passivation.holding
+             && !st.passivation.query && !st.bypassing && image != nullptr
              && image->find(cid) != nullptr;
   if (yes) {
     c->passivate_pending = true;

@@ -31,9 +31,9 @@
 
 #include "actors/base/cluster_view.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/tree_image.hpp"
 #include "persistence/tree_join.hpp"
 
@@ -117,7 +117,7 @@ void forget(proc_actor* self, child_slot& c) {
   c.passivated = false;
   c.passivated_entry = nullptr;
   st.env->passivated_procedures.fetch_sub(static_cast<int64_t>(c.passivated_procs),
-                                       std::memory_order_relaxed);
+                                          std::memory_order_relaxed);
   c.passivated_procs = 0;
   for (auto w : c.passivated_waiters)
     st.passivation.routes.erase(w);
@@ -163,7 +163,7 @@ void unended_subtree(const tree_image& image, const proc_image& q, std::vector<u
 }
 
 const std::shared_ptr<const tree_image>& passivated_image_of(const proc_actor_state& st,
-                                                          const child_slot& c) {
+                                                             const child_slot& c) {
   auto own = st.passivation.images.find(c.id);
   return own != st.passivation.images.end() ? own->second : st.passivation.image;
 }
@@ -191,7 +191,7 @@ void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const t
   c.passivated_waiters.clear();
   take_in(self, c, *image, p);
   st.env->passivated_procedures.fetch_add(static_cast<int64_t>(c.passivated_procs),
-                                       std::memory_order_relaxed);
+                                          std::memory_order_relaxed);
   ++st.passivation.passivated_children;
   // Under the child's own name: a leaf's own arm replaces it once the leaf is spawned. A
   // passivated subtree's earliest wake-up spawns its top, whose own arms then take over.

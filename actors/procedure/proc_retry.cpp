@@ -17,8 +17,8 @@ namespace {
 
 /// FAILED for good: past its point of no return and out of attempts (on_business_failure).
 bool failed_for_good(const proc_actor_state& st) {
-  return st.status == proc_state::failed && !st.busy && !st.rollback.failing && !st.parked && !st.stopping
-         && !st.finishing;
+  return st.status == proc_state::failed && !st.busy && !st.rollback.failing && !st.parked
+         && !st.stopping && !st.finishing;
 }
 
 /// Why the procedure's step cannot be retried now ("" when it can).
@@ -52,8 +52,7 @@ void commit_retry(proc_actor* self, caf::typed_response_promise<std::string> rp)
   st.busy = true;
   disarm_timer(self);  // its back-off no longer fires
   PLOG(warn, self, "retried by an operator while {} after {} attempt(s) of state {}: {}",
-       was_failed ? "FAILED" : "backing off", made, st.inst->state_name(st.state),
-       st.last_failure);
+       was_failed ? "FAILED" : "backing off", made, st.inst->state_name(st.state), st.last_failure);
   pb::JournalRecord rec;
   auto* r = rec.mutable_retried();
   r->set_proc_id(st.id);

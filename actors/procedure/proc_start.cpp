@@ -131,10 +131,10 @@ bool init_from_image(proc_actor* self, proc_start& s) {
       auto state = cp->status;
       if (contained || (cp->cancelled && cp->cancel_failed))
         state = proc_state::failed;  // failed, and undone
-      st.child_ended(c,
-                     child_result{cid, state, cp->result_json, cp->error,
-                                  cp->cancelled && !cp->cancel_failed},
-                     cp->ended_at_ms);
+      st.child_ended(
+        c,
+        child_result{cid, state, cp->result_json, cp->error, cp->cancelled && !cp->cancel_failed},
+        cp->ended_at_ms);
       collect_subtree(*s.image, cid, &st.finished_subtree);
     }
   }

@@ -6,8 +6,8 @@
 #include "actors/base/errors.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -22,7 +22,6 @@ void forget_last_spawn(proc_actor_state& st) {
   st.join_at_least = 0;
   st.join_wait = false;
 }
-
 
 /// The key a new call of procedure `id` waits under: unique on this node across restarts
 /// (the time, then a count within the process), so that two calls of one procedure in the
@@ -118,24 +117,24 @@ void on_business_failure(proc_actor* self, int32_t state, const std::string& err
     return;
   }
   // A join policy of the parent's may contain the failure (proc_cancel.cpp): it decides.
-  auto asked = st.failure_contained
-                 ? self->request(st.parent, caf::infinite, child_failed_atom::value, st.id,
-                                 state, error, false)
-                 : self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, state,
-                                 error);
+  auto asked =
+    st.failure_contained
+      ? self->request(st.parent, caf::infinite, child_failed_atom::value, st.id, state, error,
+                      false)
+      : self->request(st.root, caf::infinite, tree_fail_atom::value, st.id, state, error);
   std::move(asked).then(
-      [self, retry_forward](bool rolls_back) {
-        if (!rolls_back)
-          return retry_forward();
-        auto& st = self->state;
-        st.busy = false;
-        st.parked = true;
-        maybe_finish_stop(self);
-      },
-      [self](caf::error& e) {
-        PLOG(warn, self, "root unreachable while failing: {}", error_text(self->system(), e));
-        self->quit(e);
-      });
+    [self, retry_forward](bool rolls_back) {
+      if (!rolls_back)
+        return retry_forward();
+      auto& st = self->state;
+      st.busy = false;
+      st.parked = true;
+      maybe_finish_stop(self);
+    },
+    [self](caf::error& e) {
+      PLOG(warn, self, "root unreachable while failing: {}", error_text(self->system(), e));
+      self->quit(e);
+    });
 }
 
 namespace {

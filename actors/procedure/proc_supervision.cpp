@@ -6,8 +6,8 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "supervision/supervisor.hpp"
 
 namespace proctor {
@@ -209,7 +209,8 @@ void stop_subtree(proc_actor* self) {
   disarm_timer(self);  // no timer or retry fires any more
   if (st.busy && st.cancel_flag)
     st.cancel_flag->store(true, std::memory_order_relaxed);  // a step under way: not wanted
-  if (st.cancel_running && st.busy && st.rollback.plan_pos < st.rollback.plan.size() && st.rollback.plan[st.rollback.plan_pos].remote)
+  if (st.cancel_running && st.busy && st.rollback.plan_pos < st.rollback.plan.size()
+      && st.rollback.plan[st.rollback.plan_pos].remote)
     st.busy = false;  // a cancellation waiting for a node's answer: the tree's plan takes over
   if (st.job_queued) {
     // A step that has not started yet (queued, or waiting for a lock) need not run. The

@@ -1,7 +1,7 @@
 // The waiting side of a procedure actor: timers, external events and calls to services.
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor {

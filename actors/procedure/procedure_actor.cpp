@@ -7,9 +7,9 @@
 #include "actors/base/leader_fence.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/worker_pool.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -90,8 +90,7 @@ void run_here(proc_actor* self, step_job& job) {
   if (!leader_fence::open()) {
     // Only a leader acts: this replica is not sure it still leads. Looked at again shortly
     // (the gate opens, or the process re-executes as a follower): never blocks this thread.
-    self->delayed_send(self, std::chrono::milliseconds{10}, run_inline_atom::value,
-                       std::move(job));
+    self->delayed_send(self, std::chrono::milliseconds{10}, run_inline_atom::value, std::move(job));
     return;
   }
   auto r = worker_pool::run(job);
@@ -295,7 +294,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       auto& st = self->state;
       auto* c = st.child(d.result.id);
       if (c == nullptr || c->cancelling)
-        return;  // (ended while cancelled: undone all the same, proc_cancel.cpp)
+        return;              // (ended while cancelled: undone all the same, proc_cancel.cpp)
       int64_t ended_at = 0;  // its own update is in the subtree's, with its end's time
       for (const auto& u : d.procs)
         if (u.id == d.result.id)

@@ -17,9 +17,10 @@
 
 #include <caf/all.hpp>
 
-#include "actors/procedure/procedure_actor.hpp"
 #include <proctor/journal.pb.h>
 #include <proctor/outcome.hpp>
+
+#include "actors/procedure/procedure_actor.hpp"
 
 namespace proctor {
 

@@ -18,9 +18,9 @@
 #include "actors/cluster/outbox.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -47,7 +47,7 @@ struct remote_child_state {
   /// Its parent's join policy contains its failure (proc_start::failure_contained).
   bool contained = false;
   bool passivate_offered = false;  ///< it offered its parent to give up its actor
-  bool lost = false;      ///< its node was forgotten after its spawn: its end is asked for
+  bool lost = false;               ///< its node was forgotten after its spawn: its end is asked for
   /// Ends that came while it offered (each with its Finished record's time).
   std::vector<std::pair<std::string, int64_t>> held_ends;
 };
@@ -82,8 +82,7 @@ void watch_node(remote_child* self) {
     // An operator forgot its node: its part is lost. The executor journals its end as such
     // and tells it here (take_end), and the tree fails.
     if (!std::exchange(st.lost, true)) {
-      RLOG(warn, self, "node {} was forgotten by an operator: this child's part is lost",
-           st.node);
+      RLOG(warn, self, "node {} was forgotten by an operator: this child's part is lost", st.node);
       self->send(st.env->executor, remote_lost_atom::value, st.id);
     }
     return;
@@ -153,8 +152,7 @@ void on_end(remote_child* self, const pb::RemoteEnd& end, int64_t at_ms) {
   auto why = "on node " + st.node + ": " + end.error();
   RLOG(info, self, "{} {}", to_string(from_pb(end.state())), why);
   if (st.contained && end.state() == pb::ROLLEDBACK) {
-    self->request(st.parent, caf::infinite, child_failed_atom::value, st.id, int32_t{0}, why,
-                  true)
+    self->request(st.parent, caf::infinite, child_failed_atom::value, st.id, int32_t{0}, why, true)
       .then(
         [self, why, at_ms](bool contained) {
           if (!contained)

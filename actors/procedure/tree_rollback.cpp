@@ -4,9 +4,9 @@
 #include "actors/base/errors.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
-#include "actors/wire/wall_clock.hpp"
-#include "actors/scheduling/timeout_actor.hpp"
 #include "actors/procedure/remote.hpp"
+#include "actors/scheduling/timeout_actor.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -117,15 +117,16 @@ void publish_rollback(proc_actor* self, std::string waiting_for) {
 namespace {
 
 std::string progress(const proc_actor_state& st) {
-  return "rolling back: " + std::to_string(st.rollback.undone_before + st.rollback.plan_pos) + " of "
-         + std::to_string(st.rollback.undone_before + st.rollback.plan.size()) + " undone";
+  return "rolling back: " + std::to_string(st.rollback.undone_before + st.rollback.plan_pos)
+         + " of " + std::to_string(st.rollback.undone_before + st.rollback.plan.size()) + " undone";
 }
 
 }  // namespace
 
 void show_remote_wait(proc_actor* self) {
   auto& st = self->state;
-  if (!st.rollback.image || st.rollback.plan_pos >= st.rollback.plan.size() || !st.rollback.plan[st.rollback.plan_pos].remote)
+  if (!st.rollback.image || st.rollback.plan_pos >= st.rollback.plan.size()
+      || !st.rollback.plan[st.rollback.plan_pos].remote)
     return;
   const auto* p = st.rollback.image->find(st.rollback.plan[st.rollback.plan_pos].proc_id);
   if (p == nullptr)
@@ -153,7 +154,8 @@ namespace {
 /// (the executor journals it and tells this root as any end).
 void send_remote_rollback(proc_actor* self, const proc_image& p) {
   auto& st = self->state;
-  if (st.rollback.remote_rolled_back.count(p.id) > 0 || !st.rollback.remote_ordered.insert(p.id).second)
+  if (st.rollback.remote_rolled_back.count(p.id) > 0
+      || !st.rollback.remote_ordered.insert(p.id).second)
     return;
   if (st.env->cluster->lost(p.node, p.submitted_lsn)) {
     PLOG(warn, self, "procedure {} ran on node {}, which an operator forgot: not undone", p.id,
@@ -211,7 +213,8 @@ void order_remote_rollback(proc_actor* self, const proc_image& p) {
   // the run (the latest) is undone at the same time, on its node, and skipped when its turn
   // comes. Fragments that had not ended (planned first) have no end to see.
   const auto top = st.rollback.plan[st.rollback.plan_pos].lsn;
-  for (auto j = st.rollback.plan_pos + 1; j < st.rollback.plan.size() && st.rollback.plan[j].remote; ++j) {
+  for (auto j = st.rollback.plan_pos + 1; j < st.rollback.plan.size() && st.rollback.plan[j].remote;
+       ++j) {
     const auto& next = st.rollback.plan[j];
     if (parent_step_between(*st.rollback.image, next.proc_id, next.lsn, top))
       break;
@@ -232,7 +235,8 @@ void on_remote_end_in_rollback(proc_actor* self, const std::string& bytes) {
   }
   // The end is journaled (the executor did, before telling us): the fold counts the
   // fragment as rolled back from now on.
-  bool current = st.rollback.image && st.rollback.plan_pos < st.rollback.plan.size() && st.rollback.plan[st.rollback.plan_pos].remote
+  bool current = st.rollback.image && st.rollback.plan_pos < st.rollback.plan.size()
+                 && st.rollback.plan[st.rollback.plan_pos].remote
                  && st.rollback.plan[st.rollback.plan_pos].proc_id == end.proc_id() && st.busy;
   PLOG(debug, self, "procedure {} on another node: {}{}", end.proc_id(),
        to_string(from_pb(end.state())), current ? "" : " (before its turn)");
@@ -279,7 +283,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     std::string not_undone;
     for (const auto& [id, p] : image->procs) {
       auto u = update_from_image(*image, p);
-      if (auto f = st.rollback.remote_failed.find(id); p.remote() && f != st.rollback.remote_failed.end()) {
+      if (auto f = st.rollback.remote_failed.find(id);
+          p.remote() && f != st.rollback.remote_failed.end()) {
         u.state = proc_state::failed;  // its end came during the rollback
         u.error = f->second;
         u.since_ms = u.ended_at_ms = 0;  // finish_tree stamps the time
@@ -509,22 +514,20 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
     staged->add(batch, st.parent_node, m);
   }
   st.busy = true;
-  journal_append_lsn(self, std::move(batch),
-                     [self, procs = std::move(procs), rolled_back, summary = std::move(summary),
-                      staged](uint64_t lsn, size_t n) mutable {
-                       auto& st = self->state;
-                       staged->hand_over(st.env->outbox, lsn, n);
-                       st.busy = false;
-                       PLOG(debug, self, "tree finished ({})",
-                            rolled_back ? "ROLLEDBACK" : "SUCCESS");
-                       self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
-                       self->send(st.env->executor, tree_done_atom::value,
-                                  tree_done{st.root_id, std::move(procs), std::move(summary),
-                                            st.parent_lost(),
-                                            st.tree_records ? st.tree_records->records.load()
-                                                            : 0});
-                       self->quit();
-                     });
+  journal_append_lsn(
+    self, std::move(batch),
+    [self, procs = std::move(procs), rolled_back, summary = std::move(summary),
+     staged](uint64_t lsn, size_t n) mutable {
+      auto& st = self->state;
+      staged->hand_over(st.env->outbox, lsn, n);
+      st.busy = false;
+      PLOG(debug, self, "tree finished ({})", rolled_back ? "ROLLEDBACK" : "SUCCESS");
+      self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
+      self->send(st.env->executor, tree_done_atom::value,
+                 tree_done{st.root_id, std::move(procs), std::move(summary), st.parent_lost(),
+                           st.tree_records ? st.tree_records->records.load() : 0});
+      self->quit();
+    });
 }
 
 }  // namespace proctor

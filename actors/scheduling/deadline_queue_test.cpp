@@ -5,8 +5,6 @@
 // The model test's seed is printed with every failure; PROCTOR_SEED=<n> replays one.
 #include "actors/scheduling/deadline_queue.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +12,8 @@
 #include <map>
 #include <random>
 #include <unordered_map>
+
+#include <gtest/gtest.h>
 
 namespace proctor {
 namespace {

@@ -9,10 +9,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/base/messages.hpp"
 #include "actors/scheduling/lock_table.hpp"
 #include "actors/scheduling/worker_pool.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor {
 
@@ -59,7 +60,7 @@ struct running_job {
   std::string type;
   std::chrono::steady_clock::time_point since;
   bool reported = false;
-  bool counted = false;  ///< by its type's limiter (type_limiter::ended when it ends)
+  bool counted = false;   ///< by its type's limiter (type_limiter::ended when it ends)
   bool on_actor = false;  ///< sent back to run on its procedure's actor (run_inline)
   caf::actor_addr actor;  ///< the procedure actor whose job it is (job.proc)
 };
@@ -130,9 +131,9 @@ void arm_wake(sched_actor* self, held_jobs& h, const std::string& type,
   if (h.wake_armed)
     return;
   h.wake_armed = true;
-  auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 at - type_limiter::clock::now())
-               + std::chrono::milliseconds{1};
+  auto after =
+    std::chrono::duration_cast<std::chrono::milliseconds>(at - type_limiter::clock::now())
+    + std::chrono::milliseconds{1};
   self->delayed_send(self, std::max(after, std::chrono::milliseconds{1}), limit_wake_atom::value,
                      type);
 }
@@ -178,8 +179,8 @@ void release_held(sched_actor* self, const std::string& type) {
   if (h == st.held.end())
     return;
   auto now = type_limiter::clock::now();
-  auto [steps, starts] = st.limiter.room(type, h->second.steps.size(),
-                                         h->second.starts.size(), now);
+  auto [steps, starts] =
+    st.limiter.room(type, h->second.steps.size(), h->second.starts.size(), now);
   std::vector<step_job> out;
   auto take = [&](auto& from, size_t n) {
     for (; n > 0 && !from.empty(); --n) {
@@ -210,8 +211,8 @@ bool limits_ok(sched_actor* self, step_job& job, bool* counted) {
     // Newer than the jobs its type holds back: behind them (they have their wake-up).
     // (A procedure under way is behind held steps only; a start behind held starts too.)
     auto h = st.held.find(job.type);
-    size_t before = h == st.held.end() ? 0
-                    : h->second.steps.size() + (job.first ? h->second.starts.size() : 0);
+    size_t before =
+      h == st.held.end() ? 0 : h->second.steps.size() + (job.first ? h->second.starts.size() : 0);
     if (before > 0) {
       auto why = "type limit " + job.type + ": behind " + std::to_string(before)
                  + " held back before it (" + st.limiter.describe_of(job.type) + ")";
@@ -259,10 +260,9 @@ void dispatch(sched_actor* self) {
     --st.free;
     ++st.dispatched;
     job.ticket = ++st.last_ticket;
-    st.running[job.ticket] = running_job{job.ctx.id(),   job.ctx.root_id(),
-                                         job.type,       std::chrono::steady_clock::now(),
-                                         false,          counted,
-                                         job.run_inline, job.proc.address()};
+    st.running[job.ticket] =
+      running_job{job.ctx.id(), job.ctx.root_id(), job.type,       std::chrono::steady_clock::now(),
+                  false,        counted,           job.run_inline, job.proc.address()};
     if (job.run_inline) {
       auto proc = job.proc;
       self->send(proc, run_inline_atom::value, std::move(job));

@@ -42,10 +42,10 @@ struct step_scheduler_stats {
   size_t running = 0;
   size_t slots = 0;
   uint64_t dispatched = 0;
-  size_t lock_waiting = 0;  ///< jobs waiting for a lock
-  size_t lock_owners = 0;   ///< procedures holding locks
-  size_t stuck = 0;         ///< running steps older than stuck_after
-  size_t limit_waiting = 0; ///< jobs held back by their type's limits
+  size_t lock_waiting = 0;             ///< jobs waiting for a lock
+  size_t lock_owners = 0;              ///< procedures holding locks
+  size_t stuck = 0;                    ///< running steps older than stuck_after
+  size_t limit_waiting = 0;            ///< jobs held back by their type's limits
   std::vector<type_limit_view> types;  ///< each type's limits and load
 };
 

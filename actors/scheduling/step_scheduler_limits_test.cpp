@@ -1,11 +1,10 @@
 // The scheduler's per-type limits, driven through its messages: jobs run on the "procedure"
 // (run_inline) so that the test actor sees each job the scheduler lets go, and every reason
 // it gives a procedure it holds back.
-#include "actors/scheduling/step_scheduler.hpp"
-
 #include <gtest/gtest.h>
 
 #include "actors/base/messages.hpp"
+#include "actors/scheduling/step_scheduler.hpp"
 
 namespace proctor {
 namespace {
@@ -30,8 +29,7 @@ struct fixture : ::testing::Test {
   }
 
   void ready(const caf::actor& sched, uint64_t id, const std::string& type, bool first,
-             bool undo = false, int32_t priority = 0, lock_set locks = {},
-             caf::actor proc = {}) {
+             bool undo = false, int32_t priority = 0, lock_set locks = {}, caf::actor proc = {}) {
     step_job job;
     job.locks = std::move(locks);
     job.proc = proc ? std::move(proc) : caf::actor_cast<caf::actor>(self);
@@ -275,9 +273,9 @@ TEST_F(fixture, a_lock_wait_lets_a_held_job_of_its_type_go) {
   ready(sched, 1, "x", false, false, 0, r);  // the holder's next step
   EXPECT_EQ(next(), "wait: type limit x: behind 1 held back before it (at most 1 running)");
   end(sched, 4);
-  EXPECT_EQ(next(), "wait: ");  // 2 goes ...
+  EXPECT_EQ(next(), "wait: ");                     // 2 goes ...
   EXPECT_EQ(next().rfind("wait: lock r", 0), 0u);  // ... and waits for r
-  EXPECT_EQ(next(), "wait: ");  // so 1, r's holder, goes
+  EXPECT_EQ(next(), "wait: ");                     // so 1, r's holder, goes
   EXPECT_EQ(next(), "run 1");
   EXPECT_EQ(view(stats(sched), "x")->running, 1u);
 }

@@ -7,8 +7,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/scheduling/deadline_queue.hpp"
 #include "actors/base/incremental_map.hpp"
+#include "actors/scheduling/deadline_queue.hpp"
 #include "actors/wire/wall_clock.hpp"
 
 namespace proctor {

@@ -81,8 +81,9 @@ std::optional<boundary> record_namer::name(const std::string& node, const std::s
   // A tree's compaction (docs/flow-control.md) comes when its records reach a count, and
   // folds whatever was journaled by then: how many come, and where, depends on the run's
   // timing. The records written with it are boundaries; it is none of its own.
-  if (r.has_incarnation() || r.has_peer_incarnation() || r.has_peer_progress() || r.has_type_limits()
-      || r.has_node_forgotten() || r.has_id_floor() || r.has_schedule() || r.has_snapshot())
+  if (r.has_incarnation() || r.has_peer_incarnation() || r.has_peer_progress()
+      || r.has_type_limits() || r.has_node_forgotten() || r.has_id_floor() || r.has_schedule()
+      || r.has_snapshot())
     return std::nullopt;
   std::lock_guard<std::mutex> g(mtx_);
   boundary b;
@@ -109,8 +110,8 @@ std::optional<boundary> record_namer::name(const std::string& node, const std::s
     b.occurrence = tree_written_[{node, b.kind}]++;
   }
   b.label = (node.empty() ? "" : node + ": ")
-            + (id == 0 ? std::string("tree") : position_name(b.position)) + ": "
-            + kind_name(b.kind) + " #" + std::to_string(b.occurrence + 1);
+            + (id == 0 ? std::string("tree") : position_name(b.position)) + ": " + kind_name(b.kind)
+            + " #" + std::to_string(b.occurrence + 1);
   if (r.has_step() || r.has_undone() || r.has_failed())
     b.label += " (" + state_name(type, b.state) + ")";
   if (r.has_event()) {

@@ -19,8 +19,9 @@
 #include <tuple>
 #include <vector>
 
-#include "actors/testing/fault_store.hpp"
 #include <proctor/registry.hpp>
+
+#include "actors/testing/fault_store.hpp"
 
 namespace proctor::testing {
 
@@ -31,8 +32,8 @@ struct boundary {
   int kind = 0;                    ///< JournalRecord's body field number
   uint32_t occurrence = 0;         ///< records of this kind the procedure wrote before
   int32_t state = 0;               ///< the step's or undo's state, else 0
-  std::string label;  ///< "root/1: step #2 (LEDGER_STEP)", "b: root/1: ..."; not compared
-  std::string event_key;           ///< an EventArrived record's key; not compared
+  std::string label;      ///< "root/1: step #2 (LEDGER_STEP)", "b: root/1: ..."; not compared
+  std::string event_key;  ///< an EventArrived record's key; not compared
 
   bool operator<(const boundary& o) const {
     return std::tie(node, position, kind, occurrence, state)

@@ -1,5 +1,3 @@
-#include <proctor/crash_harness.hpp>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +8,8 @@
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
+
+#include <proctor/crash_harness.hpp>
 
 #include "actors/base/errors.hpp"
 #include "actors/testing/crash_boundary.hpp"
@@ -147,8 +147,8 @@ public:
     auto names = opts_.nodes.empty() ? std::vector<std::string>{""} : opts_.nodes;
     std::vector<bool> posted(opts_.events.size(), false);
     {
-      harness_nodes nodes(types_, names, dir, opts_.workers,
-                          std::make_shared<record_namer>(types_), crash);
+      harness_nodes nodes(types_, names, dir, opts_.workers, std::make_shared<record_namer>(types_),
+                          crash);
       auto restart = [&] {
         // Events posted before a crash came before their answer: durable if written.
         if (int n = nodes.restart_crashed(); n > 0) {
@@ -371,8 +371,7 @@ crash_report run_crash_matrix(const crash_matrix_options& opts) {
     // HBase's double execution: every incarnation lets one write through (the one the
     // previous incarnation was killed before) and is killed before the next.
     attempt("chained", [&](crash_run& run) {
-      run = r.run("chained",
-                  [](size_t, int, boundary_store& s) { s.faults().crash_at(2, false); });
+      run = r.run("chained", [](size_t, int, boundary_store& s) { s.faults().crash_at(2, false); });
       compare(*opts.types, clean, run, false, &rep.failures);
     });
   }

@@ -1,17 +1,17 @@
 // The crash harness on demo.ledger trees with concurrent children (succeeding, and failing so
 // they roll back), on the determinism of its matrix, and on a procedure that is not
 // crash-safe (the harness must catch it at every boundary where it breaks, and say so).
-#include <proctor/crash_harness.hpp>
-
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
+#include <gtest/gtest.h>
+
+#include <proctor/crash_harness.hpp>
 #include <proctor/demo.pb.h>
-#include "procedures/demo.hpp"
 #include <proctor/state_machine.hpp>
+
+#include "procedures/demo.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -191,8 +191,8 @@ private:
   }
   outcome join(pb::LedgerData&, context& ctx) {
     const auto& c = ctx.children();
-    if (c.size() != 2 || c[0].state != proc_state::success
-        || c[1].state != proc_state::rolledback || !c[1].cancelled)
+    if (c.size() != 2 || c[0].state != proc_state::success || c[1].state != proc_state::rolledback
+        || !c[1].cancelled)
       return fail("the join saw the wrong ends");
     return done();
   }

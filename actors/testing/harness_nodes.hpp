@@ -15,10 +15,11 @@
 
 #include <caf/all.hpp>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/node/node.hpp"
 #include "actors/testing/crash_boundary.hpp"
 #include "actors/testing/switchboard.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::testing {
 

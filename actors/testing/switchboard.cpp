@@ -5,10 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/base/peer_status.hpp"
-#include "actors/cluster/outbox.hpp"
-#include "actors/base/rpc.hpp"
 #include <proctor/wire.pb.h>
+
+#include "actors/base/peer_status.hpp"
+#include "actors/base/rpc.hpp"
+#include "actors/cluster/outbox.hpp"
 
 namespace proctor::testing {
 
@@ -74,7 +75,7 @@ caf::behavior transport_fn(caf::stateful_actor<transport_state>* self,
           return;  // its node went down: failed already
         auto p = std::move(i->second.second);
         self->state.pending.erase(i);
-        p.deliver(std::move(x));
+        p.deliver(std::forward<decltype(x)>(x));
       };
       self->request(e, std::chrono::seconds{30}, rpc_atom::value, bytes)
         .then([answer](std::string& r) { answer(std::move(r)); },

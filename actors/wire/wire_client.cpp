@@ -15,8 +15,8 @@
 #include <memory>
 #include <optional>
 
-#include "tls/tls_client.hpp"
 #include "actors/wire/wire_frame.hpp"
+#include "tls/tls_client.hpp"
 
 namespace proctor {
 

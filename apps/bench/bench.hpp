@@ -6,7 +6,11 @@
 // across proctord processes (phases_nodes.cpp).
 #pragma once
 
+#include <sys/types.h>
+#include <sys/wait.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -18,22 +22,18 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <vector>
-
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#include <csignal>
 #include <thread>
+#include <vector>
 
 #include <caf/all.hpp>
 
-#include "actors/base/errors.hpp"
-#include "actors/node/node.hpp"
-#include "actors/base/rpc.hpp"
-#include "procedures/demo.hpp"
 #include <proctor/registry.hpp>
 #include <proctor/wire.pb.h>
+
+#include "actors/base/errors.hpp"
+#include "actors/base/rpc.hpp"
+#include "actors/node/node.hpp"
+#include "procedures/demo.hpp"
 
 namespace proctor::bench {
 

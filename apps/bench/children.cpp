@@ -23,8 +23,9 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "bench.hpp"
 #include <proctor/wire.pb.h>
+
+#include "bench.hpp"
 
 namespace proctor::bench {
 

@@ -14,8 +14,9 @@
 
 #include <caf/all.hpp>
 
-#include "bench.hpp"
 #include <proctor/wire.pb.h>
+
+#include "bench.hpp"
 
 namespace proctor::bench {
 

@@ -7,20 +7,21 @@
 //   (h) T demo.fanout roots of K children of S steps, spread over a, b and c, beside the
 //       same roots on one node without peers: child steps per second of each.
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <stdexcept>
 #include <thread>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/wire/wire_client.hpp"
 #include "bench.hpp"
-#include <proctor/wire.pb.h>
 
 extern char** environ;
 

@@ -15,8 +15,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "bench.hpp"
 #include <proctor/wire.pb.h>
+
+#include "bench.hpp"
 
 namespace proctor::bench {
 

@@ -7,13 +7,13 @@
 // due, how fast the timeout actor resumes them (procedures resumed per second, from the first
 // deadline to the last procedure ended) and how late it sent them (p50/p99/max); and then,
 // in the same actor system, the floor any resumed rate stays under (actor_floor.cpp).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
 #include <thread>
-
-#include <sys/resource.h>
 
 #include <caf/all.hpp>
 

@@ -16,8 +16,9 @@
 
 #include <caf/all.hpp>
 
-#include "bench.hpp"
 #include <proctor/wire.pb.h>
+
+#include "bench.hpp"
 
 namespace proctor::bench {
 

@@ -17,12 +17,13 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
-#include "bench.hpp"
 #include <proctor/demo.pb.h>
 #include <proctor/journal.pb.h>
+#include <proctor/wire.pb.h>
+
+#include "bench.hpp"
 #include "persistence/keys.hpp"
 #include "persistence/rocksdb_store.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::bench {
 

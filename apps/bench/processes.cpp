@@ -2,11 +2,11 @@
 // binary beside proctor-bench, started on 127.0.0.1 with free ports and driven over the
 // client protocol (proto/WIRE.md) as the CLI drives it.
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,9 +15,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/wire/wire_client.hpp"
 #include "bench.hpp"
-#include <proctor/wire.pb.h>
 
 extern char** environ;
 

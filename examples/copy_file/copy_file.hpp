@@ -4,9 +4,10 @@
 #include <filesystem>
 #include <string>
 
-#include "copy_file.pb.h"
 #include <proctor/registry.hpp>
 #include <proctor/state_machine.hpp>
+
+#include "copy_file.pb.h"
 
 namespace example {
 

@@ -1,4 +1,6 @@
 // example.copy_file against a crash at every journal boundary, and the docs' copy of it.
+#include "copy_file.hpp"
+
 #include <stdlib.h>
 
 #include <filesystem>
@@ -9,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <proctor/crash_harness.hpp>
-#include "copy_file.hpp"
 
 namespace {
 

@@ -15,6 +15,7 @@
 
 #include <proctor/registry.hpp>
 #include <proctor/state_machine.hpp>
+
 #include "release.pb.h"
 
 namespace release {

@@ -1,6 +1,7 @@
 // release-node: a Proctor node with the example's types. It takes every option of proctord
 // (release-node --help).
 #include <proctor/run_node.hpp>
+
 #include "release.hpp"
 
 int main(int argc, char** argv) {

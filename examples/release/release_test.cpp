@@ -1,6 +1,8 @@
 // example.release against a crash at every journal boundary: published when it is approved
 // (the harness posts the approval event when the release waits for it), nothing left behind
 // when its check fails or its approval does not come in time and the tree rolls back.
+#include "release.hpp"
+
 #include <stdlib.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <proctor/crash_harness.hpp>
-#include "release.hpp"
 
 namespace {
 

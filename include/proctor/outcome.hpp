@@ -57,13 +57,19 @@ struct join_policy {
 
 namespace join {
 /// Every child must succeed (the default): a child's failure fails the join.
-inline join_policy all() { return {}; }
+inline join_policy all() {
+  return {};
+}
 /// One child's success is enough; the others are cancelled.
-inline join_policy any() { return {1}; }
+inline join_policy any() {
+  return {1};
+}
 /// `k` children's successes are enough (k >= 1, at most the number spawned); the others
 /// are cancelled. A child that fails while k can still be reached is undone and counts as
 /// failed; once k cannot be reached any more, the join fails (see child_failure).
-inline join_policy at_least(uint32_t k) { return {k}; }
+inline join_policy at_least(uint32_t k) {
+  return {k};
+}
 }  // namespace join
 
 /// What a child's failure does while its siblings still run, once the join can no longer

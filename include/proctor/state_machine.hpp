@@ -12,10 +12,10 @@
 //   };
 #pragma once
 
-#include <functional>
 #include <algorithm>
-#include <vector>
+#include <functional>
 #include <type_traits>
+#include <vector>
 
 #include <proctor/procedure.hpp>
 

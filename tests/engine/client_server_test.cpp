@@ -11,9 +11,9 @@
 
 #include <set>
 
-#include "tests/engine/engine_fixture.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "actors/wire/wire_frame.hpp"
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {

@@ -2,13 +2,11 @@
 // wait, an abort and a history go to the node that holds the procedure, as the CLI's
 // requests do (actors/executor/executor_forward.cpp), and a node that does not answer is a
 // 502.
-#include "actors/console/console_http.hpp"
-
 #include <gtest/gtest.h>
 #include <httplib.h>
-
 #include <nlohmann/json.hpp>
 
+#include "actors/console/console_http.hpp"
 #include "tests/engine/engine_nodes_fixture.hpp"
 
 namespace proctor::testing {

@@ -3,10 +3,6 @@
 // the console rolls the tree back as `proctor abort` does.
 #include "actors/console/console_http.hpp"
 
-#include <gtest/gtest.h>
-#include <httplib.h>
-#include <spdlog/spdlog.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -15,7 +11,10 @@
 #include <filesystem>
 #include <thread>
 
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/http/ask_executor.hpp"
 #include "actors/node/node.hpp"

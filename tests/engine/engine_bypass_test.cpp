@@ -3,11 +3,12 @@
 // record. Also the operator views the CLI draws from: tree and history.
 #include <google/protobuf/util/json_util.h>
 
-#include "tests/engine/engine_fixture.hpp"
-#include "tests/engine/engine_probe.hpp"
-#include "actors/wire/wall_clock.hpp"
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "actors/wire/wall_clock.hpp"
+#include "tests/engine/engine_fixture.hpp"
+#include "tests/engine/engine_probe.hpp"
 
 namespace proctor::testing {
 namespace {

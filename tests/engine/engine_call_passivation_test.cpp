@@ -255,7 +255,7 @@ TEST_F(call_passivation_test, a_quarantined_tree_stops_its_calls) {
   {
     caf::scoped_actor self{*sys_};
     journal_batch b;
-    b.entries.push_back({id, std::string("\x0a\xff\xff\xff\xff damaged", 14)});
+    b.entries.push_back({id, std::string("\x0a\xff\xff\xff\xff damaged")});
     self->request(node_->journal(), std::chrono::seconds{10}, append_atom::value, std::move(b))
       .receive([](uint64_t) {}, [](caf::error& e) { FAIL() << to_string(e); });
   }

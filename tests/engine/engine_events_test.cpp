@@ -294,7 +294,8 @@ TEST_F(events_test, an_event_that_woke_a_passivated_root_wakes_no_later_waiter) 
 // Waiters that gave up their actors while their tree runs are woken through their parent
 // (proc_passivate_waiter.cpp, proc_passivated_children.cpp): the event woke them both, and
 // nothing later gets it, before or after a restart.
-TEST_F(events_test, an_event_that_woke_passivated_children_through_their_parent_wakes_no_later_one) {
+TEST_F(events_test,
+       an_event_that_woke_passivated_children_through_their_parent_wakes_no_later_one) {
   start_with(std::chrono::milliseconds{20});
   auto busy = probe({act(ProbeAction::NEXT)});
   busy.mutable_actions(0)->set_gate("busy");

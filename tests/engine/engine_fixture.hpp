@@ -2,31 +2,30 @@
 // client that speaks the wire protocol to its executor. Used by the actors/ tests.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
-#include <random>
-
-#include "actors/node/node.hpp"
-#include "actors/base/rpc.hpp"
 #include <proctor/journal.pb.h>
+#include <proctor/wire.pb.h>
+
+#include "actors/base/rpc.hpp"
+#include "actors/node/node.hpp"
 #include "actors/testing/fault_store.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "procedures/demo.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::testing {
 

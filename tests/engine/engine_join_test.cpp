@@ -38,8 +38,7 @@ public:
       bool hit = false;
       for (const auto& op : ops) {
         pb::JournalRecord r;
-        if (op.what == store_op::kind::put && r.ParseFromString(op.value)
-            && r.body_case() == kind_)
+        if (op.what == store_op::kind::put && r.ParseFromString(op.value) && r.body_case() == kind_)
           hit = true;
       }
       if (hit && left_ > 0 && --left_ == 0)
@@ -146,8 +145,8 @@ TEST_F(join_test, any_cancels_the_other_children_and_undoes_exactly_what_they_di
   auto fast = probe_data({act(ProbeAction::NEXT), act(ProbeAction::NEXT, "fast")});
   auto waiting = probe_data({act(ProbeAction::NEXT), act(ProbeAction::SUSPEND)});
   waiting.mutable_actions(1)->set_event_key("never-" + world_name_);
-  auto busy = probe_data({act(ProbeAction::NEXT), act(ProbeAction::NEXT, "busy"),
-                          act(ProbeAction::NEXT)});
+  auto busy =
+    probe_data({act(ProbeAction::NEXT), act(ProbeAction::NEXT, "busy"), act(ProbeAction::NEXT)});
   auto id = submit("test.probe", json(root_of({fast, waiting, busy}, 1)));
   ASSERT_TRUE(eventually([&] { return children_of(id).size() == 3; }));
   auto kids = children_of(id);
@@ -158,13 +157,14 @@ TEST_F(join_test, any_cancels_the_other_children_and_undoes_exactly_what_they_di
   ASSERT_TRUE(eventually([&] {
     return status(id).waiting_for().find("cancelling") != std::string::npos
            || status(kids[1]).state() == pb::ROLLEDBACK;
-  })) << status(id).ShortDebugString();
+  }))
+    << status(id).ShortDebugString();
   world().open("busy");
   auto s = wait(id);
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
-  EXPECT_EQ(world().joins(id), (std::vector<std::string>{seen(kids[0], "SUCCESS"),
-                                                          seen(kids[1], "ROLLEDBACK", true),
-                                                          seen(kids[2], "ROLLEDBACK", true)}));
+  EXPECT_EQ(world().joins(id),
+            (std::vector<std::string>{seen(kids[0], "SUCCESS"), seen(kids[1], "ROLLEDBACK", true),
+                                      seen(kids[2], "ROLLEDBACK", true)}));
   EXPECT_EQ(world().check_rolled_back({kids[1], kids[2]}), "");
   EXPECT_EQ(world().check_not_undone({id, kids[0]}), "");
   // The busy child's third state never started: nothing of it to undo, and it never ran.
@@ -196,7 +196,7 @@ TEST_F(join_test, a_cancelled_siblings_step_that_looks_ends_at_once) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds{20})
     << "the parent waited for the cancelled sibling's whole step";
   EXPECT_EQ(world().joins(id), (std::vector<std::string>{seen(kids[0], "SUCCESS"),
-                                                          seen(kids[1], "ROLLEDBACK", true)}));
+                                                         seen(kids[1], "ROLLEDBACK", true)}));
   EXPECT_EQ(world().check_rolled_back({kids[1]}), "");
   expect_clean_world();
 }
@@ -212,14 +212,14 @@ TEST_F(join_test, a_child_ending_exactly_while_it_is_cancelled_is_undone_all_the
   auto kids = children_of(id);
   ASSERT_TRUE(world().wait_started(probe_world::key(kids[1], 2)));
   world().open("fast");
-  ASSERT_TRUE(eventually([&] {
-    return status(id).waiting_for().find("cancelling") != std::string::npos;
-  })) << status(id).ShortDebugString();
+  ASSERT_TRUE(
+    eventually([&] { return status(id).waiting_for().find("cancelling") != std::string::npos; }))
+    << status(id).ShortDebugString();
   world().open("ending");  // its last step ends it while its cancellation waits for it
   auto s = wait(id);
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
   EXPECT_EQ(world().joins(id), (std::vector<std::string>{seen(kids[0], "SUCCESS"),
-                                                          seen(kids[1], "ROLLEDBACK", true)}));
+                                                         seen(kids[1], "ROLLEDBACK", true)}));
   EXPECT_EQ(world().check_rolled_back({kids[1]}), "");
   EXPECT_EQ(status(kids[1]).state(), pb::ROLLEDBACK);
   expect_clean_world();
@@ -243,7 +243,7 @@ TEST_F(join_test, a_passivated_sibling_is_cancelled_without_being_woken) {
   auto s = wait(id);
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
   EXPECT_EQ(world().joins(id), (std::vector<std::string>{seen(kids[0], "ROLLEDBACK", true),
-                                                          seen(kids[1], "SUCCESS")}));
+                                                         seen(kids[1], "SUCCESS")}));
   EXPECT_EQ(world().check_rolled_back({kids[0]}), "");
   EXPECT_EQ(world().starts().count(probe_world::key(kids[0], 3)), 0u) << "it was woken";
   EXPECT_EQ(metric("proctor_passivated_procedures"), 0);
@@ -325,8 +325,7 @@ TEST_F(join_test, at_least_more_than_the_children_is_refused_with_a_reason) {
   auto id = submit("test.probe", json(root_of({probe_data({act(ProbeAction::NEXT)})}, 2)));
   auto s = wait(id);
   ASSERT_EQ(s.state(), pb::ROLLEDBACK);
-  EXPECT_NE(s.error().find("join::at_least(2) of only 1 children"), std::string::npos)
-    << s.error();
+  EXPECT_NE(s.error().find("join::at_least(2) of only 1 children"), std::string::npos) << s.error();
 }
 
 // A crash on either side of a cancellation's first record, of an undo in it, and of its
@@ -347,8 +346,8 @@ TEST_F(join_test, a_crash_around_every_record_of_a_cancellation_loses_nothing) {
     SCOPED_TRACE(std::string("crash ") + (pt.after ? "after " : "before ")
                  + pb::JournalRecord::descriptor()->FindFieldByNumber(pt.kind)->name());
     auto fast = probe_data({act(ProbeAction::NEXT), act(ProbeAction::NEXT, "fast-" + world_name_)});
-    auto waiting = probe_data({act(ProbeAction::NEXT), act(ProbeAction::NEXT),
-                               act(ProbeAction::SUSPEND)});
+    auto waiting =
+      probe_data({act(ProbeAction::NEXT), act(ProbeAction::NEXT), act(ProbeAction::SUSPEND)});
     waiting.mutable_actions(2)->set_event_key("never-" + world_name_);
     auto id = submit("test.probe", json(root_of({fast, waiting}, 1)));
     ASSERT_TRUE(eventually([&] { return children_of(id).size() == 2; }));
@@ -362,7 +361,7 @@ TEST_F(join_test, a_crash_around_every_record_of_a_cancellation_loses_nothing) {
     auto s = wait(id);
     ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
     EXPECT_EQ(world().joins(id), (std::vector<std::string>{seen(kids[0], "SUCCESS"),
-                                                            seen(kids[1], "ROLLEDBACK", true)}));
+                                                           seen(kids[1], "ROLLEDBACK", true)}));
     EXPECT_EQ(world().check_rolled_back({kids[1]}, 2), "");
     EXPECT_EQ(world().check_not_undone({id, kids[0]}), "");
     EXPECT_EQ(world().starts().count(probe_world::key(kids[1], 4)), 0u);
@@ -382,9 +381,9 @@ TEST_F(join_test, a_crash_around_every_record_of_a_cancellation_loses_nothing) {
 // cancelled or failed is undone, none of a child reported a success; a tree that rolls back
 // undoes everything.
 TEST_F(join_test, random_trees_end_as_their_policy_says_and_undo_what_they_must) {
-  auto seed = static_cast<uint64_t>(
-    std::stoull(std::getenv("PROCTOR_SEED") ? std::getenv("PROCTOR_SEED")
-                                            : std::to_string(std::random_device{}())));
+  auto seed = static_cast<uint64_t>(std::stoull(std::getenv("PROCTOR_SEED")
+                                                  ? std::getenv("PROCTOR_SEED")
+                                                  : std::to_string(std::random_device{}())));
   int rounds = std::getenv("PROCTOR_ROUNDS") ? std::atoi(std::getenv("PROCTOR_ROUNDS")) : 12;
   SCOPED_TRACE("PROCTOR_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -485,7 +484,8 @@ TEST_F(join_test, a_child_read_back_passivated_says_what_it_waits_for) {
     ASSERT_TRUE(eventually([&] {
       auto kids = children_of(id);
       return kids.size() == 2 && status(kids[0]).waiting_for() == "event go" + world_name_;
-    })) << status(children_of(id).at(0)).ShortDebugString();
+    }))
+      << status(children_of(id).at(0)).ShortDebugString();
     ASSERT_EQ(event("go" + world_name_, "1").code(), pb::Response::OK);
     auto s = wait(id, std::chrono::seconds{10});
     ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();

@@ -11,10 +11,11 @@
 #include <set>
 #include <thread>
 
-#include "tests/engine/engine_fixture.hpp"
 #include <proctor/crash_harness.hpp>
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -431,8 +432,8 @@ TEST_F(type_limits_test, every_way_a_step_ends_gives_its_count_back) {
   }
   for (auto id : ids) {
     auto s = wait(id, std::chrono::seconds{60});
-    bool may_roll_back = failing.contains(id)
-                         || std::find(aborted.begin(), aborted.end(), id) != aborted.end();
+    bool may_roll_back =
+      failing.contains(id) || std::find(aborted.begin(), aborted.end(), id) != aborted.end();
     if (may_roll_back)
       EXPECT_TRUE(s.state() == pb::ROLLEDBACK || s.state() == pb::SUCCESS)
         << id << ": " << s.ShortDebugString();

@@ -2,9 +2,10 @@
 #include <map>
 #include <mutex>
 
-#include "tests/engine/engine_fixture.hpp"
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {

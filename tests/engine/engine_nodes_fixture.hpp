@@ -4,8 +4,6 @@
 // request to the named node's executor (and can cut a node off, or restart it).
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -15,18 +13,20 @@
 #include <thread>
 
 #include <caf/all.hpp>
+#include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
-#include "tests/engine/engine_probe.hpp"
-#include "actors/node/node.hpp"
-#include "actors/node/node_identity.hpp"
+#include <proctor/wire.pb.h>
+
+#include "actors/base/rpc.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/cluster/peer_link.hpp"
-#include "actors/wire/wall_clock.hpp"
-#include "actors/base/rpc.hpp"
+#include "actors/node/node.hpp"
+#include "actors/node/node_identity.hpp"
 #include "actors/testing/switchboard.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "procedures/demo.hpp"
-#include <proctor/wire.pb.h>
+#include "tests/engine/engine_probe.hpp"
 
 namespace proctor::testing {
 

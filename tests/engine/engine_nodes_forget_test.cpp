@@ -4,12 +4,12 @@
 // whose parent ran there roll back, and nothing is sent back there; the forgetting is
 // journaled before it is answered and holds across a restart; what an operator can get wrong
 // is refused, changing nothing.
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "tests/engine/engine_nodes_fixture.hpp"
 
@@ -128,8 +128,7 @@ TEST_F(forget, a_tree_waiting_for_a_forgotten_node_fails_and_undoes_everything_e
     << s.error();
   auto child = status("a", on_b);
   EXPECT_EQ(child.state(), pb::FAILED) << "a lost part is never reported rolled back";
-  EXPECT_NE(child.error().find("not undone: node b forgotten"), std::string::npos)
-    << child.error();
+  EXPECT_NE(child.error().find("not undone: node b forgotten"), std::string::npos) << child.error();
   EXPECT_EQ(ledger_files(), 0u) << "everything elsewhere is undone";
   EXPECT_TRUE(eventually([&] { return node_seen("a", "b").outbox() == 0; }))
     << "the messages for the forgotten node are dropped";
@@ -167,8 +166,9 @@ TEST_F(forget, a_forgotten_node_takes_no_new_work) {
 TEST_F(forget, a_rollback_skips_the_forgotten_part_and_leaves_it_named) {
   // The root's own undo waits at its gate, so the rollback reaches the fragment on b only
   // after b is forgotten.
-  auto id = submit("a", args(R"(,"steps":2,"children":2,"depth":1,"fail_at":1,"place_on":"b","gate_dir":")"
-                             + gates_ + R"(")"));
+  auto id =
+    submit("a", args(R"(,"steps":2,"children":2,"depth":1,"fail_at":1,"place_on":"b","gate_dir":")"
+                     + gates_ + R"(")"));
   open_gate("step.0");
   open_gate("step.1");
   open_gate("undo.0");
@@ -201,8 +201,8 @@ TEST_F(forget, a_rollback_waiting_for_the_node_when_it_is_forgotten_goes_on) {
   pb::Request ab;
   ab.mutable_abort()->set_id(id);
   ASSERT_EQ(call("a", ab).code(), pb::Response::OK);
-  ASSERT_TRUE(eventually(
-    [&] { return status("a", id).waiting_for().find("node c") != std::string::npos; }))
+  ASSERT_TRUE(
+    eventually([&] { return status("a", id).waiting_for().find("node c") != std::string::npos; }))
     << status("a", id).waiting_for();
   ASSERT_EQ(forget_at("a", "c").code(), pb::Response::OK);
   auto s = wait("a", id);
@@ -267,9 +267,9 @@ TEST_F(forget, a_crash_at_any_moment_after_the_forgetting_ends_the_trees_the_sam
     // Trees whose children on `lost` ended (their files stay), and trees waiting for it.
     std::vector<uint64_t> done_there;
     for (int i = 0; i < 2; ++i)
-      done_there.push_back(
-        submit("a", args(R"(,"steps":2,"children":3,"depth":1,"fail_at":1,"gate_dir":")" + gates_
-                         + R"(")")));
+      done_there.push_back(submit(
+        "a",
+        args(R"(,"steps":2,"children":3,"depth":1,"fail_at":1,"gate_dir":")" + gates_ + R"(")")));
     open_gate("step.0");
     open_gate("step.1");
     open_gate("undo.0");

@@ -2,9 +2,8 @@
 // cancelled by its parent's join is ordered rolled back there through the outbox, its end
 // waited for, and its fragment released; a child whose fragment failed and rolled back there
 // is a failure the policy contains; the same with the child's node restarted meanwhile.
-#include <gtest/gtest.h>
-
 #include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 #include "tests/engine/engine_nodes_fixture.hpp"
 
@@ -77,7 +76,7 @@ TEST_F(nodes_join, a_child_on_another_node_is_cancelled_there) {
   auto s = wait("a", id);
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
   EXPECT_EQ(world().joins(id), (std::vector<std::string>{seen(kids[0], "ROLLEDBACK", true),
-                                                          seen(kids[1], "SUCCESS")}));
+                                                         seen(kids[1], "SUCCESS")}));
   EXPECT_EQ(world().check_rolled_back({kids[0]}), "");
   EXPECT_EQ(world().check_not_undone({id, kids[1]}), "");
   EXPECT_TRUE(eventually([&] { return fragments_on("b") == 0; }))
@@ -97,7 +96,8 @@ TEST_F(nodes_join, a_child_failing_on_another_node_is_contained) {
     pb::Request req;
     req.mutable_status()->set_id(kids[0]);
     return call("a", req).status().state() == pb::ROLLEDBACK;
-  })) << "the failed child's end never came back";
+  }))
+    << "the failed child's end never came back";
   world().open("local");
   auto s = wait("a", id);
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();
@@ -123,9 +123,9 @@ TEST_F(nodes_join, a_cancellation_waits_for_the_childs_node_to_come_back) {
   world().open("local");
   pb::Request req;
   req.mutable_status()->set_id(id);
-  ASSERT_TRUE(eventually([&] {
-    return call("a", req).status().waiting_for().find("cancelling") != std::string::npos;
-  })) << call("a", req).status().ShortDebugString();
+  ASSERT_TRUE(eventually(
+    [&] { return call("a", req).status().waiting_for().find("cancelling") != std::string::npos; }))
+    << call("a", req).status().ShortDebugString();
   start_node("b");
   auto s = wait("a", id);
   ASSERT_EQ(s.state(), pb::SUCCESS) << s.ShortDebugString();

@@ -5,8 +5,6 @@
 // asking each other for the released fragments without end; past 1,024 requests in flight
 // the node asked closed the connection with an untagged refusal, which the link took for an
 // unreadable answer: the peer was "down", every request on the link failed.)
-#include <gtest/gtest.h>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,13 +16,15 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+
+#include <proctor/wire.pb.h>
 
 #include "actors/base/rpc.hpp"
 #include "actors/cluster/peer_transport.hpp"
 #include "actors/node/node.hpp"
 #include "procedures/demo.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::testing {
 namespace {

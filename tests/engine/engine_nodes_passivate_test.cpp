@@ -4,8 +4,6 @@
 // its own (proc_passivate_waiter.cpp); the child's end, its node going down, an abort each bring back
 // what they must (proc_passivated_children.cpp, executor_remote.cpp). Three in-process nodes; the test
 // tells each what the others' links would (report()).
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -13,6 +11,7 @@
 #include <set>
 
 #include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 #include "tests/engine/engine_nodes_fixture.hpp"
 
@@ -161,7 +160,8 @@ TEST_F(nodes_passivate, a_parent_waiting_for_a_child_on_another_node_gives_up_it
 
 // An abort of a tree whose placeholder (and its parent) are passivated rolls the child back on
 // its node: a passivated placeholder is not counted as a procedure that never started.
-TEST_F(nodes_passivate, an_abort_rolls_back_a_child_on_another_node_whose_placeholder_is_passivated) {
+TEST_F(nodes_passivate,
+       an_abort_rolls_back_a_child_on_another_node_whose_placeholder_is_passivated) {
   auto mid = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
   *mid.mutable_actions(0)->add_children() = remote_waiter("never");
   auto id = submit_probe("a", beside_a_busy_step(mid));

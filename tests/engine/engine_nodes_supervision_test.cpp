@@ -3,9 +3,10 @@
 // back-off travel with the spawn), and past that intensity its tree fails and rolls back.
 #include <gtest/gtest.h>
 
-#include "tests/engine/engine_nodes_fixture.hpp"
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "tests/engine/engine_nodes_fixture.hpp"
 
 namespace proctor::testing {
 namespace {

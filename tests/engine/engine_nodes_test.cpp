@@ -2,8 +2,6 @@
 // outboxes connected by a transport that hands each request to the named node's executor
 // (and can cut a node off). The process tests (tests/process/cluster_process_test.cpp) do the same
 // with real proctord processes, kills and stops.
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +10,7 @@
 #include <sstream>
 
 #include <caf/all.hpp>
+#include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
 #include "tests/engine/engine_nodes_fixture.hpp"

@@ -5,12 +5,12 @@
 // gives the whole tree, while it runs and after it ended; a view costs one request per
 // other node holding a part of it (a view of an ended tree once sent the nodes asking each
 // other for the released fragments' parts without end: issue 32).
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+
+#include <gtest/gtest.h>
 
 #include "tests/engine/engine_nodes_fixture.hpp"
 

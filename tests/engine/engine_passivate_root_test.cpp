@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/engine/engine_fixture.hpp"
 #include "actors/testing/fault_store.hpp"
 #include "persistence/rocksdb_store.hpp"
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {

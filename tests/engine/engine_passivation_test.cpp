@@ -6,8 +6,8 @@
 #include <random>
 #include <set>
 
-#include "tests/engine/engine_passivation_fixture.hpp"
 #include "actors/base/messages.hpp"
+#include "tests/engine/engine_passivation_fixture.hpp"
 
 namespace proctor::testing {
 namespace {

@@ -19,9 +19,10 @@
 
 #include <google/protobuf/util/json_util.h>
 
-#include "probe.pb.h"
 #include <proctor/procedure.hpp>
 #include <proctor/registry.hpp>
+
+#include "probe.pb.h"
 
 namespace proctor::testing {
 

@@ -27,7 +27,7 @@ TEST_F(quarantine_test, a_damaged_record_quarantines_its_tree_and_nothing_else) 
     store_op op;
     op.root_id = victim;
     op.lsn = recs.back().lsn;
-    op.value = std::string("\x0a\xff\xff\xff\xff damaged", 14);
+    op.value = std::string("\x0a\xff\xff\xff\xff damaged");
     ASSERT_TRUE(store->write({op}).ok());
   }
   start();

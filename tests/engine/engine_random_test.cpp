@@ -7,10 +7,10 @@
 //
 // The seed is printed with every failure; PROCTOR_SEED=<n> replays one, PROCTOR_ROUNDS=<n>
 // runs more rounds.
-#include <google/protobuf/util/json_util.h>
-
 #include <cstdlib>
 #include <random>
+
+#include <google/protobuf/util/json_util.h>
 
 #include "tests/engine/engine_fixture.hpp"
 #include "tests/engine/engine_probe.hpp"

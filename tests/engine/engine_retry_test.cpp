@@ -12,9 +12,10 @@
 #include <set>
 #include <thread>
 
-#include "tests/engine/engine_fixture.hpp"
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -173,10 +174,10 @@ TEST_F(retry_test, a_procedure_failed_past_its_point_of_no_return_runs_again_fro
   const std::string t = R"({type="demo.forward"})";
   EXPECT_EQ(metric("proctor_procedures_failed_total" + t), 1);
   EXPECT_EQ(metric("proctor_procedures_succeeded_total" + t), 0);
-  EXPECT_EQ(metric(R"(proctor_procedures_retry_outcomes_total{state="FAILED",type="demo.forward"})"),
-            1);
-  EXPECT_EQ(metric(R"(proctor_procedures_retry_outcomes_total{state="SUCCESS",type="demo.forward"})"),
-            1);
+  EXPECT_EQ(
+    metric(R"(proctor_procedures_retry_outcomes_total{state="FAILED",type="demo.forward"})"), 1);
+  EXPECT_EQ(
+    metric(R"(proctor_procedures_retry_outcomes_total{state="SUCCESS",type="demo.forward"})"), 1);
 }
 
 TEST_F(retry_test, a_step_backing_off_runs_now) {

@@ -30,7 +30,7 @@ struct written {
 class nonce_store : public journal_store {
 public:
   nonce_store(std::shared_ptr<journal_store> inner, std::shared_ptr<written> log)
-    : inner_(std::move(inner)), log_(std::move(log)) {}
+      : inner_(std::move(inner)), log_(std::move(log)) {}
   rocksdb::Status write(const std::vector<store_op>& ops) override {
     auto st = inner_->write(ops);
     if (!st.ok())
@@ -99,8 +99,7 @@ protected:
     return call(req);
   }
   pb::Response add(const std::string& name, const std::string& cron, const std::string& type,
-                   const std::string& args,
-                   const std::function<void(pb::Schedule&)>& tweak = {}) {
+                   const std::string& args, const std::function<void(pb::Schedule&)>& tweak = {}) {
     pb::Request req;
     req.mutable_schedule()->set_op(pb::ScheduleRequest::ADD);
     auto* s = req.mutable_schedule()->mutable_spec();
@@ -251,8 +250,8 @@ TEST_F(schedule_test, a_zone_reads_the_cron_in_its_local_time) {
 
   // An unknown zone: refused with its one line, nothing written.
   auto records = schedule_records();
-  auto bad = add("mars", "30 2 * * *", "demo.noop", noop,
-                 [](pb::Schedule& s) { s.set_zone("Mars/Base"); });
+  auto bad =
+    add("mars", "30 2 * * *", "demo.noop", noop, [](pb::Schedule& s) { s.set_zone("Mars/Base"); });
   EXPECT_EQ(bad.code(), pb::Response::BAD_REQUEST);
   EXPECT_EQ(bad.error(),
             "time zone 'Mars/Base': unknown (an IANA name such as Europe/Berlin, or UTC)");
@@ -322,17 +321,14 @@ TEST_F(schedule_test, pause_resume_trigger_and_delete_are_journaled) {
 
 TEST_F(schedule_test, overlap_skip_and_buffer_one_wait_for_the_running_one) {
   start_node();
-  auto waits = [](const char* key) {
-    return std::string(R"({"key":")") + key + R"("})";
-  };
+  auto waits = [](const char* key) { return std::string(R"({"key":")") + key + R"("})"; };
   ASSERT_EQ(add("s", "* * * * * *", "demo.wait_event", waits("gate-s")).code(), pb::Response::OK);
   ASSERT_EQ(add("b", "* * * * * *", "demo.wait_event", waits("gate-b"),
                 [](pb::Schedule& s) { s.set_overlap(pb::Schedule::BUFFER_ONE); })
               .code(),
             pb::Response::OK);
-  ASSERT_TRUE(eventually([&] {
-    return show("s").schedule().skipped() >= 2 && show("b").schedule().skipped() >= 1;
-  }));
+  ASSERT_TRUE(eventually(
+    [&] { return show("s").schedule().skipped() >= 2 && show("b").schedule().skipped() >= 1; }));
   EXPECT_EQ(show("s").schedule().fired(), 1u);
   auto b = show("b");
   EXPECT_EQ(b.schedule().fired(), 1u);
@@ -497,8 +493,7 @@ TEST_F(schedule_test, random_crashes_and_changes_racing_firings) {
           ASSERT_EQ(sched(pb::ScheduleRequest::DELETE, "busy").code(), pb::Response::OK);
           busy_exists = false;
         } else {
-          ASSERT_EQ(add("busy", "*/2 * * * * *", "demo.noop", noop, all).code(),
-                    pb::Response::OK);
+          ASSERT_EQ(add("busy", "*/2 * * * * *", "demo.noop", noop, all).code(), pb::Response::OK);
           busy_exists = true;
         }
         break;

@@ -5,9 +5,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/engine/engine_fixture.hpp"
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {

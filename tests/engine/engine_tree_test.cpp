@@ -4,9 +4,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/engine/engine_fixture.hpp"
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -183,7 +184,7 @@ TEST_F(tree_test, bad_submits_are_refused_with_a_reason) {
   caf::scoped_actor self{*sys_};
   self
     ->request(node_->executor(), std::chrono::seconds{5}, rpc_atom::value,
-              std::string("\xff\xff\xff garbage", 12))
+              std::string("\xff\xff\xff garbage"))
     .receive(
       [&](const std::string& bytes) {
         pb::Response resp;

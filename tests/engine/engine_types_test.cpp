@@ -1,10 +1,10 @@
 // What a type declares at registration, end to end: its version and the upgrades of older
 // data (a journal of another version is upgraded or quarantined, never run as it is), and
 // child-only types.
-#include "tests/engine/engine_fixture.hpp"
-
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
+
+#include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -176,11 +176,12 @@ TEST_F(types_test, an_unknown_type_is_quarantined) {
   auto id = journal_waiting_tree(1);
   retype(0);
   start();
-  expect_quarantined(id, "procedure " + std::to_string(id)
-                           + ": unknown procedure type 'test.versioned' (known types: "
-                             "demo.call, demo.fanout, demo.flaky, demo.forward, demo.ledger, "
-                             "demo.ledger.impatient, demo.noop, demo.race, demo.reconcile, demo.timer, "
-                             "demo.timers, demo.wait_event)");
+  expect_quarantined(id,
+                     "procedure " + std::to_string(id)
+                       + ": unknown procedure type 'test.versioned' (known types: "
+                         "demo.call, demo.fanout, demo.flaky, demo.forward, demo.ledger, "
+                         "demo.ledger.impatient, demo.noop, demo.race, demo.reconcile, demo.timer, "
+                         "demo.timers, demo.wait_event)");
 }
 
 TEST_F(types_test, an_upgrade_that_throws_is_quarantined) {

@@ -4,8 +4,8 @@
 // exactly once; an abort that comes while wake-ups wait leaves the waiting children unrun.
 #include <string>
 
-#include "tests/engine/engine_passivation_fixture.hpp"
 #include "actors/procedure/internal/proc_waits.hpp"
+#include "tests/engine/engine_passivation_fixture.hpp"
 
 namespace proctor::testing {
 namespace {

@@ -3,8 +3,6 @@
 // scripts/make-certs.sh. The group replicates and fails over; a replica whose certificate the
 // CA did not sign, or one without TLS, gets nothing while the majority goes on, and catches up
 // once it has a good certificate; a connection that never starts its handshake is closed.
-#include <openssl/ssl.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -12,9 +10,10 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <openssl/ssl.h>
 
-#include "tls/tls_options.hpp"
 #include "tests/support/raft_test_group.hpp"
+#include "tls/tls_options.hpp"
 
 namespace proctor {
 namespace {
@@ -63,7 +62,7 @@ struct tls_group : group {
 #define SKIP_WITHOUT_CERTS(g)                                                                      \
   SKIP_WITHOUT_DISK(g);                                                                            \
   if (!(g).usable) {                                                                               \
-    GTEST_SKIP() << "scripts/make-certs.sh failed (openssl missing?)";                            \
+    GTEST_SKIP() << "scripts/make-certs.sh failed (openssl missing?)";                             \
   }
 
 /// Writes `n` entries through the leader; the index of the last.

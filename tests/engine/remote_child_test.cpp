@@ -1,19 +1,19 @@
 // The placeholder of a child on another node, alone, against a scripted parent and executor
 // (remote_child.cpp): its hand-over when it gives up its actor, one message at a time, with
 // the interleavings the engine tests reach only by chance.
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <memory>
 #include <thread>
 
 #include <caf/all.hpp>
+#include <gtest/gtest.h>
+
+#include <proctor/journal.pb.h>
 
 #include "actors/base/errors.hpp"
 #include "actors/node/node.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/procedure/remote.hpp"
-#include <proctor/journal.pb.h>
 #include "persistence/tree_image.hpp"
 
 namespace proctor {

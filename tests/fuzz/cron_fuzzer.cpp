@@ -28,9 +28,15 @@ namespace {
 /// UTC and zones with changes of one hour either way, of 30 minutes (Lord Howe) and of two
 /// hours (Troll), offsets of 30 and 45 minutes, a change at midnight (Havana, Santiago) and
 /// a negative daylight-saving time (Dublin).
-constexpr const char* zones[] = {"UTC",          "America/New_York",    "Europe/Berlin",
-                                 "Asia/Kolkata", "Australia/Lord_Howe", "America/Havana",
-                                 "America/Santiago", "Pacific/Chatham", "Antarctica/Troll",
+constexpr const char* zones[] = {"UTC",
+                                 "America/New_York",
+                                 "Europe/Berlin",
+                                 "Asia/Kolkata",
+                                 "Australia/Lord_Howe",
+                                 "America/Havana",
+                                 "America/Santiago",
+                                 "Pacific/Chatham",
+                                 "Antarctica/Troll",
                                  "Europe/Dublin"};
 constexpr uint64_t zone_count = sizeof zones / sizeof zones[0];
 const int64_t span = int64_t{230} * 365 * 86400 * 1000;  // 1970 .. ~2200

@@ -45,6 +45,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <proctor/journal.pb.h>
+
 #include "persistence/keys.hpp"
 #include "persistence/tree_image.hpp"
 #include "persistence/tree_snapshot.hpp"

@@ -38,13 +38,14 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 
-#include "actors/wire/wire_frame.hpp"
-#include "actors/wire/json/status_json.hpp"
 #include <proctor/journal.pb.h>
-#include "persistence/tree_image.hpp"
-#include "procedures/demo.hpp"
 #include <proctor/registry.hpp>
 #include <proctor/wire.pb.h>
+
+#include "actors/wire/json/status_json.hpp"
+#include "actors/wire/wire_frame.hpp"
+#include "persistence/tree_image.hpp"
+#include "procedures/demo.hpp"
 
 namespace {
 

@@ -5,14 +5,13 @@
 // none of what came after, and hands out no id the old one handed out, after the backup too.
 // Every mistake an operator can make with either command is refused, naming why, changing
 // nothing.
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 
@@ -40,9 +39,9 @@ uint64_t submit(node& n, const std::string& key) {
 
 std::string state(node& n, uint64_t id) {
   auto r = n.ctl({"status", std::to_string(id), "--json"}, 30s);
-  return r.exit_code == 0 ? state_of(parse_json(r.out).value_or(google::protobuf::Value{})) : "exit " + std::to_string(r.exit_code) + ": " + r.err;
+  return r.exit_code == 0 ? state_of(parse_json(r.out).value_or(google::protobuf::Value{}))
+                          : "exit " + std::to_string(r.exit_code) + ": " + r.err;
 }
-
 
 TEST(backup_restore, a_restored_backup_carries_on_its_trees_as_a_new_incarnation_with_fresh_ids) {
   temp_dir dir;
@@ -73,10 +72,10 @@ TEST(backup_restore, a_restored_backup_carries_on_its_trees_as_a_new_incarnation
   EXPECT_EQ(old.stop(), 0) << old.log_tail();
 
   // A restore into a directory that holds a journal is refused, and changes nothing.
-  auto into_used = run_program(bin_path("proctord"),
-                               {"--data-dir", old.data_dir().string(), "--listen",
-                                "127.0.0.1:1", "--restore-from", backup},
-                               60s);
+  auto into_used = run_program(
+    bin_path("proctord"),
+    {"--data-dir", old.data_dir().string(), "--listen", "127.0.0.1:1", "--restore-from", backup},
+    60s);
   EXPECT_EQ(into_used.exit_code, 1) << describe(into_used);
   EXPECT_NE(into_used.err.find("already holds a journal"), std::string::npos) << into_used.err;
   // A backup of another node is refused (the name is part of what it is).
@@ -85,8 +84,7 @@ TEST(backup_restore, a_restored_backup_carries_on_its_trees_as_a_new_incarnation
                               "127.0.0.1:1", "--name", "zed", "--restore-from", backup},
                              60s);
   EXPECT_EQ(renamed.exit_code, 1) << describe(renamed);
-  EXPECT_NE(renamed.err.find("restore it under its own name"), std::string::npos)
-    << renamed.err;
+  EXPECT_NE(renamed.err.find("restore it under its own name"), std::string::npos) << renamed.err;
 
   node restored{dir.path() / "restored", 0, {"--restore-from", backup}};
   ASSERT_TRUE(restored.start()) << restored.log_tail();

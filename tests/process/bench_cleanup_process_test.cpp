@@ -1,7 +1,5 @@
 // proctor-bench leaves nothing running (issue 34, item 9): every proctord its phases start is
 // gone when it exits, whether the phases finished or proctor-bench itself was killed.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,6 +12,8 @@
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

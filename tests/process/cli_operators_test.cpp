@@ -1,14 +1,14 @@
 // The operator commands of the CLI against a real node (docs/command-line.md): tree (text
 // in a pipe, JSON), watch (exit codes like wait's), history (before and after the tree's end),
 // locks, and bypass (refused unless stuck or forced, durable across a kill -9).
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

@@ -1,21 +1,16 @@
 // The operator CLI's contract (docs/command-line.md) against a real node: exit codes, one-line
 // errors on stderr, the status JSON, list filters, abort, release, metrics (CLI and HTTP),
 // a second node on a data directory in use, and a graceful SIGTERM.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -25,6 +20,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 #include "actors/wire/json/status_json.hpp"
 #include "tests/process/process_harness.hpp"
@@ -458,7 +457,7 @@ TEST(cli, list_shows_roots_all_shows_children_and_state_filters) {
   auto [roots, _] = ids_of({"list"});
   EXPECT_EQ(roots, (std::set<uint64_t>{tree, single, waiter}));
 
-  auto [all, __] = ids_of({"list", "--all"});
+  auto [all, all_states] = ids_of({"list", "--all"});
   std::set<uint64_t> want_all{tree, single, waiter};
   want_all.insert(children.begin(), children.end());
   EXPECT_EQ(all, want_all);
@@ -467,7 +466,7 @@ TEST(cli, list_shows_roots_all_shows_children_and_state_filters) {
   EXPECT_EQ(succeeded, (std::set<uint64_t>{tree, single}));
   EXPECT_EQ(s_states, (std::set<std::string>{"SUCCESS"}));
 
-  auto [succeeded_all, ___] = ids_of({"list", "--all", "--state", "SUCCESS"});
+  auto [succeeded_all, succeeded_all_states] = ids_of({"list", "--all", "--state", "SUCCESS"});
   std::set<uint64_t> want_succeeded_all{tree, single};
   want_succeeded_all.insert(children.begin(), children.end());
   EXPECT_EQ(succeeded_all, want_succeeded_all);
@@ -475,7 +474,7 @@ TEST(cli, list_shows_roots_all_shows_children_and_state_filters) {
   auto [waiting, w_states] = ids_of({"list", "--state", "WAITING"});
   EXPECT_EQ(waiting, (std::set<uint64_t>{waiter}));
 
-  auto [rolledback, ____] = ids_of({"list", "--state", "ROLLEDBACK"});
+  auto [rolledback, rolledback_states] = ids_of({"list", "--state", "ROLLEDBACK"});
   EXPECT_TRUE(rolledback.empty());
   f.n.kill();
 }

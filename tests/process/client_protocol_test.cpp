@@ -1,22 +1,23 @@
 // The client protocol (proto/WIRE.md) against a real proctord, from many threads of one
 // process (they share a pid, as clients in containers may): every call on a fresh
 // connection gets its own answer, none is lost, and the node keeps no memory per client.
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include <proctor/wire.pb.h>
+
 #include "actors/wire/wire_client.hpp"
 #include "tests/process/process_harness.hpp"
-#include <proctor/wire.pb.h>
 
 namespace {
 

@@ -2,13 +2,13 @@
 // and roll back. Each tree must end as it would have without the kills, and the ledger must
 // hold exactly the files of the trees that succeeded: no step lost, none left behind by a
 // rollback. PROCTOR_SEED replays a run (the seed is printed with any failure).
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/cluster_fixture.hpp"
 

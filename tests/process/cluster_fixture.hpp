@@ -6,14 +6,14 @@
 // processes.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <array>
-#include <map>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

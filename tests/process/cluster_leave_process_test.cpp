@@ -1,12 +1,12 @@
 // A peer stopped in order (SIGTERM) says so as it leaves: the others show it down as "left"
 // and log it at info, not as a failure, and their outbox waits for its return without a
 // warning at each try; a peer killed (SIGKILL) is still a failure.
-#include <gtest/gtest.h>
-
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/cluster_fixture.hpp"
 
@@ -54,7 +54,8 @@ TEST_F(two_nodes, a_peer_stopped_in_order_is_shown_as_left_and_a_killed_one_as_d
   ASSERT_TRUE(eventually([&] {
     return log_of(0).find("for node b wait for its return (it stopped in order)")
            != std::string::npos;
-  })) << nodes_[0]->log_tail();
+  }))
+    << nodes_[0]->log_tail();
   auto a_log = log_of(0);
   EXPECT_NE(a_log.find("node b left"), std::string::npos) << a_log;
   EXPECT_EQ(a_log.find("node b is down"), std::string::npos) << a_log;

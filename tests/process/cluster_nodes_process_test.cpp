@@ -2,13 +2,13 @@
 // dead or hung peer, `proctor nodes`, a list of every node's procedures from any node,
 // placement on any node, and what a tree does while a node holding part of it is gone
 // (wait for it by default; fail and roll back after the type's node-loss deadline).
-#include <gtest/gtest.h>
-
 #include <csignal>
 #include <fstream>
 #include <set>
 #include <string>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/cluster_fixture.hpp"
 

@@ -2,10 +2,10 @@
 // processes: the links' own view of the peers decides when a placeholder may go, its node
 // going down brings it back in time to keep the node-loss deadline, and a node killed while
 // a placeholder is passivated carries the tree on after its restart.
-#include <gtest/gtest.h>
-
 #include <fstream>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/cluster_fixture.hpp"
 

@@ -2,17 +2,17 @@
 // directories), each with the other two as --peers. demo.ledger spreads its children over
 // the nodes; its ledger files (one per committed step) and its undo log say what ran and
 // what was undone, in which order, whatever happened to the processes.
-#include <gtest/gtest.h>
-
 #include <array>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/cluster_fixture.hpp"
 

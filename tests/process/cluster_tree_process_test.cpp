@@ -3,14 +3,14 @@
 // ended, are complete and never take the link between the nodes down (no "node b is down",
 // the link up since before, the log not flooded); and `tree` of any procedure, asked at any
 // node, is the whole tree, gathered from the root's node.
-#include <gtest/gtest.h>
-
 #include <fstream>
 #include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/cluster_fixture.hpp"
 

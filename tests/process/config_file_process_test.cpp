@@ -1,13 +1,13 @@
 // proctord --config FILE (docs/command-line.md#configuration-file): a TOML file of the
 // command line's options, which the command line overrides; an unknown key, a bad value or
 // a missing file is one line naming it, and exit 64.
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 
@@ -102,9 +102,8 @@ TEST(config_file, one_shot_options_are_refused_in_a_file) {
   temp_dir dir;
   auto data = (dir.path() / "data").string();
   for (const std::string line : {"recover-group = true", "restore-from = \"/backups/b\""}) {
-    auto file = write_file(dir.path() / "node.toml", "data-dir = \"" + data
-                                                       + "\"\nlisten = \"127.0.0.1:1\"\n" + line
-                                                       + "\n");
+    auto file = write_file(dir.path() / "node.toml",
+                           "data-dir = \"" + data + "\"\nlisten = \"127.0.0.1:1\"\n" + line + "\n");
     auto key = line.substr(0, line.find(' '));
     expect_usage_error(proctord({"--config", file.string()}), {key, "configuration file"});
     EXPECT_FALSE(fs::exists(data)) << "refused, yet it opened the data directory";
@@ -142,7 +141,8 @@ TEST(config_file, a_malformed_line_is_refused_before_anything_is_opened) {
     EXPECT_FALSE(fs::exists(data)) << "refused, yet it opened the data directory";
   }
   // Text after a value: CLI11 reads two values, and says so.
-  write_file(file, "data-dir = \"" + data + "\"\nlisten = \"127.0.0.1:1\"\nhttp = \"127.0.0.1:8199\" x\n");
+  write_file(file, "data-dir = \"" + data
+                     + "\"\nlisten = \"127.0.0.1:1\"\nhttp = \"127.0.0.1:8199\" x\n");
   expect_usage_error(proctord({"--config", file.string()}), {"--http"});
   EXPECT_FALSE(fs::exists(data)) << "refused, yet it opened the data directory";
   // A quote inside a string, and a comment after one, are fine.

@@ -1,14 +1,14 @@
 // proctord's web console options (docs/web-console.md) on a real process: the token from
 // a file, mistakes on the command line refused with exit 64, and a change through the API
 // that the CLI then sees. The page itself is tested in a browser (console_browser_test.py).
-#include <gtest/gtest.h>
-#include <httplib.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
 
 #include "tests/process/process_harness.hpp"
 

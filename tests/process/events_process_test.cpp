@@ -3,12 +3,6 @@
 // waiter is consumed (a later waiter does not get it); an event that finds no waiter is kept
 // for the first later one only; a deadline keeps its absolute time across a restart; a nonce
 // keeps naming its procedure; demo.flaky is restarted by its supervisor or escalates.
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/message_differencer.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +12,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

@@ -5,11 +5,11 @@
 // is down for a, saying why; the tree keeps waiting for its children, and an abort rolls
 // back a's part but never reports the tree ROLLEDBACK while b's part (its ledger files) is
 // not undone. a remembers across its own restart; b takes a as it is.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/cluster_fixture.hpp"
 
@@ -156,9 +156,8 @@ TEST_F(incarnations, ids_never_repeat_across_forgets_and_empty_restarts) {
     }
     auto ids = submit_to_b(*this, 4);
     for (auto id : ids) {
-      EXPECT_EQ(std::count(all.begin(), all.end(), id), 0)
-        << "id " << id << " handed out again\n"
-        << nodes_[1]->log_tail(30);
+      EXPECT_EQ(std::count(all.begin(), all.end(), id), 0) << "id " << id << " handed out again\n"
+                                                           << nodes_[1]->log_tail(30);
       if (!all.empty()) {
         EXPECT_GT(id, all.back()) << "round " << round;
       }

@@ -1,12 +1,11 @@
 // Per-type limits through a real node and the CLI, across a SIGKILL (docs/flow-control.md):
 // an operator's limits are acknowledged once journaled and hold after a crash; a start held
 // back by the rate says why, survives the crash held, and runs once the limits are cleared.
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-
 #include <chrono>
 #include <string>
+
+#include <google/protobuf/struct.pb.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

@@ -2,14 +2,14 @@
 // node of a two-node cluster, after procedures that succeeded, rolled back and wait, serves
 // /metrics that `promtool check metrics` finds nothing to complain about. Skipped (with the
 // reason) where promtool is not installed (Debian `prometheus`, scripts/setup.sh).
-#include <gtest/gtest.h>
-#include <httplib.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
 
 #include "tests/process/process_harness.hpp"
 

@@ -7,8 +7,6 @@
 // deadline: the deadlines that passed during the outage fire as their procedures' actors come
 // back up, which is not deadline order; docs/concepts.md, "Passivation".)
 // PROCTOR_PASSIVATION_WAITERS overrides the number (e.g. 1000000 by hand).
-#include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <algorithm>
@@ -22,6 +20,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

@@ -1,9 +1,5 @@
 #include "tests/process/process_harness.hpp"
 
-#include <google/protobuf/util/json_util.h>
-
-#include <sstream>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -22,8 +18,11 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
+
+#include <google/protobuf/util/json_util.h>
 
 #ifndef PROCTOR_BIN_DIR
 #define PROCTOR_BIN_DIR "build/bin"

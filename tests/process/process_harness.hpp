@@ -21,9 +21,9 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <string>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include <google/protobuf/struct.pb.h>

@@ -3,14 +3,12 @@
 // test; the CLI against all three addresses; optionally mutual TLS (docs/tls.md).
 #pragma once
 
-#include <sys/statfs.h>
-
-#include <csignal>
-
 #include <linux/magic.h>
+#include <sys/statfs.h>
 
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <memory>
 #include <string>

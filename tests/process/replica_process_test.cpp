@@ -3,13 +3,10 @@
 // the others refuse naming it, and the CLI given all three addresses finds it. The leader
 // SIGKILLed, frozen (SIGSTOP) or lost with its disk: another replica is elected and carries
 // every tree on from its own RocksDB; nothing acknowledged is lost.
-#include <gtest/gtest.h>
-
+#include <linux/magic.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include <algorithm>
 #include <array>
@@ -25,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/replica_fixture.hpp"
 
@@ -178,8 +177,8 @@ TEST_F(replicas, a_frozen_leader_is_replaced_and_begins_no_step_after_it_thaws) 
   auto before = submit("demo.wait_event", R"({"key":"thaw"})");
   std::vector<std::string> busy;
   for (int i = 0; i < 8; ++i)
-    busy.push_back(submit("demo.ledger", R"({"steps":300,"ledger_dir":")" + ledger().string()
-                                           + "\"}"));
+    busy.push_back(
+      submit("demo.ledger", R"({"steps":300,"ledger_dir":")" + ledger().string() + "\"}"));
   ASSERT_TRUE(eventually([&] { return count_files(ledger()) >= 80; }, 30s)) << logs();
   const pid_t old = b_[l]->pid();
   int l2 = freeze_leader(l);
@@ -273,14 +272,13 @@ TEST_F(replicas, a_frozen_leaders_step_under_way_cannot_land_after_the_new_leade
     left += e.path().filename().string() + " ";
   EXPECT_EQ(count_files(ledger()), 0u) << "left after the rollback: " << left << logs();
   auto old_log = b_[l]->log_tail(1'000'000);
-  std::printf("  the thawed leader's refused writes: %zu\n",
-              [&] {
-                size_t n = 0;
-                for (auto p = old_log.find("fenced:"); p != std::string::npos;
-                     p = old_log.find("fenced:", p + 1))
-                  ++n;
-                return n;
-              }());
+  std::printf("  the thawed leader's refused writes: %zu\n", [&] {
+    size_t n = 0;
+    for (auto p = old_log.find("fenced:"); p != std::string::npos;
+         p = old_log.find("fenced:", p + 1))
+      ++n;
+    return n;
+  }());
 }
 
 // A replica's disk wiped and the replica started again under its old name would have
@@ -334,17 +332,18 @@ TEST_F(replicas, a_wiped_replica_under_its_old_name_is_refused_until_removed_and
       spec_f = spec;
   }
   fs::remove_all(b_[f]->data_dir());
-  b_[f] = std::make_unique<node>(
-    dir_.path() / name(f), ports_[f],
-    std::vector<std::string>{"--name", "b", "--replica", name(f), "--replicas", group_now,
-                             "--join"});
+  b_[f] = std::make_unique<node>(dir_.path() / name(f), ports_[f],
+                                 std::vector<std::string>{"--name", "b", "--replica", name(f),
+                                                          "--replicas", group_now, "--join"});
   ASSERT_TRUE(b_[f]->launch()) << b_[f]->log_tail();
   auto added = ctl({"replicas", "add", spec_f, "--timeout-s", "60"});
   ASSERT_EQ(added.exit_code, 0) << describe(added) << logs();
-  EXPECT_TRUE(eventually([&] {
-    auto now = recorded(f);
-    return !now.empty() && now != old_id;
-  }, 30s))
+  EXPECT_TRUE(eventually(
+    [&] {
+      auto now = recorded(f);
+      return !now.empty() && now != old_id;
+    },
+    30s))
     << ctl({"replicas", "--json"}).out << logs();
   EXPECT_TRUE(names_leader(f, l)) << logs();
 }
@@ -389,7 +388,11 @@ TEST_F(replicas, a_group_that_lost_its_majority_is_recovered_on_its_survivor) {
   alone.push_back("--recover-group");
   b_[s] = std::make_unique<node>(dir_.path() / name(s), ports_[s], alone);
   ASSERT_TRUE(b_[s]->launch()) << b_[s]->log_tail();
-  ASSERT_TRUE(eventually([&] { return b_[s]->ctl({"list", "--json"}, 10s).exit_code == 0; }, 30s))
+  ASSERT_TRUE(eventually(
+    [&] {
+      return b_[s]->ctl({"list", "--json"}, 10s).exit_code == 0;
+    },
+    30s))
     << b_[s]->log_tail();
   for (const auto& id : ids) {
     auto v = parse_json(b_[s]->ctl({"status", id, "--json"}).out);
@@ -560,10 +563,10 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
     return args;
   };
   auto port_a = free_port();
-  node a{dir_.path() / "a", port_a,
-         with_tls({"--name", "a", "--peers",
-                   "b=" + address(0) + "|" + address(1) + "|" + address(2)},
-                  "a")};
+  node a{
+    dir_.path() / "a", port_a,
+    with_tls({"--name", "a", "--peers", "b=" + address(0) + "|" + address(1) + "|" + address(2)},
+             "a")};
   for (size_t i = 0; i < 3; ++i) {
     auto args = replica_args(i);
     args.push_back("--peers");
@@ -804,10 +807,12 @@ TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
     for (size_t k = 0; k < old.size(); ++k)
       if (name(old[k]) == who) {
         restarted[k]->kill();  // b4 or the other takes over; then it comes back
-        ASSERT_TRUE(eventually([&] {
-          auto w = leader_name();
-          return !w.empty() && w != who;
-        }, 30s));
+        ASSERT_TRUE(eventually(
+          [&] {
+            auto w = leader_name();
+            return !w.empty() && w != who;
+          },
+          30s));
         ASSERT_TRUE(restarted[k]->launch()) << restarted[k]->log_tail();
       }
   }

@@ -4,8 +4,6 @@
 // TLS; a plaintext peer (raft_uv_tcp's handshake) is refused; a replica whose certificate the
 // group's CA did not sign gets nothing, and the same replica with a good certificate catches
 // up.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -15,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/replica_fixture.hpp"
 

@@ -3,15 +3,14 @@
 // and the restarted node carries the procedure on to SUCCESS with exactly its effects; a
 // resubmit of a ROLLEDBACK tree likewise, linked to the old one, and answered with the same
 // id when sent again.
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+
+#include <google/protobuf/struct.pb.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 
@@ -103,7 +102,7 @@ TEST(retry_process, a_resubmit_acknowledged_before_a_sigkill_runs_the_tree_again
   ASSERT_TRUE(f.n.start()) << f.n.log_tail();
   // Its first step waits at a closed gate; aborted there, the tree rolls back (its undo's
   // gate is open).
-  std::ofstream{f.gates / "undo.0"};
+  std::ofstream{f.gates / "undo.0"}.close();
   auto args = R"({"ledger_dir":")" + f.ledger.string() + R"(","gate_dir":")" + f.gates.string()
               + R"(","steps":3})";
   auto old = f.submit("demo.ledger", args);

@@ -4,15 +4,14 @@
 // restart every fire time since it was added has exactly one run (its recent runs and the
 // node's roots agree, no fire time twice, none lost). Mistakes are one line, exit code 1, and
 // change nothing.
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-
 #include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
 #include <thread>
+
+#include <google/protobuf/struct.pb.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 
@@ -75,7 +74,8 @@ TEST(schedule_process, sigkill_around_firings_starts_each_fire_time_exactly_once
   for (int offset : {-30, 2, 30}) {
     auto next = f.num(f.show("tick"), "next_fire_ms");
     ASSERT_GT(next, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds{std::max<int64_t>(0, next + offset - now_ms())});
+    std::this_thread::sleep_for(
+      std::chrono::milliseconds{std::max<int64_t>(0, next + offset - now_ms())});
     f.n.kill();
     ASSERT_TRUE(f.n.start()) << f.n.log_tail();
     auto fired = f.num(f.show("tick"), "fired");

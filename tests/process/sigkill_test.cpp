@@ -6,11 +6,6 @@
 // "Mid-run" is made certain, not hoped for: the procedures' later steps wait behind gates
 // (demo.ledger's gate_dir) that the test opens only after the kill, so however fast or slow
 // the machine, work is in flight when the node dies.
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -23,6 +18,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

@@ -1,8 +1,6 @@
 // A node with a standby (docs/standby.md): node a, and node b as two proctord processes on
 // one data directory, both started with --standby (the first to get the directory's lock is
 // the active one, the other waits). a knows b by both addresses; clients name both.
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,12 +9,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 
@@ -340,7 +340,8 @@ TEST_F(standby, a_killed_standbys_directory_is_removed_by_the_next_standby) {
   EXPECT_TRUE(fs::exists(first)) << "(a killed process removes nothing)";
   launch_standby(1);
   EXPECT_TRUE(eventually([&] { return !fs::exists(first) && left().size() == 1; }, 30s))
-    << "left behind: " << first << "\n" << b_[1]->log_tail();
+    << "left behind: " << first << "\n"
+    << b_[1]->log_tail();
 }
 
 TEST(standby_checks, a_wrong_name_is_refused_at_start_not_at_takeover) {

@@ -13,19 +13,14 @@
 // failure; PROCTOR_TORTURE_SEED=<seed> replays the same workload and kill delays (the node's
 // own timing differs from run to run, so a replay is likely, not certain, to hit the same
 // interleaving).
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/message_differencer.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cerrno>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -39,6 +34,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

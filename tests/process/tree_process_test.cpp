@@ -2,11 +2,6 @@
 // depth 2) succeeds with exactly 39 ledger files; the same tree with a failing root rolls back
 // to an empty ledger, also when the node is SIGKILLed in the middle of that rollback (held
 // there by demo.ledger's undo gate, so the kill cannot come too early or too late).
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,6 +12,10 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 #include "tests/process/process_harness.hpp"
 

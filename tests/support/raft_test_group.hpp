@@ -205,7 +205,8 @@ struct group {
 };
 
 /// One batch of `n` puts to tree `root`, LSNs from `lsn`.
-inline std::vector<store_op> batch_of(uint64_t root, uint64_t lsn, size_t n, size_t value_size = 64) {
+inline std::vector<store_op> batch_of(uint64_t root, uint64_t lsn, size_t n,
+                                      size_t value_size = 64) {
   std::vector<store_op> ops;
   for (size_t i = 0; i < n; ++i) {
     std::string v = "r" + std::to_string(root) + "l" + std::to_string(lsn + i) + ":";

@@ -67,8 +67,10 @@ struct call_entry {
 };
 
 struct events_part {
+  /// Who waits under each key: (procedure, the actor its delivery goes to).
   incremental_map<std::string, std::vector<std::pair<uint64_t, caf::actor>>> waiters;
   incremental_map<uint64_t, std::string> waiting_key;  ///< procedure -> its event key
+  /// Events that found no waiter, kept under their key for a later one (until their TTL).
   incremental_map<std::string, std::vector<pending_event>> kept;
   /// Events for procedures of passivated trees, kept until their actors wait again.
   std::unordered_map<uint64_t, held_event> held;
@@ -78,8 +80,8 @@ struct events_part {
   std::unordered_multimap<uint64_t, uint64_t> handed;
   /// Calls under way, by call id (the key their procedure waits under).
   std::unordered_map<std::string, call_entry> calls;
-  /// Event waiters registered by their parent (passivated children, proc_passivated_children.cpp): their
-  /// event is held, and the parent told to spawn them.
+  /// Event waiters registered by their parent (passivated children,
+  /// proc_passivated_children.cpp): their event is held, and the parent told to spawn them.
   std::unordered_set<uint64_t> via_parent;
 };
 

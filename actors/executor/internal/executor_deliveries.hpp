@@ -14,6 +14,8 @@
 
 #include <caf/all.hpp>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/base/messages.hpp"
 #include "actors/executor/executor.hpp"
 #include "actors/executor/internal/events_part.hpp"
@@ -23,7 +25,6 @@
 #include "actors/executor/internal/schedules_part.hpp"
 #include "persistence/journal.hpp"
 #include "persistence/tree_image.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::exec_detail {
 
@@ -63,8 +64,7 @@ void collect_later(executor_actor* self, uint64_t root_id, std::string summary);
 /// Ended tree `root_id` of `records` journal records keeps them (its whole history) while
 /// the most recently ended trees' records fit in executor_config::history_keep_records;
 /// the trees that no longer fit are collected (collect_later), the oldest first.
-void keep_history(executor_actor* self, uint64_t root_id, std::string summary,
-                  uint64_t records);
+void keep_history(executor_actor* self, uint64_t root_id, std::string summary, uint64_t records);
 void collect_finished(executor_actor* self);
 /// Collects what is collectable at once when collect_max trees wait, else within
 /// executor_config::collect_after.
@@ -104,14 +104,13 @@ void route_remote(executor_actor* self, uint64_t id, caf::actor h, bool via);
 /// from now on, unless its end is here already (then on its way to the placeholder, which
 /// stays). True if switched.
 bool remote_passivate_via(executor_actor* self, uint64_t id, const caf::actor& placeholder,
-                      caf::actor parent);
+                          caf::actor parent);
 // -- event ids (executor_event_ids.cpp; event_ids.hpp) ----------------------------------------
 /// The EventIdSeen records read back.
 void event_ids_recovered(executor_actor* self, std::vector<recovered_event_id>& ids);
 /// True, having answered (or queued the answer), when event `key` with id `id` was accepted
 /// already: it delivers nothing more.
-bool event_seen(executor_actor* self, const std::string& key, const std::string& id,
-                promise_t& rp);
+bool event_seen(executor_actor* self, const std::string& key, const std::string& id, promise_t& rp);
 /// Event `key` with id `id` is being journaled (its EventIdSeen goes into `b`).
 void event_id_staged(executor_actor* self, const std::string& key, const std::string& id,
                      int64_t at_ms, journal_batch& b);

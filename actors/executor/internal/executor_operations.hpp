@@ -15,6 +15,8 @@
 
 #include <caf/all.hpp>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/base/messages.hpp"
 #include "actors/executor/executor.hpp"
 #include "actors/executor/internal/events_part.hpp"
@@ -25,7 +27,6 @@
 #include "actors/scheduling/step_scheduler.hpp"
 #include "persistence/journal.hpp"
 #include "persistence/tree_image.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::exec_detail {
 

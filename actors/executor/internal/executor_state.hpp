@@ -21,6 +21,9 @@
 
 #include <caf/all.hpp>
 
+#include <proctor/procedure.hpp>
+#include <proctor/wire.pb.h>
+
 #include "actors/base/incremental_map.hpp"
 #include "actors/base/messages.hpp"
 #include "actors/cluster/peer_link.hpp"
@@ -43,8 +46,6 @@
 #include "actors/executor/metrics.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/journal.hpp"
-#include <proctor/procedure.hpp>
-#include <proctor/wire.pb.h>
 
 namespace proctor::exec_detail {
 
@@ -62,15 +63,15 @@ struct executor_state {
   uint64_t wait_token = 0;
   incremental_map<std::string, uint64_t> nonces;
   // -- the parts, each in its own header ------------------------------------------------------
-  events_part events;                ///< events and calls (events_part.hpp)
-  schedules_part schedules;          ///< recurring schedules (schedules_part.hpp)
-  limits_part limits;                ///< per-type limits (limits_part.hpp)
-  retention_part retention;          ///< ended trees' results and history (retention_part.hpp)
-  remote_part remote;                ///< trees across nodes (remote_part.hpp)
-  recovery_part recovery;            ///< the take-over at start (recovery_part.hpp)
-  passivated_roots_part passivation; ///< passivated roots (passivated_roots_part.hpp)
-  peer_progress_part progress;       ///< the peers' progress, and this node's as they saw it
-  event_ids_part event_ids;          ///< the ids of events sent with one
+  events_part events;                 ///< events and calls (events_part.hpp)
+  schedules_part schedules;           ///< recurring schedules (schedules_part.hpp)
+  limits_part limits;                 ///< per-type limits (limits_part.hpp)
+  retention_part retention;           ///< ended trees' results and history (retention_part.hpp)
+  remote_part remote;                 ///< trees across nodes (remote_part.hpp)
+  recovery_part recovery;             ///< the take-over at start (recovery_part.hpp)
+  passivated_roots_part passivation;  ///< passivated roots (passivated_roots_part.hpp)
+  peer_progress_part progress;        ///< the peers' progress, and this node's as they saw it
+  event_ids_part event_ids;           ///< the ids of events sent with one
   /// Submits with a nonce whose Submitted record is not durable yet.
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
     nonce_pending;
@@ -83,7 +84,7 @@ struct executor_state {
   std::unordered_map<uint64_t, std::function<void(uint64_t)>> appends;  ///< by tag
   std::vector<pb::Quarantined> quarantined;
   std::unordered_set<uint64_t> rolling_back;  ///< roots running their tree's rollback
-  uint64_t undos = 0;  ///< undos done
+  uint64_t undos = 0;                         ///< undos done
   /// Heartbeats from nodes not in --peers, or expecting another node at this address.
   uint64_t misdirected_pings = 0;
   /// `tree` views that lack the parts of a node that did not answer.

@@ -13,6 +13,8 @@
 
 #include <caf/all.hpp>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/base/messages.hpp"
 #include "actors/executor/executor.hpp"
 #include "actors/executor/internal/events_part.hpp"
@@ -22,7 +24,6 @@
 #include "actors/executor/internal/schedules_part.hpp"
 #include "persistence/journal.hpp"
 #include "persistence/tree_image.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::exec_detail {
 

@@ -34,9 +34,9 @@ struct root_entry {
   /// Passivated: no actor; the root waits for an event and is restarted from the journal
   /// when the event, its deadline or an abort comes (wake_root).
   bool passivated = false;
-  bool waking = false;         ///< its tree is being read back
-  uint64_t passivation_token = 0;    ///< the deadline message of an older sleep carries another
-  int requests_in_flight = 0;  ///< sent to its actor, unanswered: it may not passivate
+  bool waking = false;             ///< its tree is being read back
+  uint64_t passivation_token = 0;  ///< the deadline message of an older sleep carries another
+  int requests_in_flight = 0;      ///< sent to its actor, unanswered: it may not passivate
   /// Wake-ups routed into the live tree (events, ends of children on other nodes): a
   /// passivation asked for at another epoch is refused (proc_passivate_tree.cpp).
   uint64_t wake_epoch = 0;

@@ -7,9 +7,10 @@
 #include <string>
 #include <utility>
 
+#include <proctor/wire.pb.h>
+
 #include "actors/executor/internal/executor_types.hpp"
 #include "persistence/journal.hpp"
-#include <proctor/wire.pb.h>
 
 namespace proctor::exec_detail {
 

@@ -9,15 +9,16 @@
 #include <string>
 #include <unordered_map>
 
-#include "calendar/cron.hpp"
 #include <proctor/journal.pb.h>
+
+#include "calendar/cron.hpp"
 
 namespace proctor::exec_detail {
 
 struct schedules_part {
   struct schedule_entry {
-    uint64_t lsn = 0;  ///< of its last record (deleted when the next is written)
-    pb::Schedule rec;  ///< as last journaled (a tombstone: rec.deleted())
+    uint64_t lsn = 0;          ///< of its last record (deleted when the next is written)
+    pb::Schedule rec;          ///< as last journaled (a tombstone: rec.deleted())
     calendar::cron_spec cron;  ///< rec.cron() parsed
     calendar::time_zone zone;  ///< rec.zone() looked up: the cron's fields are its local time
   };
@@ -28,7 +29,7 @@ struct schedules_part {
   /// reads the schedule as the one before left it).
   std::deque<std::function<void()>> ops;
   bool busy = false;
-  bool live = false;    ///< recovery's catch-up is done: ticks fire
+  bool live = false;     ///< recovery's catch-up is done: ticks fire
   int64_t timer_ms = 0;  ///< the armed tick's deadline (0: none)
 };
 

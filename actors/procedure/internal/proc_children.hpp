@@ -59,7 +59,7 @@ struct child_slot {
   /// back only the procedures whose time has come, in deadline order (proc_passivated_children.cpp).
   bool passivated = false;
   bool passivated_event = false;  ///< a passivated child waiting for an event (else a timer)
-  int64_t wake_at_ms = 0;      ///< of a passivated child: its timer, or its event's deadline (0: none)
+  int64_t wake_at_ms = 0;  ///< of a passivated child: its timer, or its event's deadline (0: none)
   /// Of a passivated child: its entry in the image it sleeps in (spawned from it when woken).
   const proc_image* passivated_entry = nullptr;
   /// Of a passivated child: the procedures it stands for, itself included (more than one when

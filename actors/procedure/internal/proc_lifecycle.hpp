@@ -14,12 +14,13 @@
 
 #include <caf/all.hpp>
 
+#include <proctor/journal.pb.h>
+
 #include "actors/base/messages.hpp"
 #include "actors/procedure/internal/proc_actor_fwd.hpp"
 #include "actors/procedure/internal/proc_children.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
-#include <proctor/journal.pb.h>
 #include "persistence/journal.hpp"
 #include "persistence/tree_image.hpp"
 

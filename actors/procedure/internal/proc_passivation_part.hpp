@@ -21,11 +21,11 @@ struct passivation_part {
   // -- a root's attempts ------------------------------------------------------------------------
   /// Root: trying to passivate its tree (asking it, then the executor); no answer yet.
   bool attempting = false;
-  bool armed = false;          ///< root: its passivate_after deadline is armed
-  uint64_t token = 0;          ///< root: of the armed passivate_after deadline
-  int failures = 0;            ///< root: attempts that found its tree not only waiting
-  bool hinted = false;         ///< root: a procedure began to wait during an attempt
-  uint64_t attempt = 0;        ///< root: the attempt under way (or the last)
+  bool armed = false;    ///< root: its passivate_after deadline is armed
+  uint64_t token = 0;    ///< root: of the armed passivate_after deadline
+  int failures = 0;      ///< root: attempts that found its tree not only waiting
+  bool hinted = false;   ///< root: a procedure began to wait during an attempt
+  uint64_t attempt = 0;  ///< root: the attempt under way (or the last)
   /// Root: no attempt before this (wall ms): the last one found deadlines due before it,
   /// or took long.
   int64_t not_before = 0;

@@ -90,7 +90,7 @@ void unended_subtree(const tree_image& image, const proc_image& q, std::vector<u
 
 /// The image passivated child `c` sleeps in (its own, or the tree's).
 const std::shared_ptr<const tree_image>& passivated_image_of(const proc_actor_state& st,
-                                                          const child_slot& c);
+                                                             const child_slot& c);
 
 // -- a waiting procedure's actor given up while its tree runs (proc_passivate_waiter.cpp) ---------------
 

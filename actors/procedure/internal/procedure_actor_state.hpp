@@ -20,6 +20,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <proctor/journal.pb.h>
+
 #include "actors/base/messages.hpp"
 #include "actors/procedure/internal/proc_children.hpp"
 #include "actors/procedure/internal/proc_lifecycle.hpp"
@@ -29,7 +31,6 @@
 #include "actors/procedure/internal/proc_waits.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
-#include <proctor/journal.pb.h>
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
 
@@ -93,7 +94,7 @@ struct proc_actor_state {
   int64_t since_ms = 0;
   int64_t submitted_at_ms = 0;  ///< its Submitted's time
   int attempt = 1;              ///< runs of `state` so far, this one included
-  bool started = false;  ///< it committed a step (its type's rate counts its first)
+  bool started = false;         ///< it committed a step (its type's rate counts its first)
   /// `state` has started since the last commit (or may have, before a crash), so a rollback
   /// must undo it as a partly run state; false when it certainly never started.
   bool ran_partly = false;
@@ -117,7 +118,7 @@ struct proc_actor_state {
   /// Its step failed and waits for its next attempt (a retry policy's back-off): an
   /// operator's retry may run it now (proc_retry.cpp).
   bool backing_off = false;
-  bool retrying = false;  ///< an operator's retry is being journaled
+  bool retrying = false;     ///< an operator's retry is being journaled
   std::string last_failure;  ///< the error of its step's last failed attempt
 
   // -- children (this actor supervises them) -----------------------------------------------
@@ -145,7 +146,7 @@ struct proc_actor_state {
   std::vector<uint64_t> cancel_batch;
 
   // -- activity -------------------------------------------------------------------------------
-  bool busy = false;        ///< a step runs or its commit is in flight
+  bool busy = false;  ///< a step runs or its commit is in flight
   /// The ctx.cancelled() of its steps that run on a worker thread: set when a stop comes
   /// while one runs (its outcome will not be used), cleared for the next. Made at the first
   /// such step (a procedure whose steps all run on its actor has none).

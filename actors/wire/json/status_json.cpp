@@ -3,9 +3,10 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "actors/wire/wall_clock.hpp"
-#include "actors/wire/json/json_writer.hpp"
 #include <proctor/journal.pb.h>
+
+#include "actors/wire/json/json_writer.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 

@@ -1,10 +1,9 @@
 // The CLI's status JSON.
 #include "actors/wire/json/status_json.hpp"
 
-#include <gtest/gtest.h>
-
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
 
 namespace proctor {
 namespace {

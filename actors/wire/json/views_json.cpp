@@ -3,9 +3,9 @@
 #include <map>
 #include <vector>
 
-#include "actors/wire/wall_clock.hpp"
 #include "actors/wire/json/json_writer.hpp"
 #include "actors/wire/json/status_json.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
 
@@ -113,9 +113,10 @@ std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimi
                       {"running", l.running()},
                       {"waiting", l.waiting()},
                       {"throttled", l.throttled()},
-                      {"code", {{"max_running", l.code_max_running()},
-                                {"rate", l.code_rate()},
-                                {"per_ms", l.code_per_ms()}}}};
+                      {"code",
+                       {{"max_running", l.code_max_running()},
+                        {"rate", l.code_rate()},
+                        {"per_ms", l.code_per_ms()}}}};
     if (l.operator_set())
       x["set_at_ms"] = l.set_at_ms();
     list.push_back(std::move(x));
