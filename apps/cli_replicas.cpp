@@ -4,21 +4,15 @@
 #include <iostream>
 #include <string>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "apps/cli_operators.hpp"
+#include "procedures/proto_json.hpp"
 
 namespace proctor::cli {
 
 /// `proctor replicas`: the group as the replica that answered sees it.
 void print_replicas(const pb::ReplicasInfo& info, bool json) {
   if (json) {
-    std::string out;
-    google::protobuf::util::JsonPrintOptions o;
-    o.preserve_proto_field_names = true;
-    o.always_print_primitive_fields = true;
-    (void)google::protobuf::util::MessageToJsonString(info, &out, o);
-    std::cout << out << '\n';
+    std::cout << message_to_json(info, {.all_fields = true}) << '\n';
     return;
   }
   bool from_leader = false;

@@ -395,6 +395,7 @@ static int run_main(int argc, char** argv) {
   std::string args_json;
   std::string args_file;
   std::string nonce;
+  std::string placement_key;
   int32_t priority = 0;
   auto* submit = app.add_subcommand("submit", "Submit a procedure; prints its id");
   submit->add_option("type", type, "Registered procedure type, e.g. demo.ledger")->required();
@@ -406,7 +407,12 @@ static int run_main(int argc, char** argv) {
                  "-: for args too large for a command line")
     ->type_name("PATH")
     ->excludes(args_json_opt);
-  submit->add_option("--nonce", nonce, "Deduplication key: a repeated nonce returns the same id");
+  submit->add_option("--nonce", nonce,
+                     "Deduplication key: a repeated nonce returns the same id, from any node of "
+                     "the cluster (without --key it also places the procedure)");
+  submit->add_option("--key", placement_key,
+                     "Placement key: the procedure runs on the node of the cluster that owns the "
+                     "key's slot, whichever node is asked (docs/cluster.md)");
   submit->add_option("--priority", priority, "Higher runs first (default 0)");
   submit->callback([&] {
     cmd.what = verb::submit;
@@ -414,6 +420,7 @@ static int run_main(int argc, char** argv) {
     r->set_type(type);
     r->set_args_json(args_json);
     r->set_nonce(nonce);
+    r->set_key(placement_key);
     r->set_priority(priority);
   });
 
@@ -596,8 +603,11 @@ static int run_main(int argc, char** argv) {
     cmd.failover = std::chrono::seconds{failover_s};
   // A submit always carries a nonce: an operator who runs it again after an unclear end
   // (exit 3) gets the same procedure, not a second one.
-  if (cmd.what == verb::submit && cmd.request.submit().nonce().empty())
+  // That nonce is the CLI's own: it does not place the procedure (docs/cluster.md).
+  if (cmd.what == verb::submit && cmd.request.submit().nonce().empty()) {
     cmd.request.mutable_submit()->set_nonce(random_nonce());
+    cmd.request.mutable_submit()->set_nonce_local(true);
+  }
   if (cmd.what == verb::wait && cmd.wait_timeout_s > 0)
     cmd.wait_deadline = std::chrono::steady_clock::now() + std::chrono::seconds{cmd.wait_timeout_s};
   auto via_node = [&cmd](const pb::Request& req, std::chrono::milliseconds timeout) {

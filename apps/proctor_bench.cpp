@@ -123,7 +123,7 @@ static int run_main(int argc, char** argv) {
     ->check(CLI::Range(1.0, 3600.0));
   app.add_option(
     "--phases", o.phases,
-    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghijkl)");
+    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghijklm)");
   app.add_option("--timers", o.timers, "(j) timers due within one second (default 1000000)")
     ->check(CLI::Range(1, 10000000));
   auto* opt_r = app
@@ -310,6 +310,12 @@ static int run_main(int argc, char** argv) {
     spread = run_phase("(h) three nodes beside one", 1200, false,
                        [&](reporter& r) { phase_spread(r, o, sub("spread")); });
     progress("(h) three nodes beside one", spread);
+  }
+  phase_result placing = skipped();
+  if (want("m")) {
+    placing = run_phase("(m) placement by key", 600, false,
+                        [&](reporter& r) { phase_placement(r, o, sub("placement")); });
+    progress("(m) placement by key", placing);
   }
   // (l): the loop L times and L / 100 times in trees that compact, L / 100 times in one that
   // does not; each recovered after a SIGKILL.
@@ -550,6 +556,21 @@ static int run_main(int argc, char** argv) {
   } else {
     row("(k) failover of a replica group", failed(failover), "");
   }
+  auto fwd_p50 = get(placing, "forwarded_p50_us");
+  auto local_p50 = get(placing, "local_p50_us");
+  if (!want("m")) {
+  } else if (fwd_p50 && local_p50) {
+    row("(m) keys over 2-16 members, most/least loaded",
+        fmt_num(*placing.num("keys_max_min_worst"), 3) + " (at "
+          + fmt_num(*placing.num("keys_worst_members")) + " members)",
+        "100,000 keys; slots " + fmt_num(*placing.num("slots_max_min_worst"), 3) + " (<= 1.25)");
+    row("    submit forwarded to the key's owner, p50", fmt_num(*fwd_p50) + " us",
+        "asked of its owner: " + fmt_num(*local_p50) + " us; ratio "
+          + fmt_num(*fwd_p50 / *local_p50, 2) + " (p99 " + fmt_num(*placing.num("forwarded_p99_us"))
+          + " / " + fmt_num(*placing.num("local_p99_us")) + " us)");
+  } else {
+    row("(m) placement by key", failed(placing), "");
+  }
   auto loops_ok = [&](const std::string& k) { return loop_runs[k].pop.ok && loop_runs[k].rec.ok; };
   if (!want("l")) {
   } else if (loops_ok("big") && loops_ok("small") && loops_ok("uncompacted")) {
@@ -587,40 +608,40 @@ static int run_main(int argc, char** argv) {
   out << "total " << fmt_num(total_s, 1) << " s\n";
 
   if (o.json) {
-    std::cout << "{\"raw_sync_batch_records_per_s\": " << json_num(raw_rps)
-              << ", \"durable_steps_per_s\": " << json_num(steps_ps)
-              << ", \"procedures_per_s\": " << json_num(procs_ps)
-              << ", \"latency_us\": {\"p50\": " << json_num(p50) << ", \"p99\": " << json_num(p99)
-              << ", \"p999\": " << json_num(p999)
-              << "}, \"recovery_procs_per_s\": " << json_num(rec_ps)
-              << ", \"bytes_per_waiting_procedure\": " << json_num(bytes)
-              << ", \"wide_tree_10k_children_s\": " << json_num(fan_s, 3)
-              << ", \"remote_children_per_s\": " << json_num(remote_ps)
-              << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
-              << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
-              << ", \"takeover_s\": " << json_num(takeover_s, 3)
-              << ", \"replica_failover_s\": " << json_num(failover_s, 3)
-              << ", \"replica_steps_ratio\": "
-              << json_num(ratio_of(failover, "group_steps_per_s", "single_steps_per_s"), 2)
-              << ", \"replica_catch_up_mb_per_s\": "
-              << json_num(get(failover, "catch_up_mb_per_s"), 1)
-              << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
-              << ", \"timers_cpu_us_per_resumed\": "
-              << json_num(get(timers, "cpu_us_per_resumed"), 1)
-              << ", \"timers_recovered_per_s\": " << json_num(get(timers, "recovered_per_s"))
-              << ", \"bytes_per_passivated_waiter\": "
-              << json_num(get(timers, "recovered_bytes_per_waiter"))
-              << ", \"timers_actor_floor_per_s\": " << json_num(get(timers, "actor_floor_per_s"))
-              << ", \"loop_per_s\": " << json_num(get(loop_runs["big"].pop, "loops_per_s"))
-              << ", \"loop_most_records\": " << json_num(get(loop_runs["big"].pop, "most_records"))
-              << ", \"loop_recovery_s\": " << json_num(get(loop_runs["big"].rec, "back_s"), 3)
-              << "}" << std::endl;
+    std::cout
+      << "{\"raw_sync_batch_records_per_s\": " << json_num(raw_rps)
+      << ", \"durable_steps_per_s\": " << json_num(steps_ps)
+      << ", \"procedures_per_s\": " << json_num(procs_ps)
+      << ", \"latency_us\": {\"p50\": " << json_num(p50) << ", \"p99\": " << json_num(p99)
+      << ", \"p999\": " << json_num(p999) << "}, \"recovery_procs_per_s\": " << json_num(rec_ps)
+      << ", \"bytes_per_waiting_procedure\": " << json_num(bytes)
+      << ", \"wide_tree_10k_children_s\": " << json_num(fan_s, 3)
+      << ", \"remote_children_per_s\": " << json_num(remote_ps)
+      << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
+      << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
+      << ", \"takeover_s\": " << json_num(takeover_s, 3)
+      << ", \"replica_failover_s\": " << json_num(failover_s, 3) << ", \"replica_steps_ratio\": "
+      << json_num(ratio_of(failover, "group_steps_per_s", "single_steps_per_s"), 2)
+      << ", \"replica_catch_up_mb_per_s\": " << json_num(get(failover, "catch_up_mb_per_s"), 1)
+      << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
+      << ", \"timers_cpu_us_per_resumed\": " << json_num(get(timers, "cpu_us_per_resumed"), 1)
+      << ", \"timers_recovered_per_s\": " << json_num(get(timers, "recovered_per_s"))
+      << ", \"bytes_per_passivated_waiter\": "
+      << json_num(get(timers, "recovered_bytes_per_waiter"))
+      << ", \"timers_actor_floor_per_s\": " << json_num(get(timers, "actor_floor_per_s"))
+      << ", \"loop_per_s\": " << json_num(get(loop_runs["big"].pop, "loops_per_s"))
+      << ", \"loop_most_records\": " << json_num(get(loop_runs["big"].pop, "most_records"))
+      << ", \"loop_recovery_s\": " << json_num(get(loop_runs["big"].rec, "back_s"), 3)
+      << ", \"placement_keys_max_min\": " << json_num(get(placing, "keys_max_min_worst"), 3)
+      << ", \"placement_slots_max_min\": " << json_num(get(placing, "slots_max_min_worst"), 3)
+      << ", \"forwarded_submit_p50_us\": " << json_num(fwd_p50)
+      << ", \"local_keyed_submit_p50_us\": " << json_num(local_p50) << "}" << std::endl;
   }
   bool all_ok =
     (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
     && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f")) && (remote.ok || !want("g"))
     && (spread.ok || !want("h")) && (takeover.ok || !want("i")) && (timers.ok || !want("j"))
-    && (failover.ok || !want("k"))
+    && (failover.ok || !want("k")) && (placing.ok || !want("m"))
     && (!want("l") || (loops_ok("big") && loops_ok("small") && loops_ok("uncompacted")));
   return all_ok ? 0 : 1;
 }

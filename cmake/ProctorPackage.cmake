@@ -3,7 +3,7 @@
 #                   proctor-certs with their manual pages, the systemd unit proctord@.service
 #                   (instance = node name, settings in /etc/proctor/NAME.toml, journal in
 #                   /var/lib/proctor/NAME, user proctor), an example settings file, the
-#                   operations page;
+#                   manual (docs/, with proto/WIRE.md and examples/http/ that it links to);
 #   libproctor-dev  the headers, static libraries and CMake package procedure authors build
 #                   their own nodes with (find_package(Proctor)).
 # Dependencies on Debian's shared libraries come from dpkg-shlibdeps.
@@ -57,15 +57,25 @@ This package has the headers, static libraries and CMake package
 (find_package(Proctor)) to build a node with procedures of one's own,
 and the crash harness to test them.")
 
-# Files only the packages carry: the unit, an example settings file, the operations page,
+# Files only the packages carry: the unit, an example settings file, the manual (docs/),
 # and what Debian asks of every package's documentation directory.
 set(PROCTOR_DEB_DOC share/doc/proctor)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/proctord@.service
   DESTINATION lib/systemd/system COMPONENT server EXCLUDE_FROM_ALL)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/node.toml
   DESTINATION ${PROCTOR_DEB_DOC}/examples COMPONENT server EXCLUDE_FROM_ALL)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md ${PROJECT_SOURCE_DIR}/cmake/deb/copyright
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright
   DESTINATION ${PROCTOR_DEB_DOC} COMPONENT server EXCLUDE_FROM_ALL)
+# The whole manual, laid out as in the source tree so that its links between pages, to
+# proto/WIRE.md and to examples/http/ hold in the package (scripts/package.sh checks them).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
+  DESTINATION ${PROCTOR_DEB_DOC}/docs COMPONENT server EXCLUDE_FROM_ALL
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.json")
+install(FILES ${PROJECT_SOURCE_DIR}/proto/WIRE.md ${PROJECT_SOURCE_DIR}/proto/JOURNAL.md
+  DESTINATION ${PROCTOR_DEB_DOC}/proto COMPONENT server EXCLUDE_FROM_ALL)
+install(FILES ${PROJECT_SOURCE_DIR}/examples/http/README.md
+  ${PROJECT_SOURCE_DIR}/examples/http/proctor_http.py ${PROJECT_SOURCE_DIR}/examples/http/proctor_http.sh
+  DESTINATION ${PROCTOR_DEB_DOC}/examples/http COMPONENT server EXCLUDE_FROM_ALL)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/deb/copyright
   DESTINATION share/doc/libproctor-dev COMPONENT dev EXCLUDE_FROM_ALL)
 foreach(pkg proctor libproctor-dev)

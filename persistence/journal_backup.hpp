@@ -61,11 +61,12 @@ struct restore_report {
 /// of the backup it came from.
 inline constexpr const char* restored_marker_file = "RESTORED";
 
-/// Copies the backup in `backup_dir` into `data_dir`'s journal (created; it must hold no
-/// journal yet, or was restored from this backup: out->already) as a new incarnation of the node named `node` (a backup of another node is
-/// refused). Refuses, writing nothing, a backup holding a tree not ended whose parts span
-/// nodes: its parts elsewhere were resolved when the peers forgot the old incarnation, so
-/// restoring it here would run half a tree (named in the error). False with the reason.
+/// Copies the backup in `backup_dir` into `data_dir`'s journal (created; it must hold no journal
+/// yet, or was restored from this backup: out->already) as a new incarnation of the node named
+/// `node` (a backup of another node is refused). Refuses, writing nothing, a backup holding a tree
+/// not ended whose parts span nodes: its parts elsewhere were resolved when the peers forgot the
+/// old incarnation, so restoring it here would run half a tree (named in the error). False with the
+/// reason.
 bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
                     const std::string& node, restore_report* out, std::string* error);
 

@@ -4,14 +4,12 @@
 #include <proctor/outcome.hpp>
 #include <proctor/proc_state.hpp>
 
+#include "procedures/proto_json.hpp"
+
 namespace proctor {
 
 outcome outcome::done(const google::protobuf::Message& result) {
-  std::string json;
-  auto st = google::protobuf::util::MessageToJsonString(result, &json);
-  if (!st.ok())
-    throw std::runtime_error("cannot render result as JSON: " + st.ToString());
-  return done(std::move(json));
+  return done(message_to_json(result));  // throws when protobuf cannot render it
 }
 
 bool child_result::parse_result(google::protobuf::Message& m, std::string* why_not) const {

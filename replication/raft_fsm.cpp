@@ -20,8 +20,8 @@ void fail(raft_fsm_binding* b, const rocksdb::Status& st) {
   if (b->failed)
     return;
   b->failed = true;
-  spdlog::error("raft replica: applying to the database failed, the replica stops applying: {}",
-                st.ToString());
+  spdlog::error("raft replica {}: applying to the database failed, the replica stops applying: {}",
+                b->name, st.ToString());
   if (b->on_fatal)
     b->on_fatal(st);
 }
@@ -60,7 +60,8 @@ int fsm_snapshot_async(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigne
   auto* b = binding_of(fsm);
   auto st = b->sm->serialize_snapshot(&b->chunks);
   if (!st.ok()) {
-    spdlog::warn("raft replica: taking a snapshot failed (retried later): {}", st.ToString());
+    spdlog::warn("raft replica {}: taking a snapshot failed (retried later): {}", b->name,
+                 st.ToString());
     b->chunks.clear();
     return RAFT_IOERR;
   }
@@ -90,9 +91,10 @@ int fsm_snapshot_finalize(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsi
     if (t != b->threshold) {
       raft_set_snapshot_threshold(b->raft, t);
       if (t > 2 * std::max(b->threshold, b->min_threshold) || 2 * t < b->threshold)
-        spdlog::info("raft replica: snapshot threshold now {} entries (state {} bytes, entries "
-                     "of {} bytes on average)",
-                     t, state_bytes, b->snap_entries ? b->snap_bytes / b->snap_entries : 0);
+        spdlog::info("raft replica {}: snapshot threshold now {} entries (state {} bytes, "
+                     "entries of {} bytes on average)",
+                     b->name, t, state_bytes,
+                     b->snap_entries ? b->snap_bytes / b->snap_entries : 0);
       b->threshold = t;
     }
   }
@@ -107,11 +109,12 @@ int fsm_restore(struct raft_fsm* fsm, struct raft_buffer* buf) {
   bool replaced = false;
   auto st = b->sm->restore({static_cast<const char*>(buf->base), buf->len}, &replaced);
   if (!st.ok()) {
-    spdlog::error("raft replica: restoring a snapshot failed: {}", st.ToString());
+    spdlog::error("raft replica {}: restoring a snapshot failed: {}", b->name, st.ToString());
     return RAFT_IOERR;  // libraft keeps (and frees) the buffer
   }
   if (replaced)
-    spdlog::info("raft replica: state replaced by a snapshot at index {}", b->sm->applied_index());
+    spdlog::info("raft replica {}: state replaced by a snapshot at index {}", b->name,
+                 b->sm->applied_index());
   raft_free(buf->base);  // on success the buffer is ours (snapshotRestore, 0.15)
   return 0;
 }

@@ -23,6 +23,7 @@ namespace proctor {
 struct raft_fsm_binding {
   struct raft* raft = nullptr;
   raft_state_machine* sm = nullptr;
+  std::string name;  ///< the replica as logs name it ("b1 (#1)")
   /// Called (on the loop thread, once) when an apply fails: the replica cannot go on
   /// applying; libraft retries the entry on its next commit.
   std::function<void(const rocksdb::Status&)> on_fatal;

@@ -68,7 +68,7 @@ void raft_store_impl::loop_main(std::promise<std::string>* started) {
   uv_run(&loop_, UV_RUN_DEFAULT);
   // Only our closed handles remain: close the loop (it fails with EBUSY if one is left).
   if (int rv = uv_loop_close(&loop_); rv != 0)
-    spdlog::warn("raft replica {}: closing its loop: {}", opts_.id, uv_strerror(rv));
+    spdlog::warn("raft replica {}: closing its loop: {}", self_name(), uv_strerror(rv));
   ready_leader_ = false;
 }
 
@@ -413,7 +413,7 @@ void raft_store_impl::update_lease(bool leader_now) {
     if (unsure_since_ms_ == 0 && ready_leader_.load())
       spdlog::warn("replica {}: its Raft loop did not run for {} ms (frozen, or starved): no "
                    "step runs until a majority answers it again, or it learns of a newer term",
-                   opts_.id, now - last_check_ms_);
+                   self_name(), now - last_check_ms_);
     unsure_since_ms_ = now;
   }
   last_check_ms_ = now;
@@ -440,7 +440,7 @@ void raft_store_impl::update_lease(bool leader_now) {
       sure = heard > voters / 2;
     }
     if (sure) {
-      spdlog::info("replica {}: a majority answered it again: it runs steps again", opts_.id);
+      spdlog::info("replica {}: a majority answered it again: it runs steps again", self_name());
       unsure_since_ms_ = 0;
     }
   }

@@ -125,8 +125,8 @@ void raft_store_impl::start_change(std::shared_ptr<pending_change> pc) {
     } else if (srv->role == RAFT_STANDBY) {
       pc->at = pending_change::phase::catching_up;
       pc->behind_at_standby = raft_last_index(&raft_);
-      spdlog::info("raft replica {}: member {} is a standby: waiting for it to catch up", opts_.id,
-                   m.id);
+      spdlog::info("raft replica {}: member {} is a standby: waiting for it to catch up",
+                   self_name(), member_name(m.id, m.label));
     } else {
       pc->at = pending_change::phase::to_standby;
       rv = raft_assign(&raft_, &pc->req, m.id, RAFT_STANDBY, change_cb);
@@ -182,8 +182,8 @@ void raft_store_impl::advance_change(int status) {
     case pending_change::phase::to_standby:
       pc->at = pending_change::phase::catching_up;
       pc->behind_at_standby = raft_last_index(&raft_);
-      spdlog::info("raft replica {}: member {} is a standby: waiting for it to catch up", opts_.id,
-                   m.id);
+      spdlog::info("raft replica {}: member {} is a standby: waiting for it to catch up",
+                   self_name(), member_name(m.id, m.label));
       return;
     case pending_change::phase::to_voter:
       return end_change(rocksdb::Status::OK(),
@@ -218,14 +218,14 @@ void raft_store_impl::check_catch_up() {
     std::memset(&pc->req, 0, sizeof(pc->req));
     pc->req.data = pc.get();
     pc->change_owner = this;
-    spdlog::info("raft replica {}: member {} caught up to {} of {}: making it a voter", opts_.id,
-                 m.id, match, last);
+    spdlog::info("raft replica {}: member {} caught up to {} of {}: making it a voter", self_name(),
+                 member_name(m.id, m.label), match, last);
     int rv = raft_assign(&raft_, &pc->req, m.id, RAFT_VOTER, change_cb);
     if (rv != 0) {
       pc->at = pending_change::phase::catching_up;  // retried at the next check
       if (rv != RAFT_CANTCHANGE)
-        spdlog::warn("raft replica {}: making member {} a voter: {}", opts_.id, m.id,
-                     raft_strerror(rv));
+        spdlog::warn("raft replica {}: making member {} a voter: {}", self_name(),
+                     member_name(m.id, m.label), raft_strerror(rv));
     }
     return;
   }
@@ -245,8 +245,8 @@ void raft_store_impl::end_change(rocksdb::Status st, std::string text) {
   pc->finished = true;
   refresh_members();  // members() shows the change once its outcome is known
   spdlog::log(st.ok() ? spdlog::level::info : spdlog::level::warn,
-              "raft replica {}: membership change of member {}: {}", opts_.id, pc->change.member.id,
-              text);
+              "raft replica {}: membership change of member {}: {}", self_name(),
+              member_name(pc->change.member.id, pc->change.member.label), text);
   pc->done.set_value({std::move(st), std::move(text)});
 }
 

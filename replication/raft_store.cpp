@@ -102,6 +102,7 @@ bool raft_store_impl::start(std::string* error) {
   }
   applied_ = db_->applied_index();
   binding_.sm = db_.get();
+  binding_.name = self_name();
   binding_.min_threshold = opts_.snapshot_threshold;
   binding_.max_log_bytes = opts_.snapshot_max_log_bytes;
   binding_.on_fatal = [this](const rocksdb::Status& st) { on_fatal(st); };
@@ -203,6 +204,24 @@ rocksdb::Status raft_store_impl::read_tree(uint64_t root_id, std::vector<stored_
 
 rocksdb::Status raft_store_impl::backup(const std::string& dir, const backup_info& info) {
   return db_->store().backup(dir, info);
+}
+
+std::string raft_store_impl::member_name(uint64_t id, const std::string& label) const {
+  std::string found = label;
+  if (found.empty()) {
+    std::lock_guard<std::mutex> g(leader_mtx_);
+    for (const auto& m : members_)
+      if (m.id == id)
+        found = m.label;
+  }
+  if (found.empty())
+    for (const auto& m : opts_.members)
+      if (m.id == id)
+        found = m.label;
+  std::string name =
+    opts_.name_of && !found.empty() ? opts_.name_of(raft_member{id, {}, found}) : std::string{};
+  auto number = "#" + std::to_string(id);
+  return name.empty() ? number : name + " (" + number + ")";
 }
 
 raft_store::leader_info raft_store_impl::leader() const {

@@ -123,6 +123,9 @@ struct raft_store_options {
   /// Sync RocksDB's WAL on each apply. Off by default: the Raft log and snapshots are synced
   /// and replayed past the applied index after a crash (docs/replication.md).
   bool sync_applies = false;
+  /// How logs name a member, from its label ("b2" for the node's "b2=HOST:PORT/RAFT_PORT");
+  /// unset, or an answer of "": "#ID". This replica is named the same way.
+  std::function<std::string(const raft_member&)> name_of;
   /// Mutual TLS on the Raft port (raft_tls_transport.hpp), with this context: the node's
   /// (make_tls_context, tls/tls_options.hpp). Every replica of the group must have
   /// one, with certificates from one CA. Null: plain TCP (raft_uv_tcp).
@@ -158,12 +161,12 @@ public:
   /// term (it appends a barrier when elected and waits for it): a node acting on true sees
   /// the whole journal. False as soon as it steps down.
   virtual bool is_leader() const = 0;
-  /// Whether this replica is sure it still leads at this moment: is_leader(), and its loop
-  /// has run within half an election timeout, and, after a stall of the loop longer than
-  /// that (the process frozen by SIGSTOP, a paused VM), a majority answered it in a round
-  /// of heartbeats that began at least half an election timeout after the stall. A leader that is not sure runs no step
-  /// (actors/base/leader_fence.hpp): a frozen leader, woken, starts nothing before it learns
-  /// of the newer term. Cheap (one atomic); any thread.
+  /// Whether this replica is sure it still leads at this moment: is_leader(), and its loop has run
+  /// within half an election timeout, and, after a stall of the loop longer than that (the process
+  /// frozen by SIGSTOP, a paused VM), a majority answered it in a round of heartbeats that began at
+  /// least half an election timeout after the stall. A leader that is not sure runs no step
+  /// (actors/base/leader_fence.hpp): a frozen leader, woken, starts nothing before it learns of the
+  /// newer term. Cheap (one atomic); any thread.
   virtual bool sure_to_lead() const = 0;
   /// The leader this replica knows of (itself when leader), as of the loop's last iteration.
   virtual leader_info leader() const = 0;

@@ -100,6 +100,10 @@ private:
   void on_wake();
   void on_check();
   void refresh_members();  // members_ and role_ from libraft's configuration and progress
+  /// A member as logs name it: "b2 (#2)" (opts_.name_of on its label, found in the
+  /// configuration when not given), "#2" when it has no name.
+  std::string member_name(uint64_t id, const std::string& label = {}) const;
+  std::string self_name() const { return member_name(opts_.id); }
   void submit(std::shared_ptr<pending_write> pw);
   void finish(pending_write* pw, rocksdb::Status st);
   void fail_all(const rocksdb::Status& st);

@@ -59,6 +59,29 @@ if [[ -e $root/usr/bin/proctor-certs ]] && ! "$root/usr/bin/proctor-certs" --hel
   echo "package: /usr/bin/proctor-certs does not run (not executable?)" >&2
   rc=1
 fi
+# The manual ships whole: every relative link of its pages (outside code) leads to a file
+# the package has.
+docdir=$root/usr/share/doc/proctor
+if [[ ! -e $docdir/docs/operations.md ]]; then
+  echo "package: /usr/share/doc/proctor/docs/ (the manual) is missing" >&2
+  rc=1
+fi
+python3 - "$docdir" "$root" <<'EOF' || rc=1
+import pathlib, re, sys
+docdir, root = pathlib.Path(sys.argv[1]), sys.argv[2]
+bad = 0
+for md in sorted(docdir.rglob("*.md")):
+    text = re.sub(r"```.*?```", "", md.read_text(), flags=re.S)  # fenced code
+    text = re.sub(r"`[^`]*`", "", text)                          # inline code
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        path = target.split("#")[0]
+        if path and "://" not in path and not path.startswith("mailto:") \
+                and not (md.parent / path).exists():
+            print(f"package: {str(md)[len(root):]} links to {path}, which the package does "
+                  "not have", file=sys.stderr)
+            bad += 1
+sys.exit(1 if bad else 0)
+EOF
 # The list is read whole first: `grep -q` in a pipeline under pipefail fails the pipeline when
 # it exits before tar has written everything (tar dies of SIGPIPE), which once reported a
 # prerm that was there as missing.

@@ -103,7 +103,8 @@ struct node_env {
   std::atomic<int64_t> takeover_ms{0};
   /// Passivation attempts of this node's trees (proc_passivate_tree.cpp; a metric).
   mutable std::atomic<uint64_t> passivation_attempts{0};
-  /// Procedures held passivated by a live parent, without an actor (proc_passivated_children.cpp; a gauge).
+  /// Procedures held passivated by a live parent, without an actor (proc_passivated_children.cpp; a
+  /// gauge).
   mutable std::atomic<int64_t> passivated_procedures{0};
   /// Wake-ups of passivated children queued by their parent (max_live_children; a metric).
   mutable std::atomic<uint64_t> queued_wakes{0};

@@ -64,6 +64,9 @@ struct peer_status {
   uint64_t heard_forgotten_incarnation = 0;
   int64_t heard_forgotten_at_ms = 0;
   bool heard = false;
+  /// The nodes the peer places roots on by key (NodeInfo.members, sorted) as of its last
+  /// answer: keyed submits wait for the nodes to agree (actors/base/placement.hpp).
+  std::vector<std::string> members;
   /// Heartbeat answers from the peer's address that refused this node or named another node
   /// (a --peers mistake on one side), counted since the link started.
   uint64_t refusals = 0;

@@ -4,10 +4,10 @@
 // the executor's answer goes back as one frame.
 //
 // Over TLS when the actor system was configured for it (tls/caf_tls.hpp): a client without a
-// certificate from the CA is refused and logged. Clients are TCP peers, not CAF nodes: a short-lived client leaves nothing behind in
-// the node once its connection is closed, and an answer can only go to the connection that
-// asked (each connection carries a generation number; a late answer for a connection that
-// is gone is dropped, even when a new connection got the same handle).
+// certificate from the CA is refused and logged. Clients are TCP peers, not CAF nodes: a
+// short-lived client leaves nothing behind in the node once its connection is closed, and an answer
+// can only go to the connection that asked (each connection carries a generation number; a late
+// answer for a connection that is gone is dropped, even when a new connection got the same handle).
 #pragma once
 
 #include <chrono>

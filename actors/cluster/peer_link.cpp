@@ -352,6 +352,7 @@ void on_pong(link_actor* self, const pb::Response& r) {
     s.heard_forgotten_incarnation = r.pong().your_forgotten_incarnation();
     s.heard_forgotten_at_ms = r.pong().your_forgotten_at_ms();
     s.heard = true;
+    s.members.assign(r.pong().members().begin(), r.pong().members().end());
     if (!incarnation_taken(self, r.pong().incarnation()))
       return;
   }

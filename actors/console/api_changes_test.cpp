@@ -35,7 +35,7 @@ TEST(http_api, a_submit_sends_the_clis_request_and_answers_the_id) {
   };
   auto r = call(n, "POST", "/api/procs",
                 R"({"type":"demo.ledger","args":{"steps":2,"ledger_dir":"/tmp/x"},)"
-                R"("nonce":"order-7","priority":-3})");
+                R"("nonce":"order-7","key":"customer-9","priority":-3})");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, R"({"id":41})");
   ASSERT_EQ(n.asked.size(), 1u);
@@ -43,6 +43,8 @@ TEST(http_api, a_submit_sends_the_clis_request_and_answers_the_id) {
   EXPECT_EQ(s.type(), "demo.ledger");
   EXPECT_EQ(json::parse(s.args_json()), json::parse(R"({"steps":2,"ledger_dir":"/tmp/x"})"));
   EXPECT_EQ(s.nonce(), "order-7");
+  EXPECT_EQ(s.key(), "customer-9");
+  EXPECT_FALSE(s.nonce_local());  // a client's nonce is unique in the cluster
   EXPECT_EQ(s.priority(), -3);
   EXPECT_EQ(r.headers.at(0).second, "/api/procs/41");
 
@@ -69,6 +71,7 @@ TEST(http_api, a_malformed_submit_is_a_400_naming_its_field) {
     {R"({"type":"t","args_json":"{oops"})", "args_json"},
     {R"({"type":"t","args_json":"[1]"})", "args_json"},
     {R"({"type":"t","nonce":5})", "nonce"},
+    {R"({"type":"t","key":["a"]})", "key"},
     {R"({"type":"t","priority":"high"})", "priority"},
     {R"({"type":"t","priority":1.5})", "priority"},
     {R"({"type":"t","priority":4294967296})", "priority"},

@@ -94,7 +94,7 @@ console_reply submit(const api_call& c) {
   if (auto* e = std::get_if<console_reply>(&got))
     return std::move(*e);
   const auto& o = std::get<json>(got);
-  if (auto bad = unknown_field(o, {"type", "args", "args_json", "nonce", "priority"}))
+  if (auto bad = unknown_field(o, {"type", "args", "args_json", "nonce", "key", "priority"}))
     return std::move(*bad);
   pb::Request r;
   auto* s = r.mutable_submit();
@@ -118,6 +118,11 @@ console_reply submit(const api_call& c) {
     if (!o["nonce"].is_string())
       return bad_field("nonce", "a string is wanted");
     s->set_nonce(o["nonce"].get<std::string>());
+  }
+  if (o.contains("key")) {  // placement (docs/cluster.md, "Placement by key")
+    if (!o["key"].is_string())
+      return bad_field("key", "a string is wanted");
+    s->set_key(o["key"].get<std::string>());
   }
   if (int32_t priority = 0; o.contains("priority")) {
     if (auto bad = priority_field(o, &priority))

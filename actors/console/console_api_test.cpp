@@ -1,5 +1,6 @@
-// The web console's API against a fake node: routes, errors and their HTTP statuses, the
-// token, and that each answer is the CLI's JSON (actors/wire/json/status_json.hpp, actors/wire/json/views_json.hpp).
+// The web console's API against a fake node: routes, errors and their HTTP statuses, the token, and
+// that each answer is the CLI's JSON (actors/wire/json/status_json.hpp,
+// actors/wire/json/views_json.hpp).
 #include "actors/console/console_api.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// The web console (docs/web-console.md): `proctord --http HOST:PORT` serves its pages,
-// built into the binary (actors/console/, actors/console/embedded_files.hpp), and the HTTP/JSON
-// API (docs/http-api.md, actors/console/console_api.hpp) on threads of its own. Each API call is one request
-// to the executor, as a CLI command is, waited for at most `node_timeout` (then 503).
+// The web console (docs/web-console.md): `proctord --http HOST:PORT` serves its pages, built into
+// the binary (actors/console/, actors/console/embedded_files.hpp), and the HTTP/JSON API
+// (docs/http-api.md, actors/console/console_api.hpp) on threads of its own. Each API call is one
+// request to the executor, as a CLI command is, waited for at most `node_timeout` (then 503).
 #pragma once
 
 #include <atomic>

@@ -46,6 +46,8 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   info->set_live(st.live);
   info->set_started_at_ms(st.env->started_at_ms);
   info->set_incarnation(st.env->incarnation);
+  for (const auto& m : *st.env->cluster->node_names())
+    info->add_members(m);
   fill_progress(self, req.from(), *info);
   fill_forgotten(self, req.from(), *info);
   if (req.want_types())

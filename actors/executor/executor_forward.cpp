@@ -1,7 +1,7 @@
-// Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release,
-// history, bypass, retry or resubmit of a procedure another node holds goes to that node, and its answer
-// comes back unchanged; a child placed on another node is asked where it runs (its status
-// and its history). (A tree is gathered across nodes by executor_views.cpp.)
+// Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release, history,
+// bypass, retry or resubmit of a procedure another node holds goes to that node, and its answer
+// comes back unchanged; a child placed on another node is asked where it runs (its status and its
+// history). (A tree is gathered across nodes by executor_views.cpp.)
 #include "actors/base/errors.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/executor/internal/executor_state.hpp"

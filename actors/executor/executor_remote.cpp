@@ -1,9 +1,9 @@
-// The executor's side of trees across nodes (actors/procedure/remote.hpp): what another node's outbox
-// delivers (wire.proto PeerDeliver). Each message is made durable here before the batch is
-// acknowledged; a message this node cannot take yet (its tree is restarting) makes the
-// whole batch "later", and the sender delivers it again. Each message is safe twice: a
-// spawn of a child held already, an end already journaled, a rollback of a fragment rolled
-// back, a release of a fragment gone — each is acknowledged and does nothing more.
+// The executor's side of trees across nodes (actors/procedure/remote.hpp): what another node's
+// outbox delivers (wire.proto PeerDeliver). Each message is made durable here before the batch is
+// acknowledged; a message this node cannot take yet (its tree is restarting) makes the whole batch
+// "later", and the sender delivers it again. Each message is safe twice: a spawn of a child held
+// already, an end already journaled, a rollback of a fragment rolled back, a release of a fragment
+// gone — each is acknowledged and does nothing more.
 #include <cstdio>
 
 #include <spdlog/spdlog.h>

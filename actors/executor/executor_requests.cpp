@@ -251,6 +251,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, "malformed request payload"));
   if (forward_to_owner(self, req, bytes, rp))
     return;
+  if (req.has_submit() && place_submit(self, req, rp))
+    return;  // its key's slot is another node's (executor_placement.cpp)
   if (hold_for_ids(self, req, bytes, rp))
     return;  // a new journal waits for its peers (executor_progress.cpp)
   switch (req.body_case()) {

@@ -7,6 +7,8 @@
 #include <proctor/journal.pb.h>
 #include <proctor/proc_state.hpp>
 
+#include "actors/wire/wall_clock.hpp"
+
 namespace proctor {
 
 namespace {
@@ -63,7 +65,16 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
     return e;
   };
   bool summary_only = false;
-  uint64_t wait_lsn = 0;  // its last Suspended record
+  uint64_t wait_lsn = 0;     // its last Suspended record
+  int64_t last_step_ms = 0;  // when its last step committed (0: not recorded)
+  /// "2026-12-02T11:59:30.000Z (30000 ms after its step)": when a wait ends, readable, and
+  /// how long after the step that began it.
+  auto when = [&](int64_t ms) {
+    auto t = utc_ms_text(ms);
+    if (last_step_ms > 0)
+      t += " (" + std::to_string(ms - last_step_ms) + " ms after its step)";
+    return t;
+  };
   for (const auto& r : records) {
     pb::JournalRecord rec;
     if (!rec.ParseFromString(r.value)) {
@@ -104,6 +115,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         e->set_attempt(s.attempt());
         e->set_at_ms(s.committed_at_ms());
         e->set_took_us(s.took_us());
+        last_step_ms = s.committed_at_ms();
         std::string d;
         if (s.children_size() > 0) {
           d = "spawned";
@@ -127,8 +139,9 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         e->set_state_name(name(s.resume_state()));
         std::string d =
           s.call_service().empty() ? "event " + s.event_key() : "call to " + s.call_service();
+        e->set_deadline_ms(s.deadline_ms());
         if (s.deadline_ms() != 0)
-          d += ", deadline " + std::to_string(s.deadline_ms()) + " ms";
+          d += ", deadline " + when(s.deadline_ms());
         if (s.has_timeout_state())
           d += ", on timeout " + name(s.timeout_state());
         e->set_detail(d);
@@ -141,7 +154,8 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         auto* e = add(r.lsn, "timer");
         e->set_state(s.resume_state());
         e->set_state_name(name(s.resume_state()));
-        e->set_detail("wakes at " + std::to_string(s.wake_at_ms()) + " ms");
+        e->set_deadline_ms(s.wake_at_ms());
+        e->set_detail("wakes at " + when(s.wake_at_ms()));
         break;
       }
       case pb::JournalRecord::kDelivered: {

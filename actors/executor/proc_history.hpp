@@ -1,7 +1,6 @@
-// A procedure's journaled life (`proctor history`), read from its tree's records: each step
-// with its state name, attempt, commit time and handler duration, the waits, events,
-// failures, undos, its end, a bypass and an operator's retry. Pure: the executor reads the records, this names
-// them.
+// A procedure's journaled life (`proctor history`), read from its tree's records: each step with
+// its state name, attempt, commit time and handler duration, the waits, events, failures, undos,
+// its end, a bypass and an operator's retry. Pure: the executor reads the records, this names them.
 #pragma once
 
 #include <cstdint>

@@ -136,6 +136,11 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   o.dir = s.data_dir;
   o.election_timeout_ms = s.election_timeout_ms;
   o.join = s.join;
+  o.name_of = [](const raft_member& m) {  // logs say "b2 (#2)"
+    replica_member r;
+    std::string why;
+    return parse_replica(m.label, &r, &why) ? r.name : std::string{};
+  };
   if (s.tls.enabled()) {
     // The Raft port is protected as the node's own (docs/replication.md, "TLS").
     std::string why;

@@ -1,9 +1,9 @@
-// A procedure that only waits for its timer or its event gives up its actor while its tree
-// runs (passivation at any depth, not only of trees that wholly wait). Its parent
-// holds it passivated, as it holds the children a tree woken from its image does not spawn
-// (proc_passivated_children.cpp): the timer or the event's deadline is armed under the child's name, its
-// event comes through the parent, and the child is spawned from its image when either comes,
-// or earlier for a stop, a bypass or a restart.
+// A procedure that only waits for its timer or its event gives up its actor while its tree runs
+// (passivation at any depth, not only of trees that wholly wait). Its parent holds it passivated,
+// as it holds the children a tree woken from its image does not spawn
+// (proc_passivated_children.cpp): the timer or the event's deadline is armed under the child's
+// name, its event comes through the parent, and the child is spawned from its image when either
+// comes, or earlier for a stop, a bypass or a restart.
 //
 // When: a root tries to passivate its tree passivate_after after the tree last began to wait
 // (proc_passivate_tree.cpp). An attempt that finds something running resumes the procedures that
@@ -29,15 +29,15 @@
 // The image C sends is what its journal holds: it waits, has no children, and its current
 // state never started (it commits nothing while it offers).
 //
-// A parent waiting for its children goes the same way once each of them has ended or gone
-// (a parent resumed while they were going or running offers when the last one went or
-// ended: procedure_actor.cpp's subtree_done handler). Its image holds its
-// own entry, the images its passivated children sleep in, and its ended children's subtrees as
-// their ends reported them; so its parent holds the whole subtree passivated (proc_passivated_children.cpp).
-// Its passivated children's registrations with the executor are taken over by its parent's
-// (a wake-up routed to it as it went is held by the executor and sent again), and their
-// deadlines go with it, its parent arming the earliest. A wake-up for one of them that
-// comes while it offers is held, and it takes the offer back.
+// A parent waiting for its children goes the same way once each of them has ended or gone (a parent
+// resumed while they were going or running offers when the last one went or ended:
+// procedure_actor.cpp's subtree_done handler). Its image holds its own entry, the images its
+// passivated children sleep in, and its ended children's subtrees as their ends reported them; so
+// its parent holds the whole subtree passivated (proc_passivated_children.cpp). Its passivated
+// children's registrations with the executor are taken over by its parent's (a wake-up routed to it
+// as it went is held by the executor and sent again), and their deadlines go with it, its parent
+// arming the earliest. A wake-up for one of them that comes while it offers is held, and it takes
+// the offer back.
 #include "actors/base/errors.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/wire/wall_clock.hpp"

@@ -307,8 +307,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
                            staged->hand_over(self->state.env->outbox, last_lsn, batch_size);
                            after_commit();
                            auto& st = self->state;
-                           // The executor knows each child on another node from now on (their ends arrive
-                           // there, also while this tree stops and no placeholder runs).
+                           // The executor knows each child on another node from now on (their ends
+                           // arrive there, also while this tree stops and no placeholder runs).
                            for (const auto& sub : subs)
                              if (!sub.submitted().node().empty()) {
                                proc_update u;
@@ -335,7 +335,8 @@ void commit_outcome(proc_actor* self, step_result& r) {
                            for (auto cid : ids)
                              st.add_child(cid, true);
                            if (st.stopping) {
-                             // Journaled but never started: their rollback has no partly run state to undo.
+                             // Journaled but never started: their rollback has no partly run state
+                             // to undo.
                              st.stopped_clean.insert(st.stopped_clean.end(), ids.begin(),
                                                      ids.end());
                              return maybe_finish_stop(self);

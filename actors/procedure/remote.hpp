@@ -31,8 +31,8 @@ using remote_end_atom = caf::atom_constant<caf::atom("rmtend")>;
 /// (remote_route_atom, uint64_t id, caf::actor): messages about child `id` go to the actor.
 using remote_route_atom = caf::atom_constant<caf::atom("rmtroute")>;
 /// (remote_route_via_atom, uint64_t id, caf::actor parent): child `id` is passivated (its
-/// placeholder gave up its actor, or was never spawned: proc_passivated_children.cpp) and `parent` holds
-/// it: the executor tells the parent (wake_child_atom) once the child's end is journaled
+/// placeholder gave up its actor, or was never spawned: proc_passivated_children.cpp) and `parent`
+/// holds it: the executor tells the parent (wake_child_atom) once the child's end is journaled
 /// here, or its node is down, and the parent spawns the placeholder, which registers itself
 /// (remote_route_atom) and is told the end.
 using remote_route_via_atom = caf::atom_constant<caf::atom("rmtvia")>;

@@ -5,13 +5,13 @@
 // executor journaled in this tree before (executor_remote.cpp).
 //
 // While its node is up it only waits, so it gives up its actor as a waiting leaf does
-// (proc_passivate_waiter.cpp): resumed after its tree could not passivate, it offers its parent to go;
-// told yes, it asks the executor to route the child's messages to the parent
-// (remote_passivate_via_atom), which it does unless the child's end is here already (then on
-// its way to this actor, which stays), and quits with errc::passivated. The parent holds it
-// passivated (proc_passivated_children.cpp) and spawns it again when the executor says the end came or
-// the node went down; the new placeholder registers itself and is told the end. An end that
-// comes while it offers is held, and it takes the offer back.
+// (proc_passivate_waiter.cpp): resumed after its tree could not passivate, it offers its parent to
+// go; told yes, it asks the executor to route the child's messages to the parent
+// (remote_passivate_via_atom), which it does unless the child's end is here already (then on its
+// way to this actor, which stays), and quits with errc::passivated. The parent holds it passivated
+// (proc_passivated_children.cpp) and spawns it again when the executor says the end came or the
+// node went down; the new placeholder registers itself and is told the end. An end that comes while
+// it offers is held, and it takes the offer back.
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"

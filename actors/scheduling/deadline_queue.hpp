@@ -1,6 +1,6 @@
 // Every deadline of a node in one structure: the data structure of the timeout actor
-// (docs/concepts.md, "The timeout actor"). Pure data structure, no CAF; the actor owns one and keeps a single
-// CAF timer set to `next_deadline()`.
+// (docs/concepts.md, "The timeout actor"). Pure data structure, no CAF; the actor owns one and
+// keeps a single CAF timer set to `next_deadline()`.
 #pragma once
 
 #include <cstddef>
@@ -63,24 +63,24 @@ struct fired_deadline {
 /// the kind of pause `incremental_map` removed from the executor. Heap pages are given back
 /// as the heap shrinks; slot pages stay at their high-water mark, their slots reused.
 ///
-/// Why a heap rather than a timing wheel. Measured 2026-11-25 on the shared 2-core machine
-/// (AMD EPYC VM), g++ 12 -O2, thread CPU time, 1,000,000 entries due within the same second,
-/// all armed, then popped in batches of 1024 (deadline_queue_test's DISABLED_measure):
+/// Why a heap rather than a timing wheel. Measured 2026-11-25 on the shared 2-core machine (AMD
+/// EPYC VM), g++ 12 -O2, thread CPU time, 1,000,000 entries due within the same second, all armed,
+/// then popped in batches of 1024 (deadline_queue_test's DISABLED_measure):
 ///   this heap:  arm 6.5 M/s, pop 2.7 M/s, arm+pop 1.9 M/s, cancel (random order) 5.2 M/s,
 ///               52.2 bytes/entry
 ///   wheel prototype (1 ms buckets over a 65 s window, 32-byte doubly linked nodes, not kept):
 ///               arm 10 M/s, pop 5.7 M/s, arm+pop 3.6 M/s, 32.6 bytes/entry
 /// The wheel was about twice as fast and 37 % smaller, but only on its best case: it held no
-/// deadline outside its window and no past one. A complete wheel needs, besides the buckets,
-/// an ordered structure for deadlines already past (a restarted node re-arms every journaled
-/// deadline, many of them expired while it was down, and they must fire in deadline order),
-/// either levels with cascading or an overflow heap for deadlines beyond the window (result
-/// and event TTLs are hours), a migration step that keeps equal deadlines FIFO across the two,
-/// and bucket scans to make `next_deadline()` exact. The heap gets all of that from one
-/// comparison. Its 1.9 M arm+pop/s is several times the node's best durable step rate
-/// (0.3-0.7 M steps/s in docs/benchmarks.md), and most steps arm no deadline at all. Both structures
-/// are bound by cache misses on this machine: branch-free child selection and cache-line
-/// aligned sibling groups made the heap no measurably faster, so the plain code stayed.
+/// deadline outside its window and no past one. A complete wheel needs, besides the buckets, an
+/// ordered structure for deadlines already past (a restarted node re-arms every journaled deadline,
+/// many of them expired while it was down, and they must fire in deadline order), either levels
+/// with cascading or an overflow heap for deadlines beyond the window (result and event TTLs are
+/// hours), a migration step that keeps equal deadlines FIFO across the two, and bucket scans to
+/// make `next_deadline()` exact. The heap gets all of that from one comparison. Its 1.9 M arm+pop/s
+/// is several times the node's best durable step rate (0.3-0.7 M steps/s in docs/benchmarks.md),
+/// and most steps arm no deadline at all. Both structures are bound by cache misses on this
+/// machine: branch-free child selection and cache-line aligned sibling groups made the heap no
+/// measurably faster, so the plain code stayed.
 ///
 /// Handles: a slot's generation grows each time the slot is freed; a handle matches only while
 /// its generation is the slot's. A slot whose generation would wrap is retired instead of

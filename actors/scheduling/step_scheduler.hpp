@@ -17,12 +17,12 @@
 //                               the held locks, then those awaited by blocked steps
 //   (limits_set_atom, type_limit_change)  an operator's change of a type's limits (journaled)
 //   (limits_atom)            -> std::vector<type_limit_view>
-// A job whose locks conflict waits (its procedure is told: lock_wait_atom, "lock NAME") and
-// is retried whenever locks are released. A forward step of a type whose limits
-// (type_limits) do not let it run now is held back (its procedure is told why:
-// lock_wait_atom, "type limit x: 10 of 10 running") until a step of its type ends or its
-// next token comes (a delayed message to itself): every such wait has its wake-up. A running step slower than `stuck_after` is reported
-// once (log and the stuck_steps gauge).
+// A job whose locks conflict waits (its procedure is told: lock_wait_atom, "lock NAME") and is
+// retried whenever locks are released. A forward step of a type whose limits (type_limits) do not
+// let it run now is held back (its procedure is told why: lock_wait_atom, "type limit x: 10 of 10
+// running") until a step of its type ends or its next token comes (a delayed message to itself):
+// every such wait has its wake-up. A running step slower than `stuck_after` is reported once (log
+// and the stuck_steps gauge).
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
-// The timeout actor (docs/concepts.md, "The timeout actor"): every deadline of a node in one deadline_queue,
-// under one CAF timer set to the earliest of them.
+// The timeout actor (docs/concepts.md, "The timeout actor"): every deadline of a node in one
+// deadline_queue, under one CAF timer set to the earliest of them.
 //
 // An actor arms a deadline with a message: at the deadline the timeout actor sends that
 // message to it. A deadline is named by its owner (a procedure or tree id, an event's LSN)

@@ -26,4 +26,12 @@ inline std::string utc_text(int64_t ms) {
   return buf;
 }
 
+/// Milliseconds since the epoch as "2026-11-25T06:40:12.345Z" (UTC, to the millisecond): a
+/// deadline or a timer's wake in `proctor history`.
+inline std::string utc_ms_text(int64_t ms) {
+  auto text = utc_text(ms);  // ...:12Z
+  auto frac = std::to_string(1000 + ms % 1000).substr(1);
+  return text.substr(0, text.size() - 1) + "." + frac + "Z";
+}
+
 }  // namespace proctor

@@ -60,7 +60,7 @@ struct bench_options {
   double latency_seconds = 3.0;
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
-  std::string phases = "abcdefghijkl";  // which measures to run (d and e are one phase)
+  std::string phases = "abcdefghijklm";  // which measures to run (d and e are one phase)
   bool ledger = false;             // (b) with demo.ledger (a file per step, on the worker threads)
   size_t remote_children = 10000;  // (g) R
   size_t spread_roots = 100;       // (h) T
@@ -315,6 +315,8 @@ void await(F ok, std::chrono::seconds limit, const std::string& what) {
 
 void phase_remote_fanout(reporter& r, const bench_options& o, const std::string& dir);
 void phase_spread(reporter& r, const bench_options& o, const std::string& dir);
+/// (m) placement by key: balance over 2-16 members, a forwarded submit beside a local one.
+void phase_placement(reporter& r, const bench_options& o, const std::string& dir);
 
 // -- (i) takeover by a standby (phases_standby.cpp) ------------------------------------------
 

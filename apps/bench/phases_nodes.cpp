@@ -5,7 +5,10 @@
 //   (g) one demo.fanout root on node a whose R one-step children all run on node b: submit
 //       to the root's SUCCESS, each child journaled on b, run, and its end journaled on a;
 //   (h) T demo.fanout roots of K children of S steps, spread over a, b and c, beside the
-//       same roots on one node without peers: child steps per second of each.
+//       same roots on one node without peers: child steps per second of each;
+//   (m) placement by key (docs/cluster.md): how evenly 100,000 keys spread over 2-16 members,
+//       and a submit asked of node a whose key b owns (forwarded) beside one a owns, one
+//       client, one after another: the cost of the hop.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,12 +17,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <proctor/wire.pb.h>
 
+#include "actors/base/placement.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "bench.hpp"
 
@@ -126,6 +133,85 @@ void phase_spread(reporter& r, const bench_options& o, const std::string& dir) {
   }
   r.put("three_nodes_steps_per_s", three);
   r.put("one_node_steps_per_s", one);
+  r.finish();
+}
+
+namespace {
+
+/// Submits `n` demo.noop roots of one step to the node on `port`, one after another, each
+/// with a key `pick` gives: the latency of each, sorted (us).
+std::vector<double> keyed_submits(uint16_t port, size_t n,
+                                  const std::function<std::string(size_t)>& pick) {
+  std::vector<double> us;
+  for (size_t i = 0; i < n; ++i) {
+    pb::Request req;
+    req.mutable_submit()->set_type("demo.noop");
+    req.mutable_submit()->set_args_json(R"({"steps":1})");
+    req.mutable_submit()->set_key(pick(i));
+    auto t0 = clk::now();
+    auto r = ask(port, req, std::chrono::seconds{30});
+    if (r.code() != pb::Response::OK)
+      throw std::runtime_error("keyed submit refused: " + r.error());
+    us.push_back(secs(clk::now() - t0) * 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  return us;
+}
+
+}  // namespace
+
+void phase_placement(reporter& r, const bench_options& o, const std::string& dir) {
+  // Balance: slots are dealt exactly (floor or floor + 1 a member); keys add the hash's noise.
+  double worst_keys = 0, worst_slots = 0;
+  size_t worst_members = 0;
+  for (size_t n = 2; n <= 16; ++n) {
+    std::vector<std::string> members;
+    for (size_t i = 0; i < n; ++i)
+      members.push_back("node-" + std::string(1, static_cast<char>('a' + i)));
+    placement::table t(members);
+    std::vector<size_t> keys(n, 0);
+    for (size_t k = 0; k < 100'000; ++k) {
+      const auto& owner = t.owner_of("key-" + std::to_string(k));
+      ++keys[static_cast<size_t>(owner.back() - 'a')];
+    }
+    auto [klo, khi] = std::minmax_element(keys.begin(), keys.end());
+    auto c = t.counts();
+    auto [slo, shi] = std::minmax_element(c.begin(), c.end());
+    double kr = static_cast<double>(*khi) / static_cast<double>(*klo);
+    worst_slots = std::max(worst_slots, static_cast<double>(*shi) / *slo);
+    if (kr > worst_keys) {
+      worst_keys = kr;
+      worst_members = n;
+    }
+  }
+  r.put("keys_max_min_worst", worst_keys);
+  r.put("keys_worst_members", static_cast<double>(worst_members));
+  r.put("slots_max_min_worst", worst_slots);
+
+  // The hop: keys of a's slots and of b's, asked of a.
+  node_group g;
+  start_nodes(g, dir, {"a", "b"}, o.workers);
+  const auto port = g.nodes[0].port;
+  placement::table t({"a", "b"});
+  auto owned_by = [&](const std::string& owner) {
+    std::vector<std::string> out;
+    for (size_t k = 0; out.size() < 4096; ++k)
+      if (auto key = "k" + std::to_string(k); t.owner_of(key) == owner)
+        out.push_back(key);
+    return out;
+  };
+  auto mine = owned_by("a"), theirs = owned_by("b");
+  // Until a has heard b's members (its heartbeat answers), keyed submits may be refused.
+  await([&] { return keyed_submits(port, 1, [&](size_t) { return theirs[0]; }).size() == 1; },
+        std::chrono::seconds{30}, "a keyed submit was refused for 30 s");
+  const size_t n = o.quick ? 200 : 2000;
+  auto local = keyed_submits(port, n, [&](size_t i) { return mine[i % mine.size()]; });
+  auto forwarded = keyed_submits(port, n, [&](size_t i) { return theirs[i % theirs.size()]; });
+  r.put("local_p50_us", percentile(local, 0.5));
+  r.put("local_p99_us", percentile(local, 0.99));
+  r.put("forwarded_p50_us", percentile(forwarded, 0.5));
+  r.put("forwarded_p99_us", percentile(forwarded, 0.99));
+  r.put("submits", static_cast<double>(n));
   r.finish();
 }
 

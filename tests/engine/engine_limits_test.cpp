@@ -313,8 +313,8 @@ TEST_F(type_limits_test, a_limited_tree_survives_a_crash_at_every_boundary_witho
   EXPECT_GT(rep.boundaries, 5u) << rep.summary();
 }
 
-/// A seeded random run: trees of a limited type, an operator changing its limit at random
-/// moments (1 to 3, or back to the code's 1), aborts and restarts in between. Every tree must end (SUCCESS,
+/// A seeded random run: trees of a limited type, an operator changing its limit at random moments
+/// (1 to 3, or back to the code's 1), aborts and restarts in between. Every tree must end (SUCCESS,
 /// or ROLLEDBACK when aborted): no step is held back for ever whatever comes when.
 TEST_F(type_limits_test, random_limit_changes_aborts_and_restarts_never_leave_a_step_held) {
   const uint64_t seed = seed_from_env();

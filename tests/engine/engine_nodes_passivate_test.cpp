@@ -1,8 +1,8 @@
-// Children on other nodes give up their placeholders' actors (passivation at any depth,
-// "children — local or remote"): while its tree runs, a placeholder whose node is up
-// goes passivated under its parent (remote_child.cpp), and so may the parent, with it, under
-// its own (proc_passivate_waiter.cpp); the child's end, its node going down, an abort each bring back
-// what they must (proc_passivated_children.cpp, executor_remote.cpp). Three in-process nodes; the test
+// Children on other nodes give up their placeholders' actors (passivation at any depth, "children —
+// local or remote"): while its tree runs, a placeholder whose node is up goes passivated under its
+// parent (remote_child.cpp), and so may the parent, with it, under its own
+// (proc_passivate_waiter.cpp); the child's end, its node going down, an abort each bring back what
+// they must (proc_passivated_children.cpp, executor_remote.cpp). Three in-process nodes; the test
 // tells each what the others' links would (report()).
 #include <algorithm>
 #include <cstdlib>

@@ -1,8 +1,8 @@
-// Parents waiting for their children give up their actors with their subtrees
-// (passivation at any depth, "children" among the waits): a parent whose children all gave up
-// theirs while the tree runs goes too (proc_passivate_waiter.cpp), and a tree woken from its image keeps
-// each subtree that only waits passivated until the earliest wake-up in it (proc_passivated_children.cpp).
-// Each is checked for the wake-ups, an abort, a bypass and a restart.
+// Parents waiting for their children give up their actors with their subtrees (passivation at any
+// depth, "children" among the waits): a parent whose children all gave up theirs while the tree
+// runs goes too (proc_passivate_waiter.cpp), and a tree woken from its image keeps each subtree
+// that only waits passivated until the earliest wake-up in it (proc_passivated_children.cpp). Each
+// is checked for the wake-ups, an abort, a bypass and a restart.
 #include <algorithm>
 #include <numeric>
 #include <random>

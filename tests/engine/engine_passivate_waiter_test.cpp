@@ -1,7 +1,7 @@
-// Waiters that give up their actors while their tree runs (proc_passivate_waiter.cpp): a leaf waiting
-// for its timer or its event, thawed after its tree could not passivate as a whole, is held
-// passivated by its parent until its wake-up, at depth 2 and 3, through aborts, events and a
-// node restart. The random test's seed is printed.
+// Waiters that give up their actors while their tree runs (proc_passivate_waiter.cpp): a leaf
+// waiting for its timer or its event, thawed after its tree could not passivate as a whole, is held
+// passivated by its parent until its wake-up, at depth 2 and 3, through aborts, events and a node
+// restart. The random test's seed is printed.
 #include <algorithm>
 #include <numeric>
 #include <random>

@@ -1,6 +1,6 @@
 // The fixture of the passivation tests (engine_passivation_test.cpp: trees that wholly wait;
-// engine_passivate_waiter_test.cpp: waiters that give up their actors while their tree runs): a node
-// with the probe type registered, a probe world of its own, and the trees and checks both
+// engine_passivate_waiter_test.cpp: waiters that give up their actors while their tree runs): a
+// node with the probe type registered, a probe world of its own, and the trees and checks both
 // build on.
 #pragma once
 

@@ -176,10 +176,10 @@ TEST_F(passivation_test, a_woken_wide_tree_is_not_asked_again_while_its_timers_f
   EXPECT_LE(attempts, 4) << "the woken tree was asked over and over";
 }
 
-// A woken wide tree comes back a procedure at a time (proc_passivated_children.cpp): its children that
-// only wait for a timer stay unspawned until theirs is due. They were all rebuilt at once
-// when the tree woke, before the first of them could run (a million actors in
-// proctor-bench (j), and seconds of lateness for all of them).
+// A woken wide tree comes back a procedure at a time (proc_passivated_children.cpp): its children
+// that only wait for a timer stay unspawned until theirs is due. They were all rebuilt at once when
+// the tree woke, before the first of them could run (a million actors in proctor-bench (j), and
+// seconds of lateness for all of them).
 TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_come_due) {
   start_with(std::chrono::milliseconds{20});
   auto first_at = wall() + 2'000;

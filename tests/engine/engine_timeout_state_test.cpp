@@ -4,8 +4,11 @@
 // procedure waits, or a crash after the timed-out delivery was journaled, keeps it.
 #include <memory>
 #include <mutex>
+#include <regex>
+#include <string>
 
 #include "actors/testing/fault_store.hpp"
+#include "actors/wire/wall_clock.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "tests/engine/engine_passivation_fixture.hpp"
 
@@ -62,16 +65,17 @@ protected:
   }
 
   /// The history's "suspended" entry of `id`.
-  std::string suspended_entry(uint64_t id) {
+  pb::HistoryEntry suspended(uint64_t id) {
     pb::Request h;
     h.mutable_history()->set_id(id);
     auto r = call(h);
     EXPECT_EQ(r.code(), pb::Response::OK) << r.error();
     for (const auto& e : r.history().entries())
       if (e.kind() == "suspended")
-        return e.detail();
+        return e;
     return {};
   }
+  std::string suspended_entry(uint64_t id) { return suspended(id).detail(); }
 };
 
 TEST_F(timeout_state_test, a_passed_deadline_runs_the_suspends_timeout_state) {
@@ -89,6 +93,17 @@ TEST_F(timeout_state_test, an_event_before_the_deadline_runs_the_resume_state) {
   start();
   auto id = submit("test.probe", json(waiter("ts.event", 60000, ProbeAction::DONE)));
   ASSERT_TRUE(eventually([&] { return status(id).waiting_for() == "event ts.event"; }));
+  // The history shows the deadline as a time a person reads, and how far after the step.
+  auto e = suspended(id);
+  EXPECT_GT(e.deadline_ms(), 0);
+  std::smatch m;
+  std::string detail = e.detail();
+  ASSERT_TRUE(std::regex_search(
+    detail, m,
+    std::regex(R"(deadline (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) \((\d+) ms after its step\))")))
+    << detail;
+  EXPECT_EQ(m[1].str(), utc_ms_text(e.deadline_ms()));
+  EXPECT_NEAR(std::stoll(m[2].str()), 60000, 1000) << detail;
   EXPECT_EQ(event("ts.event", R"("paid")").code(), pb::Response::OK);
   auto s = wait(id);
   EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();

@@ -284,7 +284,8 @@ private:
           if (unit < 0)
             return false;
           i_ += 6;
-          // Surrogates in pairs, high then low (is_valid_json's limit, actors/wire/json/status_json.hpp).
+          // Surrogates in pairs, high then low (is_valid_json's limit,
+          // actors/wire/json/status_json.hpp).
           if (unit >= 0xDC00 && unit <= 0xDFFF)
             return false;
           if (unit >= 0xD800 && unit <= 0xDBFF) {

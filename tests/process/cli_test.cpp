@@ -479,7 +479,7 @@ TEST(cli, list_shows_roots_all_shows_children_and_state_filters) {
   f.n.kill();
 }
 
-// -- abort and release ------------------------------------------------------------------------------
+// -- abort and release ----------------------------------------------------------------------------
 
 TEST(cli, abort_of_a_waiting_procedure_rolls_it_back) {
   fixture f;
@@ -577,7 +577,7 @@ TEST(cli, release_removes_a_finished_root_and_refuses_a_running_one) {
   f.n.kill();
 }
 
-// -- metrics ------------------------------------------------------------------------------------------
+// -- metrics --------------------------------------------------------------------------------------
 
 /// Checks that `text` is Prometheus text: comments, or `name{labels} value` samples.
 void expect_prometheus_text(const std::string& text) {
@@ -680,7 +680,7 @@ TEST(cli, metrics_over_http_serves_the_same_text) {
   f.n.kill();
 }
 
-// -- many clients ---------------------------------------------------------------------------------------
+// -- many clients ---------------------------------------------------------------------------------
 
 // A submit without --nonce gets a random one from the CLI (so that running it again after an
 // unclear end cannot create the procedure twice): two such submits are two procedures, and a
@@ -730,7 +730,7 @@ TEST(cli, concurrent_cli_calls_all_get_an_answer) {
   f.n.kill();
 }
 
-// -- SIGTERM --------------------------------------------------------------------------------------------
+// -- SIGTERM --------------------------------------------------------------------------------------
 
 TEST(cli, sigterm_exits_0_promptly_and_a_restart_carries_a_suspended_procedure_on) {
   fixture f;

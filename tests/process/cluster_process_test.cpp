@@ -185,3 +185,71 @@ TEST(cluster_config, a_wrong_peers_name_is_logged_at_a_falling_rate_and_counted_
 }
 
 }  // namespace
+
+// Placement by key (docs/cluster.md): the same nonce sent at once to every node starts one
+// tree, whichever node was asked; a key places the root on its slot's owner; with the owner
+// down, a submit for its slot is refused, starting nothing, and answered once it is back.
+TEST_F(cluster, a_nonce_sent_to_every_node_at_once_starts_one_tree) {
+  const auto args = R"({"ledger_dir":")" + ledger().string()
+                    + R"(","spread":true,"undo_log":true,"steps":2,"children":3,"depth":1})";
+  std::array<proctor::test::run_result, 3> got;
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < 3; ++i)
+    clients.emplace_back([&, i] {
+      got[i] =
+        nodes_[i]->ctl({"submit", "demo.ledger", "--args-json", args, "--nonce", "order-42"}, 30s);
+    });
+  for (auto& t : clients)
+    t.join();
+  std::set<std::string> ids;
+  for (const auto& r : got) {
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ids.insert(r.out);
+  }
+  ASSERT_EQ(ids.size(), 1u) << "one nonce, answered with different ids";
+  auto id = proctor::test::parse_id(*ids.begin());
+  ASSERT_TRUE(id);
+  EXPECT_EQ(final_state(1, *id), "SUCCESS");
+  EXPECT_EQ(ledger_files(), 2u + 3 * 2);  // one tree's steps, each once
+
+  // A key: the root runs on the slot's owner, whichever node is asked.
+  std::set<uint64_t> owners;
+  for (int k = 0; k < 9; ++k) {
+    auto r = nodes_[k % 3]->ctl({"submit", "demo.noop", "--args-json", R"({"steps":1})", "--key",
+                                 "customer-" + std::to_string(k)},
+                                30s);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto kid = proctor::test::parse_id(r.out);
+    ASSERT_TRUE(kid);
+    owners.insert(*kid >> 40);
+  }
+  EXPECT_GE(owners.size(), 2u) << "nine keys all placed on one node";
+
+  // c down: a nonce of one of c's slots is refused on a and b, starting nothing; once c is
+  // back, the same nonce asked of either node runs once, on c.
+  const auto c_number =
+    static_cast<uint64_t>(nodes_seen_by(0)["c"].fields().at("number").number_value());
+  ASSERT_NE(c_number, 0u);
+  nodes_[2]->kill();
+  ASSERT_TRUE(sees(0, "c", false, 30s));
+  ASSERT_TRUE(sees(1, "c", false, 30s));
+  std::string refused;  // a nonce of c's: 64 tries miss all of c's slots once in 10^11
+  for (int k = 0; k < 64 && refused.empty(); ++k) {
+    auto n = "down-" + std::to_string(k);
+    auto r = nodes_[k % 2]->ctl({"submit", "demo.noop", "--nonce", n}, 30s);
+    if (r.exit_code == 0)
+      continue;  // a's or b's: it ran there
+    EXPECT_NE(r.err.find("owned by node c, which is unreachable"), std::string::npos) << r.err;
+    refused = n;
+  }
+  ASSERT_FALSE(refused.empty());
+  ASSERT_TRUE(nodes_[2]->start()) << nodes_[2]->log_tail();
+  ASSERT_TRUE(sees(0, "c", true, 30s));
+  ASSERT_TRUE(sees(1, "c", true, 30s));
+  auto again = nodes_[0]->ctl({"submit", "demo.noop", "--nonce", refused}, 30s);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(proctor::test::parse_id(again.out).value_or(0) >> 40, c_number);
+  auto twice = nodes_[1]->ctl({"submit", "demo.noop", "--nonce", refused}, 30s);
+  EXPECT_EQ(twice.exit_code, 0) << twice.err;
+  EXPECT_EQ(twice.out, again.out);
+}

@@ -82,7 +82,7 @@ struct fixture {
   }
 };
 
-// -- events -----------------------------------------------------------------------------------------
+// -- events ---------------------------------------------------------------------------------------
 
 TEST(events_process, suspended_procedure_survives_sigkill_and_wakes_on_an_event_after_restart) {
   fixture f;
@@ -178,7 +178,7 @@ TEST(events_process, event_without_a_waiter_is_kept_across_sigkill) {
   f.n.kill();
 }
 
-// -- deadlines --------------------------------------------------------------------------------------
+// -- deadlines ------------------------------------------------------------------------------------
 
 // Both deadline tests need the kill to come before the deadline. How long submitting and
 // polling take depends on the machine's load, so a run that missed that premise is not a
@@ -265,7 +265,7 @@ TEST(events_process, deadline_that_passed_while_the_node_was_down_fires_at_resta
   FAIL() << "the kill never came before the deadline, even with the longest one";
 }
 
-// -- nonces -----------------------------------------------------------------------------------------
+// -- nonces ---------------------------------------------------------------------------------------
 
 TEST(events_process, same_nonce_returns_the_same_id_before_and_after_a_restart) {
   fixture f;
@@ -299,7 +299,7 @@ TEST(events_process, same_nonce_returns_the_same_id_before_and_after_a_restart) 
   f.n.kill();
 }
 
-// -- supervision ------------------------------------------------------------------------------------
+// -- supervision ----------------------------------------------------------------------------------
 
 int attempts(const fs::path& dir, uint64_t id) {
   std::ifstream in{dir / (std::to_string(id) + ".attempts")};

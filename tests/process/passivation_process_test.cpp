@@ -124,12 +124,12 @@ TEST(passivation_process, passivated_timers_fire_once_in_order_after_a_sigkill) 
   EXPECT_GT(late_at_restart, 0u) << "no deadline passed while the node was down";
   EXPECT_LT(all_back - restarted, 20'000)
     << "the deadlines that passed during the outage took " << all_back - restarted << " ms to fire";
-  // After that, deadline order within each tree: the scheduler is fair between roots, so when the node runs behind, a
-  // root with fewer steps queued may run a later deadline before another root's earlier one.
-  // Within one root, steps that wait for a run slot behind others can still swap: measured
-  // on the shared 2-core machine, up to 1.5 s late at p99 with a few hundred swaps in 50k.
-  // What this catches is order lost wholesale (in id order, or in the order trees came
-  // back): deadlines swapped by more than 2 s.
+  // After that, deadline order within each tree: the scheduler is fair between roots, so when the
+  // node runs behind, a root with fewer steps queued may run a later deadline before another root's
+  // earlier one. Within one root, steps that wait for a run slot behind others can still swap:
+  // measured on the shared 2-core machine, up to 1.5 s late at p99 with a few hundred swaps in 50k.
+  // What this catches is order lost wholesale (in id order, or in the order trees came back):
+  // deadlines swapped by more than 2 s.
   const int64_t slack_ms = 2'000;
   size_t ordered = 0, out_of_order = 0;
   std::map<uint64_t, int64_t> max_wake;

@@ -73,9 +73,9 @@ struct child_io {
   std::string in_file;   // stdin: this file ("" = /dev/null)
 };
 
-/// fork + exec of `program` with `args`; stdin is /dev/null (or io.in_file). The child is killed with SIGKILL
-/// if the thread that started it exits, so a crashed test leaves no node behind. Returns the
-/// pid, or -1 with `*error` set when the program could not be executed.
+/// fork + exec of `program` with `args`; stdin is /dev/null (or io.in_file). The child is killed
+/// with SIGKILL if the thread that started it exits, so a crashed test leaves no node behind.
+/// Returns the pid, or -1 with `*error` set when the program could not be executed.
 pid_t spawn_child(const std::filesystem::path& program, const std::vector<std::string>& args,
                   const child_io& io, std::string* error) {
   // Everything the child needs is prepared before fork: after it, only async-signal-safe

@@ -734,6 +734,11 @@ TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count()),
     added.out.c_str());
   EXPECT_NE(added.out.find("replica b4"), std::string::npos) << added.out;
+  // The leader's log names the replicas by name, not only by their Raft ids.
+  EXPECT_NE(b_[l2]->log_tail(1'000'000).find("raft replica " + name(l2) + " (#"), std::string::npos)
+    << b_[l2]->log_tail(40);
+  EXPECT_NE(b_[l2]->log_tail(1'000'000).find(": member b4 (#"), std::string::npos)
+    << b_[l2]->log_tail(40);
   auto json = ctl({"replicas", "--json"});
   ASSERT_EQ(json.exit_code, 0) << describe(json);
   EXPECT_NE(json.out.find("\"name\":\"b4\""), std::string::npos) << json.out;

@@ -63,9 +63,9 @@ void forget_event_wait(executor_actor* self, uint64_t id);
 /// or none for a passivated tree); nullptr if it is not registered.
 caf::actor* event_waiter(executor_actor* self, uint64_t id);
 
-/// Procedure `id`, registered by its actor `child` for event `key`, is to be woken through
-/// `parent` from now on (it gives up its actor: proc_passivate_waiter.cpp). False if that registration
-/// is gone (the event is on its way to the actor).
+/// Procedure `id`, registered by its actor `child` for event `key`, is to be woken through `parent`
+/// from now on (it gives up its actor: proc_passivate_waiter.cpp). False if that registration is
+/// gone (the event is on its way to the actor).
 bool wait_through_parent(executor_actor* self, const std::string& key, uint64_t id,
                          const caf::actor& child, caf::actor parent);
 

@@ -91,6 +91,10 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
 /// answer it here (executor_forward.cpp).
 bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& bytes,
                       promise_t& rp);
+/// A submit placed by its key (or nonce) on another node goes there, its answer back
+/// unchanged; refused when the owner or the members are uncertain. False: run it here
+/// (executor_placement.cpp).
+bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp);
 /// Why a request that says it comes from node `from` is refused ("" when `from` is a peer
 /// of this named node): a delivery or a heartbeat from a stranger.
 std::string not_a_peer(executor_actor* self, const std::string& from);

@@ -47,6 +47,10 @@
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/journal.hpp"
 
+namespace proctor::placement {
+class table;
+}  // namespace proctor::placement
+
 namespace proctor::exec_detail {
 
 struct executor_state {
@@ -72,6 +76,11 @@ struct executor_state {
   passivated_roots_part passivation;  ///< passivated roots (passivated_roots_part.hpp)
   peer_progress_part progress;        ///< the peers' progress, and this node's as they saw it
   event_ids_part event_ids;           ///< the ids of events sent with one
+  /// Placement by key (executor_placement.cpp): the table, and the members it was built from.
+  struct {
+    std::shared_ptr<const std::vector<std::string>> names;
+    std::shared_ptr<const placement::table> table;
+  } placement;
   /// Submits with a nonce whose Submitted record is not durable yet.
   std::unordered_map<std::string, std::vector<caf::typed_response_promise<std::string>>>
     nonce_pending;

@@ -52,11 +52,11 @@ struct child_slot {
   std::vector<uint64_t> stopped_clean;
   child_result result;
   int64_t ended_at_ms = 0;  ///< when it ended, as its journal records say (0: not known)
-  /// Passivated: read back waiting for a timer (wait(duration)), with nothing of its own
-  /// running, and not spawned: the parent holds its wake-up with the timeout actor under
-  /// the child's own name, and spawns it from the parent's image when it is due (or when
-  /// a bypass is on its way to it). A tree woken from passivation, or restarted, so brings
-  /// back only the procedures whose time has come, in deadline order (proc_passivated_children.cpp).
+  /// Passivated: read back waiting for a timer (wait(duration)), with nothing of its own running,
+  /// and not spawned: the parent holds its wake-up with the timeout actor under the child's own
+  /// name, and spawns it from the parent's image when it is due (or when a bypass is on its way to
+  /// it). A tree woken from passivation, or restarted, so brings back only the procedures whose
+  /// time has come, in deadline order (proc_passivated_children.cpp).
   bool passivated = false;
   bool passivated_event = false;  ///< a passivated child waiting for an event (else a timer)
   int64_t wake_at_ms = 0;  ///< of a passivated child: its timer, or its event's deadline (0: none)

@@ -1,7 +1,8 @@
 // Internal: waiting, and procedures giving up their actors — their own timer and event waits
-// (proc_waiting.cpp), passivated children and subtrees (proc_passivated_children.cpp), waiters going while
-// their tree runs (proc_passivate_waiter.cpp), and whole trees passivating (proc_passivate_tree.cpp).
-// It sees the actor's type only (proc_actor_fwd.hpp); procedure_actor_state.hpp includes it.
+// (proc_waiting.cpp), passivated children and subtrees (proc_passivated_children.cpp), waiters
+// going while their tree runs (proc_passivate_waiter.cpp), and whole trees passivating
+// (proc_passivate_tree.cpp). It sees the actor's type only (proc_actor_fwd.hpp);
+// procedure_actor_state.hpp includes it.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,7 @@ void register_wait(proc_actor* self);
 /// Disarms the wait timer (its token and the timeout actor's entry).
 void disarm_timer(proc_actor* self);
 
-// -- passivated children (proc_passivated_children.cpp) ------------------------------------------------------
+// -- passivated children (proc_passivated_children.cpp) -------------------------------------------
 
 /// Child `cid` of `image` may stay unspawned (passivated) until its wake-up: passivation is on,
 /// and it waits for a timer, an event or a call's reply with nothing of its subtree running,
@@ -92,7 +93,7 @@ void unended_subtree(const tree_image& image, const proc_image& q, std::vector<u
 const std::shared_ptr<const tree_image>& passivated_image_of(const proc_actor_state& st,
                                                              const child_slot& c);
 
-// -- a waiting procedure's actor given up while its tree runs (proc_passivate_waiter.cpp) ---------------
+// -- a waiting procedure's actor given up while its tree runs (proc_passivate_waiter.cpp) ---------
 
 /// Thawed after its tree could not passivate: a procedure that only waits for its timer or
 /// its event offers its parent to give up its actor until then.

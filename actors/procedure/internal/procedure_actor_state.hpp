@@ -23,6 +23,7 @@
 #include <proctor/journal.pb.h>
 
 #include "actors/base/messages.hpp"
+#include "actors/procedure/internal/proc_actor_fwd.hpp"
 #include "actors/procedure/internal/proc_children.hpp"
 #include "actors/procedure/internal/proc_lifecycle.hpp"
 #include "actors/procedure/internal/proc_passivation_part.hpp"
@@ -218,8 +219,6 @@ struct proc_actor_state {
       --waiting_left;
   }
 };
-
-using proc_actor = caf::stateful_actor<proc_actor_state>;
 
 /// The last spawn's policy is not join::all with cancel_siblings: children's failures come
 /// here.

@@ -99,8 +99,8 @@ TEST(status_json, strings_are_escaped) {
   EXPECT_EQ(json_quote("\xe2\x82z\xf0\x9f\x98"), "\"" + fffd + "z" + fffd + "\"");
 }
 
-// A result is embedded verbatim in place of a stand-in (actors/wire/json/json_writer.hpp): neither a
-// result nor a string that looks like the stand-in is taken for one.
+// A result is embedded verbatim in place of a stand-in (actors/wire/json/json_writer.hpp): neither
+// a result nor a string that looks like the stand-in is taken for one.
 TEST(status_json, results_that_look_like_the_stand_in_stay_as_they_are) {
   google::protobuf::RepeatedPtrField<pb::ProcStatus> xs;
   const std::string look_alike = R"({"bytes":[],"subtype":1})";

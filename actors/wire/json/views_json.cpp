@@ -83,6 +83,8 @@ std::string history_to_json(const pb::History& h) {
                        {"at_ms", e.at_ms()},
                        {"took_us", e.took_us()},
                        {"since_previous_ms", std::move(since)},
+                       {"deadline", time_field(e.deadline_ms())},
+                       {"deadline_ms", e.deadline_ms()},
                        {"detail", e.detail()}});
   }
   return w.dump({{"status", status_json_value(w, h.status())},

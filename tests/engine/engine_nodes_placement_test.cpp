@@ -1,0 +1,190 @@
+// Placement by key (docs/cluster.md, "Placement by key"; executor_placement.cpp): a submit
+// with a key or a nonce runs on the node owning the key's slot, whichever node is asked, so
+// the same nonce sent to every node answers one id and starts the work once; an owner that
+// does not answer, a forwarded submit for a slot the node does not own, and nodes that
+// disagree on the members are refused, never run twice.
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "actors/base/placement.hpp"
+#include "tests/engine/engine_nodes_fixture.hpp"
+
+namespace proctor::testing {
+namespace {
+
+class nodes_placement : public nodes_fixture {
+protected:
+  void SetUp() override {
+    nodes_fixture::SetUp();
+    for (std::string n : {"a", "b", "c"})
+      report(n, true);
+  }
+
+  static const placement::table& abc() {
+    static const placement::table t({"a", "b", "c"});
+    return t;
+  }
+
+  pb::Response submit_with(const std::string& at, const std::string& nonce,
+                           const std::string& key = {}, bool nonce_local = false) {
+    pb::Request req;
+    auto* s = req.mutable_submit();
+    s->set_type("demo.noop");
+    s->set_args_json(R"({"steps":2})");
+    s->set_nonce(nonce);
+    s->set_key(key);
+    s->set_nonce_local(nonce_local);
+    return call(at, req);
+  }
+
+  /// A key whose slot node `owner` owns.
+  static std::string key_owned_by(const std::string& owner, int skip = 0) {
+    for (int i = 0;; ++i) {
+      auto k = "key-" + std::to_string(i);
+      if (abc().owner_of(k) == owner && skip-- == 0)
+        return k;
+    }
+  }
+
+  /// Procedures node `at` holds itself (a list not asked of its peers).
+  size_t held_by(const std::string& at) {
+    pb::Request req;
+    req.mutable_list()->set_all(true);
+    req.mutable_list()->set_local(true);
+    return static_cast<size_t>(call(at, req).list_size());
+  }
+
+  size_t all_procs() { return held_by("a") + held_by("b") + held_by("c"); }
+};
+
+TEST_F(nodes_placement, the_same_nonce_sent_to_every_node_answers_one_id_and_runs_once) {
+  for (int i = 0; i < 12; ++i) {
+    const auto nonce = "order-" + std::to_string(i);
+    std::set<uint64_t> ids;
+    for (std::string at : {"a", "b", "c", "b", "a"}) {
+      auto r = submit_with(at, nonce);
+      ASSERT_EQ(r.code(), pb::Response::OK) << at << ": " << r.error();
+      ids.insert(r.id());
+    }
+    ASSERT_EQ(ids.size(), 1u) << nonce;
+    const auto id = *ids.begin();
+    EXPECT_EQ(owner_of(id), node_number_of(abc().owner_of(nonce))) << nonce;
+    EXPECT_EQ(wait("c", id).state(), pb::SUCCESS);  // asked of any node
+  }
+  EXPECT_EQ(all_procs(), 12u);
+}
+
+TEST_F(nodes_placement, a_key_places_the_root_on_its_slots_owner_and_spreads_keys) {
+  std::map<uint16_t, int> per_node;
+  for (int i = 0; i < 30; ++i) {
+    const auto key = "customer-" + std::to_string(i);
+    const std::string at = i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "c";
+    auto r = submit_with(at, /*nonce=*/"", key);
+    ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+    EXPECT_EQ(owner_of(r.id()), node_number_of(abc().owner_of(key))) << key;
+    ++per_node[owner_of(r.id())];
+    // A key without a nonce places, and deduplicates nothing: the same key is a new root.
+    auto again = submit_with(at, "", key);
+    ASSERT_EQ(again.code(), pb::Response::OK) << again.error();
+    EXPECT_NE(again.id(), r.id());
+    EXPECT_EQ(owner_of(again.id()), owner_of(r.id()));
+  }
+  EXPECT_EQ(per_node.size(), 3u);  // 30 keys over 3 nodes: each gets some
+  // The key places, the nonce deduplicates (on the key's owner).
+  const auto key = key_owned_by("c");
+  auto first = submit_with("a", "n-with-key", key);
+  auto second = submit_with("b", "n-with-key", key);
+  ASSERT_EQ(first.code(), pb::Response::OK) << first.error();
+  EXPECT_EQ(first.id(), second.id());
+  EXPECT_EQ(owner_of(first.id()), node_number_of("c"));
+}
+
+TEST_F(nodes_placement, the_clis_own_nonce_and_a_submit_without_either_run_on_the_node_asked) {
+  for (std::string at : {"a", "b", "c"}) {
+    auto r = submit_with(at, "cli-" + at, "", /*nonce_local=*/true);
+    ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+    EXPECT_EQ(owner_of(r.id()), node_number_of(at));
+    auto plain = submit_with(at, "");
+    ASSERT_EQ(plain.code(), pb::Response::OK) << plain.error();
+    EXPECT_EQ(owner_of(plain.id()), node_number_of(at));
+  }
+}
+
+TEST_F(nodes_placement, an_unreachable_owner_refuses_the_submit_and_nothing_starts) {
+  const auto nonce = key_owned_by("c");  // used as the nonce: it places too
+  cut("c");
+  report("c", false);
+  const auto before = held_by("a") + held_by("b");
+  for (std::string at : {"a", "b"}) {
+    auto r = submit_with(at, nonce);
+    EXPECT_EQ(r.code(), pb::Response::UNREACHABLE) << r.ShortDebugString();
+    EXPECT_NE(r.error().find("owned by node c, which is unreachable"), std::string::npos)
+      << r.error();
+  }
+  EXPECT_EQ(held_by("a") + held_by("b"), before);
+  // Down without being known so (the report came late): the request times out, saying the
+  // submit may have been taken there; sent again once c is back, it is answered once.
+  report("c", true);
+  auto r = submit_with("a", nonce);
+  EXPECT_EQ(r.code(), pb::Response::UNREACHABLE) << r.ShortDebugString();
+  EXPECT_NE(r.error().find("did not answer"), std::string::npos) << r.error();
+  uncut("c");
+  auto ok = submit_with("b", nonce);
+  ASSERT_EQ(ok.code(), pb::Response::OK) << ok.error();
+  EXPECT_EQ(owner_of(ok.id()), node_number_of("c"));
+  EXPECT_EQ(submit_with("a", nonce).id(), ok.id());
+  EXPECT_EQ(held_by("a") + held_by("b"), before);
+}
+
+TEST_F(nodes_placement, a_forwarded_submit_for_a_slot_not_owned_here_is_refused) {
+  pb::Request req;
+  auto* s = req.mutable_submit();
+  s->set_type("demo.noop");
+  s->set_nonce(key_owned_by("b"));
+  s->set_placement(abc().fingerprint());
+  req.set_tag(1);
+  auto r = call("a", req);  // as if a node took a for the owner
+  EXPECT_EQ(r.code(), pb::Response::REFUSED) << r.ShortDebugString();
+  EXPECT_NE(r.error().find("does not own its key's slot"), std::string::npos) << r.error();
+  // A sender whose members differ (its --peers, or a node it forgot).
+  s->set_nonce(key_owned_by("a"));
+  s->set_placement(placement::fingerprint({"a", "b"}));
+  r = call("a", req);
+  EXPECT_EQ(r.code(), pb::Response::REFUSED) << r.ShortDebugString();
+  EXPECT_NE(r.error().find("other members"), std::string::npos) << r.error();
+  EXPECT_EQ(all_procs(), 0u);
+  // The same, from a sender that agrees: run here.
+  s->set_placement(abc().fingerprint());
+  r = call("a", req);
+  ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+  EXPECT_EQ(owner_of(r.id()), node_number_of("a"));
+}
+
+TEST_F(nodes_placement, nodes_that_disagree_on_the_members_refuse_keyed_submits) {
+  // b says (in its heartbeat answer) that it places on a and b only.
+  peer_status s;
+  s.name = "b";
+  s.up = true;
+  s.heard = true;
+  s.number = node_number_of("b");
+  s.members = {"a", "b"};
+  caf::anon_send(nodes_.at("a")->executor(), peer_status_atom::value, s);
+  ASSERT_TRUE(eventually([&] {
+    auto r = submit_with("a", "", "any-key");
+    return r.code() == pb::Response::REFUSED
+           && r.error().find("node b on {a, b}") != std::string::npos;
+  }))
+    << submit_with("a", "", "any-key").ShortDebugString();
+  // A submit that places nothing still runs.
+  EXPECT_EQ(submit_with("a", "").code(), pb::Response::OK);
+  s.members = {"a", "b", "c"};
+  caf::anon_send(nodes_.at("a")->executor(), peer_status_atom::value, s);
+  EXPECT_TRUE(
+    eventually([&] { return submit_with("a", "", "any-key").code() == pb::Response::OK; }));
+}
+
+}  // namespace
+}  // namespace proctor::testing
