@@ -668,7 +668,7 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   fourth.label = "m4@" + fourth.address;
   g.members.push_back(fourth);
   g.stores.resize(4);
-  g.events.resize(4);
+  g.add_events_slot();
   auto o = g.options(3);
   o.join = true;
   o.members.clear();

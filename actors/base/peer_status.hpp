@@ -67,6 +67,14 @@ struct peer_status {
   /// The nodes the peer places roots on by key (NodeInfo.members, sorted) as of its last
   /// answer: keyed submits wait for the nodes to agree (actors/base/placement.hpp).
   std::vector<std::string> members;
+  /// The nodes the peer forgot (NodeInfo.forgotten) as of its last answer: this node forgets
+  /// them too once they are down here (executor_forget.cpp).
+  struct forgotten_node {
+    std::string name;
+    uint64_t incarnation = 0;
+    int64_t at_ms = 0;
+  };
+  std::vector<forgotten_node> forgotten;
   /// Heartbeat answers from the peer's address that refused this node or named another node
   /// (a --peers mistake on one side), counted since the link started.
   uint64_t refusals = 0;

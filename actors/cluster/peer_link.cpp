@@ -353,6 +353,9 @@ void on_pong(link_actor* self, const pb::Response& r) {
     s.heard_forgotten_at_ms = r.pong().your_forgotten_at_ms();
     s.heard = true;
     s.members.assign(r.pong().members().begin(), r.pong().members().end());
+    s.forgotten.clear();
+    for (const auto& f : r.pong().forgotten())
+      s.forgotten.push_back({f.name(), f.incarnation(), f.at_ms()});
     if (!incarnation_taken(self, r.pong().incarnation()))
       return;
   }

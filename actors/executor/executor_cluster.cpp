@@ -48,6 +48,13 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   info->set_incarnation(st.env->incarnation);
   for (const auto& m : *st.env->cluster->node_names())
     info->add_members(m);
+  for (const auto& p : st.env->cluster->all())
+    if (p.forgotten_at_ms != 0) {
+      auto* f = info->add_forgotten();
+      f->set_name(p.name);
+      f->set_incarnation(p.forgotten_incarnation);
+      f->set_at_ms(p.forgotten_at_ms);
+    }
   fill_progress(self, req.from(), *info);
   fill_forgotten(self, req.from(), *info);
   if (req.want_types())
@@ -68,6 +75,7 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
   auto before = st.env->cluster->get(s.name);
   st.env->cluster->set(s);
   progress_heard(self, s);
+  adopt_forgotten(self, s);
   bool was_up = before && before->up;
   if (s.up == was_up && before && before->reason == s.reason)
     return;  // a heartbeat's figures only

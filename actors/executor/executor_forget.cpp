@@ -11,6 +11,12 @@
 //   - its link refuses the incarnation forgotten for good, and takes the next other one (a
 //     new journal under the old name) as a new node.
 // Recovery reads the record back (actors/node/node.cpp), so all of it holds across restarts.
+// Every node says in its heartbeat answers which peers it forgot (NodeInfo.forgotten); a node
+// hearing that forgets them too, journaled the same way, once they are down here (one still
+// up here is a partition, not a loss: it waits, and keyed submits are refused meanwhile as
+// the nodes' members differ). So `node forget` run on one node is acted on by all.
+#include <functional>
+
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
@@ -63,6 +69,45 @@ std::pair<size_t, size_t> apply_forget(executor_actor* self, const std::string& 
     st.remote.orphans.emplace_back(node, id);
   roll_back_orphans(self);
   return {lost, orphans.size()};
+}
+
+/// Journals that `name` (its incarnation `incarnation`) is forgotten, then acts on it; `done`
+/// gets the text an operator reads. `who`: "by an operator", or "as node a did at T".
+void forget_node(executor_actor* self, const std::string& name, uint64_t incarnation,
+                 const std::string& who, std::function<void(std::string)> done) {
+  auto s = self->state.env->cluster->get(name);
+  // Forgotten before: journaled again all the same, for what was placed there since (its
+  // LSN is the line between lost and not).
+  const auto before = s ? s->forgotten_at_ms : 0;
+  const auto at = wall_ms();
+  pb::JournalRecord rec;
+  auto* f = rec.mutable_node_forgotten();
+  f->set_peer(name);
+  f->set_incarnation(incarnation);
+  f->set_at_ms(at);
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+  append(self, std::move(b),
+         [self, name, incarnation, at, before, who, done = std::move(done)](uint64_t lsn) {
+           auto& st = self->state;
+           st.env->cluster->forget(name, lsn, incarnation, at);
+           if (st.env->transport)
+             caf::anon_send(st.env->transport, peer_forget_atom::value, name, incarnation);
+           if (st.env->outbox)
+             caf::anon_send(st.env->outbox, outbox_forget_atom::value, name, lsn);
+           auto [lost, orphans] = apply_forget(self, name);
+           spdlog::warn("node {} (incarnation {}) forgotten {}: {} procedure(s) placed there are "
+                        "lost, {} fragment(s) here whose parent ran there roll back",
+                        name, incarnation_hex(incarnation), who, lost, orphans);
+           done("node " + name + " forgotten"
+                + (before != 0 ? " again (before: at " + utc_text(before) + ")" : std::string{})
+                + " (incarnation " + incarnation_hex(incarnation) + "): " + std::to_string(lost)
+                + " procedure(s) placed there are lost (their trees fail and undo what is "
+                  "elsewhere), "
+                + std::to_string(orphans)
+                + " fragment(s) here whose parent ran there roll back; that journal is refused "
+                  "from now on; every other node forgets it too once it is down there");
+         });
 }
 
 }  // namespace
@@ -146,39 +191,47 @@ void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promi
   const uint64_t incarnation = !s                    ? 0
                                : s->incarnation != 0 ? s->incarnation
                                                      : s->forgotten_incarnation;
-  // Forgotten before: journaled again all the same, for what was placed there since (its
-  // LSN is the line between lost and not).
-  const auto before = s ? s->forgotten_at_ms : 0;
-  const auto at = wall_ms();
-  pb::JournalRecord rec;
-  auto* f = rec.mutable_node_forgotten();
-  f->set_peer(name);
-  f->set_incarnation(incarnation);
-  f->set_at_ms(at);
-  journal_batch b;
-  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
-  append(self, std::move(b), [self, rp, name, incarnation, at, before](uint64_t lsn) mutable {
-    auto& st = self->state;
-    st.env->cluster->forget(name, lsn, incarnation, at);
-    if (st.env->transport)
-      caf::anon_send(st.env->transport, peer_forget_atom::value, name, incarnation);
-    if (st.env->outbox)
-      caf::anon_send(st.env->outbox, outbox_forget_atom::value, name, lsn);
-    auto [lost, orphans] = apply_forget(self, name);
-    spdlog::warn("node {} (incarnation {}) forgotten by an operator: {} procedure(s) placed there "
-                 "are lost, {} fragment(s) here whose parent ran there roll back",
-                 name, incarnation_hex(incarnation), lost, orphans);
+  forget_node(self, name, incarnation, "by an operator", [rp](std::string text) mutable {
     pb::Response r;
-    r.set_text("node " + name + " forgotten"
-               + (before != 0 ? " again (before: at " + utc_text(before) + ")" : std::string{})
-               + " (incarnation " + incarnation_hex(incarnation) + "): " + std::to_string(lost)
-               + " procedure(s) placed there are lost (their trees fail and undo what is "
-                 "elsewhere), "
-               + std::to_string(orphans)
-               + " fragment(s) here whose parent ran there roll back; that journal is refused "
-                 "from now on");
+    r.set_text(std::move(text));
     reply(rp, encode(r));
   });
+}
+
+void adopt_forgotten(executor_actor* self, const peer_status& s) {
+  auto& st = self->state;
+  for (const auto& f : s.forgotten) {
+    if (f.name == st.env->node_name || !st.env->is_peer(f.name)
+        || st.remote.forgetting.count(f.name) > 0)
+      continue;
+    auto mine = st.env->cluster->get(f.name);
+    const uint64_t known = mine ? mine->incarnation : 0;
+    if (mine && mine->forgotten_at_ms != 0
+        && (mine->forgotten_incarnation == f.incarnation || f.incarnation == 0))
+      continue;  // forgotten here too
+    // Another incarnation known here (incarnations have no order: a newer one taken after
+    // the forgetting, or one node a step behind): left to the operator, as is one up here.
+    const bool other = known != 0 && f.incarnation != 0 && known != f.incarnation;
+    if (other) {
+      if (st.remote.forget_deferred.insert(f.name + "@" + std::to_string(f.incarnation)).second)
+        spdlog::info("node {} forgot node {}'s incarnation {} (at {}); this node knows it as "
+                     "incarnation {}: not forgotten here",
+                     s.name, f.name, incarnation_hex(f.incarnation), utc_text(f.at_ms),
+                     incarnation_hex(known));
+      continue;
+    }
+    if (mine && mine->up) {
+      if (st.remote.forget_deferred.insert(f.name + "@" + std::to_string(f.incarnation)).second)
+        spdlog::warn("node {} forgot node {} (at {}), which is up here: not forgotten here until "
+                     "it is down here; keyed submits are refused while the nodes' members differ",
+                     s.name, f.name, utc_text(f.at_ms));
+      continue;
+    }
+    st.remote.forgetting.insert(f.name);
+    forget_node(self, f.name, f.incarnation != 0 ? f.incarnation : known,
+                "as node " + s.name + " did at " + utc_text(f.at_ms),
+                [self, name = f.name](std::string) { self->state.remote.forgetting.erase(name); });
+  }
 }
 
 }  // namespace proctor::exec_detail

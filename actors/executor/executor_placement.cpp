@@ -53,8 +53,8 @@ std::string disagreement(executor_actor* self, const placement::table& t) {
     return "the nodes disagree on the cluster's members: node " + self->state.env->node_name
            + " places on " + list_text(t.members()) + ", node " + p.name + " on "
            + list_text(p.members)
-           + " (their --peers differ, or a node was forgotten on one and not yet on the other: "
-             "run `proctor node forget` on every node); nothing was started, retry once they "
+           + " (their --peers differ, or a node forgotten on one is still up on the other: "
+             "it follows once that node is down there); nothing was started, retry once they "
              "agree";
   }
   return {};

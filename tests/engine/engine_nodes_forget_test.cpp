@@ -330,3 +330,64 @@ TEST_F(forget, a_crash_at_any_moment_after_the_forgetting_ends_the_trees_the_sam
 
 }  // namespace
 }  // namespace proctor::testing
+
+namespace proctor::testing {
+namespace {
+
+// `node forget` run on one node is acted on by every node (executor_forget.cpp,
+// adopt_forgotten): a peer that says in its heartbeat answer that it forgot node b makes this
+// node forget b too, journaled (it holds across a restart) — but not while b is up here (a
+// partition, not a loss), and not an incarnation of b other than the one known here.
+TEST_F(forget, a_node_forgets_what_a_peer_forgot_once_that_node_is_down_here) {
+  report("b", false);
+  ASSERT_EQ(forget_at("a", "b").code(), pb::Response::OK);
+  const auto forgotten = node_seen("a", "b");
+  ASSERT_GT(forgotten.forgotten_at_ms(), 0);
+  // What a's heartbeat answer tells c (the in-process nodes have no links: as c's link
+  // would report it).
+  auto from_a = [&](uint64_t incarnation) {
+    peer_status s;
+    s.name = "a";
+    s.up = true;
+    s.heard = true;
+    s.number = node_number_of("a");
+    s.forgotten.push_back({"b", incarnation, forgotten.forgotten_at_ms()});
+    caf::anon_send(nodes_.at("c")->executor(), peer_status_atom::value, s);
+  };
+  // b up at c: c does not follow.
+  peer_status b_up;
+  b_up.name = "b";
+  b_up.up = true;
+  b_up.number = node_number_of("b");
+  caf::anon_send(nodes_.at("c")->executor(), peer_status_atom::value, b_up);
+  from_a(forgotten.forgotten_incarnation());
+  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  EXPECT_EQ(node_seen("c", "b").forgotten_at_ms(), 0) << "forgot a node that is up here";
+  // b down at c too: c forgets it, as a did.
+  b_up.up = false;
+  b_up.reason = "reported down by the test";
+  caf::anon_send(nodes_.at("c")->executor(), peer_status_atom::value, b_up);
+  from_a(forgotten.forgotten_incarnation());
+  ASSERT_TRUE(eventually([&] { return node_seen("c", "b").forgotten_at_ms() > 0; }));
+  EXPECT_EQ(node_seen("c", "b").forgotten_incarnation(), forgotten.forgotten_incarnation());
+  // Told again (every heartbeat): nothing more is journaled (a restart shows one forgetting).
+  from_a(forgotten.forgotten_incarnation());
+  const auto at = node_seen("c", "b").forgotten_at_ms();
+  std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  EXPECT_EQ(node_seen("c", "b").forgotten_at_ms(), at);
+  stop_node("c");
+  start_node("c");
+  EXPECT_EQ(node_seen("c", "b").forgotten_at_ms(), at) << "the forgetting was not journaled";
+  // The members agree again: a keyed submit asked of c is placed on a or c, never on b.
+  for (int i = 0; i < 6; ++i) {
+    pb::Request req;
+    req.mutable_submit()->set_type("demo.noop");
+    req.mutable_submit()->set_key("k-" + std::to_string(i));
+    auto r = call("c", req);
+    ASSERT_EQ(r.code(), pb::Response::OK) << r.error();
+    EXPECT_NE(owner_of(r.id()), node_number_of("b"));
+  }
+}
+
+}  // namespace
+}  // namespace proctor::testing

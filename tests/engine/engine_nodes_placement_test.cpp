@@ -3,8 +3,13 @@
 // the same nonce sent to every node answers one id and starts the work once; an owner that
 // does not answer, a forwarded submit for a slot the node does not own, and nodes that
 // disagree on the members are refused, never run twice.
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -184,6 +189,80 @@ TEST_F(nodes_placement, nodes_that_disagree_on_the_members_refuse_keyed_submits)
   caf::anon_send(nodes_.at("a")->executor(), peer_status_atom::value, s);
   EXPECT_TRUE(
     eventually([&] { return submit_with("a", "", "any-key").code() == pb::Response::OK; }));
+}
+
+// Clients send nonces (many repeated) to random nodes while nodes are cut off and come back
+// and one restarts from its journal: whatever each answer was, no nonce is ever answered
+// with two ids, and once every node is back each nonce, sent again anywhere, names exactly
+// one procedure in the cluster. PROCTOR_TEST_SEED replays a run; a failure prints its seed.
+TEST_F(nodes_placement, random_nonces_to_random_nodes_while_owners_come_and_go_start_each_once) {
+  const char* env = std::getenv("PROCTOR_TEST_SEED");
+  const uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  SCOPED_TRACE("PROCTOR_TEST_SEED=" + std::to_string(seed));
+  const std::vector<std::string> names{"a", "b", "c"};
+  std::mutex mtx;
+  std::map<std::string, uint64_t> answered;  // nonce -> the id every OK answer gave
+  std::set<std::string> sent;
+  std::map<pb::Response::Code, int> codes;
+  auto client = [&](uint64_t s) {
+    std::mt19937_64 rng(s);
+    for (int i = 0; i < 40; ++i) {
+      auto nonce = "r-" + std::to_string(rng() % 30);
+      auto at = names[rng() % 3];
+      {
+        std::lock_guard g(mtx);
+        sent.insert(nonce);
+      }
+      auto r = submit_with(at, nonce);
+      std::lock_guard g(mtx);
+      ++codes[r.code()];
+      if (r.code() != pb::Response::OK)
+        continue;
+      auto [it, fresh] = answered.emplace(nonce, r.id());
+      // (In a client's thread: the seed is in the message, not in the SCOPED_TRACE.)
+      EXPECT_EQ(it->second, r.id())
+        << "nonce " << nonce << " answered with two ids (seed " << seed << ")";
+    }
+  };
+  std::mt19937_64 chaos(seed);
+  std::vector<std::thread> clients;
+  for (uint64_t c = 0; c < 3; ++c)
+    clients.emplace_back(client, seed * 31 + c);
+  // Meanwhile a node is cut off and comes back, six times.
+  for (int round = 0; round < 6; ++round) {
+    auto victim = names[chaos() % 3];
+    cut(victim);
+    report(victim, false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 + chaos() % 40));
+    uncut(victim);
+    report(victim, true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(chaos() % 30));
+  }
+  for (auto& t : clients)
+    t.join();
+  // A restart: what the owners took is in their journals.
+  stop_node("c");
+  start_node("c");
+  for (auto& n : names)
+    report(n, true);
+  // Every nonce sent, once more, anywhere: one id each, the one any earlier OK gave.
+  std::set<uint64_t> ids;
+  for (const auto& nonce : sent) {
+    auto r = submit_with(names[chaos() % 3], nonce);
+    ASSERT_EQ(r.code(), pb::Response::OK) << nonce << ": " << r.error();
+    if (auto it = answered.find(nonce); it != answered.end()) {
+      EXPECT_EQ(it->second, r.id()) << "nonce " << nonce << " answered with two ids";
+    }
+    EXPECT_EQ(owner_of(r.id()), node_number_of(abc().owner_of(nonce))) << nonce;
+    ids.insert(r.id());
+  }
+  EXPECT_EQ(ids.size(), sent.size());
+  EXPECT_EQ(all_procs(), sent.size()) << "a nonce started the work more than once";
+  std::string tally;
+  for (auto [code, n] : codes)
+    tally += pb::Response::Code_Name(code) + " " + std::to_string(n) + " ";
+  std::printf("[ info ] seed %llu: %zu nonces, answers %s\n", static_cast<unsigned long long>(seed),
+              sent.size(), tally.c_str());
 }
 
 }  // namespace

@@ -213,3 +213,60 @@ TEST_F(cluster, a_node_loss_deadline_counts_from_this_nodes_restart_not_from_bef
 }
 
 }  // namespace
+
+namespace {
+
+// `node forget` run on one node reaches the others (docs/cluster.md, "Forgetting a node"):
+// b is SIGKILLed, an operator forgets it on a only; c learns it from a's heartbeat answers
+// and forgets it too, journaled (it holds across c's restart); b restarted on its journal is
+// refused; keyed submits asked of c place on a and c only. Before, c went on waiting for b
+// and the operator had to run the forgetting on every node.
+TEST_F(cluster, a_node_forgotten_on_one_node_is_forgotten_by_every_node) {
+  nodes_[1]->kill();
+  ASSERT_TRUE(sees(0, "b", false, 30s));
+  ASSERT_TRUE(sees(2, "b", false, 30s));
+  auto f = nodes_[0]->ctl({"node", "forget", "b", "--confirm-lost"}, 30s);
+  ASSERT_EQ(f.exit_code, 0) << f.out << f.err;
+  EXPECT_NE(f.out.find("every other node forgets it too"), std::string::npos) << f.out;
+  auto forgotten_at_c = [&] {
+    auto seen = nodes_seen_by(2);
+    auto b = seen.find("b");
+    return b != seen.end() && b->second.fields().count("forgotten") > 0
+           && b->second.fields().at("forgotten").has_struct_value();
+  };
+  ASSERT_TRUE(eventually(forgotten_at_c, 30s, 100ms))
+    << nodes_[2]->ctl({"nodes", "--json"}, 10s).out << nodes_[2]->log_tail();
+  EXPECT_NE(nodes_[2]->log_tail(1'000'000).find("forgotten as node a did at"), std::string::npos)
+    << nodes_[2]->log_tail();
+  nodes_[2]->kill();
+  ASSERT_TRUE(nodes_[2]->start()) << nodes_[2]->log_tail();
+  EXPECT_TRUE(forgotten_at_c()) << "c's forgetting was not journaled";
+  // b on its old journal: refused, it stops.
+  ASSERT_TRUE(nodes_[1]->launch()) << nodes_[1]->log_tail();
+  ASSERT_TRUE(eventually([&] { return !nodes_[1]->running(); }, 30s)) << nodes_[1]->log_tail();
+  EXPECT_NE(nodes_[1]->log_tail(5).find("forgot this journal"), std::string::npos)
+    << nodes_[1]->log_tail();
+  // The members agree (a and c): keyed submits asked of c run on a or c.
+  const auto b_number =
+    static_cast<uint64_t>(nodes_seen_by(0)["b"].fields().at("number").number_value());
+  std::set<uint64_t> owners;
+  for (int k = 0; k < 8; ++k) {
+    std::string key = "after-" + std::to_string(k);
+    proctor::test::run_result r;
+    // (Refused while c has not heard a's members since its restart: a heartbeat.)
+    ASSERT_TRUE(eventually(
+      [&] {
+        r = nodes_[2]->ctl({"submit", "demo.noop", "--key", key}, 30s);
+        return r.exit_code == 0;
+      },
+      10s, 100ms))
+      << r.err;
+    auto id = proctor::test::parse_id(r.out);
+    ASSERT_TRUE(id);
+    EXPECT_NE(*id >> 40, b_number) << key << " placed on the forgotten node";
+    owners.insert(*id >> 40);
+  }
+  EXPECT_EQ(owners.size(), 2u);
+}
+
+}  // namespace

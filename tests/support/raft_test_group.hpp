@@ -198,6 +198,13 @@ struct group {
       },
       limit);
   }
+  /// Room for one more replica's leadership events (under the lock the other replicas'
+  /// callbacks take: resizing beside them raced, found by ThreadSanitizer).
+  void add_events_slot() {
+    std::lock_guard<std::mutex> g(events_mtx);
+    events.emplace_back();
+  }
+
   std::vector<bool> events_of(size_t i) {
     std::lock_guard<std::mutex> g(events_mtx);
     return events[i];

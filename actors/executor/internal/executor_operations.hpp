@@ -136,6 +136,9 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);
 /// `proctor node forget` (executor_forget.cpp).
 void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promise_t rp);
+/// Forgets the peers that peer `s` says it forgot, once they are down here: an operator's
+/// `node forget` on one node reaches every node within a heartbeat (executor_forget.cpp).
+void adopt_forgotten(executor_actor* self, const peer_status& s);
 void handle_backup(executor_actor* self, const pb::BackupRequest& req, promise_t rp);
 /// Tells whatever waits for node `s.name` (placeholders, roots rolling back, passivated
 /// trees) that its status changed (executor_cluster.cpp).

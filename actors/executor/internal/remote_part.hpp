@@ -20,6 +20,10 @@ struct remote_part {
   bool orphan_in_flight = false;
   bool orphan_retry_armed = false;
   std::unordered_map<uint64_t, int> orphan_tries;  ///< not taken so far, by id
+  /// Peers being forgotten as another node forgot them (their record on its way to the
+  /// journal), and "name@incarnation" already said to be up here (logged once).
+  std::unordered_set<std::string> forgetting;
+  std::unordered_set<std::string> forget_deferred;
   /// Children placed on other nodes: who takes the messages about them (their placeholder,
   /// or the root rolling their tree back).
   std::unordered_map<uint64_t, caf::actor> routes;
