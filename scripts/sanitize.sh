@@ -43,8 +43,8 @@ else
   flags=thread
   suites=(persistence_test replication_test raft_tls_test scheduling_test cluster_test
     executor_test)
-  # CAF and RocksDB are Debian's builds, not instrumented: their threads' handoffs are
-  # invisible to TSan and suppressed (scripts/tsan.supp says why); what is left is ours.
+  # CAF, RocksDB and spdlog are Debian's builds, not instrumented: their threads' handoffs
+  # are invisible to TSan and suppressed (scripts/tsan.supp says why); what is left is ours.
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp}
 fi
 dir=build-$mode
