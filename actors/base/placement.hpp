@@ -10,7 +10,7 @@
 //
 // Slots: 1024. A table gives each member exactly floor(1024/N) or that plus one slots, so the
 // most loaded member holds at most 1.25 times the least while there are at least 4 slots a
-// member (N <= 256; a full mesh of links ends far below that, docs/cluster.md), and 1.0625
+// member (N <= 256; the full mesh of links holds to about 64 nodes, docs/cluster.md), and 1.0625
 // times at 64 members. Each slot goes to the member it prefers most (rendezvous hashing) that
 // has room left, so a member joining or leaving moves few slots besides its own share.
 // The hash functions are part of the protocol: nodes of one cluster must agree on them.
