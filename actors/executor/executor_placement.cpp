@@ -76,8 +76,11 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     return false;  // a node alone owns every slot
   const auto slot = placement::slot_of(key);
   const std::string& owner = t.owner(slot);
-  const std::string where = "slot " + std::to_string(slot) + " of "
-                            + std::to_string(placement::slot_count) + ", owned by node " + owner;
+  // Built only when an answer names the slot: not for the submits that run here.
+  auto where = [&] {
+    return "slot " + std::to_string(slot) + " of " + std::to_string(placement::slot_count)
+           + ", owned by node " + owner;
+  };
   if (sub.placement() != 0) {
     // Forwarded by a peer that took this node for the owner.
     std::string why;
@@ -85,7 +88,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
       why = "node " + st.env->node_name + " places on other members (" + list_text(t.members())
             + ") than the node that sent it";
     else if (owner != st.env->node_name)
-      why = "node " + st.env->node_name + " does not own its key's " + where;
+      why = "node " + st.env->node_name + " does not own its key's " + where();
     if (why.empty())
       return false;  // the owner: run it here (the nonce is checked here)
     spdlog::warn("node {}: a submit forwarded for key '{}' refused: {}", st.env->node_name, key,
@@ -102,7 +105,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     return false;
   if (!st.env->transport) {
     reply(rp,
-          error_reply(pb::Response::UNREACHABLE, "the submit's key belongs to " + where
+          error_reply(pb::Response::UNREACHABLE, "the submit's key belongs to " + where()
                                                    + ", and this node has no links to its peers"));
     return true;
   }
@@ -110,7 +113,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     // "node c unreachable since T (why)": what follows the name.
     auto since = s->unreachable_text().substr(("node " + owner + " ").size());
     reply(rp, error_reply(pb::Response::UNREACHABLE,
-                          "the submit's key belongs to " + where + ", which is " + since
+                          "the submit's key belongs to " + where() + ", which is " + since
                             + ": nothing was started; retry, it is placed there again"));
     return true;
   }
@@ -122,11 +125,11 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value, owner,
               fwd.SerializeAsString(), static_cast<uint32_t>(timeout.count()))
     .then([rp](std::string& answer) mutable { reply(rp, std::move(answer)); },
-          [self, rp, where](caf::error& e) mutable {
+          [self, rp, owned = where()](caf::error& e) mutable {
             // Sent, and no answer: it may have been accepted there. The same nonce sent again
             // (to any node) answers the same id once the owner answers.
             reply(rp, error_reply(pb::Response::UNREACHABLE,
-                                  "the submit's key belongs to " + where
+                                  "the submit's key belongs to " + owned
                                     + ", which did not answer (" + error_text(self->system(), e)
                                     + "): it may have been accepted there; send it again with "
                                       "the same nonce to learn its id"));
