@@ -568,6 +568,10 @@ static int run_main(int argc, char** argv) {
         "asked of its owner: " + fmt_num(*local_p50) + " us; ratio "
           + fmt_num(*fwd_p50 / *local_p50, 2) + " (p99 " + fmt_num(*placing.num("forwarded_p99_us"))
           + " / " + fmt_num(*placing.num("local_p99_us")) + " us)");
+    row("    a cluster group change reaching all 5 members, p50",
+        fmt_num(*placing.num("group_change_p50_ms"), 2) + " ms",
+        "max " + fmt_num(*placing.num("group_change_max_ms"), 2) + " ms over "
+          + fmt_num(*placing.num("group_changes")) + " changes (5 voters, one process)");
   } else {
     row("(m) placement by key", failed(placing), "");
   }
@@ -634,6 +638,8 @@ static int run_main(int argc, char** argv) {
       << ", \"loop_recovery_s\": " << json_num(get(loop_runs["big"].rec, "back_s"), 3)
       << ", \"placement_keys_max_min\": " << json_num(get(placing, "keys_max_min_worst"), 3)
       << ", \"placement_slots_max_min\": " << json_num(get(placing, "slots_max_min_worst"), 3)
+      << ", \"group_change_p50_ms\": " << json_num(get(placing, "group_change_p50_ms"), 2)
+      << ", \"group_change_max_ms\": " << json_num(get(placing, "group_change_max_ms"), 2)
       << ", \"forwarded_submit_p50_us\": " << json_num(fwd_p50)
       << ", \"local_keyed_submit_p50_us\": " << json_num(local_p50) << "}" << std::endl;
   }

@@ -86,9 +86,9 @@ std::string raft_store_impl::init_loop() {
            + " is on tmpfs: libraft needs O_DIRECT and kernel AIO (use a directory "
              "on a disk file system such as ext4 or xfs)";
   const bool fresh = raft_dir_is_fresh(raft_dir);
-  if (fresh && db_->applied_index() > 0)
+  if (fresh && sm_->applied_index() > 0)
     return opts_.dir + "/db has entries applied up to Raft index "
-           + std::to_string(db_->applied_index()) + " but " + raft_dir
+           + std::to_string(sm_->applied_index()) + " but " + raft_dir
            + " is empty: the Raft state was lost; remove both and rejoin as a new replica";
 
   if (int rv = uv_loop_init(&loop_); rv != 0)

@@ -1,4 +1,4 @@
-// raft_store's membership changes (raft_store::change_membership): the caller's side queues
+// A raft group's membership changes (raft_group::change_membership): the caller's side queues
 // a change; the loop thread drives it through libraft's requests. An add goes through a
 // standby phase: libraft replicates to a standby (a snapshot first if the log no longer
 // holds what it lacks) without counting it for the majority, so a member that is slow, or
@@ -56,7 +56,8 @@ std::future<membership_outcome> raft_store_impl::change_membership(membership_ch
   std::string bad;
   if (pc->change.member.id == 0)
     bad = "a member's id must be > 0";
-  else if (pc->change.what == membership_change::kind::add
+  else if ((pc->change.what == membership_change::kind::add
+            || pc->change.what == membership_change::kind::add_standby)
            && (pc->change.member.address.empty()
                || pc->change.member.label.find('#') != std::string::npos))
     bad = "a new member needs an address (and a label without '#')";
@@ -106,6 +107,18 @@ void raft_store_impl::start_change(std::shared_ptr<pending_change> pc) {
     change_ = pc;
     pc->at = pending_change::phase::removing;
     rv = raft_remove(&raft_, &pc->req, m.id, change_cb);
+  } else if (pc->change.what == membership_change::kind::demote) {
+    if (srv == nullptr)
+      return refuse(rocksdb::Status::NotFound("no such member"),
+                    "member " + std::to_string(m.id) + " is not in the group");
+    if (srv->role != RAFT_VOTER)
+      return refuse(rocksdb::Status::OK(), "not a voter");
+    if (m.id == raft_.id)
+      return refuse(rocksdb::Status::InvalidArgument("the leader cannot demote itself"),
+                    "the leader cannot demote itself");
+    change_ = pc;
+    pc->at = pending_change::phase::demoting;
+    rv = raft_assign(&raft_, &pc->req, m.id, RAFT_STANDBY, change_cb);
   } else {
     for (unsigned i = 0; i < raft_.configuration.n; ++i) {
       std::string addr, label;
@@ -122,6 +135,10 @@ void raft_store_impl::start_change(std::shared_ptr<pending_change> pc) {
     } else if (srv->role == RAFT_VOTER) {
       change_.reset();
       return refuse(rocksdb::Status::OK(), "already a voter");
+    } else if (srv->role == RAFT_STANDBY
+               && pc->change.what == membership_change::kind::add_standby) {
+      change_.reset();
+      return refuse(rocksdb::Status::OK(), "already a standby");
     } else if (srv->role == RAFT_STANDBY) {
       pc->at = pending_change::phase::catching_up;
       pc->behind_at_standby = raft_last_index(&raft_);
@@ -180,6 +197,8 @@ void raft_store_impl::advance_change(int status) {
       return;
     }
     case pending_change::phase::to_standby:
+      if (pc->change.what == membership_change::kind::add_standby)
+        return end_change(rocksdb::Status::OK(), "a standby");
       pc->at = pending_change::phase::catching_up;
       pc->behind_at_standby = raft_last_index(&raft_);
       spdlog::info("raft replica {}: member {} is a standby: waiting for it to catch up",
@@ -191,6 +210,8 @@ void raft_store_impl::advance_change(int status) {
                           + ms_text(std::chrono::steady_clock::now() - pc->started));
     case pending_change::phase::removing:
       return end_change(rocksdb::Status::OK(), "removed");
+    case pending_change::phase::demoting:
+      return end_change(rocksdb::Status::OK(), "a standby (no longer a voter)");
     default:
       return;
   }

@@ -1,5 +1,5 @@
-// raft_store: options, opening, the writers' side of write(), the observers and the
-// notifier thread. The loop thread's side is raft_loop.cpp.
+// raft_store (and any raft_group): options, opening, the writers' side of propose() and
+// write(), the observers and the notifier thread. The loop thread's side is raft_loop.cpp.
 #include "replication/raft_store.hpp"
 
 #include <csignal>
@@ -67,7 +67,8 @@ bool parse_raft_members(std::string_view spec, std::vector<raft_member>* out, st
 
 // -- raft_store_impl: writers' side -----------------------------------------------------------
 
-raft_store_impl::raft_store_impl(raft_store_options opts) : opts_(std::move(opts)) {
+raft_store_impl::raft_store_impl(raft_store_options opts, std::unique_ptr<raft_state_machine> state)
+    : opts_(std::move(opts)), sm_(std::move(state)) {
   // nop
 }
 
@@ -90,18 +91,23 @@ raft_store_impl::~raft_store_impl() {
   note_cv_.notify_all();
   if (notifier_.joinable())
     notifier_.join();
-  db_.reset();
+  journal_ = nullptr;
+  sm_.reset();
 }
 
 bool raft_store_impl::start(std::string* error) {
   std::string err;
-  db_ = raft_replica_db::open(opts_.dir + "/db", opts_.sync_applies, &err);
-  if (!db_) {
-    *error = err;
-    return false;
+  if (!sm_) {
+    auto db = raft_replica_db::open(opts_.dir + "/db", opts_.sync_applies, &err);
+    if (!db) {
+      *error = err;
+      return false;
+    }
+    journal_ = db.get();
+    sm_ = std::move(db);
   }
-  applied_ = db_->applied_index();
-  binding_.sm = db_.get();
+  applied_ = sm_->applied_index();
+  binding_.sm = sm_.get();
   binding_.name = self_name();
   binding_.min_threshold = opts_.snapshot_threshold;
   binding_.max_log_bytes = opts_.snapshot_max_log_bytes;
@@ -124,6 +130,31 @@ bool raft_store_impl::start(std::string* error) {
 }
 
 rocksdb::Status raft_store_impl::write(const std::vector<store_op>& ops) {
+  if (ops.empty()) {
+    std::lock_guard<std::mutex> g(mtx_);
+    if (!fatal_.ok())
+      return fatal_;
+    if (closing_)
+      return rocksdb::Status::ShutdownInProgress("raft replica closing");
+    return ready_leader_.load() ? rocksdb::Status::OK() : not_leader_status();
+  }
+  // Encoded on the writer's thread, straight into the buffer libraft will own.
+  return submit_entry(raft_codec::encoded_size(ops),
+                      [&](char* buf) { raft_codec::encode_ops(ops, buf); });
+}
+
+rocksdb::Status raft_store_impl::propose(std::string_view entry) {
+  if (entry.empty())
+    return rocksdb::Status::InvalidArgument("an empty raft entry");
+  // Padded to a multiple of 8 (raft_codec.hpp says why libraft needs it).
+  const size_t padded = (entry.size() + 7) / 8 * 8;
+  return submit_entry(padded, [&](char* buf) {
+    std::memcpy(buf, entry.data(), entry.size());
+    std::memset(buf + entry.size(), 0, padded - entry.size());
+  });
+}
+
+rocksdb::Status raft_store_impl::submit_entry(size_t n, const std::function<void(char*)>& fill) {
   {
     std::lock_guard<std::mutex> g(mtx_);
     if (!fatal_.ok())
@@ -133,17 +164,13 @@ rocksdb::Status raft_store_impl::write(const std::vector<store_op>& ops) {
   }
   if (!ready_leader_.load())
     return not_leader_status();
-  if (ops.empty())
-    return rocksdb::Status::OK();
-  // Encoded here, on the writer's thread, straight into the buffer libraft will own.
   auto pw = std::make_shared<pending_write>();
-  size_t n = raft_codec::encoded_size(ops);
   pw->buf.base = raft_malloc(n);
   if (pw->buf.base == nullptr)
     return rocksdb::Status::Aborted("out of memory for a raft entry of " + std::to_string(n)
                                     + " bytes");
   pw->buf.len = n;
-  raft_codec::encode_ops(ops, static_cast<char*>(pw->buf.base));
+  fill(static_cast<char*>(pw->buf.base));
   std::memset(&pw->req, 0, sizeof(pw->req));
   pw->req.data = pw.get();
   pw->owner = this;
@@ -194,16 +221,22 @@ raft_store::latency_histogram raft_store_impl::commit_latency() const {
   return h;
 }
 
+namespace {
+rocksdb::Status not_a_journal() {
+  return rocksdb::Status::NotSupported("this raft group does not replicate a journal");
+}
+}  // namespace
+
 rocksdb::Status raft_store_impl::scan(const std::function<bool(const stored_record&)>& fn) {
-  return db_->store().scan(fn);
+  return journal_ != nullptr ? journal_->store().scan(fn) : not_a_journal();
 }
 
 rocksdb::Status raft_store_impl::read_tree(uint64_t root_id, std::vector<stored_record>* out) {
-  return db_->store().read_tree(root_id, out);
+  return journal_ != nullptr ? journal_->store().read_tree(root_id, out) : not_a_journal();
 }
 
 rocksdb::Status raft_store_impl::backup(const std::string& dir, const backup_info& info) {
-  return db_->store().backup(dir, info);
+  return journal_ != nullptr ? journal_->store().backup(dir, info) : not_a_journal();
 }
 
 std::string raft_store_impl::member_name(uint64_t id, const std::string& label) const {
@@ -275,8 +308,12 @@ void raft_store_impl::notifier_main() {
 
 // -- open -------------------------------------------------------------------------------------
 
-std::unique_ptr<raft_store> open_raft_store(const raft_store_options& options, std::string* error) {
-  auto fail = [&](std::string msg) -> std::unique_ptr<raft_store> {
+namespace {
+
+std::unique_ptr<raft_store_impl> open_impl(const raft_store_options& options,
+                                           std::unique_ptr<raft_state_machine> state,
+                                           std::string* error) {
+  auto fail = [&](std::string msg) -> std::unique_ptr<raft_store_impl> {
     if (error != nullptr)
       *error = std::move(msg);
     return nullptr;
@@ -297,15 +334,32 @@ std::unique_ptr<raft_store> open_raft_store(const raft_store_options& options, s
     }
   if (!member)
     return fail("raft replica " + std::to_string(options.id) + " is not in the member list");
-  // Process-wide, once: see raft_store.hpp. A peer's connection that drops while libuv
+  // Process-wide, once: see raft_group.hpp. A peer's connection that drops while libuv
   // writes to it would otherwise end the process (exit 141 in the libraft probe).
   static std::once_flag sigpipe_once;
   std::call_once(sigpipe_once, [] { std::signal(SIGPIPE, SIG_IGN); });
-  auto store = std::make_unique<raft_store_impl>(options);
+  auto store = std::make_unique<raft_store_impl>(options, std::move(state));
   std::string err;
   if (!store->start(&err))
     return fail(err);
   return store;
+}
+
+}  // namespace
+
+std::unique_ptr<raft_store> open_raft_store(const raft_store_options& options, std::string* error) {
+  return open_impl(options, nullptr, error);
+}
+
+std::unique_ptr<raft_group> open_raft_group(const raft_store_options& options,
+                                            std::unique_ptr<raft_state_machine> state,
+                                            std::string* error) {
+  if (!state) {
+    if (error != nullptr)
+      *error = "raft group: no state machine";
+    return nullptr;
+  }
+  return open_impl(options, std::move(state), error);
 }
 
 }  // namespace proctor

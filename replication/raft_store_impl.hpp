@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -30,19 +31,23 @@ namespace proctor {
 
 class raft_store_impl final : public raft_store {
 public:
-  explicit raft_store_impl(raft_store_options opts);
+  /// With `state` null, the group is the journal's: start() opens its database in dir/db.
+  raft_store_impl(raft_store_options opts, std::unique_ptr<raft_state_machine> state);
   ~raft_store_impl() override;
 
   /// Opens the database, starts the notifier and loop threads; false with `error` set.
   bool start(std::string* error);
 
-  // -- raft_store -------------------------------------------------------------------------
+  // -- raft_group / raft_store -------------------------------------------------------------
+  rocksdb::Status propose(std::string_view entry) override;
   rocksdb::Status write(const std::vector<store_op>& ops) override;
+  // The journal's reads: NotSupported in a group opened with its own state machine.
   rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override;
   rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override;
   /// A checkpoint of this replica's database: the journal as applied here (a leader has
   /// applied every write it acknowledged).
   rocksdb::Status backup(const std::string& dir, const backup_info& info) override;
+  uint64_t id() const override { return opts_.id; }
   bool is_leader() const override { return ready_leader_.load(); }
   bool sure_to_lead() const override;
   leader_info leader() const override;
@@ -78,7 +83,15 @@ private:
   /// the loop thread through libraft's requests (add, assign, remove) and, while a new
   /// member catches up, by on_check.
   struct pending_change {
-    enum class phase : uint8_t { queued, adding, to_standby, catching_up, to_voter, removing };
+    enum class phase : uint8_t {
+      queued,
+      adding,
+      to_standby,
+      catching_up,
+      to_voter,
+      removing,
+      demoting
+    };
     membership_change change;
     std::promise<membership_outcome> done;
     struct raft_change req;  // req.data = this, while libraft holds it
@@ -90,6 +103,9 @@ private:
   };
 
   // -- callers' side (raft_store.cpp) -------------------------------------------------------
+  /// Queues an entry of `n` bytes that `fill` writes into libraft's buffer (on the caller's
+  /// thread) and waits for its outcome (propose()).
+  rocksdb::Status submit_entry(size_t n, const std::function<void(char*)>& fill);
   rocksdb::Status not_leader_status() const;
   void notify(bool leader);  // any thread; queued for the notifier
   void notifier_main();
@@ -131,7 +147,8 @@ public:
 
 private:
   raft_store_options opts_;
-  std::unique_ptr<raft_replica_db> db_;
+  std::unique_ptr<raft_state_machine> sm_;
+  raft_replica_db* journal_ = nullptr;  // sm_, when the group is the journal's
   raft_fsm_binding binding_;
 
   // -- loop --------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ PUBLIC_LAYER = {
     "run_node.hpp": "actors/node",
     "crash_harness.hpp": "actors/testing",
 }
-GENERATED = {"journal.pb.h", "wire.pb.h", "demo.pb.h"}  # proto/proctor/*.proto
+GENERATED = {"journal.pb.h", "wire.pb.h", "demo.pb.h", "cluster.pb.h"}  # proto/proctor/*.proto
 
 SOURCE_EXT = (".cpp", ".hpp", ".h", ".cc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -315,8 +315,12 @@ void await(F ok, std::chrono::seconds limit, const std::string& what) {
 
 void phase_remote_fanout(reporter& r, const bench_options& o, const std::string& dir);
 void phase_spread(reporter& r, const bench_options& o, const std::string& dir);
-/// (m) placement by key: balance over 2-16 members, a forwarded submit beside a local one.
+/// (m) placement by key: balance over 2-16 members, a forwarded submit beside a local one;
+/// and how long a change of the cluster group takes to reach its 5 members.
 void phase_placement(reporter& r, const bench_options& o, const std::string& dir);
+/// Part of (m): `changes` changes of a 5-member cluster group in this process, each timed
+/// until every member applied it (group_change_p50_ms, group_change_max_ms).
+void measure_group_propagation(reporter& r, const std::string& dir, size_t changes);
 
 // -- (i) takeover by a standby (phases_standby.cpp) ------------------------------------------
 

@@ -8,7 +8,8 @@
 //       same roots on one node without peers: child steps per second of each;
 //   (m) placement by key (docs/cluster.md): how evenly 100,000 keys spread over 2-16 members,
 //       and a submit asked of node a whose key b owns (forwarded) beside one a owns, one
-//       client, one after another: the cost of the hop.
+//       client, one after another: the cost of the hop; and how long a change of the
+//       cluster group takes to reach all of its 5 members (phases_cluster_group.cpp).
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -212,6 +213,7 @@ void phase_placement(reporter& r, const bench_options& o, const std::string& dir
   r.put("forwarded_p50_us", percentile(forwarded, 0.5));
   r.put("forwarded_p99_us", percentile(forwarded, 0.99));
   r.put("submits", static_cast<double>(n));
+  measure_group_propagation(r, dir + "/cluster-group", o.quick ? 20 : 200);
   r.finish();
 }
 

@@ -1,0 +1,468 @@
+// The cluster group's rules (apply_cluster_command) and its state machine (cluster_state).
+#include "replication/cluster_state.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace proctor {
+
+namespace {
+
+constexpr uint32_t max_number = 4095;
+
+std::string quoted(std::string_view s) {
+  return "'" + std::string(s) + "'";
+}
+
+cluster_outcome refused(std::string text) {
+  return {false, std::move(text)};
+}
+cluster_outcome done(std::string text) {
+  return {true, std::move(text)};
+}
+
+pb::ClusterMember* find_mutable(pb::ClusterState* state, std::string_view name) {
+  for (auto& m : *state->mutable_members())
+    if (m.name() == name)
+      return &m;
+  return nullptr;
+}
+
+/// True when `m` holds an incarnation that takes part (not LEFT, not FORGOTTEN).
+bool takes_part(const pb::ClusterMember& m) {
+  return m.state() == pb::JOINING || m.state() == pb::ACTIVE || m.state() == pb::DRAINING;
+}
+
+std::string who(const pb::ClusterMember& m) {
+  return quoted(m.name()) + " (incarnation " + std::to_string(m.incarnation()) + ")";
+}
+
+/// The number for a new name: the one it asks for (a node that ran before, whose ids carry
+/// it) if no other name holds it, else the name's hash (the same as node_identity.hpp's
+/// node_number_of, so that a name usually keeps its usual number), probing upwards to the
+/// first one no name ever held. 0 when the 4095 numbers are all taken.
+uint32_t choose_number(const pb::ClusterState& state, const std::string& name, uint32_t asked,
+                       std::string* why) {
+  auto held_by = [&](uint32_t n) -> const pb::ClusterMember* {
+    for (const auto& m : state.members())
+      if (m.number() == n)
+        return &m;
+    return nullptr;
+  };
+  if (asked != 0) {
+    if (const auto* m = held_by(asked)) {
+      *why = "number " + std::to_string(asked) + " is " + quoted(m->name())
+             + "'s: two names cannot share the number their procedure ids carry";
+      return 0;
+    }
+    return asked;
+  }
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  uint32_t n = h % max_number + 1;
+  for (uint32_t tries = 0; tries < max_number; ++tries, n = n % max_number + 1)
+    if (held_by(n) == nullptr)
+      return n;
+  *why = "the cluster has given all 4095 node numbers away";
+  return 0;
+}
+
+void set_state(pb::ClusterMember* m, pb::MemberState s, uint64_t index, int64_t ms) {
+  m->set_state(s);
+  m->set_since_index(index);
+  m->set_since_ms(ms);
+}
+
+cluster_outcome found(pb::ClusterState* st, const pb::FoundCluster& f, uint64_t index, int64_t ms) {
+  const auto& fm = f.founder();
+  if (!st->cluster_id().empty()) {
+    if (st->cluster_id() == f.cluster_id() && st->members_size() > 0
+        && st->members(0).name() == fm.name() && st->members(0).incarnation() == fm.incarnation())
+      return done("the cluster " + st->cluster_id() + " was founded already, by this node");
+    return refused("the cluster " + st->cluster_id() + " is founded already: a second founding "
+                   + "would make two clusters (join it with --seeds instead)");
+  }
+  if (f.cluster_id().empty() || f.slot_count() == 0)
+    return refused("a founding needs a cluster id and a slot count");
+  if (fm.name().empty() || fm.incarnation() == 0)
+    return refused("a founding needs its founder's name and incarnation");
+  std::string why;
+  auto number = choose_number(*st, fm.name(), fm.number(), &why);
+  if (number == 0)
+    return refused(why);
+  st->set_cluster_id(f.cluster_id());
+  st->set_slot_count(f.slot_count());
+  auto* m = st->add_members();
+  *m = fm;
+  m->set_number(number);
+  set_state(m, pb::ACTIVE, index, ms);
+  return done("founded the cluster " + f.cluster_id() + " with " + who(*m) + " as number "
+              + std::to_string(number) + ", " + std::to_string(f.slot_count()) + " slots");
+}
+
+cluster_outcome join(pb::ClusterState* st, const pb::ClusterMember& jm, uint64_t index,
+                     int64_t ms) {
+  if (jm.name().empty() || jm.incarnation() == 0)
+    return refused("a join needs the node's name and incarnation");
+  if (jm.number() > max_number)
+    return refused("node number " + std::to_string(jm.number()) + " is above "
+                   + std::to_string(max_number));
+  auto* e = find_mutable(st, jm.name());
+  if (e == nullptr) {
+    std::string why;
+    auto number = choose_number(*st, jm.name(), jm.number(), &why);
+    if (number == 0)
+      return refused(why);
+    auto* m = st->add_members();
+    *m = jm;
+    m->set_number(number);
+    set_state(m, pb::JOINING, index, ms);
+    std::sort(st->mutable_members()->begin(), st->mutable_members()->end(),
+              [](const auto& a, const auto& b) { return a.name() < b.name(); });
+    return done(who(jm) + " joins as number " + std::to_string(number));
+  }
+  if (e->incarnation() == jm.incarnation()) {
+    if (e->state() == pb::LEFT)
+      return refused(who(*e) + " left the cluster: to join again, start it with an empty "
+                     + "data directory (a new incarnation)");
+    if (e->state() == pb::FORGOTTEN)
+      return refused(who(*e) + " was forgotten: its trees were given up; to join again, "
+                     + "start it with an empty data directory (a new incarnation)");
+    bool moved = e->client_address() != jm.client_address()
+                 || e->peer_address() != jm.peer_address()
+                 || e->group_address() != jm.group_address();
+    e->set_client_address(jm.client_address());
+    e->set_peer_address(jm.peer_address());
+    e->set_group_address(jm.group_address());
+    return done(who(*e) + " is " + member_state_name(e->state()) + " already"
+                + (moved ? "; its addresses are now " + jm.client_address() + " (clients) and "
+                             + jm.peer_address() + " (peers)"
+                         : std::string{}));
+  }
+  if (takes_part(*e))
+    return refused(quoted(e->name()) + " is a member as incarnation "
+                   + std::to_string(e->incarnation()) + " (" + member_state_name(e->state())
+                   + "), and this node is incarnation " + std::to_string(jm.incarnation())
+                   + ": a node of that name started with another journal. If the old one is "
+                   + "lost for good, forget it first (proctor node forget " + e->name()
+                   + " --confirm-lost)");
+  if (jm.number() != 0 && jm.number() != e->number())
+    return refused(quoted(e->name()) + " had number " + std::to_string(e->number())
+                   + "; a new incarnation keeps it, not " + std::to_string(jm.number()));
+  const uint64_t floor = std::max(e->id_floor(), jm.id_floor());
+  const auto number = e->number();
+  *e = jm;
+  e->set_number(number);
+  e->set_id_floor(floor);
+  set_state(e, pb::JOINING, index, ms);
+  return done(who(*e) + " joins as a new incarnation of number " + std::to_string(number)
+              + ", its ids from " + std::to_string(floor));
+}
+
+cluster_outcome activate(pb::ClusterState* st, const pb::ActivateMember& a, uint64_t index,
+                         int64_t ms) {
+  auto* e = find_mutable(st, a.name());
+  if (e == nullptr || e->incarnation() != a.incarnation())
+    return refused(quoted(a.name()) + " incarnation " + std::to_string(a.incarnation())
+                   + " is not a member");
+  switch (e->state()) {
+    case pb::ACTIVE:
+      return done(who(*e) + " is active already");
+    case pb::JOINING:
+    case pb::DRAINING: {
+      const bool undrain = e->state() == pb::DRAINING;
+      set_state(e, pb::ACTIVE, index, ms);
+      return done(who(*e) + (undrain ? " is active again (its drain is cancelled)" : " is active"));
+    }
+    default:
+      return refused(who(*e) + " is " + member_state_name(e->state()) + ": it cannot be active");
+  }
+}
+
+cluster_outcome drain(pb::ClusterState* st, const pb::DrainMember& d, uint64_t index, int64_t ms) {
+  auto* e = find_mutable(st, d.name());
+  if (e == nullptr)
+    return refused("no member named " + quoted(d.name()));
+  if (e->state() == pb::DRAINING)
+    return done(who(*e) + " is draining already");
+  if (e->state() != pb::ACTIVE)
+    return refused(who(*e) + " is " + member_state_name(e->state())
+                   + ": only an active member can be drained");
+  if (active_members(*st).size() == 1)
+    return refused(who(*e) + " is the only active member: no other node could take its new "
+                   + "work (start another node first)");
+  set_state(e, pb::DRAINING, index, ms);
+  return done(who(*e) + " is draining: no new work is placed on it");
+}
+
+cluster_outcome remove(pb::ClusterState* st, const pb::RemoveMember& r, uint64_t index,
+                       int64_t ms) {
+  auto* e = find_mutable(st, r.name());
+  if (e == nullptr || e->incarnation() != r.incarnation())
+    return refused(quoted(r.name()) + " incarnation " + std::to_string(r.incarnation())
+                   + " is not a member");
+  if (e->state() == pb::LEFT)
+    return done(who(*e) + " has left already");
+  if (e->state() != pb::DRAINING)
+    return refused(who(*e) + " is " + member_state_name(e->state())
+                   + ": drain it first (proctor node drain " + e->name() + ")");
+  set_state(e, pb::LEFT, index, ms);
+  return done(who(*e) + " has left the cluster");
+}
+
+cluster_outcome forget(pb::ClusterState* st, const pb::ForgetMember& f, uint64_t index,
+                       int64_t ms) {
+  auto* e = find_mutable(st, f.name());
+  if (e == nullptr)
+    return refused("no member named " + quoted(f.name()));
+  if (f.incarnation() != 0 && e->incarnation() != f.incarnation())
+    return refused(quoted(f.name()) + " is incarnation " + std::to_string(e->incarnation())
+                   + ", not " + std::to_string(f.incarnation()));
+  if (e->state() == pb::FORGOTTEN)
+    return done(who(*e) + " was forgotten already");
+  if (e->state() == pb::LEFT)
+    return refused(who(*e) + " left the cluster cleanly: there is nothing to forget");
+  set_state(e, pb::FORGOTTEN, index, ms);
+  return done(who(*e) + " is forgotten: what waited on it fails");
+}
+
+cluster_outcome raise_floor(pb::ClusterState* st, const pb::RaiseIdFloor& r) {
+  auto* e = find_mutable(st, r.name());
+  if (e == nullptr || e->incarnation() != r.incarnation())
+    return refused(quoted(r.name()) + " incarnation " + std::to_string(r.incarnation())
+                   + " is not a member: its report is not taken");
+  if (e->state() == pb::FORGOTTEN)
+    return refused(who(*e) + " was forgotten: its report is not taken");
+  e->set_id_floor(std::max(e->id_floor(), r.id_floor()));
+  e->set_journal_lsn(std::max(e->journal_lsn(), r.journal_lsn()));
+  return done(who(*e) + ": ids from " + std::to_string(e->id_floor()) + ", journal at "
+              + std::to_string(e->journal_lsn()));
+}
+
+cluster_outcome set_limit(pb::ClusterState* st, const pb::ClusterLimit& l) {
+  if (l.type().empty())
+    return refused("a limit needs a procedure type");
+  auto* limits = st->mutable_limits();
+  auto it = std::find_if(limits->begin(), limits->end(),
+                         [&](const auto& x) { return x.type() == l.type(); });
+  if (l.max_running() == 0) {
+    if (it == limits->end())
+      return done("no limit on " + quoted(l.type()) + " was set");
+    limits->erase(it);
+    return done("the limit on " + quoted(l.type()) + " is removed");
+  }
+  if (it != limits->end())
+    *it = l;
+  else {
+    *limits->Add() = l;
+    std::sort(limits->begin(), limits->end(),
+              [](const auto& a, const auto& b) { return a.type() < b.type(); });
+  }
+  return done(quoted(l.type()) + " runs at most " + std::to_string(l.max_running())
+              + " at once in the cluster");
+}
+
+}  // namespace
+
+std::string encode_cluster_command(const pb::ClusterCommand& command) {
+  const std::string body = command.SerializeAsString();
+  std::string out(5, '\0');
+  out[0] = 'C';
+  const auto n = static_cast<uint32_t>(body.size());
+  for (int i = 0; i < 4; ++i)
+    out[static_cast<size_t>(1 + i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return out + body;
+}
+
+bool decode_cluster_command(std::string_view entry, pb::ClusterCommand* out) {
+  if (entry.size() < 5 || entry[0] != 'C')
+    return false;
+  uint32_t n = 0;
+  for (int i = 0; i < 4; ++i)
+    n |= static_cast<uint32_t>(static_cast<uint8_t>(entry[static_cast<size_t>(1 + i)])) << (8 * i);
+  if (n > entry.size() - 5)
+    return false;
+  return out->ParseFromArray(entry.data() + 5, static_cast<int>(n));
+}
+
+const char* member_state_name(pb::MemberState s) {
+  switch (s) {
+    case pb::JOINING:
+      return "joining";
+    case pb::ACTIVE:
+      return "active";
+    case pb::DRAINING:
+      return "draining";
+    case pb::LEFT:
+      return "left";
+    case pb::FORGOTTEN:
+      return "forgotten";
+    default:
+      return "unknown";
+  }
+}
+
+const pb::ClusterMember* find_member(const pb::ClusterState& state, std::string_view name) {
+  for (const auto& m : state.members())
+    if (m.name() == name)
+      return &m;
+  return nullptr;
+}
+
+std::vector<std::string> active_members(const pb::ClusterState& state) {
+  std::vector<std::string> out;
+  for (const auto& m : state.members())
+    if (m.state() == pb::ACTIVE)
+      out.push_back(m.name());
+  return out;  // members are kept sorted by name
+}
+
+cluster_outcome apply_cluster_command(pb::ClusterState* state, const pb::ClusterCommand& c,
+                                      uint64_t index) {
+  using K = pb::ClusterCommand::CommandCase;
+  const int64_t ms = c.proposed_ms();
+  if (c.command_case() != K::kFound && c.command_case() != K::COMMAND_NOT_SET
+      && state->cluster_id().empty())
+    return refused("the cluster is not founded yet (proctor cluster init, on one node)");
+  const std::string before = state->SerializeAsString();
+  cluster_outcome out;
+  switch (c.command_case()) {
+    case K::kFound:
+      out = found(state, c.found(), index, ms);
+      break;
+    case K::kJoin:
+      out = join(state, c.join().member(), index, ms);
+      break;
+    case K::kActivate:
+      out = activate(state, c.activate(), index, ms);
+      break;
+    case K::kDrain:
+      out = drain(state, c.drain(), index, ms);
+      break;
+    case K::kRemove:
+      out = remove(state, c.remove(), index, ms);
+      break;
+    case K::kForget:
+      out = forget(state, c.forget(), index, ms);
+      break;
+    case K::kRaiseFloor:
+      out = raise_floor(state, c.raise_floor());
+      break;
+    case K::kSetLimit:
+      out = set_limit(state, c.set_limit().limit());
+      break;
+    default:
+      out = refused("a command this release does not know (proposed by a newer one?)");
+  }
+  // Refused commands change nothing (each rule refuses before it writes); the version counts
+  // the commands that changed something, so that nodes compare versions, not states.
+  if (out.applied && state->SerializeAsString() != before)
+    state->set_version(state->version() + 1);
+  return out;
+}
+
+// -- cluster_state ----------------------------------------------------------------------------
+
+cluster_state::cluster_state() : state_(std::make_shared<pb::ClusterState>()) {
+  // nop
+}
+
+cluster_state::state_ptr cluster_state::current() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  return state_;
+}
+
+std::optional<cluster_outcome> cluster_state::outcome(uint64_t request_id) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto it = outcomes_.find(request_id);
+  if (it == outcomes_.end())
+    return std::nullopt;
+  return it->second;
+}
+
+void cluster_state::subscribe(std::function<void(const state_ptr&)> fn) {
+  std::lock_guard<std::mutex> g(mtx_);
+  subs_.push_back(std::move(fn));
+}
+
+rocksdb::Status cluster_state::apply(uint64_t index, std::string_view entry) {
+  if (index <= applied_index())
+    return rocksdb::Status::OK();
+  pb::ClusterCommand c;
+  if (!decode_cluster_command(entry, &c))
+    return rocksdb::Status::Corruption("cluster group entry " + std::to_string(index)
+                                       + " is not a cluster command");
+  auto next = *current();
+  const uint64_t version = next.version();
+  auto out = apply_cluster_command(&next, c, index);
+  next.set_applied_index(index);
+  const bool changed = next.version() != version;
+  std::vector<std::function<void(const state_ptr&)>> subs;
+  state_ptr published;
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    state_ = std::make_shared<pb::ClusterState>(std::move(next));
+    published = state_;
+    if (c.request_id() != 0 && outcomes_.emplace(c.request_id(), std::move(out)).second) {
+      outcome_order_.push_back(c.request_id());
+      if (outcome_order_.size() > kept_outcomes) {
+        outcomes_.erase(outcome_order_.front());
+        outcome_order_.pop_front();
+      }
+    }
+    if (changed)
+      subs = subs_;
+  }
+  applied_.store(index, std::memory_order_release);
+  for (auto& fn : subs)
+    fn(published);
+  return rocksdb::Status::OK();
+}
+
+void cluster_state::begin_snapshot(uint64_t index) {
+  auto s = current();
+  // The snapshot libraft takes is at `index`, which may be past the last command (barriers
+  // and configuration entries do not reach the state machine): the state is the same.
+  auto pinned = std::make_shared<pb::ClusterState>(*s);
+  pinned->set_applied_index(std::max(pinned->applied_index(), index));
+  pinned_ = std::move(pinned);
+}
+
+rocksdb::Status cluster_state::serialize_snapshot(std::vector<std::string>* chunks) {
+  if (!pinned_)
+    return rocksdb::Status::InvalidArgument("no snapshot pinned");
+  chunks->push_back(pinned_->SerializeAsString());
+  return rocksdb::Status::OK();
+}
+
+void cluster_state::end_snapshot() {
+  pinned_.reset();
+}
+
+rocksdb::Status cluster_state::restore(std::string_view data, bool* replaced) {
+  pb::ClusterState s;
+  if (!s.ParseFromArray(data.data(), static_cast<int>(data.size())))
+    return rocksdb::Status::Corruption("the cluster group's snapshot does not parse");
+  *replaced = false;
+  if (s.applied_index() <= applied_index())
+    return rocksdb::Status::OK();
+  const uint64_t index = s.applied_index();
+  std::vector<std::function<void(const state_ptr&)>> subs;
+  state_ptr published;
+  {
+    std::lock_guard<std::mutex> g(mtx_);
+    state_ = std::make_shared<pb::ClusterState>(std::move(s));
+    published = state_;
+    subs = subs_;
+  }
+  applied_.store(index, std::memory_order_release);
+  *replaced = true;
+  for (auto& fn : subs)
+    fn(published);
+  return rocksdb::Status::OK();
+}
+
+}  // namespace proctor

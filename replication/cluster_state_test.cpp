@@ -1,0 +1,420 @@
+// The cluster group's rules and state machine without Raft: each rule's decisions and
+// reasons, and a seeded random run of commands checking the invariants after each (names
+// and numbers unique, refusals change nothing, snapshots restore the same state).
+#include "replication/cluster_state.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace proctor {
+namespace {
+
+pb::ClusterMember member(const std::string& name, uint64_t incarnation, uint32_t number = 0) {
+  pb::ClusterMember m;
+  m.set_name(name);
+  m.set_incarnation(incarnation);
+  m.set_number(number);
+  m.set_client_address("127.0.0.1:" + std::to_string(7000 + incarnation % 1000));
+  m.set_peer_address("127.0.0.1:" + std::to_string(8000 + incarnation % 1000));
+  return m;
+}
+
+pb::ClusterCommand found(const std::string& id, const pb::ClusterMember& founder) {
+  pb::ClusterCommand c;
+  c.mutable_found()->set_cluster_id(id);
+  c.mutable_found()->set_slot_count(1024);
+  *c.mutable_found()->mutable_founder() = founder;
+  return c;
+}
+pb::ClusterCommand join(const pb::ClusterMember& m) {
+  pb::ClusterCommand c;
+  *c.mutable_join()->mutable_member() = m;
+  return c;
+}
+pb::ClusterCommand activate(const std::string& name, uint64_t inc) {
+  pb::ClusterCommand c;
+  c.mutable_activate()->set_name(name);
+  c.mutable_activate()->set_incarnation(inc);
+  return c;
+}
+pb::ClusterCommand drain(const std::string& name) {
+  pb::ClusterCommand c;
+  c.mutable_drain()->set_name(name);
+  return c;
+}
+pb::ClusterCommand remove(const std::string& name, uint64_t inc) {
+  pb::ClusterCommand c;
+  c.mutable_remove()->set_name(name);
+  c.mutable_remove()->set_incarnation(inc);
+  return c;
+}
+pb::ClusterCommand forget(const std::string& name, uint64_t inc) {
+  pb::ClusterCommand c;
+  c.mutable_forget()->set_name(name);
+  c.mutable_forget()->set_incarnation(inc);
+  return c;
+}
+pb::ClusterCommand raise(const std::string& name, uint64_t inc, uint64_t floor, uint64_t lsn) {
+  pb::ClusterCommand c;
+  auto* r = c.mutable_raise_floor();
+  r->set_name(name);
+  r->set_incarnation(inc);
+  r->set_id_floor(floor);
+  r->set_journal_lsn(lsn);
+  return c;
+}
+pb::ClusterCommand limit(const std::string& type, uint32_t max) {
+  pb::ClusterCommand c;
+  c.mutable_set_limit()->mutable_limit()->set_type(type);
+  c.mutable_set_limit()->mutable_limit()->set_max_running(max);
+  return c;
+}
+
+/// Applies commands at increasing indexes, as the group would.
+struct rules {
+  pb::ClusterState st;
+  uint64_t index = 0;
+  cluster_outcome run(const pb::ClusterCommand& c) {
+    return apply_cluster_command(&st, c, ++index);
+  }
+  pb::MemberState state_of(const std::string& name) const {
+    const auto* m = find_member(st, name);
+    return m == nullptr ? pb::MEMBER_STATE_UNSPECIFIED : m->state();
+  }
+};
+
+TEST(cluster_rules, nothing_is_decided_before_the_founding_and_a_cluster_is_founded_once) {
+  rules r;
+  auto out = r.run(join(member("b", 2)));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("not founded"), std::string::npos) << out.text;
+  EXPECT_EQ(r.st.members_size(), 0);
+
+  out = r.run(found("c1", member("a", 1)));
+  ASSERT_TRUE(out.applied) << out.text;
+  EXPECT_EQ(r.st.cluster_id(), "c1");
+  EXPECT_EQ(r.st.slot_count(), 1024u);
+  EXPECT_EQ(r.state_of("a"), pb::ACTIVE);
+  EXPECT_EQ(r.st.version(), 1u);
+
+  // The same founding again (its proposer retried) is no change; another is refused.
+  out = r.run(found("c1", member("a", 1)));
+  EXPECT_TRUE(out.applied) << out.text;
+  EXPECT_EQ(r.st.version(), 1u);
+  out = r.run(found("c2", member("z", 9)));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("two clusters"), std::string::npos) << out.text;
+  EXPECT_EQ(r.st.cluster_id(), "c1");
+  EXPECT_EQ(r.st.members_size(), 1);
+}
+
+TEST(cluster_rules, a_member_joins_is_activated_drained_and_removed) {
+  rules r;
+  ASSERT_TRUE(r.run(found("c1", member("a", 1))).applied);
+  ASSERT_TRUE(r.run(join(member("b", 2))).applied);
+  EXPECT_EQ(r.state_of("b"), pb::JOINING);
+  EXPECT_EQ(active_members(r.st), std::vector<std::string>{"a"});
+  // Activation names the incarnation: an older one's word is not taken.
+  EXPECT_FALSE(r.run(activate("b", 3)).applied);
+  ASSERT_TRUE(r.run(activate("b", 2)).applied);
+  EXPECT_EQ(active_members(r.st), (std::vector<std::string>{"a", "b"}));
+
+  // Removing needs a drain first; a drain of the last active member is refused.
+  auto out = r.run(remove("b", 2));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("drain it first"), std::string::npos) << out.text;
+  ASSERT_TRUE(r.run(drain("b")).applied);
+  EXPECT_EQ(r.state_of("b"), pb::DRAINING);
+  EXPECT_EQ(active_members(r.st), std::vector<std::string>{"a"});
+  out = r.run(drain("a"));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("only active member"), std::string::npos) << out.text;
+
+  // A drain can be cancelled, then done again and completed.
+  ASSERT_TRUE(r.run(activate("b", 2)).applied);
+  EXPECT_EQ(r.state_of("b"), pb::ACTIVE);
+  ASSERT_TRUE(r.run(drain("b")).applied);
+  ASSERT_TRUE(r.run(remove("b", 2)).applied);
+  EXPECT_EQ(r.state_of("b"), pb::LEFT);
+  EXPECT_TRUE(r.run(remove("b", 2)).applied);  // a retried removal: no change
+
+  // A member that left does not come back under its old incarnation.
+  out = r.run(join(member("b", 2)));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("empty data directory"), std::string::npos) << out.text;
+  EXPECT_FALSE(r.run(activate("b", 2)).applied);
+}
+
+TEST(cluster_rules,
+     a_new_incarnation_is_refused_while_the_old_one_takes_part_and_keeps_the_number_and_floor) {
+  rules r;
+  ASSERT_TRUE(r.run(found("c1", member("a", 1))).applied);
+  ASSERT_TRUE(r.run(join(member("b", 2))).applied);
+  ASSERT_TRUE(r.run(activate("b", 2)).applied);
+  ASSERT_TRUE(r.run(raise("b", 2, 5000, 77)).applied);
+  const auto number = find_member(r.st, "b")->number();
+
+  // b restarted empty (or restored from a copy as a new incarnation) while the cluster still
+  // counts its old journal in: refused, naming the way out.
+  auto out = r.run(join(member("b", 20)));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("node forget b --confirm-lost"), std::string::npos) << out.text;
+
+  // A stale incarnation's reports are not taken; a forgotten one's neither.
+  EXPECT_FALSE(r.run(raise("b", 20, 9000, 1)).applied);
+  ASSERT_TRUE(r.run(forget("b", 2)).applied);
+  EXPECT_EQ(r.state_of("b"), pb::FORGOTTEN);
+  EXPECT_FALSE(r.run(raise("b", 2, 9000, 1)).applied);
+  EXPECT_EQ(find_member(r.st, "b")->id_floor(), 5000u);
+
+  // The new incarnation joins with the old number, its ids from the old floor up; it cannot
+  // take another number.
+  out = r.run(join(member("b", 20, number + 1)));
+  EXPECT_FALSE(out.applied) << out.text;
+  out = r.run(join(member("b", 20)));
+  ASSERT_TRUE(out.applied) << out.text;
+  const auto* b = find_member(r.st, "b");
+  EXPECT_EQ(b->incarnation(), 20u);
+  EXPECT_EQ(b->number(), number);
+  EXPECT_EQ(b->id_floor(), 5000u);
+  EXPECT_EQ(b->journal_lsn(), 0u);
+  EXPECT_EQ(b->state(), pb::JOINING);
+}
+
+TEST(cluster_rules, numbers_are_never_shared_between_names) {
+  rules r;
+  ASSERT_TRUE(r.run(found("c1", member("a", 1))).applied);
+  // Names whose hashes collide (by pigeonhole among 4096 names) get different numbers.
+  std::map<uint32_t, std::string> by_number{{find_member(r.st, "a")->number(), "a"}};
+  for (int i = 0; i < 300; ++i) {
+    auto name = "n" + std::to_string(i);
+    auto out = r.run(join(member(name, 100 + i)));
+    ASSERT_TRUE(out.applied) << out.text;
+    auto n = find_member(r.st, name)->number();
+    ASSERT_GE(n, 1u);
+    ASSERT_LE(n, 4095u);
+    ASSERT_TRUE(by_number.emplace(n, name).second) << name << " got " << by_number[n] << "'s " << n;
+  }
+  // A number asked for (a node that ran before the group) is refused when another name holds it.
+  auto out = r.run(join(member("x", 999, find_member(r.st, "n7")->number())));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("n7"), std::string::npos) << out.text;
+  // ... and given when free, also after its holder left (numbers are never reused).
+  uint32_t free_number = 1;
+  while (by_number.count(free_number) != 0)
+    ++free_number;
+  out = r.run(join(member("y", 1000, free_number)));
+  ASSERT_TRUE(out.applied) << out.text;
+  EXPECT_EQ(find_member(r.st, "y")->number(), free_number);
+}
+
+TEST(cluster_rules, addresses_follow_a_rejoin_and_limits_are_set_and_removed) {
+  rules r;
+  ASSERT_TRUE(r.run(found("c1", member("a", 1))).applied);
+  ASSERT_TRUE(r.run(join(member("b", 2))).applied);
+  auto moved = member("b", 2);
+  moved.set_client_address("10.0.0.9:7000");
+  const auto v = r.st.version();
+  auto out = r.run(join(moved));
+  ASSERT_TRUE(out.applied) << out.text;
+  EXPECT_EQ(find_member(r.st, "b")->client_address(), "10.0.0.9:7000");
+  EXPECT_EQ(r.st.version(), v + 1);
+  EXPECT_EQ(r.state_of("b"), pb::JOINING);
+
+  ASSERT_TRUE(r.run(limit("demo.ledger", 4)).applied);
+  ASSERT_TRUE(r.run(limit("a.type", 1)).applied);
+  ASSERT_EQ(r.st.limits_size(), 2);
+  EXPECT_EQ(r.st.limits(0).type(), "a.type");
+  ASSERT_TRUE(r.run(limit("demo.ledger", 0)).applied);
+  ASSERT_EQ(r.st.limits_size(), 1);
+  EXPECT_FALSE(r.run(limit("", 3)).applied);
+}
+
+TEST(cluster_state_machine, an_entry_tells_its_length_so_padding_is_ignored) {
+  auto c = join(member("b", 2));
+  c.set_request_id(7);
+  auto entry = encode_cluster_command(c);
+  pb::ClusterCommand back;
+  ASSERT_TRUE(decode_cluster_command(entry + std::string(7, '\0'), &back));
+  EXPECT_EQ(back.SerializeAsString(), c.SerializeAsString());
+  EXPECT_FALSE(decode_cluster_command(entry.substr(0, entry.size() - 1), &back));
+  EXPECT_FALSE(decode_cluster_command("X" + entry.substr(1), &back));
+  EXPECT_FALSE(decode_cluster_command({}, &back));
+}
+
+TEST(cluster_state_machine, applies_once_publishes_changes_and_restores_snapshots) {
+  cluster_state sm;
+  int published = 0;
+  sm.subscribe([&](const cluster_state::state_ptr& s) {
+    ++published;
+    EXPECT_GT(s->version(), 0u);
+  });
+  auto c = found("c1", member("a", 1));
+  c.set_request_id(42);
+  ASSERT_TRUE(sm.apply(3, encode_cluster_command(c)).ok());
+  EXPECT_EQ(sm.applied_index(), 3u);
+  ASSERT_TRUE(sm.outcome(42).has_value());
+  EXPECT_TRUE(sm.outcome(42)->applied);
+  EXPECT_EQ(published, 1);
+  // A replayed entry (libraft replays the log after its last snapshot) is skipped.
+  auto j = join(member("b", 2));
+  ASSERT_TRUE(sm.apply(3, encode_cluster_command(j)).ok());
+  EXPECT_EQ(find_member(*sm.current(), "b"), nullptr);
+  // A refused command changes nothing and is not published; its reason is kept.
+  auto again = found("c2", member("z", 5));
+  again.set_request_id(43);
+  ASSERT_TRUE(sm.apply(4, encode_cluster_command(again)).ok());
+  EXPECT_FALSE(sm.outcome(43)->applied);
+  EXPECT_EQ(published, 1);
+  EXPECT_EQ(sm.current()->applied_index(), 4u);
+  // A command of a newer release is refused the same way everywhere, not fatal.
+  pb::ClusterCommand unknown;
+  unknown.set_request_id(44);
+  ASSERT_TRUE(sm.apply(5, encode_cluster_command(unknown)).ok());
+  EXPECT_FALSE(sm.outcome(44)->applied);
+  // A damaged entry stops the replica (libraft retries it): it is never half applied.
+  EXPECT_TRUE(sm.apply(6, std::string("\xff\xff\xff", 3)).IsCorruption());
+  EXPECT_EQ(sm.applied_index(), 5u);
+
+  sm.begin_snapshot(7);
+  std::vector<std::string> chunks;
+  ASSERT_TRUE(sm.serialize_snapshot(&chunks).ok());
+  sm.end_snapshot();
+  ASSERT_EQ(chunks.size(), 1u);
+
+  cluster_state other;
+  bool replaced = false;
+  ASSERT_TRUE(other.restore(chunks[0], &replaced).ok());
+  EXPECT_TRUE(replaced);
+  EXPECT_EQ(other.applied_index(), 7u);
+  EXPECT_EQ(other.current()->cluster_id(), "c1");
+  // A snapshot older than what a member applied is not taken.
+  ASSERT_TRUE(sm.apply(8, encode_cluster_command(join(member("b", 2)))).ok());
+  ASSERT_TRUE(sm.restore(chunks[0], &replaced).ok());
+  EXPECT_FALSE(replaced);
+  EXPECT_NE(find_member(*sm.current(), "b"), nullptr);
+}
+
+// A seeded random run: commands over a few names, incarnations and numbers, applied to a
+// state machine; after each, the invariants hold, and at random moments a snapshot restored
+// into a fresh state machine that then applies the rest ends equal.
+TEST(cluster_state_machine, random_commands_keep_the_invariants) {
+  uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("PROCTOR_SEED"))
+    seed = std::strtoull(s, nullptr, 10);
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with PROCTOR_SEED=" + std::to_string(seed)
+               + ")");
+  std::mt19937_64 rng(seed);
+  auto pick = [&](uint64_t n) { return rng() % n; };
+  const std::vector<std::string> names{"a", "b", "c", "d", "e", "f"};
+
+  cluster_state sm;
+  std::unique_ptr<cluster_state> copy;  // restored from a snapshot, then fed the same entries
+  uint64_t index = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const auto& name = names[pick(names.size())];
+    const uint64_t inc = 1 + pick(4);
+    pb::ClusterCommand c;
+    switch (pick(9)) {
+      case 0:
+        c = found(pick(2) ? "c1" : "c2", member(name, inc));
+        break;
+      case 1:
+        c = join(member(name, inc, pick(4) == 0 ? static_cast<uint32_t>(1 + pick(4095)) : 0));
+        break;
+      case 2:
+        c = activate(name, inc);
+        break;
+      case 3:
+        c = drain(name);
+        break;
+      case 4:
+        c = remove(name, inc);
+        break;
+      case 5:
+        c = forget(name, pick(3) == 0 ? 0 : inc);
+        break;
+      case 6:
+        c = raise(name, inc, pick(1u << 20), pick(1000));
+        break;
+      case 7:
+        c = limit("t" + std::to_string(pick(3)), static_cast<uint32_t>(pick(3)));
+        break;
+      default:
+        break;  // an unknown command
+    }
+    c.set_request_id(static_cast<uint64_t>(step) + 1);
+    c.set_proposed_ms(static_cast<int64_t>(step));
+    const auto before = *sm.current();
+    index += 1 + pick(3);  // barriers and configuration entries take indexes too
+    const auto entry = encode_cluster_command(c);
+    ASSERT_TRUE(sm.apply(index, entry).ok());
+    if (copy) {
+      ASSERT_TRUE(copy->apply(index, entry).ok());
+    }
+    const auto& after = *sm.current();
+    const auto out = *sm.outcome(c.request_id());
+    SCOPED_TRACE("step " + std::to_string(step) + ": " + c.ShortDebugString() + " -> " + out.text);
+
+    // Refused: nothing changed but the applied index. Applied: the version moved by one at
+    // most.
+    auto strip = [](pb::ClusterState s) {
+      s.clear_applied_index();
+      return s.SerializeAsString();
+    };
+    if (!out.applied) {
+      ASSERT_EQ(strip(before), strip(after));
+    }
+    ASSERT_LE(after.version(), before.version() + 1);
+    ASSERT_EQ(after.version() != before.version(), strip(before) != strip(after)) << out.text;
+    // Names sorted and unique, numbers unique and in range, floors never go down.
+    std::set<uint32_t> numbers;
+    for (int i = 0; i < after.members_size(); ++i) {
+      const auto& m = after.members(i);
+      if (i > 0) {
+        ASSERT_LT(after.members(i - 1).name(), m.name());
+      }
+      ASSERT_TRUE(m.number() >= 1 && m.number() <= 4095);
+      ASSERT_TRUE(numbers.insert(m.number()).second) << "number " << m.number() << " twice";
+      if (const auto* was = find_member(before, m.name())) {
+        ASSERT_GE(m.id_floor(), was->id_floor());
+        ASSERT_EQ(m.number(), was->number());
+        // LEFT and FORGOTTEN are final for an incarnation.
+        if (was->incarnation() == m.incarnation()
+            && (was->state() == pb::LEFT || was->state() == pb::FORGOTTEN)) {
+          ASSERT_EQ(m.state(), was->state());
+        }
+      }
+    }
+    // No member ever disappears, and the founding never changes.
+    for (const auto& m : before.members()) {
+      ASSERT_NE(find_member(after, m.name()), nullptr);
+    }
+    if (!before.cluster_id().empty()) {
+      ASSERT_EQ(before.cluster_id(), after.cluster_id());
+    }
+
+    if (!copy && pick(200) == 0) {
+      sm.begin_snapshot(index);
+      std::vector<std::string> chunks;
+      ASSERT_TRUE(sm.serialize_snapshot(&chunks).ok());
+      sm.end_snapshot();
+      copy = std::make_unique<cluster_state>();
+      bool replaced = false;
+      ASSERT_TRUE(copy->restore(chunks[0], &replaced).ok());
+      ASSERT_TRUE(replaced);
+    }
+    if (copy) {
+      ASSERT_EQ(copy->current()->SerializeAsString(), after.SerializeAsString());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace proctor
