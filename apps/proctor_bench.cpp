@@ -568,7 +568,7 @@ static int run_main(int argc, char** argv) {
         "asked of its owner: " + fmt_num(*local_p50) + " us; ratio "
           + fmt_num(*fwd_p50 / *local_p50, 2) + " (p99 " + fmt_num(*placing.num("forwarded_p99_us"))
           + " / " + fmt_num(*placing.num("local_p99_us")) + " us)");
-    row("    a cluster group change reaching all 5 members, p50",
+    row("    cluster group change on all 5, p50",
         fmt_num(*placing.num("group_change_p50_ms"), 2) + " ms",
         "max " + fmt_num(*placing.num("group_change_max_ms"), 2) + " ms over "
           + fmt_num(*placing.num("group_changes")) + " changes (5 voters, one process)");

@@ -123,6 +123,24 @@ next_group_change(const pb::ClusterState& state,
   return std::nullopt;
 }
 
+std::optional<pb::ClusterCommand>
+next_activation(const pb::ClusterState& state, const std::vector<raft_group::member_status>& config,
+                uint64_t last_index) {
+  for (const auto& m : state.members()) {
+    if (m.state() != pb::JOINING || m.group_address().empty())
+      continue;
+    for (const auto& c : config)
+      if (c.id == m.incarnation() && c.match_index > 0
+          && c.match_index + caught_up_entries >= last_index) {
+        pb::ClusterCommand cmd;
+        cmd.mutable_activate()->set_name(m.name());
+        cmd.mutable_activate()->set_incarnation(m.incarnation());
+        return cmd;
+      }
+  }
+  return std::nullopt;
+}
+
 // -- cluster_keeper ---------------------------------------------------------------------------
 
 cluster_keeper::cluster_keeper(cluster_group& group, std::chrono::milliseconds period)
@@ -170,8 +188,19 @@ void cluster_keeper::run() {
     const bool trust = clock::now() - leading_since >= liveness_grace;
     const uint64_t self = raft.id();
     auto next = next_group_change(*group_.state(), raft.members(), self, trust);
-    if (!next)
+    if (!next) {
+      if (auto activate = next_activation(*group_.state(), raft.members(), raft.commit_index())) {
+        auto r = group_.propose(*activate);
+        if (r.status.ok() && r.outcome.applied) {
+          changes_.fetch_add(1);
+          spdlog::info("cluster group: {}", r.outcome.text);
+        } else {
+          spdlog::warn("cluster group: activating {}: {}", activate->activate().name(),
+                       r.status.ok() ? r.outcome.text : r.status.ToString());
+        }
+      }
       continue;
+    }
     static constexpr const char* verbs[] = {"making a voter of", "removing", "adding as a standby",
                                             "demoting to a standby"};
     const auto* verb = verbs[static_cast<size_t>(next->what)];

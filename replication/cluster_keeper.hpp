@@ -16,8 +16,10 @@
 // then the voter demoted, so the group never counts fewer good voters than it had). A member
 // that left, was forgotten or was replaced by a new incarnation leaves the Raft group.
 //
-// next_group_change is the pure decision (one change at a time, as libraft allows);
-// cluster_keeper runs it on the group's leader and carries the changes out.
+// A joining member becomes active once it caught up with the group's log (next_activation).
+//
+// next_group_change and next_activation are the pure decisions (one change at a time, as
+// libraft allows); cluster_keeper runs them on the group's leader and carries them out.
 #pragma once
 
 #include <atomic>
@@ -51,7 +53,16 @@ next_group_change(const pb::ClusterState& state,
                   const std::vector<raft_group::member_status>& config, uint64_t self,
                   bool trust_liveness = true);
 
-/// Runs next_group_change on the leader of `group` every `period` (and at once after a
+/// A joining member becomes active once it is in the Raft group and has stored the log to
+/// within `caught_up_entries` of `last_index` (as the leader sees it): it holds the cluster's
+/// state, and a node opens its member of the group only once it serves (so it can take
+/// work). The activation of the first such member (by name), or none. Deterministic.
+std::optional<pb::ClusterCommand>
+next_activation(const pb::ClusterState& state, const std::vector<raft_group::member_status>& config,
+                uint64_t last_index);
+inline constexpr uint64_t caught_up_entries = 16;
+
+/// Runs next_group_change, then next_activation, on the leader of `group` every `period` (and at once after a
 /// change of the state), one change at a time, each waited for at most its catch-up timeout
 /// and a few seconds. Stops when destroyed (before its group closes).
 class cluster_keeper {
@@ -61,7 +72,7 @@ public:
   cluster_keeper(const cluster_keeper&) = delete;
   cluster_keeper& operator=(const cluster_keeper&) = delete;
 
-  /// Membership changes carried out since it started (for tests and metrics).
+  /// Membership changes and activations carried out since it started (tests, metrics).
   uint64_t changes() const { return changes_.load(); }
 
   /// How long a new leader trusts nobody's silence: two election timeouts' worth.

@@ -143,6 +143,27 @@ TEST(cluster_keeper_rules, active_members_vote_before_draining_ones) {
   EXPECT_EQ(c->member.id, 2u);
 }
 
+TEST(cluster_keeper_rules, a_joiner_is_made_active_once_it_caught_up) {
+  fixture f;
+  f.member(1, pb::ACTIVE);
+  f.member(2, pb::JOINING);
+  f.member(3, pb::JOINING);
+  f.in_group(1, role::voter);
+  EXPECT_FALSE(next_activation(f.state, f.config, 100));  // not in the group yet
+  f.in_group(2, role::standby);
+  f.in_group(3, role::standby);
+  f.config[1].match_index = 0;  // has not answered yet
+  f.config[2].match_index = 100 - caught_up_entries - 1;
+  EXPECT_FALSE(next_activation(f.state, f.config, 100));
+  f.config[2].match_index = 100 - caught_up_entries;
+  auto c = next_activation(f.state, f.config, 100);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->activate().name(), "c");
+  EXPECT_EQ(c->activate().incarnation(), 3u);
+  f.state.mutable_members(2)->set_state(pb::ACTIVE);
+  EXPECT_FALSE(next_activation(f.state, f.config, 100));
+}
+
 // Random clusters and configurations: carrying the changes out one by one ends (no change
 // undoes another) in a configuration holding exactly the members taking part (and the
 // leader), with as many good voters as wanted or as there are.
