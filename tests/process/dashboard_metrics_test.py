@@ -3,11 +3,13 @@
 on a live node, with the labels its queries group by.
 
 Starts a proctord named a with a peer b that is not running (so the per-peer metrics have a
-sample), runs a procedure (so the per-type ones have one), scrapes /metrics and checks each
-metric name in each panel's queries against it (a histogram's _bucket/_sum/_count against
+sample), runs a procedure (so the per-type ones have one), and a node c run as a replica group
+of one (so the Raft panels' metrics have a sample), scrapes both /metrics and checks each
+metric name in each panel's queries against them (a histogram's _bucket/_sum/_count against
 its family), and each `by (...)` label other than le and instance against its samples.
 
-Exit codes: 0 passed, 1 failed.
+Exit codes: 0 passed, 1 failed, 77 skipped (the temporary directory is on tmpfs, where libraft
+cannot open its files with O_DIRECT: set TMPDIR).
 
     python3 tests/process/dashboard_metrics_test.py --bin build/bin
 """
@@ -25,7 +27,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 DASHBOARD = os.path.join(HERE, "..", "..", "examples", "grafana", "proctor-dashboard.json")
 sys.path.insert(0, HERE)
-from test_support import LIMIT, free_port  # noqa: E402
+from test_support import LIMIT, SKIP, free_port, on_tmpfs  # noqa: E402
 
 
 def queries(dashboard):
@@ -56,7 +58,7 @@ def problems(dashboard, text):
         labels = set()
         for group in re.findall(r"by \(([^)]*)\)", expr):
             labels |= {l.strip() for l in group.split(",")} - {"le", "instance"}
-        for name in set(re.findall(r"\bproctor_[a-z0-9_]+", expr)):
+        for name in set(re.findall(r"\b(?:proctor|process)_[a-z0-9_]+", expr)):
             fam = name if name in fams else re.sub(r"_(bucket|sum|count)$", "", name)
             if fam not in fams:
                 found.append(f"panel '{title}': {name} is not exposed")
@@ -74,6 +76,10 @@ def main():
     with open(DASHBOARD) as f:
         dashboard = json.load(f)
     work = tempfile.mkdtemp(prefix="proctor-dashboard-")
+    if on_tmpfs(work):
+        print(f"SKIPPED: {work} is on tmpfs (libraft needs O_DIRECT): set TMPDIR")
+        shutil.rmtree(work, ignore_errors=True)
+        return SKIP
     port, metrics_port = free_port(), free_port()
     log = open(os.path.join(work, "node.log"), "ab")
     node = subprocess.Popen(
@@ -81,6 +87,13 @@ def main():
          "--listen", f"127.0.0.1:{port}", "--name", "a", "--peers", f"b=127.0.0.1:{free_port()}",
          "--metrics", f"127.0.0.1:{metrics_port}"],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    replica_metrics = free_port()
+    replica_log = open(os.path.join(work, "replica.log"), "ab")
+    replica = subprocess.Popen(
+        [os.path.join(args.bin, "proctord"), "--data-dir", os.path.join(work, "replica"),
+         "--name", "c", "--replica", "c1", "--replicas",
+         f"c1=127.0.0.1:{free_port()}/{free_port()}", "--metrics", f"127.0.0.1:{replica_metrics}"],
+        stdout=replica_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def ctl(*a):
         return subprocess.run([os.path.join(args.bin, "proctor"), "--node", f"127.0.0.1:{port}",
@@ -88,11 +101,14 @@ def main():
                               stdin=subprocess.DEVNULL)
 
     def scrape():
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
-                return r.read().decode()
-        except OSError:
-            return None
+        texts = []
+        for p in (metrics_port, replica_metrics):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{p}/metrics", timeout=10) as r:
+                    texts.append(r.read().decode())
+            except OSError:
+                return None
+        return "\n".join(texts)
 
     try:
         deadline = time.monotonic() + LIMIT
@@ -112,23 +128,25 @@ def main():
         found = None
         while time.monotonic() < deadline:
             text = scrape()
-            found = problems(dashboard, text) if text else ["/metrics did not answer"]
+            found = problems(dashboard, text) if text else ["a /metrics did not answer"]
             if not found:
                 break
             time.sleep(0.2)
         if found:
-            print("FAILED: the dashboard queries what the node does not expose:\n  "
-                  + "\n  ".join(found))
+            print("FAILED: the dashboard queries what the nodes do not expose:\n  "
+                  + "\n  ".join(found) + "\nreplica c's log:\n" + open(replica_log.name).read())
             return 1
         n = sum(1 for _ in queries(dashboard))
         print(f"dashboard: the {n} queries of {len(dashboard['panels'])} panels find their metrics")
         return 0
     finally:
-        node.terminate()
-        try:
-            node.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            node.kill()
+        for proc in (node, replica):
+            proc.terminate()
+        for proc in (node, replica):
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         shutil.rmtree(work, ignore_errors=True)
 
 

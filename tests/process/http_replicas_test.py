@@ -25,20 +25,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "http"))
-from test_support import SKIP, Failure, check, free_port, wait_until  # noqa: E402
+from test_support import SKIP, Failure, check, free_port, on_tmpfs, wait_until  # noqa: E402
 
 TOKEN = "http-replicas-test-4b1f"
-
-
-def on_tmpfs(path):
-    best, fstype = "", ""
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            parts = line.split()
-            mnt = parts[1]
-            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
-                best, fstype = mnt, parts[2]
-    return fstype == "tmpfs"
 
 
 def get(url, token=None):

@@ -100,3 +100,16 @@ class Node:
                 return "".join(f.readlines()[-n:])
         except OSError:
             return "(no log)"
+
+
+def on_tmpfs(path):
+    """Whether `path` lies on tmpfs (the longest mount point that holds it), where libraft
+    cannot open its files (O_DIRECT): the Raft tests skip there."""
+    best, fstype = "", ""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            parts = line.split()
+            mnt = parts[1]
+            if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
+                best, fstype = mnt, parts[2]
+    return fstype == "tmpfs"
