@@ -7,12 +7,9 @@
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/duration.pb.h>
-#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <google/protobuf/text_format.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/wrappers.pb.h>
@@ -20,6 +17,8 @@
 
 #include <proctor/demo.pb.h>
 #include <proctor/registry.hpp>
+
+#include "tests/support/dynamic_proto.hpp"
 
 namespace proctor {
 namespace {
@@ -96,12 +95,8 @@ constexpr const char* flat_proto = R"pb(
 class flat_json_test : public ::testing::Test {
 protected:
   void SetUp() override {
-    google::protobuf::FileDescriptorProto file;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(flat_proto, &file));
-    ASSERT_NE(pool_.BuildFile(file), nullptr);
-    const auto* d = pool_.FindMessageTypeByName("proctor.test.Flat");
-    ASSERT_NE(d, nullptr);
-    flat_ = factory_.GetPrototype(d);
+    flat_ = schema_.load(flat_proto, "proctor.test.Flat");
+    ASSERT_NE(flat_, nullptr);
   }
 
   static std::string deterministic_bytes(const Message& m) {
@@ -136,8 +131,7 @@ protected:
     return accepted;
   }
 
-  google::protobuf::DescriptorPool pool_;
-  google::protobuf::DynamicMessageFactory factory_{&pool_};
+  test::dynamic_proto schema_;
   const Message* flat_ = nullptr;
 };
 

@@ -8,9 +8,7 @@
 #include <string>
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/duration.pb.h>
-#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -18,6 +16,8 @@
 
 #include <proctor/demo.pb.h>
 #include <proctor/outcome.hpp>
+
+#include "tests/support/dynamic_proto.hpp"
 
 namespace proctor {
 namespace {
@@ -80,13 +80,8 @@ constexpr int64_t two_53 = int64_t{1} << 53;
 class proto_json_test : public ::testing::Test {
 protected:
   void SetUp() override {
-    google::protobuf::FileDescriptorProto duration;
-    google::protobuf::Duration::descriptor()->file()->CopyTo(&duration);
-    ASSERT_NE(pool_.BuildFile(duration), nullptr);
-    google::protobuf::FileDescriptorProto file;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(wide_proto, &file));
-    ASSERT_NE(pool_.BuildFile(file), nullptr);
-    prototype_ = factory_.GetPrototype(pool_.FindMessageTypeByName("proctor.test.Wide"));
+    schema_.import(google::protobuf::Duration::descriptor()->file());
+    prototype_ = schema_.load(wide_proto, "proctor.test.Wide");
     ASSERT_NE(prototype_, nullptr);
   }
 
@@ -106,8 +101,7 @@ protected:
     return json;
   }
 
-  google::protobuf::DescriptorPool pool_;
-  google::protobuf::DynamicMessageFactory factory_;
+  test::dynamic_proto schema_;
   const Message* prototype_ = nullptr;
 };
 

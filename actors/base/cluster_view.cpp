@@ -8,11 +8,41 @@
 
 namespace proctor {
 
-std::string peer_status::unreachable_text() const {
-  auto out = "node " + name + " unreachable since " + utc_text(since_ms);
+std::string peer_status::down_since_text() const {
+  auto out = "unreachable since " + utc_text(since_ms);
   if (!reason.empty())
     out += " (" + reason + ")";
   return out;
+}
+
+std::string peer_status::unreachable_text() const {
+  return "node " + name + " " + down_since_text();
+}
+
+uint64_t cluster_view::total(uint64_t peer_status::*count) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  uint64_t n = 0;
+  for (const auto& [name, p] : peers_)
+    n += p.*count;
+  return n;
+}
+
+std::vector<cluster_view::forgotten_peer> cluster_view::forgotten_peers() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  std::vector<forgotten_peer> out;
+  for (const auto& [name, p] : peers_)
+    if (p.forgotten_at_ms != 0)
+      out.push_back({name, p.forgotten_incarnation, p.forgotten_at_ms});
+  return out;
+}
+
+std::optional<std::pair<std::string, std::vector<std::string>>>
+cluster_view::first_disagreeing(const std::vector<std::string>& members) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  for (const auto& [name, p] : peers_)
+    if (p.up && p.heard && !p.forgotten_now() && !p.members.empty() && p.members != members)
+      return std::make_pair(name, p.members);
+  return std::nullopt;
 }
 
 void cluster_view::set(const peer_status& s) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/base/peer_status.hpp"
@@ -28,7 +29,25 @@ public:
   /// True if `name` is a peer seen up (without copying its status, as get() does).
   bool is_up(const std::string& name) const;
 
+  /// Every peer's status (a copy of each: for views and metrics, not per request).
   std::vector<peer_status> all() const;
+
+  /// The sum over the peers of one of their counters (peer_status::refusals ...).
+  uint64_t total(uint64_t peer_status::*count) const;
+
+  struct forgotten_peer {
+    std::string name;
+    uint64_t incarnation = 0;
+    int64_t at_ms = 0;
+  };
+  /// The peers an operator forgot (what a heartbeat answer tells the others).
+  std::vector<forgotten_peer> forgotten_peers() const;
+
+  /// The first peer that is up, was heard, is not forgotten and says it places on other
+  /// `members` than these (a peer that says none, of an earlier version, does not count):
+  /// its name and its members.
+  std::optional<std::pair<std::string, std::vector<std::string>>>
+  first_disagreeing(const std::vector<std::string>& members) const;
 
   /// An operator forgot `name` (its NodeForgotten record at `lsn`): kept across the link's
   /// reports from now on.

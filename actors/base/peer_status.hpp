@@ -92,6 +92,8 @@ struct peer_status {
 
   /// "node b unreachable since 2026-11-25T06:40:12Z (no answer to heartbeats for 3 s)".
   std::string unreachable_text() const;
+  /// The same without "node b ": "unreachable since ... (...)".
+  std::string down_since_text() const;
 
   /// Forgotten, and not back as a new incarnation since: it takes no new work, and nothing
   /// asks it (a node started empty under the name after `node forget` is a new member).

@@ -48,26 +48,18 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
   info->set_incarnation(st.env->incarnation);
   for (const auto& m : *st.env->cluster->node_names())
     info->add_members(m);
-  for (const auto& p : st.env->cluster->all())
-    if (p.forgotten_at_ms != 0) {
-      auto* f = info->add_forgotten();
-      f->set_name(p.name);
-      f->set_incarnation(p.forgotten_incarnation);
-      f->set_at_ms(p.forgotten_at_ms);
-    }
+  for (const auto& p : st.env->cluster->forgotten_peers()) {
+    auto* f = info->add_forgotten();
+    f->set_name(p.name);
+    f->set_incarnation(p.incarnation);
+    f->set_at_ms(p.at_ms);
+  }
   fill_progress(self, req.from(), *info);
   fill_forgotten(self, req.from(), *info);
   if (req.want_types())
     for (const auto& t : st.env->types->names())
       info->add_types(t);
   reply(rp, encode(r));
-}
-
-uint64_t peer_total(executor_actor* self, uint64_t peer_status::*count) {
-  uint64_t n = 0;
-  for (const auto& p : self->state.env->cluster->all())
-    n += p.*count;
-  return n;
 }
 
 void on_peer_status(executor_actor* self, const peer_status& s) {
@@ -169,8 +161,8 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->cancelled_children = st.env->cancelled_children.load();
   g->contained_failures = st.env->contained_failures.load();
   g->misdirected_pings = st.misdirected_pings;
-  g->peer_refusals = peer_total(self, &peer_status::refusals);
-  g->peer_stray_answers = peer_total(self, &peer_status::stray_answers);
+  g->peer_refusals = st.env->cluster->total(&peer_status::refusals);
+  g->peer_stray_answers = st.env->cluster->total(&peer_status::stray_answers);
   g->incomplete_views = st.incomplete_views;
   for (const auto& [name, e] : st.schedules.by_name)
     if (!e.rec.deleted())

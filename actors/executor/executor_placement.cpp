@@ -35,29 +35,18 @@ const placement::table& table_now(executor_actor* self) {
   return *st.placement.table;
 }
 
-std::string list_text(const std::vector<std::string>& xs) {
-  std::string out;
-  for (const auto& x : xs)
-    out += (out.empty() ? "" : ", ") + x;
-  return "{" + out + "}";
-}
-
 /// Why keyed submits are refused now: a peer that is up places on other members ("" when
-/// every peer that answered agrees).
+/// every peer that answered agrees). A peer that says no members, of an earlier version,
+/// places nothing by key (during a rolling upgrade its nonces stay its own, as before).
 std::string disagreement(executor_actor* self, const placement::table& t) {
-  for (const auto& p : self->state.env->cluster->all()) {
-    // No members said: a node of an earlier version, which places nothing by key (during a
-    // rolling upgrade its nonces stay its own, as before).
-    if (!p.up || !p.heard || p.forgotten_now() || p.members.empty() || p.members == t.members())
-      continue;
-    return "the nodes disagree on the cluster's members: node " + self->state.env->node_name
-           + " places on " + list_text(t.members()) + ", node " + p.name + " on "
-           + list_text(p.members)
-           + " (their --peers differ, or a node forgotten on one is still up on the other: "
-             "it follows once that node is down there); nothing was started, retry once they "
-             "agree";
-  }
-  return {};
+  auto other = self->state.env->cluster->first_disagreeing(t.members());
+  if (!other)
+    return {};
+  return "the nodes disagree on the cluster's members: node " + self->state.env->node_name
+         + " places on {" + comma_list(t.members()) + "}, node " + other->first + " on {"
+         + comma_list(other->second)
+         + "} (their --peers differ, or a node forgotten on one is still up on the other: it "
+           "follows once that node is down there); nothing was started, retry once they agree";
 }
 
 }  // namespace
@@ -85,8 +74,8 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     // Forwarded by a peer that took this node for the owner.
     std::string why;
     if (sub.placement() != t.fingerprint())
-      why = "node " + st.env->node_name + " places on other members (" + list_text(t.members())
-            + ") than the node that sent it";
+      why = "node " + st.env->node_name + " places on other members ({" + comma_list(t.members())
+            + "}) than the node that sent it";
     else if (owner != st.env->node_name)
       why = "node " + st.env->node_name + " does not own its key's " + where();
     if (why.empty())
@@ -110,10 +99,9 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     return true;
   }
   if (auto s = st.env->cluster->get(owner); s && !s->up) {
-    // "node c unreachable since T (why)": what follows the name.
-    auto since = s->unreachable_text().substr(("node " + owner + " ").size());
     reply(rp, error_reply(pb::Response::UNREACHABLE,
-                          "the submit's key belongs to " + where() + ", which is " + since
+                          "the submit's key belongs to " + where() + ", which is "
+                            + s->down_since_text()
                             + ": nothing was started; retry, it is placed there again"));
     return true;
   }

@@ -15,13 +15,6 @@ namespace proctor::exec_detail {
 
 namespace {
 
-std::string names_of(const std::set<std::string>& names) {
-  std::string out;
-  for (const auto& n : names)
-    out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 /// Journals peer `name`'s progress when it moved enough since its last record (or has none):
 /// 2^16 ids, another incarnation, or 5 s since the last one.
 void maybe_journal(executor_actor* self, const std::string& name, peer_progress_entry& e) {
@@ -130,7 +123,7 @@ void progress_start(executor_actor* self) {
   spdlog::info("node {}: a new journal: it hands out no procedure id before its peers said "
                "where the ids of this name's earlier incarnations ended (at most {} s); "
                "asking {}",
-               st.env->node_name, peer_progress_part::answer_bound.count(), names_of(pp.awaited));
+               st.env->node_name, peer_progress_part::answer_bound.count(), comma_list(pp.awaited));
   self->delayed_send(self, peer_progress_part::answer_bound, progress_hold_atom::value);
 }
 
@@ -282,8 +275,8 @@ void progress_bound(executor_actor* self) {
                  "their word (should one of them know of an earlier incarnation of this name "
                  "that handed out more, some ids may repeat; its answer, when it comes, raises "
                  "the next ones)",
-                 st.env->node_name, names_of(pp.awaited), peer_progress_part::answer_bound.count(),
-                 floor);
+                 st.env->node_name, comma_list(pp.awaited),
+                 peer_progress_part::answer_bound.count(), floor);
   else if (pp.echoed.empty() || !base_echoed(pp, floor))
     spdlog::warn("node {}: no peer echoed where this incarnation's ids begin within {} s: "
                  "ids begin at {}",

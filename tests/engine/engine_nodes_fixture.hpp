@@ -161,17 +161,19 @@ protected:
     return r.status();
   }
 
-  /// Procedures the node holds (any state).
+  /// Procedures the node holds itself (any state): a list not asked of its peers.
   size_t procs_on(const std::string& at) {
     pb::Request req;
     req.mutable_list()->set_all(true);
+    req.mutable_list()->set_local(true);
     return static_cast<size_t>(call(at, req).list_size());
   }
 
-  /// Fragments (roots of trees whose parent runs on another node) the node holds.
+  /// Fragments (roots of trees whose parent runs on another node) the node holds itself.
   size_t fragments_on(const std::string& at) {
     pb::Request req;
     req.mutable_list()->set_all(true);
+    req.mutable_list()->set_local(true);
     size_t n = 0;
     auto r = call(at, req);
     for (const auto& p : r.list())

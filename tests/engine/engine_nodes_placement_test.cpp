@@ -54,15 +54,7 @@ protected:
     }
   }
 
-  /// Procedures node `at` holds itself (a list not asked of its peers).
-  size_t held_by(const std::string& at) {
-    pb::Request req;
-    req.mutable_list()->set_all(true);
-    req.mutable_list()->set_local(true);
-    return static_cast<size_t>(call(at, req).list_size());
-  }
-
-  size_t all_procs() { return held_by("a") + held_by("b") + held_by("c"); }
+  size_t all_procs() { return procs_on("a") + procs_on("b") + procs_on("c"); }
 };
 
 TEST_F(nodes_placement, the_same_nonce_sent_to_every_node_answers_one_id_and_runs_once) {
@@ -122,14 +114,14 @@ TEST_F(nodes_placement, an_unreachable_owner_refuses_the_submit_and_nothing_star
   const auto nonce = key_owned_by("c");  // used as the nonce: it places too
   cut("c");
   report("c", false);
-  const auto before = held_by("a") + held_by("b");
+  const auto before = procs_on("a") + procs_on("b");
   for (std::string at : {"a", "b"}) {
     auto r = submit_with(at, nonce);
     EXPECT_EQ(r.code(), pb::Response::UNREACHABLE) << r.ShortDebugString();
     EXPECT_NE(r.error().find("owned by node c, which is unreachable"), std::string::npos)
       << r.error();
   }
-  EXPECT_EQ(held_by("a") + held_by("b"), before);
+  EXPECT_EQ(procs_on("a") + procs_on("b"), before);
   // Down without being known so (the report came late): the request times out, saying the
   // submit may have been taken there; sent again once c is back, it is answered once.
   report("c", true);
@@ -141,7 +133,7 @@ TEST_F(nodes_placement, an_unreachable_owner_refuses_the_submit_and_nothing_star
   ASSERT_EQ(ok.code(), pb::Response::OK) << ok.error();
   EXPECT_EQ(owner_of(ok.id()), node_number_of("c"));
   EXPECT_EQ(submit_with("a", nonce).id(), ok.id());
-  EXPECT_EQ(held_by("a") + held_by("b"), before);
+  EXPECT_EQ(procs_on("a") + procs_on("b"), before);
 }
 
 TEST_F(nodes_placement, a_forwarded_submit_for_a_slot_not_owned_here_is_refused) {

@@ -27,6 +27,20 @@
 
 namespace proctor::exec_detail {
 
+// -- text ---------------------------------------------------------------------------------------
+/// "a, b, c": names (or anything printable as a string) in their container's order, for
+/// answers and logs.
+template <class Container>
+std::string comma_list(const Container& xs) {
+  std::string out;
+  for (const auto& x : xs) {
+    if (!out.empty())
+      out += ", ";
+    out += x;
+  }
+  return out;
+}
+
 // -- replies ----------------------------------------------------------------------------------
 std::string encode(const pb::Response& r);
 std::string error_reply(pb::Response::Code code, std::string msg);

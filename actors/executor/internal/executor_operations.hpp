@@ -61,8 +61,6 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
 /// A peer's status as its link sees it: kept for procedure actors; the procedures that wait
 /// for that peer are told when it goes down or comes back, its outbox kicked when it is up.
 void on_peer_status(executor_actor* self, const peer_status& s);
-/// A count of the peers' links, over all peers (peer_status::refusals, ::downs, ...).
-uint64_t peer_total(executor_actor* self, uint64_t peer_status::*count);
 /// Answers `nodes`: this node and each peer as seen from here.
 void handle_nodes(executor_actor* self, promise_t rp);
 /// Answers `metrics` with the scheduler's and the journal's stats, the executor's gauges
