@@ -272,8 +272,8 @@ std::string encode_cluster_command(const pb::ClusterCommand& command) {
   std::string out(5, '\0');
   out[0] = 'C';
   const auto n = static_cast<uint32_t>(body.size());
-  for (int i = 0; i < 4; ++i)
-    out[static_cast<size_t>(1 + i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < 4; ++i)
+    out[1 + i] = static_cast<char>((n >> (8 * i)) & 0xff);
   return out + body;
 }
 
@@ -281,8 +281,8 @@ bool decode_cluster_command(std::string_view entry, pb::ClusterCommand* out) {
   if (entry.size() < 5 || entry[0] != 'C')
     return false;
   uint32_t n = 0;
-  for (int i = 0; i < 4; ++i)
-    n |= static_cast<uint32_t>(static_cast<uint8_t>(entry[static_cast<size_t>(1 + i)])) << (8 * i);
+  for (size_t i = 0; i < 4; ++i)
+    n |= static_cast<uint32_t>(static_cast<uint8_t>(entry[1 + i])) << (8 * i);
   if (n > entry.size() - 5)
     return false;
   return out->ParseFromArray(entry.data() + 5, static_cast<int>(n));
