@@ -34,6 +34,10 @@ std::optional<membership_change>
 next_group_change(const pb::ClusterState& state,
                   const std::vector<raft_group::member_status>& config, uint64_t self,
                   bool trust_liveness) {
+  // Before the founding the state says nothing of who belongs: nothing is changed (a group
+  // bootstrapped with several members keeps them).
+  if (state.cluster_id().empty())
+    return std::nullopt;
   // Who belongs: by incarnation (the Raft id), in name order (members are sorted by name).
   std::map<uint64_t, const pb::ClusterMember*> wanted;
   std::vector<const pb::ClusterMember*> by_name;

@@ -21,6 +21,8 @@ struct fixture {
   std::vector<raft_group::member_status> config;
   uint64_t self = 1;
 
+  fixture() { state.set_cluster_id("c1"); }
+
   void member(uint64_t id, pb::MemberState s) {
     auto* m = state.add_members();
     m->set_name(std::string(1, static_cast<char>('a' + id - 1)));
@@ -50,6 +52,15 @@ TEST(cluster_keeper_rules, voters_are_odd_and_follow_the_settled_members) {
   EXPECT_EQ(voters_wanted(4), 3u);
   EXPECT_EQ(voters_wanted(5), 5u);
   EXPECT_EQ(voters_wanted(64), 5u);
+}
+
+TEST(cluster_keeper_rules, nothing_changes_before_the_founding) {
+  fixture f;
+  f.state.clear_cluster_id();
+  f.in_group(1, role::voter);
+  f.in_group(2, role::voter);
+  f.in_group(3, role::voter);
+  EXPECT_FALSE(f.next());  // not "remove 2 and 3": the state says nothing of them yet
 }
 
 TEST(cluster_keeper_rules, a_joiner_comes_in_as_a_standby_and_votes_once_active) {
