@@ -14,10 +14,6 @@ namespace proctor {
 
 namespace {
 
-bool takes_part(const pb::ClusterMember& m) {
-  return m.state() == pb::JOINING || m.state() == pb::ACTIVE || m.state() == pb::DRAINING;
-}
-
 using role_kind = raft_group::member_status::role_kind;
 
 }  // namespace
@@ -42,7 +38,7 @@ next_group_change(const pb::ClusterState& state,
   std::map<uint64_t, const pb::ClusterMember*> wanted;
   std::vector<const pb::ClusterMember*> by_name;
   for (const auto& m : state.members())
-    if (takes_part(m) && m.incarnation() != 0 && !m.group_address().empty()) {
+    if (member_takes_part(m) && m.incarnation() != 0 && !m.group_address().empty()) {
       wanted[m.incarnation()] = &m;
       by_name.push_back(&m);
     }

@@ -28,11 +28,6 @@ pb::ClusterMember* find_mutable(pb::ClusterState* state, std::string_view name) 
   return nullptr;
 }
 
-/// True when `m` holds an incarnation that takes part (not LEFT, not FORGOTTEN).
-bool takes_part(const pb::ClusterMember& m) {
-  return m.state() == pb::JOINING || m.state() == pb::ACTIVE || m.state() == pb::DRAINING;
-}
-
 std::string who(const pb::ClusterMember& m) {
   return quoted(m.name()) + " (incarnation " + std::to_string(m.incarnation()) + ")";
 }
@@ -142,7 +137,7 @@ cluster_outcome join(pb::ClusterState* st, const pb::ClusterMember& jm, uint64_t
                              + jm.peer_address() + " (peers)"
                          : std::string{}));
   }
-  if (takes_part(*e))
+  if (member_takes_part(*e))
     return refused(quoted(e->name()) + " is a member as incarnation "
                    + std::to_string(e->incarnation()) + " (" + member_state_name(e->state())
                    + "), and this node is incarnation " + std::to_string(jm.incarnation())
@@ -303,6 +298,10 @@ const char* member_state_name(pb::MemberState s) {
     default:
       return "unknown";
   }
+}
+
+bool member_takes_part(const pb::ClusterMember& m) {
+  return m.state() == pb::JOINING || m.state() == pb::ACTIVE || m.state() == pb::DRAINING;
 }
 
 const pb::ClusterMember* find_member(const pb::ClusterState& state, std::string_view name) {

@@ -56,6 +56,10 @@ cluster_outcome apply_cluster_command(pb::ClusterState* state, const pb::Cluster
 /// The member of that name, or null.
 const pb::ClusterMember* find_member(const pb::ClusterState& state, std::string_view name);
 
+/// True when `m`'s incarnation takes part in the cluster: joining, active or draining (not
+/// left, not forgotten).
+bool member_takes_part(const pb::ClusterMember& m);
+
 /// The names of the ACTIVE members, sorted: those placement tables are made of.
 std::vector<std::string> active_members(const pb::ClusterState& state);
 
