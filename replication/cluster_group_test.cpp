@@ -99,11 +99,10 @@ struct cluster_members {
           auto s = g->state();
           if (s->version() < version)
             return false;
-          auto bytes = s->SerializeAsString();
           // The applied index may differ (configuration entries); compare the rest.
           pb::ClusterState copy = *s;
           copy.clear_applied_index();
-          bytes = copy.SerializeAsString();
+          auto bytes = copy.SerializeAsString();
           if (first.empty())
             first = bytes;
           else if (bytes != first)

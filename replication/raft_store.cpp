@@ -130,16 +130,8 @@ bool raft_store_impl::start(std::string* error) {
 }
 
 rocksdb::Status raft_store_impl::write(const std::vector<store_op>& ops) {
-  if (ops.empty()) {
-    std::lock_guard<std::mutex> g(mtx_);
-    if (!fatal_.ok())
-      return fatal_;
-    if (closing_)
-      return rocksdb::Status::ShutdownInProgress("raft replica closing");
-    return ready_leader_.load() ? rocksdb::Status::OK() : not_leader_status();
-  }
   // Encoded on the writer's thread, straight into the buffer libraft will own.
-  return submit_entry(raft_codec::encoded_size(ops),
+  return submit_entry(ops.empty() ? 0 : raft_codec::encoded_size(ops),
                       [&](char* buf) { raft_codec::encode_ops(ops, buf); });
 }
 
@@ -164,6 +156,8 @@ rocksdb::Status raft_store_impl::submit_entry(size_t n, const std::function<void
   }
   if (!ready_leader_.load())
     return not_leader_status();
+  if (n == 0)
+    return rocksdb::Status::OK();  // nothing to append
   auto pw = std::make_shared<pending_write>();
   pw->buf.base = raft_malloc(n);
   if (pw->buf.base == nullptr)

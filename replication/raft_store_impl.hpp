@@ -104,7 +104,8 @@ private:
 
   // -- callers' side (raft_store.cpp) -------------------------------------------------------
   /// Queues an entry of `n` bytes that `fill` writes into libraft's buffer (on the caller's
-  /// thread) and waits for its outcome (propose()).
+  /// thread) and waits for its outcome (propose()). n == 0 appends nothing: OK on a leader
+  /// that can write, else why not.
   rocksdb::Status submit_entry(size_t n, const std::function<void(char*)>& fill);
   rocksdb::Status not_leader_status() const;
   void notify(bool leader);  // any thread; queued for the notifier
