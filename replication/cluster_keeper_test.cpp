@@ -4,11 +4,12 @@
 #include "replication/cluster_keeper.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <random>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "tests/support/test_seed.hpp"
 
 namespace proctor {
 namespace {
@@ -179,9 +180,7 @@ TEST(cluster_keeper_rules, a_joiner_is_made_active_once_it_caught_up) {
 // undoes another) in a configuration holding exactly the members taking part (and the
 // leader), with as many good voters as wanted or as there are.
 TEST(cluster_keeper_rules, random_configurations_settle) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = proctor::testing::seed_from_env();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with PROCTOR_SEED=" + std::to_string(seed)
                + ")");
   std::mt19937_64 rng(seed);

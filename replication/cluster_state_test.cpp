@@ -4,13 +4,14 @@
 #include "replication/cluster_state.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "tests/support/test_seed.hpp"
 
 namespace proctor {
 namespace {
@@ -305,9 +306,7 @@ TEST(cluster_state_machine, applies_once_publishes_changes_and_restores_snapshot
 // state machine; after each, the invariants hold, and at random moments a snapshot restored
 // into a fresh state machine that then applies the rest ends equal.
 TEST(cluster_state_machine, random_commands_keep_the_invariants) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("PROCTOR_SEED"))
-    seed = std::strtoull(s, nullptr, 10);
+  const uint64_t seed = proctor::testing::seed_from_env();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with PROCTOR_SEED=" + std::to_string(seed)
                + ")");
   std::mt19937_64 rng(seed);

@@ -26,16 +26,9 @@
 #include "actors/testing/fault_store.hpp"
 #include "persistence/rocksdb_store.hpp"
 #include "procedures/demo.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace proctor::testing {
-
-/// A seeded random test's seed: the environment variable `name` when set (to replay a
-/// failure), else a fresh one. The test prints it with SCOPED_TRACE.
-inline uint64_t seed_from_env(const char* name = "PROCTOR_SEED") {
-  if (const char* s = std::getenv(name))
-    return std::strtoull(s, nullptr, 10);
-  return std::random_device{}();
-}
 
 /// A journal_store that records the order of step commits and undos it is asked to write.
 class recording_store : public journal_store {
