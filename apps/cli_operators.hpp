@@ -89,6 +89,9 @@ void add_retry_commands(CLI::App& app, runner* run);    ///< retry, resubmit (cl
 /// schedule add|list|show|pause|resume|delete|trigger (cli_schedule.cpp)
 void add_schedule_command(CLI::App& app, runner* run);
 
+/// cluster nodes|init, node drain|remove (cli_cluster.cpp; after `node` is registered)
+void add_cluster_command(CLI::App& app, runner* run);
+
 /// `replicas`: the group as a table, or JSON (cli_replicas.cpp).
 void print_replicas(const pb::ReplicasInfo& info, bool json);
 

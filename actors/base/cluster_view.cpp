@@ -101,15 +101,78 @@ void cluster_view::forget(const std::string& name, uint64_t lsn, uint64_t incarn
   publish_names();
 }
 
-void cluster_view::set_node_names(std::vector<std::string> all) {
+void cluster_view::set_self(const std::string& name, uint16_t number) {
   std::lock_guard<std::mutex> g(mtx_);
-  all_names_ = std::move(all);
+  self_ = name;
+  self_number_ = number;
+  if (!name.empty() && std::find(all_names_.begin(), all_names_.end(), name) == all_names_.end()) {
+    all_names_.push_back(name);
+    std::sort(all_names_.begin(), all_names_.end());
+  }
   publish_names();
+}
+
+std::string cluster_view::add_peer(const std::string& name, uint16_t number) {
+  std::lock_guard<std::mutex> g(mtx_);
+  if (auto i = numbers_.find(number); i != numbers_.end()) {
+    if (i->second == name)
+      return {};
+    return "nodes '" + name + "' and '" + i->second + "' get the same node number "
+           + std::to_string(number) + " (ids would collide); rename one of them";
+  }
+  if (number == self_number_ || name == self_)
+    return "nodes '" + name + "' and '" + self_ + "' get the same node number "
+           + std::to_string(number) + " (ids would collide); rename one of them";
+  for (const auto& [num, peer] : numbers_)
+    if (peer == name)
+      return "node '" + name + "' is known with number " + std::to_string(num) + ", not "
+             + std::to_string(number);
+  numbers_[number] = name;
+  all_names_.push_back(name);
+  std::sort(all_names_.begin(), all_names_.end());
+  publish_names();
+  return {};
+}
+
+bool cluster_view::is_peer(const std::string& name) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  if (name.empty() || name == self_)
+    return false;
+  for (const auto& [num, peer] : numbers_)
+    if (peer == name)
+      return true;
+  return false;
+}
+
+std::string cluster_view::peer_of_number(uint16_t number) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  auto i = numbers_.find(number);
+  return i == numbers_.end() ? std::string{} : i->second;
+}
+
+void cluster_view::set_unplaceable(std::set<std::string> names) {
+  std::lock_guard<std::mutex> g(mtx_);
+  if (names == unplaceable_)
+    return;
+  unplaceable_ = std::move(names);
+  publish_names();
+}
+
+bool cluster_view::is_member_not_placeable(const std::string& name) const {
+  std::lock_guard<std::mutex> g(mtx_);
+  return unplaceable_.count(name) > 0;
+}
+
+std::map<uint16_t, std::string> cluster_view::peer_numbers() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  return numbers_;
 }
 
 void cluster_view::publish_names() {
   auto names = std::make_shared<std::vector<std::string>>();
   for (const auto& n : all_names_) {
+    if (unplaceable_.count(n) > 0)
+      continue;
     auto i = peers_.find(n);
     if (i == peers_.end() || !i->second.forgotten_now())
       names->push_back(n);

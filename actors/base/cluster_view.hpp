@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,13 +67,35 @@ public:
   std::string waiting_text(const std::string& node) const;
 
   /// The nodes a step may place a child on (ctx.nodes()): this node and its peers, sorted,
-  /// without those an operator forgot. A snapshot, replaced (never changed) by
-  /// set_node_names() and forget(): a step holds the one it started with.
+  /// without those an operator forgot and those the cluster group says take no new work. A
+  /// snapshot, replaced (never changed) by set_self(), add_peer(), set_unplaceable() and
+  /// forget(): a step holds the one it started with.
   std::shared_ptr<const std::vector<std::string>> node_names() const {
     return names_.load(std::memory_order_acquire);
   }
-  /// Every node of the cluster as configured (this one included), at start.
-  void set_node_names(std::vector<std::string> all);
+
+  // -- the members: this node and its peers, each with the number its ids carry -------------
+  // Set at start (--peers, and the cluster group's members as last known), and grown while
+  // the node runs as the cluster group says nodes joined (docs/cluster-group.md). A peer is
+  // never removed: one that left or was forgotten stays known (its ids, its trees).
+
+  /// This node (a node with no name has no members and no peers).
+  void set_self(const std::string& name, uint16_t number);
+  /// Adds peer `name`, whose ids carry `number`: "" when added or known already under that
+  /// number, else why not (the number is this node's or another peer's: ids would collide).
+  std::string add_peer(const std::string& name, uint16_t number);
+  /// True when `name` is a peer (another node this one knows).
+  bool is_peer(const std::string& name) const;
+  /// The peer whose ids carry `number` ("" when none).
+  std::string peer_of_number(uint16_t number) const;
+  /// The peers by number (a copy).
+  std::map<uint16_t, std::string> peer_numbers() const;
+  /// The members that take no new work (draining, left or forgotten in the cluster group;
+  /// this node among them or not): left out of node_names() while they stay members.
+  /// Replaces the previous set.
+  void set_unplaceable(std::set<std::string> names);
+  /// True when `name` is among them.
+  bool is_member_not_placeable(const std::string& name) const;
 
   /// Procedures this node holds that have not ended (its load, for placement).
   std::atomic<uint64_t> local_live{0};
@@ -90,7 +113,11 @@ private:
 
   mutable std::mutex mtx_;
   std::map<std::string, peer_status> peers_;
-  std::vector<std::string> all_names_;
+  std::string self_;                         // mtx_
+  uint16_t self_number_ = 0;                 // mtx_
+  std::map<uint16_t, std::string> numbers_;  // mtx_: the peers by number
+  std::vector<std::string> all_names_;       // mtx_: this node and its peers, sorted
+  std::set<std::string> unplaceable_;        // mtx_
   std::atomic<std::shared_ptr<const std::vector<std::string>>> names_{
     std::make_shared<const std::vector<std::string>>()};
 };

@@ -78,18 +78,21 @@ struct node_env {
   std::map<std::string, caf::actor> services;
 
   // -- across nodes (docs/cluster.md) ---------------------------------------------------
-  /// This node's name ("" when started without --name: then no child is placed elsewhere)
-  /// and the names of every node it knows (itself and its peers), sorted.
+  /// This node's name ("" when started without --name: then no child is placed elsewhere);
+  /// the nodes it knows, with their numbers, are in `cluster` (cluster_view: they grow as
+  /// nodes join).
   std::string node_name;
-  std::vector<std::string> node_names;
   /// Delivers the messages to other nodes that must not be lost (actors/cluster/outbox.hpp).
   caf::actor outbox;
-  /// This node's number (node.hpp: owner_of), the peers by number, and what carries a
-  /// request to a peer (outbox.hpp: peer_request_atom); a query for an id another node
-  /// handed out goes there.
+  /// This node's number (node.hpp: owner_of), and what carries a request to a peer
+  /// (outbox.hpp: peer_request_atom); a query for an id another node handed out goes there
+  /// (the peers by number: cluster->peer_of_number).
   uint16_t node_number = 0;
-  std::map<uint16_t, std::string> peer_numbers;
   caf::actor transport;
+  /// Serves `proctor cluster ...` and joining nodes from the node's member of the cluster
+  /// group (actors/node/cluster_member.hpp): (rpc_atom, bytes of a pb::Request) -> bytes of a
+  /// pb::Response. Unset: the node takes no part in a cluster group.
+  caf::actor cluster_member;
   /// Each peer's status as its link last reported it, and this node's load (written by the
   /// executor, read by procedure actors).
   std::shared_ptr<cluster_view> cluster = std::make_shared<cluster_view>();
@@ -120,10 +123,7 @@ struct node_env {
   mutable std::atomic<uint64_t> contained_failures{0};
 
   /// True when `name` is another node this node knows.
-  bool is_peer(const std::string& name) const {
-    return !name.empty() && name != node_name
-           && std::find(node_names.begin(), node_names.end(), name) != node_names.end();
-  }
+  bool is_peer(const std::string& name) const { return cluster->is_peer(name); }
 };
 
 using env_ptr = std::shared_ptr<const node_env>;

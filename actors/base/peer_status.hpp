@@ -30,6 +30,25 @@ using peer_left_atom = caf::atom_constant<caf::atom("peerleft")>;
 /// forgot that peer (journaled already): its link refuses that incarnation for good and
 /// records the next other one it hears (docs/cluster.md, "Forgetting a node").
 using peer_forget_atom = caf::atom_constant<caf::atom("peerfgt")>;
+/// (peer_add_atom, std::string name, std::string address) to the transport: a node that joined
+/// the cluster; a link to it from now on ("HOST:PORT", or "HOST:PORT|HOST:PORT" as --peers).
+using peer_add_atom = caf::atom_constant<caf::atom("peeradd")>;
+
+/// A member of the cluster as the cluster group says (actors/node/cluster_member.hpp).
+struct cluster_peer {
+  std::string name;
+  uint16_t number = 0;
+  std::string address;  ///< its client and peer HOST:PORT
+  int state = 0;        ///< cluster.proto MemberState
+  uint64_t incarnation = 0;
+  int64_t since_ms = 0;  ///< when it entered that state (its proposer's clock)
+};
+/// (cluster_peers_atom, std::vector<cluster_peer>) to the executor: every member of the
+/// cluster group's state, this node among them: the executor adds the active and draining
+/// ones it does not know as peers (cluster_view::add_peer) and links to them, places no new
+/// work on those that are not active (cluster_view::set_unplaceable), and forgets those the
+/// group forgot (executor_forget.cpp).
+using cluster_peers_atom = caf::atom_constant<caf::atom("clpeers")>;
 
 /// How this node sees one peer.
 struct peer_status {
@@ -106,3 +125,4 @@ struct peer_status {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::peer_status)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<proctor::peer_status>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<proctor::cluster_peer>)

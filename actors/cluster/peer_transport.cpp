@@ -4,6 +4,8 @@
 #include <memory>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include <proctor/wire.pb.h>
 
 #include "actors/cluster/outbox.hpp"
@@ -84,34 +86,42 @@ namespace {
 
 struct transport_state {
   static inline const char* name = "proctor.peers";
-  std::string self_name;
+  peer_transport_config cfg;
   std::map<std::string, caf::actor> links;
   std::map<std::string, peer_status> status;
   std::vector<caf::actor> subscribers;
+  /// The journal of the last peer_expect (unset before): a link added later hears it too.
+  caf::actor journal;
 };
 
 using transport_actor = caf::stateful_actor<transport_state>;
 
+void add_link(transport_actor* self, const std::string& name, const peer_address& addr) {
+  const auto& cfg = self->state.cfg;
+  peer_link_config lc;
+  lc.self_name = cfg.self_name;
+  lc.peer_name = name;
+  lc.addresses = addr.endpoints;
+  lc.heartbeat_interval = cfg.heartbeat_interval;
+  lc.heartbeat_timeout = cfg.heartbeat_timeout;
+  lc.connect_timeout = cfg.connect_timeout;
+  lc.parent = caf::actor_cast<caf::actor>(self);
+  auto link = spawn_peer_link(self->system(), lc);
+  self->link_to(link);  // a link goes with the transport, and the transport with a link
+  self->state.links[name] = link;
+  auto& s = self->state.status[name];
+  s.name = name;
+  s.address = addr.endpoints.front().text();
+  s.reason = "not connected yet";
+  s.since_ms = wall_ms();  // down since now: a node-loss deadline counts from here
+  for (auto& sub : self->state.subscribers)
+    self->send(sub, peer_status_atom::value, s);
+}
+
 caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
-  self->state.self_name = cfg.self_name;
-  for (const auto& [name, addr] : cfg.peers) {
-    peer_link_config lc;
-    lc.self_name = cfg.self_name;
-    lc.peer_name = name;
-    lc.addresses = addr.endpoints;
-    lc.heartbeat_interval = cfg.heartbeat_interval;
-    lc.heartbeat_timeout = cfg.heartbeat_timeout;
-    lc.connect_timeout = cfg.connect_timeout;
-    lc.parent = caf::actor_cast<caf::actor>(self);
-    auto link = spawn_peer_link(self->system(), lc);
-    self->link_to(link);  // a link goes with the transport, and the transport with a link
-    self->state.links[name] = link;
-    auto& s = self->state.status[name];
-    s.name = name;
-    s.address = addr.endpoints.front().text();
-    s.reason = "not connected yet";
-    s.since_ms = wall_ms();  // down since now: a node-loss deadline counts from here
-  }
+  self->state.cfg = std::move(cfg);
+  for (const auto& [name, addr] : self->state.cfg.peers)
+    add_link(self, name, addr);
   return {
     [self](peer_request_atom, const std::string& name, const std::string& bytes,
            uint32_t timeout_ms) -> caf::result<std::string> {
@@ -134,6 +144,7 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
       self->state.status[s.name] = std::move(s);
     },
     [self](peer_expect_atom, const std::map<std::string, uint64_t>& known, caf::actor& journal) {
+      self->state.journal = journal;
       for (const auto& [name, link] : self->state.links) {
         auto k = known.find(name);
         self->send(link, peer_expect_atom::value, k == known.end() ? uint64_t{0} : k->second,
@@ -144,7 +155,7 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
     // (its link to this node then shows "left", not a failure), within the bound.
     [self](peer_leaving_atom, uint32_t bound_ms) -> caf::result<bool> {
       pb::Request req;
-      req.mutable_ping()->set_from(self->state.self_name);
+      req.mutable_ping()->set_from(self->state.cfg.self_name);
       req.mutable_ping()->set_leaving(true);
       auto bytes = req.SerializeAsString();
       auto rp = self->make_response_promise<bool>();
@@ -177,6 +188,23 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
     [self](peer_left_atom, const std::string& name) {
       if (auto l = self->state.links.find(name); l != self->state.links.end())
         self->send(l->second, peer_left_atom::value);
+    },
+    // A node that joined the cluster (the cluster group said so): a link to it from now on.
+    // Its incarnation is not known yet: the first one heard is recorded.
+    [self](peer_add_atom, const std::string& name, const std::string& address) {
+      if (name == self->state.cfg.self_name || self->state.links.count(name) > 0)
+        return;
+      std::map<std::string, peer_address> one;
+      std::string err;
+      if (!parse_peers(name + "=" + address, self->state.cfg.self_name, &one, &err)) {
+        spdlog::error("peer {}: not linked: {}", name, err);
+        return;
+      }
+      add_link(self, name, one.begin()->second);
+      if (self->state.journal)
+        self->send(self->state.links[name], peer_expect_atom::value, uint64_t{0},
+                   self->state.journal);
+      spdlog::info("peer {} at {}: linked (it joined the cluster)", name, address);
     },
     [self](peer_status_atom) {
       std::vector<peer_status> out;

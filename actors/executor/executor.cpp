@@ -429,6 +429,9 @@ caf::behavior serving(executor_actor* self) {
       self->state.roots[d.root_id].finished = true;
     },
     [self](peer_status_atom, peer_status& s) { on_peer_status(self, s); },
+    [self](cluster_peers_atom, const std::vector<cluster_peer>& members) {
+      on_cluster_peers(self, members);
+    },
     [self](remote_lost_atom, uint64_t id) { declare_lost(self, id); },
     [self](orphan_retry_atom) {
       self->state.remote.orphan_retry_armed = false;

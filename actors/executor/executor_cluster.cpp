@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -68,6 +69,9 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
   st.env->cluster->set(s);
   progress_heard(self, s);
   adopt_forgotten(self, s);
+  if (auto f = st.remote.group_forgotten.find(s.name);
+      f != st.remote.group_forgotten.end() && !s.up)
+    adopt_forgotten(self, "the cluster group", s.name, f->second.first, f->second.second);
   bool was_up = before && before->up;
   if (s.up == was_up && before && before->reason == s.reason)
     return;  // a heartbeat's figures only
@@ -78,6 +82,38 @@ void on_peer_status(executor_actor* self, const peer_status& s) {
     caf::anon_send(st.env->outbox, outbox_left_atom::value, s.name);
   }
   tell_waiting_for(self, s);
+}
+
+void on_cluster_peers(executor_actor* self, const std::vector<cluster_peer>& members) {
+  auto& st = self->state;
+  if (st.env->node_name.empty() || !st.env->transport)
+    return;
+  // Work is placed on active members only; the others stay members (their trees run on).
+  std::set<std::string> unplaceable;
+  for (const auto& m : members)
+    if (m.state != pb::ACTIVE)
+      unplaceable.insert(m.name);
+  st.env->cluster->set_unplaceable(std::move(unplaceable));
+  for (const auto& m : members) {
+    if (m.state == pb::FORGOTTEN && m.name != st.env->node_name) {
+      st.remote.group_forgotten[m.name] = {m.incarnation, m.since_ms};
+      adopt_forgotten(self, "the cluster group", m.name, m.incarnation, m.since_ms);
+    }
+  }
+  for (const auto& m : members) {
+    if ((m.state != pb::ACTIVE && m.state != pb::DRAINING) || m.name == st.env->node_name
+        || st.env->is_peer(m.name))
+      continue;
+    if (auto why = st.env->cluster->add_peer(m.name, m.number); !why.empty()) {
+      // The group gives every name its own number: this says a node whose ids carry another
+      // one than the group gave it (it stops itself: cluster_member.cpp).
+      spdlog::error("node {} joined the cluster, but is not taken as a peer: {}", m.name, why);
+      continue;
+    }
+    spdlog::info("node {} (number {}, at {}) joined the cluster: a peer from now on", m.name,
+                 m.number, m.address);
+    caf::anon_send(st.env->transport, peer_add_atom::value, m.name, m.address);
+  }
 }
 
 void tell_waiting_for(executor_actor* self, const peer_status& s) {
@@ -111,7 +147,7 @@ namespace {
 
 /// The node number of peer `name` (0 when it is none).
 uint16_t node_number_of_peer(executor_actor* self, const std::string& name) {
-  for (const auto& [num, peer] : self->state.env->peer_numbers)
+  for (const auto& [num, peer] : self->state.env->cluster->peer_numbers())
     if (peer == name)
       return num;
   return 0;
@@ -275,7 +311,8 @@ void finish_list(const std::shared_ptr<list_gather>& g) {
 bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Response local,
                        promise_t rp) {
   auto& st = self->state;
-  if (req.local() || !st.env->transport || st.env->peer_numbers.empty())
+  const auto peers = st.env->cluster->peer_numbers();
+  if (req.local() || !st.env->transport || peers.empty())
     return false;
   auto g = std::make_shared<list_gather>();
   g->local = std::move(local);
@@ -287,7 +324,7 @@ bool list_across_nodes(executor_actor* self, const pb::ListRequest& req, pb::Res
   // A node an operator forgot holds nothing of this cluster's any more: not asked (it would
   // answer nothing, or never, and every list would say it was unreachable).
   std::vector<std::string> ask_peers;
-  for (const auto& [num, peer] : st.env->peer_numbers)
+  for (const auto& [num, peer] : peers)
     if (auto s = st.env->cluster->get(peer); !s || !s->forgotten_now())
       ask_peers.push_back(peer);
   if (ask_peers.empty())

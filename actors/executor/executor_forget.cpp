@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
+#include "actors/base/rpc.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/wire/wall_clock.hpp"
@@ -45,8 +46,7 @@ std::vector<uint64_t> orphans_of(executor_actor* self, const std::string& node) 
     auto p = st.procs.find(id);
     if (p == st.procs.end() || p->second.parent_id == 0)
       continue;  // a root of this node's own
-    auto owner = st.env->peer_numbers.find(owner_of(id));
-    if (owner == st.env->peer_numbers.end() || owner->second != node)
+    if (st.env->cluster->peer_of_number(owner_of(id)) != node)
       continue;
     if (re.finished && p->second.state != proc_state::success)
       continue;  // ended, and not kept to be undone
@@ -110,6 +110,41 @@ void forget_node(executor_actor* self, const std::string& name, uint64_t incarna
          });
 }
 
+/// A node of the cluster group records the forgetting there too (docs/cluster-group.md):
+/// every node forgets that incarnation as the group says, and it never takes work again.
+/// Answered once the group decided, with both outcomes.
+void record_forget_in_group(executor_actor* self, const std::string& name, uint64_t incarnation,
+                            std::string here, promise_t rp) {
+  pb::Request req;
+  req.mutable_cluster()->set_op(pb::ClusterRequest::PROPOSE);
+  auto* f = req.mutable_cluster()->mutable_command()->mutable_forget();
+  f->set_name(name);
+  f->set_incarnation(incarnation);
+  self
+    ->request(self->state.env->cluster_member, std::chrono::seconds{30}, rpc_atom::value,
+              req.SerializeAsString())
+    .then(
+      [rp, here](const std::string& bytes) mutable {
+        pb::Response g;
+        if (!g.ParseFromString(bytes))
+          g.set_code(pb::Response::INTERNAL);
+        if (g.code() == pb::Response::OK) {
+          pb::Response r;
+          r.set_text(here + "; the cluster group: " + g.text());
+          return reply(rp, encode(r));
+        }
+        reply(rp, error_reply(g.code() == pb::Response::REFUSED ? pb::Response::REFUSED
+                                                                : pb::Response::UNREACHABLE,
+                              here + "; but the cluster group did not record it (" + g.error()
+                                + "): run it again (it is safe)"));
+      },
+      [self, rp, here](caf::error& e) mutable {
+        reply(rp, error_reply(pb::Response::UNREACHABLE,
+                              here + "; but the cluster group did not record it ("
+                                + error_text(self->system(), e) + "): run it again (it is safe)"));
+      });
+}
+
 }  // namespace
 
 void roll_back_orphans(executor_actor* self) {
@@ -161,7 +196,8 @@ void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promi
   auto refuse = [&rp](pb::Response::Code code, std::string why) {
     reply(rp, error_reply(code, std::move(why)));
   };
-  if (st.env->node_name.empty() || st.env->peer_numbers.empty())
+  const auto peer_numbers = st.env->cluster->peer_numbers();
+  if (st.env->node_name.empty() || peer_numbers.empty())
     return refuse(pb::Response::BAD_REQUEST,
                   "this node has no peers (--name and --peers): there is no node to forget");
   if (name == st.env->node_name)
@@ -169,7 +205,7 @@ void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promi
                   "node " + name + " is the node asked: forget a lost node from one of its peers");
   if (!st.env->is_peer(name)) {
     std::string peers;
-    for (const auto& [num, peer] : st.env->peer_numbers)
+    for (const auto& [num, peer] : peer_numbers)
       peers += (peers.empty() ? "" : ", ") + peer;
     return refuse(pb::Response::BAD_REQUEST, "node '" + name + "' is not a peer of node '"
                                                + st.env->node_name + "' (its peers: " + peers
@@ -191,47 +227,53 @@ void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promi
   const uint64_t incarnation = !s                    ? 0
                                : s->incarnation != 0 ? s->incarnation
                                                      : s->forgotten_incarnation;
-  forget_node(self, name, incarnation, "by an operator", [rp](std::string text) mutable {
-    pb::Response r;
-    r.set_text(std::move(text));
-    reply(rp, encode(r));
-  });
+  forget_node(self, name, incarnation, "by an operator",
+              [self, rp, name, incarnation](std::string text) mutable {
+                if (!self->state.env->cluster_member) {
+                  pb::Response r;
+                  r.set_text(std::move(text));
+                  return reply(rp, encode(r));
+                }
+                record_forget_in_group(self, name, incarnation, std::move(text), rp);
+              });
+}
+
+void adopt_forgotten(executor_actor* self, const std::string& by, const std::string& name,
+                     uint64_t incarnation, int64_t at_ms) {
+  auto& st = self->state;
+  if (name == st.env->node_name || !st.env->is_peer(name) || st.remote.forgetting.count(name) > 0)
+    return;
+  auto mine = st.env->cluster->get(name);
+  const uint64_t known = mine ? mine->incarnation : 0;
+  if (mine && mine->forgotten_at_ms != 0
+      && (mine->forgotten_incarnation == incarnation || incarnation == 0))
+    return;  // forgotten here too
+  // Another incarnation known here (incarnations have no order: a newer one taken after
+  // the forgetting, or one node a step behind): left to the operator, as is one up here.
+  const bool other = known != 0 && incarnation != 0 && known != incarnation;
+  if (other) {
+    if (st.remote.forget_deferred.insert(name + "@" + std::to_string(incarnation)).second)
+      spdlog::info("{} forgot node {}'s incarnation {} (at {}); this node knows it as "
+                   "incarnation {}: not forgotten here",
+                   by, name, incarnation_hex(incarnation), utc_text(at_ms), incarnation_hex(known));
+    return;
+  }
+  if (mine && mine->up) {
+    if (st.remote.forget_deferred.insert(name + "@" + std::to_string(incarnation)).second)
+      spdlog::warn("{} forgot node {} (at {}), which is up here: not forgotten here until it "
+                   "is down here; keyed submits are refused while the nodes' members differ",
+                   by, name, utc_text(at_ms));
+    return;
+  }
+  st.remote.forgetting.insert(name);
+  forget_node(self, name, incarnation != 0 ? incarnation : known,
+              "as " + by + " did at " + utc_text(at_ms),
+              [self, name](std::string) { self->state.remote.forgetting.erase(name); });
 }
 
 void adopt_forgotten(executor_actor* self, const peer_status& s) {
-  auto& st = self->state;
-  for (const auto& f : s.forgotten) {
-    if (f.name == st.env->node_name || !st.env->is_peer(f.name)
-        || st.remote.forgetting.count(f.name) > 0)
-      continue;
-    auto mine = st.env->cluster->get(f.name);
-    const uint64_t known = mine ? mine->incarnation : 0;
-    if (mine && mine->forgotten_at_ms != 0
-        && (mine->forgotten_incarnation == f.incarnation || f.incarnation == 0))
-      continue;  // forgotten here too
-    // Another incarnation known here (incarnations have no order: a newer one taken after
-    // the forgetting, or one node a step behind): left to the operator, as is one up here.
-    const bool other = known != 0 && f.incarnation != 0 && known != f.incarnation;
-    if (other) {
-      if (st.remote.forget_deferred.insert(f.name + "@" + std::to_string(f.incarnation)).second)
-        spdlog::info("node {} forgot node {}'s incarnation {} (at {}); this node knows it as "
-                     "incarnation {}: not forgotten here",
-                     s.name, f.name, incarnation_hex(f.incarnation), utc_text(f.at_ms),
-                     incarnation_hex(known));
-      continue;
-    }
-    if (mine && mine->up) {
-      if (st.remote.forget_deferred.insert(f.name + "@" + std::to_string(f.incarnation)).second)
-        spdlog::warn("node {} forgot node {} (at {}), which is up here: not forgotten here until "
-                     "it is down here; keyed submits are refused while the nodes' members differ",
-                     s.name, f.name, utc_text(f.at_ms));
-      continue;
-    }
-    st.remote.forgetting.insert(f.name);
-    forget_node(self, f.name, f.incarnation != 0 ? f.incarnation : known,
-                "as node " + s.name + " did at " + utc_text(f.at_ms),
-                [self, name = f.name](std::string) { self->state.remote.forgetting.erase(name); });
-  }
+  for (const auto& f : s.forgotten)
+    adopt_forgotten(self, "node " + s.name, f.name, f.incarnation, f.at_ms);
 }
 
 }  // namespace proctor::exec_detail

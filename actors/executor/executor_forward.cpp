@@ -120,14 +120,13 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
                           "no procedure " + std::to_string(id) + " on node " + st.env->node_name));
     return true;
   }
-  auto peer = st.env->peer_numbers.find(owner);
-  if (peer == st.env->peer_numbers.end() || !st.env->transport) {
+  auto name = st.env->cluster->peer_of_number(owner);
+  if (name.empty() || !st.env->transport) {
     reply(rp, error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(id)
                                                      + " (its node number " + std::to_string(owner)
                                                      + " is not among this node's peers)"));
     return true;
   }
-  auto name = peer->second;
   self
     ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value, name,
               bytes, static_cast<uint32_t>(timeout.count()))

@@ -9,6 +9,7 @@
 //   - a forwarded submit whose sender's table is not this node's, or whose slot this node
 //     does not own: refused, never run here and there.
 #include <algorithm>
+#include <random>
 
 #include <spdlog/spdlog.h>
 
@@ -58,10 +59,18 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
   std::string key = sub.key();
   if (key.empty() && !sub.nonce_local())
     key = sub.nonce();
+  const auto& t = table_now(self);
+  // A node that takes no new work (draining: docs/cluster-group.md) places even a submit
+  // without a key, by its nonce, on an active member.
+  const bool drains =
+    !t.members().empty()
+    && !std::binary_search(t.members().begin(), t.members().end(), st.env->node_name)
+    && st.env->cluster->is_member_not_placeable(st.env->node_name);
+  if (key.empty() && drains && sub.placement() == 0)
+    key = !sub.nonce().empty() ? sub.nonce() : std::to_string(std::random_device{}());
   if (key.empty() && sub.placement() == 0)
     return false;  // the node asked runs it
-  const auto& t = table_now(self);
-  if (t.members().size() <= 1 && sub.placement() == 0)
+  if (t.members().size() <= 1 && sub.placement() == 0 && !drains)
     return false;  // a node alone owns every slot
   const auto slot = placement::slot_of(key);
   const std::string& owner = t.owner(slot);
@@ -108,6 +117,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
   pb::Request fwd = req;
   fwd.set_tag(1);  // from a peer: answered there, never sent on (executor_forward.cpp)
   fwd.mutable_submit()->set_placement(t.fingerprint());
+  fwd.mutable_submit()->set_key(key);  // the key it was placed by (a draining node's nonce)
   const auto timeout = std::chrono::milliseconds{30'000};
   self
     ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value, owner,

@@ -113,9 +113,8 @@ void progress_start(executor_actor* self) {
   auto& pp = st.progress;
   if (!st.env->new_journal)
     return;
-  for (const auto& n : st.env->node_names)
-    if (st.env->is_peer(n))
-      pp.awaited.insert(n);
+  for (const auto& [num, n] : st.env->cluster->peer_numbers())
+    pp.awaited.insert(n);
   if (pp.awaited.empty())
     return;
   pp.holding = true;

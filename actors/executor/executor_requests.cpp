@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
+#include "actors/base/rpc.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
@@ -390,6 +391,13 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_schedule(self, req.schedule(), rp);
     case pb::Request::kBackup:
       return handle_backup(self, req.backup(), rp);
+    case pb::Request::kCluster:
+      if (!st.env->cluster_member)
+        return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                     "this node takes no part in a cluster group (proctord "
+                                     "--group-port; docs/cluster-group.md)"));
+      rp.delegate(st.env->cluster_member, rpc_atom::value, bytes);
+      return;
     case pb::Request::kReplicas:
       // A replica's front answers this itself (actors/node/replica_front.hpp).
       return reply(rp, error_reply(pb::Response::BAD_REQUEST,

@@ -189,13 +189,13 @@ void gather(executor_actor* self, uint64_t about, const std::vector<uint64_t>& s
   }
 }
 
-/// The peer named for node number `number`, or nullptr.
-const std::string* peer_named(executor_actor* self, uint16_t number) {
+/// The peer named for node number `number`, or none.
+std::optional<std::string> peer_named(executor_actor* self, uint16_t number) {
   auto& st = self->state;
   if (number == 0 || number == st.env->node_number || !st.env->transport)
-    return nullptr;
-  auto i = st.env->peer_numbers.find(number);
-  return i == st.env->peer_numbers.end() ? nullptr : &i->second;
+    return std::nullopt;
+  auto peer = st.env->cluster->peer_of_number(number);
+  return peer.empty() ? std::nullopt : std::optional<std::string>{std::move(peer)};
 }
 
 /// Asks node `peer` for the whole tree of `id` (towards the tree's root); `then` gets its
@@ -250,8 +250,8 @@ void handle_tree(executor_actor* self, const pb::TreeRequest& req, promise_t rp)
   if (i == st.procs.end()) {
     // The node that handed the id out holds it (a root there, or a child its parent spawned
     // there).
-    const auto* owner = req.hops() < max_hops ? peer_named(self, owner_of(req.id())) : nullptr;
-    if (owner == nullptr)
+    const auto owner = req.hops() < max_hops ? peer_named(self, owner_of(req.id())) : std::nullopt;
+    if (!owner)
       return reply(
         rp, error_reply(pb::Response::NOT_FOUND, "no procedure " + std::to_string(req.id())));
     return ask_towards_root(
@@ -280,9 +280,10 @@ void handle_tree(executor_actor* self, const pb::TreeRequest& req, promise_t rp)
   };
   // A fragment: its parent's node (the one that handed out the fragment's root id) holds
   // the placeholder, and gathers the whole tree (or passes the question on to its root).
-  const auto* parent_node =
-    is_fragment(self, root) && req.hops() < max_hops ? peer_named(self, owner_of(root)) : nullptr;
-  if (parent_node == nullptr)
+  const auto parent_node = is_fragment(self, root) && req.hops() < max_hops
+                             ? peer_named(self, owner_of(root))
+                             : std::nullopt;
+  if (!parent_node)
     return here(rp, {});
   ask_towards_root(self, *parent_node, root, req,
                    [rp, here, name = *parent_node, self_name = st.env->node_name](

@@ -134,22 +134,12 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env->node_name = opts.name;
   env->node_number = opts.number;
   env->transport = opts.transport;
-  for (const auto& peer : opts.peer_names) {
-    auto num = node_number_of(peer);
-    if (num == opts.number || env->peer_numbers.count(num) > 0)
-      return caf::make_error(caf::sec::runtime_error,
-                             "nodes '" + peer + "' and '"
-                               + (num == opts.number ? opts.name : env->peer_numbers[num])
-                               + "' get the same node number " + std::to_string(num)
-                               + " (ids would collide); rename one of them");
-    env->peer_numbers[num] = peer;
-  }
-  if (!opts.name.empty()) {
-    env->node_names = opts.peer_names;
-    env->node_names.push_back(opts.name);
-    std::sort(env->node_names.begin(), env->node_names.end());
-    env->cluster->set_node_names(env->node_names);
-  }
+  env->cluster_member = opts.cluster_member;
+  if (!opts.name.empty())
+    env->cluster->set_self(opts.name, opts.number);
+  for (const auto& peer : opts.peer_names)
+    if (auto why = env->cluster->add_peer(peer, node_number_of(peer)); !why.empty())
+      return caf::make_error(caf::sec::runtime_error, why);
   // Every type's limits as its code declares them (an operator's, read below, override
   // them); every type is counted by the scheduler, limited or not.
   std::map<std::string, type_limits> declared;

@@ -62,6 +62,8 @@ struct node_options {
   /// each of them said where this name's earlier incarnations ended (docs/cluster.md,
   /// "Procedure ids"). Off for in-process test nodes, whose transport has no links.
   bool ids_from_peers = false;
+  /// Serves `proctor cluster ...` (node_env::cluster_member); unset without a cluster group.
+  caf::actor cluster_member;
 };
 
 /// What recovery found, for logs and the benchmark.
@@ -107,6 +109,8 @@ public:
   caf::actor scheduler() const { return env_ ? env_->scheduler : caf::actor{}; }
   caf::actor timeout() const { return env_ ? env_->timeout : caf::actor{}; }
   caf::actor outbox() const { return outbox_; }
+  /// What the node's actors share (null before start): its name, number, incarnation, ids.
+  std::shared_ptr<const node_env> env() const { return env_; }
 
   /// Records how long this process's takeover took (`proctor nodes`, metrics).
   void note_takeover(std::chrono::milliseconds took);

@@ -1,3 +1,7 @@
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +26,7 @@
 #include "actors/cluster/peer_transport.hpp"
 #include "actors/executor/executor.hpp"
 #include "actors/node/node.hpp"
+#include "actors/node/node_cluster_options.hpp"
 #include "actors/node/node_command_line.hpp"
 #include "actors/node/node_identity.hpp"
 #include "actors/node/replica_node.hpp"
@@ -159,6 +164,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
                 "With --replica: a leader that hears from no majority this long steps down; "
                 "a follower that hears no leader 1-2 times this long starts an election")
     ->check(CLI::Range(100u, 60'000u));
+  cluster_options cluster;  // docs/cluster-group.md
+  add_cluster_options(app, &cluster);
   tls_options tls;  // docs/tls.md
   app.add_option("--tls-cert", tls.cert, "PEM certificate this node presents (mutual TLS)");
   app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
@@ -243,6 +250,11 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     std::cerr << program << ": " << why << "\n";
     return 64;
   }
+  if (auto why = check_cluster_options(&cluster, name, !group.empty(), listen_ep->host);
+      !why.empty()) {
+    std::cerr << program << ": " << why << "\n";
+    return 64;
+  }
   auto metrics_ep = parse_endpoint(metrics_addr, true);
   if (!metrics_addr.empty() && !metrics_ep) {
     std::cerr << program << ": --metrics wants HOST:PORT, got '" << metrics_addr << "'\n";
@@ -281,6 +293,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (!parse_peers(text, name, &peers, &err)) {
       std::cerr << program << ": --peers: " << err << "\n";
       return 64;
+    }
+    if (!add_cluster_peers(cluster, data_dir, name, tls, &peers, &err)) {
+      std::cerr << program << ": " << err << "\n";
+      return 1;
     }
     if (!peers.empty() && name.empty()) {
       // A data directory named before knows its name; one never named cannot have peers.
@@ -465,14 +481,20 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
           r->step_down("its journal failed a write (" + why + ")");
       };
     }
+    std::unique_ptr<cluster_member> member;
+    std::atomic<bool> member_refused{false};
+    if (cluster.enabled()) {
+      member = std::make_unique<cluster_member>(sys);
+      opts.cluster_member = member->actor();
+    }
     caf::actor transport;
-    if (!peers.empty()) {
+    if (!peers.empty() || cluster.enabled()) {
       peer_transport_config pc;
       pc.self_name = name;
       pc.peers = peers;
       transport = spawn_peer_transport(sys, std::move(pc));
       opts.transport = transport;
-      opts.ids_from_peers = true;
+      opts.ids_from_peers = !peers.empty();
       for (const auto& [peer, addr] : peers)
         opts.peer_names.push_back(peer);
     }
@@ -521,12 +543,30 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (!metrics_addr.empty() || !http_addr.empty())
       spdlog::warn("--metrics and --http ignored: built without cpp-httplib");
 #endif
+    if (member) {
+      // The node serves: its member of the cluster group opens (docs/cluster-group.md).
+      auto cs = member_setup(cluster, n, data_dir, who.listen, listen_ep->host, tls);
+      cs.on_refused = [&member_refused](const std::string& why) {
+        spdlog::critical("{}: stopping", why);
+        member_refused = true;
+        kill(getpid(), SIGTERM);  // the main thread waits for it (sigwait)
+      };
+      if (std::string err; !member->start(std::move(cs), &err)) {
+        std::cerr << program << ": " << err << "\n";
+        member.reset();
+        n.stop();
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+    }
     int sig = 0;
     if (rn)
       sigwait(&sigs, &sig);
     else
       sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
     spdlog::info("signal {}: shutting down", sig);
+    if (member_refused)
+      rc = 1;
     // Peers hear that this node leaves (they show it as "left", not as failed); not a
     // replica (another one takes over) and not a fenced process (it is not the node now).
     if (transport && !rn && sig != 0) {
@@ -539,6 +579,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
 #ifdef PROCTOR_HAVE_HTTPLIB
     stop_http();
 #endif
+    member.reset();
     n.stop();
     for (const auto& service : services)
       caf::anon_send_exit(service, caf::exit_reason::user_shutdown);

@@ -61,6 +61,8 @@ void handle_ping(executor_actor* self, const pb::PingRequest& req, promise_t rp)
 /// A peer's status as its link sees it: kept for procedure actors; the procedures that wait
 /// for that peer are told when it goes down or comes back, its outbox kicked when it is up.
 void on_peer_status(executor_actor* self, const peer_status& s);
+/// The cluster group's members that take part: those not known yet become peers, linked.
+void on_cluster_peers(executor_actor* self, const std::vector<cluster_peer>& members);
 /// Answers `nodes`: this node and each peer as seen from here.
 void handle_nodes(executor_actor* self, promise_t rp);
 /// Answers `metrics` with the scheduler's and the journal's stats, the executor's gauges
@@ -137,6 +139,11 @@ void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promi
 /// Forgets the peers that peer `s` says it forgot, once they are down here: an operator's
 /// `node forget` on one node reaches every node within a heartbeat (executor_forget.cpp).
 void adopt_forgotten(executor_actor* self, const peer_status& s);
+/// Forgets `name` (its `incarnation`, 0: the one known here) as `by` ("node b", "the cluster
+/// group") did at `at_ms`: journaled, unless it is forgotten here already, another
+/// incarnation is known here, or it is up here (then once it is down).
+void adopt_forgotten(executor_actor* self, const std::string& by, const std::string& name,
+                     uint64_t incarnation, int64_t at_ms);
 void handle_backup(executor_actor* self, const pb::BackupRequest& req, promise_t rp);
 /// Tells whatever waits for node `s.name` (placeholders, roots rolling back, passivated
 /// trees) that its status changed (executor_cluster.cpp).

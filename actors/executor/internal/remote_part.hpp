@@ -24,6 +24,9 @@ struct remote_part {
   /// journal), and "name@incarnation" already said to be up here (logged once).
   std::unordered_set<std::string> forgetting;
   std::unordered_set<std::string> forget_deferred;
+  /// The members the cluster group forgot (name -> incarnation, when), as it last said: each
+  /// is forgotten here too once it is down here (executor_cluster.cpp, on_cluster_peers).
+  std::unordered_map<std::string, std::pair<uint64_t, int64_t>> group_forgotten;
   /// Children placed on other nodes: who takes the messages about them (their placeholder,
   /// or the root rolling their tree back).
   std::unordered_map<uint64_t, caf::actor> routes;

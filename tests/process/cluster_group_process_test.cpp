@@ -1,0 +1,483 @@
+// The cluster group with real proctord processes (docs/cluster-group.md): a cluster founded on
+// one node grows to five by --seeds (through the leader and through nodes that hand the join
+// on), every node listing every member active and linking to it; the group's leader
+// SIGKILLed, another leads and the old one comes back as it was; a node drained, removed
+// once its trees ended, another forgotten for the whole cluster from one node; a node
+// restarted empty under a member's name is refused and stops, and once forgotten joins as a
+// new incarnation whose ids go on above the old ones; the founding by command, and what is
+// refused around it.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/struct.pb.h>
+#include <gtest/gtest.h>
+
+#include "tests/process/process_harness.hpp"
+
+namespace proctor::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using google::protobuf::Value;
+
+class cluster_group_nodes : public ::testing::Test {
+protected:
+  struct member {
+    std::string name;
+    uint16_t port = 0;
+    uint16_t group_port = 0;
+    std::unique_ptr<node> proc;
+  };
+
+  /// Adds (does not start) node `name` taking part in the group, with `extra` arguments.
+  member& add(const std::string& name, std::vector<std::string> extra) {
+    member m;
+    m.name = name;
+    m.port = free_port();
+    m.group_port = free_port();
+    std::vector<std::string> args{"--name", name, "--group-port", std::to_string(m.group_port)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    m.proc = std::make_unique<node>(dir_.path() / name, m.port, args);
+    members_.push_back(std::move(m));
+    return members_.back();
+  }
+
+  std::string seed(size_t i) const { return "127.0.0.1:" + std::to_string(members_[i].port); }
+
+  /// Node i's `cluster nodes --json` (nullopt when it did not answer).
+  std::optional<Value> view(size_t i) {
+    auto r = members_[i].proc->ctl({"cluster", "nodes", "--json"}, 15s);
+    auto v = r.exit_code == 0 ? parse_json(r.out) : std::nullopt;
+    if (!v)
+      last_failure_ = describe(r);
+    return v;
+  }
+
+  /// Node i's view, which must be there (a failure says why not).
+  Value view_of(size_t i) {
+    auto v = eventually([&] { return view(i).has_value(); }, 10s, 200ms) ? view(i) : std::nullopt;
+    EXPECT_TRUE(v) << members_[i].name << ": " << last_failure_;
+    return v.value_or(Value{});
+  }
+
+  /// The members node i lists, by name, with their state.
+  std::map<std::string, std::string> states_seen_by(size_t i) {
+    std::map<std::string, std::string> out;
+    auto v = view(i);
+    if (!v)
+      return out;
+    for (const auto& m : field(*v, "members").list_value().values())
+      out[m.struct_value().fields().at("name").string_value()] =
+        m.struct_value().fields().at("state").string_value();
+    return out;
+  }
+
+  /// Whether every running node lists exactly `names`, each active, within `limit`.
+  bool all_see_active(const std::set<std::string>& names, std::chrono::milliseconds limit = 30s) {
+    return eventually(
+      [&] {
+        for (size_t i = 0; i < members_.size(); ++i) {
+          if (!members_[i].proc->running())
+            continue;
+          auto seen = states_seen_by(i);
+          if (seen.size() != names.size())
+            return false;
+          for (const auto& [name, state] : seen)
+            if (names.count(name) == 0 || state != "active")
+              return false;
+        }
+        return true;
+      },
+      limit, 200ms);
+  }
+
+  /// a founds the cluster, b and c join through it: all three active.
+  void start_three() {
+    members_.reserve(3);
+    add("a", {"--cluster-init"});
+    ASSERT_TRUE(members_[0].proc->start()) << logs();
+    add("b", {"--seeds", seed(0)});
+    add("c", {"--seeds", seed(0)});
+    ASSERT_TRUE(members_[1].proc->start()) << logs();
+    ASSERT_TRUE(members_[2].proc->start()) << logs();
+    ASSERT_TRUE(all_see_active({"a", "b", "c"})) << logs();
+  }
+
+  /// Whether node i sees `n` peers up (`proctor nodes`) within `limit`.
+  bool peers_up(size_t i, size_t n, std::chrono::milliseconds limit = 20s) {
+    return eventually(
+      [&] {
+        auto r = members_[i].proc->ctl({"nodes", "--json"}, 10s);
+        auto v = parse_json(r.out);
+        if (r.exit_code != 0 || !v)
+          return false;
+        size_t up = 0;
+        for (const auto& x : v->list_value().values())
+          up += !x.struct_value().fields().at("self").bool_value()
+                && x.struct_value().fields().at("up").bool_value();
+        return up == n;
+      },
+      limit, 200ms);
+  }
+
+  std::string field_of(size_t i, const std::string& key) {
+    auto v = view(i);
+    return v ? field(*v, key).string_value() : std::string{};
+  }
+
+  std::string logs() {
+    std::string out;
+    for (const auto& m : members_)
+      out += "--- " + m.name + ":\n" + m.proc->log_tail(15);
+    return out;
+  }
+
+  temp_dir dir_;
+  std::vector<member> members_;
+  std::string last_failure_;
+};
+
+TEST_F(cluster_group_nodes, grows_from_one_to_five_and_every_node_lists_every_member) {
+  members_.reserve(5);
+  add("a", {"--cluster-init"});
+  ASSERT_TRUE(members_[0].proc->start()) << logs();
+  ASSERT_TRUE(all_see_active({"a"})) << logs();
+  const auto id = field_of(0, "cluster_id");
+  ASSERT_EQ(id.size(), 32u) << id;
+
+  // b through a (the leader); c through b, d through c, e through d: nodes that do not lead
+  // hand the join on to the leader's node.
+  const std::vector<std::string> names{"a", "b", "c", "d", "e"};
+  std::set<std::string> expected{"a"};
+  for (size_t i = 1; i < names.size(); ++i) {
+    add(names[i], {"--seeds", seed(i - 1)});
+    ASSERT_TRUE(members_[i].proc->start()) << logs();
+    expected.insert(names[i]);
+    ASSERT_TRUE(all_see_active(expected)) << logs();
+  }
+  // One cluster, one number per name, and five voters once all five are settled.
+  std::set<double> numbers;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    EXPECT_EQ(field_of(i, "cluster_id"), id) << names[i];
+    const auto v = view_of(i);
+    for (const auto& m : field(v, "members").list_value().values())
+      numbers.insert(m.struct_value().fields().at("number").number_value());
+  }
+  EXPECT_EQ(numbers.size(), 5u);
+  ASSERT_TRUE(eventually(
+    [&] {
+      for (size_t i = 0; i < members_.size(); ++i) {
+        auto v = view(i);
+        if (!v || field(*v, "role").string_value() != "leader")
+          continue;
+        size_t voters = 0;
+        for (const auto& g : field(*v, "group").list_value().values())
+          voters += g.struct_value().fields().at("role").string_value() == "voter";
+        return voters == 5;
+      }
+      return false;
+    },
+    30s, 200ms))
+    << logs();
+  // The CLI's table says the same.
+  auto table = members_[2].proc->ctl({"cluster", "nodes"}, 15s);
+  EXPECT_EQ(table.exit_code, 0) << describe(table);
+  EXPECT_NE(table.out.find("cluster " + id), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("c*"), std::string::npos) << table.out;
+
+  // Every member is a peer of every other, none given by --peers: a tree spreads its
+  // children over all five.
+  for (size_t i = 0; i < members_.size(); ++i)
+    ASSERT_TRUE(peers_up(i, 4)) << names[i] << "\n" << logs();
+  fs::create_directories(dir_.path() / "ledger");
+  auto sub = members_[0].proc->ctl({"submit", "demo.ledger", "--args-json",
+                                    R"({"ledger_dir":")" + (dir_.path() / "ledger").string()
+                                      + R"(","spread":true,"steps":2,"children":5,"depth":1})"},
+                                   30s);
+  ASSERT_EQ(sub.exit_code, 0) << describe(sub);
+  auto root = parse_id(sub.out);
+  ASSERT_TRUE(root) << sub.out;
+  auto waited = members_[0].proc->ctl({"wait", std::to_string(*root), "--timeout-s", "60"}, 90s);
+  auto status = parse_json(waited.out);
+  ASSERT_TRUE(status) << describe(waited);
+  EXPECT_EQ(state_of(*status), "SUCCESS") << waited.out << logs();
+  auto all = members_[0].proc->ctl({"list", "--all", "--json"}, 30s);
+  auto listed = parse_json(all.out);
+  ASSERT_TRUE(listed) << describe(all);
+  std::set<std::string> ran_on;
+  for (const auto& p : listed->list_value().values())
+    if (auto n = p.struct_value().fields().find("node"); n != p.struct_value().fields().end())
+      ran_on.insert(n->second.string_value());
+  EXPECT_EQ(ran_on, (std::set<std::string>{"b", "c", "d", "e"}));
+
+  // A member restarted knows its peers at once (the group's last list, kept beside it).
+  ASSERT_EQ(members_[2].proc->stop(), 0) << logs();
+  ASSERT_TRUE(members_[2].proc->start()) << logs();
+  EXPECT_TRUE(peers_up(2, 4)) << logs();
+  EXPECT_TRUE(all_see_active(expected)) << logs();
+}
+
+TEST_F(cluster_group_nodes, the_group_leader_killed_another_leads_and_it_comes_back_as_it_was) {
+  start_three();
+  if (HasFatalFailure())
+    return;
+  // Three settled members: three voters, so the group outlives its leader.
+  std::string leader;
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto v = view(0);
+      if (!v)
+        return false;
+      leader = field(*v, "leader").string_value();
+      size_t voters = 0;
+      for (const auto& g : field(*v, "group").list_value().values())
+        voters += g.struct_value().fields().at("role").string_value() == "voter";
+      return voters == 3 && !leader.empty();
+    },
+    30s, 200ms))
+    << logs();
+  size_t li = leader == "a" ? 0 : leader == "b" ? 1 : 2;
+  const auto incarnation_before = [&] {
+    auto v = view_of(li);
+    for (const auto& m : field(v, "members").list_value().values())
+      if (m.struct_value().fields().at("name").string_value() == leader)
+        return m.struct_value().fields().at("incarnation").string_value();
+    return std::string{};
+  }();
+  members_[li].proc->kill();
+  const size_t other = (li + 1) % 3;
+  std::string next;
+  ASSERT_TRUE(eventually(
+    [&] {
+      next = field_of(other, "leader");
+      return !next.empty() && next != leader;
+    },
+    20s, 100ms))
+    << logs();
+  ASSERT_TRUE(members_[li].proc->start()) << logs();
+  ASSERT_TRUE(all_see_active({"a", "b", "c"})) << logs();
+  auto v = view_of(li);
+  for (const auto& m : field(v, "members").list_value().values()) {
+    if (m.struct_value().fields().at("name").string_value() == leader) {
+      EXPECT_EQ(m.struct_value().fields().at("incarnation").string_value(), incarnation_before);
+    }
+  }
+  EXPECT_EQ(field_of(li, "cluster_id"), field_of(other, "cluster_id"));
+}
+
+TEST_F(cluster_group_nodes, a_node_restarted_empty_is_refused_until_forgotten_its_ids_go_on) {
+  members_.reserve(2);
+  add("a", {"--cluster-init"});
+  ASSERT_TRUE(members_[0].proc->start()) << logs();
+  add("b", {"--seeds", seed(0)});
+  ASSERT_TRUE(members_[1].proc->start()) << logs();
+  ASSERT_TRUE(all_see_active({"a", "b"})) << logs();
+  ASSERT_TRUE(peers_up(0, 1)) << logs();
+  // b hands out some ids (a submit sent to b runs there).
+  fs::create_directories(dir_.path() / "ledger");
+  uint64_t last_id = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto r = members_[1].proc->ctl(
+      {"submit", "demo.ledger", "--args-json",
+       R"({"ledger_dir":")" + (dir_.path() / "ledger").string() + R"(","steps":1})"},
+      30s);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    last_id = parse_id(r.out).value_or(0);
+  }
+  members_[1].proc->kill();
+  fs::remove_all(members_[1].proc->data_dir());
+  ASSERT_TRUE(members_[1].proc->launch());
+  ASSERT_TRUE(eventually([&] { return !members_[1].proc->running(); }, 30s)) << logs();
+  EXPECT_EQ(members_[1].proc->last_exit_code(), 1) << logs();
+  auto log = read_file(members_[1].proc->log_file());
+  EXPECT_NE(log.find("the cluster refused node b"), std::string::npos) << logs();
+  EXPECT_NE(log.find("proctor node forget b --confirm-lost"), std::string::npos) << logs();
+  // a still lists the old b, untouched.
+  EXPECT_EQ(states_seen_by(0).at("b"), "active");
+
+  // Forgotten (on a, for the cluster), b started empty again joins as a new incarnation,
+  // under its number, and its ids go on above the old ones: they never repeat.
+  run_result forgot;
+  ASSERT_TRUE(eventually(
+    [&] {
+      forgot = members_[0].proc->ctl({"node", "forget", "b", "--confirm-lost"}, 30s);
+      return forgot.exit_code == 0;
+    },
+    20s, 500ms))
+    << describe(forgot) << logs();
+  fs::remove_all(members_[1].proc->data_dir());
+  ASSERT_TRUE(members_[1].proc->start()) << logs();
+  ASSERT_TRUE(all_see_active({"a", "b"})) << logs();
+  auto r = members_[1].proc->ctl(
+    {"submit", "demo.ledger", "--args-json",
+     R"({"ledger_dir":")" + (dir_.path() / "ledger").string() + R"(","steps":1})"},
+    30s);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const auto id = parse_id(r.out).value_or(0);
+  EXPECT_EQ(id >> 40, last_id >> 40) << id << " " << last_id;
+  EXPECT_GT(id, last_id) << logs();
+}
+
+TEST_F(cluster_group_nodes, drains_removes_and_forgets_through_the_group) {
+  start_three();
+  if (HasFatalFailure())
+    return;
+  for (size_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(peers_up(i, 2)) << logs();
+  const auto ledger = dir_.path() / "ledger";
+  fs::create_directories(ledger);
+  // A submit placed by the slot table is refused ("retry") while the nodes' heartbeats still
+  // carry different member lists, for up to a heartbeat after a change: a client retries.
+  auto submit = [&](size_t at, const std::string& extra) -> uint64_t {
+    run_result r;
+    eventually(
+      [&] {
+        r = members_[at].proc->ctl({"submit", "demo.ledger", "--args-json",
+                                    R"({"ledger_dir":")" + ledger.string() + R"(")" + extra + "}"},
+                                   30s);
+        return r.exit_code == 0 || r.err.find("retry") == std::string::npos;
+      },
+      10s, 100ms);
+    EXPECT_EQ(r.exit_code, 0) << describe(r);
+    return parse_id(r.out).value_or(0);
+  };
+  auto final_state = [&](size_t at, uint64_t id) {
+    auto r = members_[at].proc->ctl({"wait", std::to_string(id), "--timeout-s", "60"}, 90s);
+    auto v = parse_json(r.out);
+    return v ? state_of(*v) : "unreadable: " + describe(r);
+  };
+  // b holds a slow tree when it starts to drain.
+  const auto slow = submit(1, R"(,"steps":4,"step_sleep_ms":1500)");
+  ASSERT_NE(slow, 0u);
+
+  // Drained, asked at c: every node places nothing new on it.
+  auto drain = members_[2].proc->ctl({"node", "drain", "b"}, 30s);
+  ASSERT_EQ(drain.exit_code, 0) << describe(drain) << logs();
+  EXPECT_NE(drain.out.find("draining"), std::string::npos) << drain.out;
+  ASSERT_TRUE(eventually(
+    [&] {
+      for (size_t i = 0; i < 3; ++i)
+        if (states_seen_by(i)["b"] != "draining")
+          return false;
+      return true;
+    },
+    10s, 100ms))
+    << logs();
+  // Not removed while it holds the slow tree: the refusal says what it holds.
+  auto early = members_[0].proc->ctl({"node", "remove", "b"}, 30s);
+  EXPECT_EQ(early.exit_code, 1) << describe(early);
+  EXPECT_NE(early.err.find("still holds"), std::string::npos) << describe(early);
+  // A tree spread over "the nodes" skips b; submits sent to b run elsewhere.
+  const auto spread = submit(0, R"(,"spread":true,"steps":1,"children":4,"depth":1)");
+  EXPECT_EQ(final_state(0, spread), "SUCCESS") << logs();
+  auto all = members_[0].proc->ctl({"list", "--all", "--json"}, 30s);
+  auto listed = parse_json(all.out);
+  ASSERT_TRUE(listed) << describe(all);
+  for (const auto& p : listed->list_value().values()) {
+    if (static_cast<uint64_t>(field(p, "root_id").number_value()) != spread)
+      continue;  // (the slow tree runs on b)
+    if (auto n = p.struct_value().fields().find("node"); n != p.struct_value().fields().end()) {
+      EXPECT_NE(n->second.string_value(), "b") << all.out;
+    }
+  }
+  double b_number = 0;
+  const auto seen = view_of(0);
+  for (const auto& m : field(seen, "members").list_value().values())
+    if (m.struct_value().fields().at("name").string_value() == "b")
+      b_number = m.struct_value().fields().at("number").number_value();
+  for (int i = 0; i < 5; ++i) {
+    const auto id = submit(1, R"(,"steps":1)");
+    ASSERT_NE(id, 0u);
+    EXPECT_NE(static_cast<double>(id >> 40), b_number) << "submit " << i << " ran on b";
+  }
+  // Once its tree ended, b is removed (asked at a, answered by b).
+  EXPECT_EQ(final_state(1, slow), "SUCCESS") << logs();
+  run_result removed;
+  ASSERT_TRUE(eventually(
+    [&] {
+      removed = members_[0].proc->ctl({"node", "remove", "b"}, 30s);
+      return removed.exit_code == 0;
+    },
+    20s, 200ms))
+    << describe(removed) << logs();
+  EXPECT_NE(removed.out.find("left"), std::string::npos) << removed.out;
+  ASSERT_TRUE(eventually([&] { return states_seen_by(0)["b"] == "left"; }, 10s, 100ms)) << logs();
+
+  // c is lost: forgotten once, on a, for the whole cluster.
+  members_[2].proc->kill();
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto r = members_[0].proc->ctl({"node", "forget", "c", "--confirm-lost"}, 30s);
+      return r.exit_code == 0 && r.out.find("the cluster group") != std::string::npos;
+    },
+    20s, 500ms))
+    << logs();
+  EXPECT_EQ(states_seen_by(0)["c"], "forgotten");
+  // Its data directory started again: the group forgot that incarnation, it does not serve.
+  const auto before = read_file(members_[2].proc->log_file()).size();
+  ASSERT_TRUE(members_[2].proc->launch());
+  EXPECT_TRUE(eventually([&] { return !members_[2].proc->running(); }, 30s)) << logs();
+  EXPECT_NE(read_file(members_[2].proc->log_file()).substr(before).find("forgot"),
+            std::string::npos)
+    << logs();
+}
+
+TEST_F(cluster_group_nodes, founded_by_command_once_and_refused_where_it_cannot_be) {
+  members_.reserve(2);
+  add("x", {});
+  ASSERT_TRUE(members_[0].proc->start()) << logs();
+  auto before = members_[0].proc->ctl({"cluster", "nodes"}, 15s);
+  EXPECT_EQ(before.exit_code, 0) << describe(before);
+  EXPECT_NE(before.out.find("member of no cluster"), std::string::npos) << before.out;
+  auto init = members_[0].proc->ctl({"cluster", "init"}, 30s);
+  ASSERT_EQ(init.exit_code, 0) << describe(init) << logs();
+  EXPECT_NE(init.out.find("founded the cluster"), std::string::npos) << init.out;
+  auto again = members_[0].proc->ctl({"cluster", "init"}, 30s);
+  EXPECT_EQ(again.exit_code, 1) << describe(again);
+  EXPECT_NE(again.err.find("already"), std::string::npos) << describe(again);
+  ASSERT_TRUE(all_see_active({"x"})) << logs();
+  const auto id = field_of(0, "cluster_id");
+
+  // Its restart reads the group back from its directory: the same cluster, x active.
+  ASSERT_EQ(members_[0].proc->stop(), 0) << logs();
+  ASSERT_TRUE(members_[0].proc->start()) << logs();
+  ASSERT_TRUE(all_see_active({"x"})) << logs();
+  EXPECT_EQ(field_of(0, "cluster_id"), id);
+
+  // A node that joined cannot found another cluster.
+  add("y", {"--seeds", seed(0)});
+  ASSERT_TRUE(members_[1].proc->start()) << logs();
+  ASSERT_TRUE(all_see_active({"x", "y"})) << logs();
+  auto refused = members_[1].proc->ctl({"cluster", "init"}, 30s);
+  EXPECT_EQ(refused.exit_code, 1) << describe(refused);
+  EXPECT_NE(refused.err.find("already"), std::string::npos) << describe(refused);
+
+  // A node without --group-port takes no part, and says so.
+  node plain(dir_.path() / "plain", 0, {"--name", "plain"});
+  ASSERT_TRUE(plain.start()) << plain.log_tail();
+  auto none = plain.ctl({"cluster", "nodes"}, 15s);
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("takes no part in a cluster group"), std::string::npos) << describe(none);
+
+  // Options that do not go together are refused before anything starts.
+  auto bad =
+    run_program(bin_path("proctord"), {"--data-dir", (dir_.path() / "bad").string(), "--listen",
+                                       "127.0.0.1:0", "--name", "z", "--seeds", seed(0)});
+  EXPECT_EQ(bad.exit_code, 64) << describe(bad);
+  EXPECT_NE(bad.err.find("go with --group-port"), std::string::npos) << describe(bad);
+  auto any = run_program(bin_path("proctord"),
+                         {"--data-dir", (dir_.path() / "any").string(), "--listen", "0.0.0.0:0",
+                          "--name", "z", "--group-port", std::to_string(free_port())});
+  EXPECT_EQ(any.exit_code, 64) << describe(any);
+  EXPECT_NE(any.err.find("IPv4 address other nodes reach"), std::string::npos) << describe(any);
+}
+
+}  // namespace
+}  // namespace proctor::test
