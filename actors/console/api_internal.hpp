@@ -76,6 +76,8 @@ console_reply proc_tree(const api_call& c);
 console_reply locks(const api_call& c);
 console_reply limits(const api_call& c);
 console_reply nodes(const api_call& c);
+/// `proctor cluster nodes --json` (docs/cluster-group.md).
+console_reply cluster(const api_call& c);
 console_reply metrics_summary(const api_call& c);
 console_reply metrics_text(const api_call& c);
 console_reply quarantine(const api_call& c);

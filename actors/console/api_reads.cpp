@@ -9,6 +9,7 @@
 #include "actors/console/api_internal.hpp"
 #include "actors/console/console_metrics.hpp"
 #include "actors/console/embedded_files.hpp"
+#include "actors/wire/json/cluster_json.hpp"
 #include "actors/wire/json/status_json.hpp"
 #include "actors/wire/json/views_json.hpp"
 
@@ -248,6 +249,12 @@ console_reply nodes(const api_call& c) {
   return read(
     c, [](pb::Request& r) { r.mutable_nodes(); },
     [](const pb::Response& r) { return ok_json(nodes_to_json(r.nodes())); });
+}
+
+console_reply cluster(const api_call& c) {
+  return read(
+    c, [](pb::Request& r) { r.mutable_cluster()->set_op(pb::ClusterRequest::SHOW); },
+    [](const pb::Response& r) { return ok_json(cluster_to_json(r.cluster())); });
 }
 
 console_reply quarantine(const api_call& c) {

@@ -39,6 +39,7 @@ const std::vector<route>& routes() {
     {{"GET", "/api/limits", false}, limits},
     {{"POST", "/api/limits", true}, set_limits},
     {{"GET", "/api/nodes", false}, nodes},
+    {{"GET", "/api/cluster", false}, cluster},
     {{"POST", "/api/nodes/forget", true}, forget_node},
     {{"GET", "/api/schedules", false}, list_schedules},
     {{"POST", "/api/schedules", true}, add_schedule},

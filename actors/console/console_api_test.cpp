@@ -165,6 +165,41 @@ TEST(console_api, status_tree_history_and_locks_are_the_cli_json) {
     EXPECT_EQ(r->status, 200);
 }
 
+TEST(console_api, the_cluster_is_the_cli_json_and_a_node_outside_any_group_says_so) {
+  fake_node n;
+  bool in_group = true;
+  n.answer = [&in_group](const pb::Request&) {
+    executor_answer a;
+    a.response.emplace();
+    if (!in_group) {
+      a.response->set_code(pb::Response::BAD_REQUEST);
+      a.response->set_error("this node takes no part in a cluster group");
+      return a;
+    }
+    auto* ci = a.response->mutable_cluster();
+    ci->set_node("a");
+    ci->set_role("leader");
+    ci->set_leader_node("a");
+    ci->mutable_state()->set_cluster_id("0123456789abcdef0123456789abcdef");
+    auto* m = ci->mutable_state()->add_members();
+    m->set_name("a");
+    m->set_state(pb::ACTIVE);
+    m->set_incarnation(0x2a);
+    return a;
+  };
+  auto c = call(n, "GET", "/api/cluster");
+  EXPECT_EQ(c.status, 200);
+  EXPECT_EQ(body(c)["members"][0]["state"], "active");
+  EXPECT_EQ(body(c)["members"][0]["incarnation"], "000000000000002a");
+  EXPECT_EQ(body(c)["leader"], "a");
+  EXPECT_EQ(n.asked.back().cluster().op(), pb::ClusterRequest::SHOW);
+  EXPECT_EQ(call(n, "POST", "/api/cluster").status, 405);
+  in_group = false;
+  auto none = call(n, "GET", "/api/cluster");
+  EXPECT_EQ(none.status, 400);
+  EXPECT_NE(body(none)["error"].get<std::string>().find("takes no part"), std::string::npos);
+}
+
 TEST(console_api, bad_and_unknown_ids_and_routes) {
   fake_node n;
   n.answer = [](const pb::Request& r) {

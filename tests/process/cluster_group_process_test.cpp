@@ -4,8 +4,8 @@
 // SIGKILLed, another leads and the old one comes back as it was; a node drained, removed
 // once its trees ended, another forgotten for the whole cluster from one node; a node
 // restarted empty under a member's name is refused and stops, and once forgotten joins as a
-// new incarnation whose ids go on above the old ones; the founding by command, and what is
-// refused around it.
+// new incarnation whose ids go on above the old ones; a --peers cluster moved to the group one
+// restart at a time; the founding by command, and what is refused around it.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -427,6 +427,77 @@ TEST_F(cluster_group_nodes, drains_removes_and_forgets_through_the_group) {
   EXPECT_NE(read_file(members_[2].proc->log_file()).substr(before).find("forgot"),
             std::string::npos)
     << logs();
+}
+
+TEST_F(cluster_group_nodes, a_cluster_of_peers_moves_to_the_group_one_restart_at_a_time) {
+  // Two nodes of a --peers cluster (docs/cluster.md, "From --peers to the group"), a tree
+  // across them.
+  const auto pa = free_port(), pb = free_port(), ga = free_port(), gb = free_port();
+  const auto addr = [](uint16_t p) { return "127.0.0.1:" + std::to_string(p); };
+  node a(dir_.path() / "a", pa, {"--name", "a", "--peers", "b=" + addr(pb)});
+  node b(dir_.path() / "b", pb, {"--name", "b", "--peers", "a=" + addr(pa)});
+  ASSERT_TRUE(a.start()) << a.log_tail();
+  ASSERT_TRUE(b.start()) << b.log_tail();
+  fs::create_directories(dir_.path() / "ledger");
+  auto sub = a.ctl({"submit", "demo.ledger", "--args-json",
+                    R"({"ledger_dir":")" + (dir_.path() / "ledger").string()
+                      + R"(","spread":true,"steps":1,"children":2,"depth":1})"},
+                   30s);
+  ASSERT_EQ(sub.exit_code, 0) << describe(sub);
+  const auto id = parse_id(sub.out).value_or(0);
+  auto waited = a.ctl({"wait", std::to_string(id), "--timeout-s", "60"}, 90s);
+  ASSERT_NE(waited.out.find("SUCCESS"), std::string::npos) << describe(waited);
+
+  // a founds the group, then b joins it: each restarted once, --peers kept.
+  ASSERT_EQ(a.stop(), 0);
+  node a2(dir_.path() / "a", pa,
+          {"--name", "a", "--peers", "b=" + addr(pb), "--group-port", std::to_string(ga),
+           "--cluster-init"});
+  ASSERT_TRUE(a2.start()) << a2.log_tail();
+  ASSERT_EQ(b.stop(), 0);
+  node b2(dir_.path() / "b", pb,
+          {"--name", "b", "--peers", "a=" + addr(pa), "--group-port", std::to_string(gb), "--seeds",
+           addr(pa)});
+  ASSERT_TRUE(b2.start()) << b2.log_tail();
+  auto both_active = [&](node& n) {
+    return eventually(
+      [&] {
+        auto r = n.ctl({"cluster", "nodes", "--json"}, 15s);
+        auto v = parse_json(r.out);
+        if (r.exit_code != 0 || !v)
+          return false;
+        std::set<std::string> active;
+        for (const auto& m : field(*v, "members").list_value().values())
+          if (m.struct_value().fields().at("state").string_value() == "active")
+            active.insert(m.struct_value().fields().at("name").string_value());
+        return active == std::set<std::string>{"a", "b"};
+      },
+      30s, 200ms);
+  };
+  ASSERT_TRUE(both_active(a2)) << a2.log_tail() << b2.log_tail();
+  ASSERT_TRUE(both_active(b2)) << a2.log_tail() << b2.log_tail();
+  // The tree of the --peers days is still answered, from either node.
+  auto seen = b2.ctl({"status", std::to_string(id)}, 30s);
+  EXPECT_NE(seen.out.find("SUCCESS"), std::string::npos) << describe(seen);
+
+  // --peers dropped: a restarted with the group alone still links to b.
+  ASSERT_EQ(a2.stop(), 0);
+  node a3(dir_.path() / "a", pa, {"--name", "a", "--group-port", std::to_string(ga)});
+  ASSERT_TRUE(a3.start()) << a3.log_tail();
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto v = parse_json(a3.ctl({"nodes", "--json"}, 10s).out);
+      if (!v)
+        return false;
+      for (const auto& x : v->list_value().values())
+        if (x.struct_value().fields().at("name").string_value() == "b")
+          return x.struct_value().fields().at("up").bool_value();
+      return false;
+    },
+    20s, 200ms))
+    << a3.log_tail();
+  auto again = a3.ctl({"status", std::to_string(id)}, 30s);
+  EXPECT_NE(again.out.find("SUCCESS"), std::string::npos) << describe(again);
 }
 
 TEST_F(cluster_group_nodes, founded_by_command_once_and_refused_where_it_cannot_be) {
