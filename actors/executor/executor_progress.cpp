@@ -13,6 +13,8 @@
 
 namespace proctor::exec_detail {
 
+static_assert(peer_progress_part::fresh_gap == fresh_id_gap, "one gap, whoever reported");
+
 namespace {
 
 /// Journals peer `name`'s progress when it moved enough since its last record (or has none):

@@ -79,6 +79,7 @@ struct cluster_member::core {
   std::unique_ptr<cluster_keeper> keeper;
   std::mutex init_mtx;  // one founding at a time
   std::thread joiner;
+  std::thread reporter;
   std::atomic<bool> stop{false};
   std::atomic<bool> refused{false};
   std::mutex published_mtx;
@@ -149,6 +150,8 @@ struct cluster_member::core {
     cv.notify_all();
     if (joiner.joinable())
       joiner.join();
+    if (reporter.joinable())
+      reporter.join();
     std::shared_ptr<cluster_group> g;
     {
       std::lock_guard<std::mutex> l(mtx);
@@ -493,6 +496,50 @@ struct cluster_member::core {
     }
   }
 
+  // -- reporting ---------------------------------------------------------------------------
+
+  static constexpr uint64_t report_ids = uint64_t{1} << 16;
+  static constexpr std::chrono::seconds report_every{10};
+
+  /// Every second: how far this node's ids and journal went, proposed to the group (handed to
+  /// its leader) when the ids moved 2^16 past the group's floor for this name, or anything
+  /// moved and the last report is 10 s old. Only while this incarnation takes part.
+  void report_loop() {
+    auto last = std::chrono::steady_clock::now() - report_every;
+    while (!stop) {
+      {
+        std::unique_lock<std::mutex> l(mtx);
+        cv.wait_for(l, std::chrono::seconds{1}, [this] { return stop.load(); });
+      }
+      auto g = current();
+      if (stop || !g || !setup.next_id)
+        continue;
+      const auto st = g->state();
+      const auto* me = member_of_incarnation(*st, setup.incarnation);
+      if (me == nullptr || !member_takes_part(*me))
+        continue;
+      const uint64_t id = setup.next_id();
+      const uint64_t lsn = setup.durable_lsn ? setup.durable_lsn() : 0;
+      const auto now = std::chrono::steady_clock::now();
+      const bool moved = id > me->id_floor() || lsn > me->journal_lsn();
+      if (!moved || (id < me->id_floor() + report_ids && now - last < report_every))
+        continue;
+      pb::Request req;
+      req.mutable_cluster()->set_op(pb::ClusterRequest::PROPOSE);
+      auto* f = req.mutable_cluster()->mutable_command()->mutable_raise_floor();
+      f->set_name(setup.node_name);
+      f->set_incarnation(setup.incarnation);
+      f->set_id_floor(id);
+      f->set_journal_lsn(lsn);
+      pb::Response r;
+      if (r.ParseFromString(propose_or_forward(std::move(req))) && r.code() == pb::Response::OK)
+        last = now;
+      else
+        spdlog::debug("node {}: its id floor {} not reported to the cluster group yet: {}",
+                      setup.node_name, id, r.error());
+    }
+  }
+
   // -- joining -------------------------------------------------------------------------------
 
   void refuse(const std::string& why) {
@@ -586,9 +633,9 @@ std::string cluster_peers_file(const std::string& dir) {
   return dir + "/peers";
 }
 
-bool members_from_seeds(const std::vector<std::string>& seeds, const tls_options& tls,
-                        const std::string& self, std::chrono::milliseconds bound,
-                        std::map<std::string, std::string>* out, std::string* error) {
+bool ask_seeds(const std::vector<std::string>& seeds, const tls_options& tls,
+               const std::string& self, std::chrono::milliseconds bound, seed_answer* out,
+               std::string* error) {
   pb::Request req;
   req.mutable_cluster()->set_op(pb::ClusterRequest::SHOW);
   const auto bytes = req.SerializeAsString();
@@ -612,10 +659,13 @@ bool members_from_seeds(const std::vector<std::string>& seeds, const tls_options
     else if (r.cluster().state().cluster_id().empty())
       *error = seed + ": it knows no founded cluster";
     else {
-      for (const auto& m : r.cluster().state().members())
-        if ((m.state() == pb::ACTIVE || m.state() == pb::DRAINING) && m.name() != self
-            && !m.client_address().empty())
-          (*out)[m.name()] = m.client_address();
+      for (const auto& m : r.cluster().state().members()) {
+        if (m.name() == self)
+          out->id_floor = m.id_floor();
+        else if ((m.state() == pb::ACTIVE || m.state() == pb::DRAINING)
+                 && !m.client_address().empty())
+          out->members[m.name()] = m.client_address();
+      }
       return true;
     }
     if (std::chrono::steady_clock::now() >= until)
@@ -675,6 +725,7 @@ bool cluster_member::start(cluster_member_setup setup, std::string* error) {
   }
   if (!s.seeds.empty())
     c.joiner = std::thread([&c] { c.join_loop(); });
+  c.reporter = std::thread([&c] { c.report_loop(); });
   return true;
 }
 

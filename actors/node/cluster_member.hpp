@@ -14,6 +14,9 @@
 // up. A join the group refuses (an incarnation that was forgotten, a name another incarnation
 // holds) is final: `on_refused` is told why, and the node stops.
 //
+// While it takes part, the node reports how far its ids and journal went (RaiseIdFloor): the
+// group's floor for its name, which a later incarnation begins above (node_options::id_floor).
+//
 // The members that take part become the node's peers (links, heartbeats, placement): the
 // executor is told of each change, and DIR/peers keeps the last list for the next start.
 //
@@ -41,14 +44,21 @@ namespace proctor {
 /// The file in a member's directory that keeps the peers the group last named.
 std::string cluster_peers_file(const std::string& dir);
 
-/// The active and draining members but `self` (name -> client HOST:PORT), as one of `seeds`
-/// answers `cluster nodes`: what a node that joins with a new journal links to from its
-/// start, so that it learns from them where its name's ids ended (docs/cluster.md,
-/// "Procedure ids") before it hands one out. Tries the seeds in turn until one answers with
-/// a founded cluster or `bound` passes; false with the last reason then.
-bool members_from_seeds(const std::vector<std::string>& seeds, const tls_options& tls,
-                        const std::string& self, std::chrono::milliseconds bound,
-                        std::map<std::string, std::string>* out, std::string* error);
+/// What a node that joins with a new journal learns from a seed before it starts.
+struct seed_answer {
+  /// The active and draining members but itself (name -> client HOST:PORT): it links to
+  /// them from its start, so that it learns from them where its name's ids ended
+  /// (docs/cluster.md, "Procedure ids") before it hands one out.
+  std::map<std::string, std::string> members;
+  /// The group's id floor for its name (0: none): its ids begin above it.
+  uint64_t id_floor = 0;
+};
+
+/// Asks `seeds` in turn (`cluster nodes`) until one answers with a founded cluster or
+/// `bound` passes; false with the last reason then.
+bool ask_seeds(const std::vector<std::string>& seeds, const tls_options& tls,
+               const std::string& self, std::chrono::milliseconds bound, seed_answer* out,
+               std::string* error);
 
 struct cluster_member_setup {
   std::string dir;  ///< the member's directory: DATA/cluster-group
@@ -65,8 +75,10 @@ struct cluster_member_setup {
   tls_options tls;    ///< the node's: on the group's port, and to seeds and leaders
   unsigned election_timeout_ms = 1000;
   std::chrono::milliseconds keeper_period{250};
-  /// How far the node's ids and journal went (RaiseIdFloor): read when joining and founding.
+  /// How far the node's ids and journal went: reported to the group (RaiseIdFloor) every
+  /// 2^16 ids or 10 s when they moved, so that a later incarnation of the name begins above.
   std::function<uint64_t()> next_id;
+  std::function<uint64_t()> durable_lsn;
   /// The procedures the node holds that have not ended: `node remove` waits for none.
   std::function<uint64_t()> live;
   /// Told of the members that take part (active or draining) whenever they change, as

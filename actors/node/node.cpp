@@ -18,6 +18,7 @@
 #include "actors/node/node_identity.hpp"
 #include "actors/scheduling/step_scheduler.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
+#include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
 #include "persistence/tree_image.hpp"
 
@@ -340,6 +341,15 @@ caf::expected<recovery_report> node::start(node_options opts) {
     rec.mutable_incarnation()->set_created_at_ms(env->started_at_ms);
     journal_batch b;
     b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+    // The cluster group's floor for the name (its earlier incarnations' reports): ids begin
+    // above it, journaled with the incarnation (a restart before the first id keeps it).
+    const bool raised = opts.id_floor != 0 && next_id < opts.id_floor + fresh_id_gap;
+    if (raised) {
+      env->next_id->store(opts.id_floor + fresh_id_gap);
+      b.entries.push_back(journal_entry{journal_keys::meta_root,
+                                        id_floor_record(env->next_id->load(), max_lsn + 1),
+                                        journal_keys::id_floor_lsn});
+    }
     caf::scoped_actor self{sys_};
     caf::error failed;
     self->request(env->journal, caf::infinite, append_atom::value, std::move(b))
@@ -348,6 +358,10 @@ caf::expected<recovery_report> node::start(node_options opts) {
       return caf::make_error(caf::sec::runtime_error,
                              "cannot journal this node's incarnation: " + caf::to_string(failed));
     spdlog::info("node {}: a new journal, incarnation {:016x}", opts.name, incarnation);
+    if (raised)
+      spdlog::info("node {}: the cluster group holds ids below {} under this name: ids begin "
+                   "at {}",
+                   opts.name, opts.id_floor, env->next_id->load());
     env->new_journal = opts.ids_from_peers;
   }
   env->incarnation = incarnation;

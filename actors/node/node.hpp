@@ -62,6 +62,9 @@ struct node_options {
   /// each of them said where this name's earlier incarnations ended (docs/cluster.md,
   /// "Procedure ids"). Off for in-process test nodes, whose transport has no links.
   bool ids_from_peers = false;
+  /// The cluster group's id floor for this name (a node joining with --seeds: the seed's
+  /// word): a new journal's ids begin `fresh_id_gap` above it (persistence/id_floor.hpp).
+  uint64_t id_floor = 0;
   /// Serves `proctor cluster ...` (node_env::cluster_member); unset without a cluster group.
   caf::actor cluster_member;
 };

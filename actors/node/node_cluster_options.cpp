@@ -63,7 +63,8 @@ std::string check_cluster_options(cluster_options* o, const std::string& name, b
 
 bool add_cluster_peers(const cluster_options& o, const std::string& data_dir,
                        const std::string& name, const tls_options& tls,
-                       std::map<std::string, peer_address>* peers, std::string* error) {
+                       std::map<std::string, peer_address>* peers, uint64_t* id_floor,
+                       std::string* error) {
   if (!o.enabled())
     return true;
   const auto file = cluster_peers_file(cluster_options::dir(data_dir));
@@ -78,14 +79,15 @@ bool add_cluster_peers(const cluster_options& o, const std::string& data_dir,
     peers->try_emplace(peer, std::move(addr));
   if (o.seeds.empty() || !raft_state_is_fresh(cluster_options::dir(data_dir)))
     return true;
-  std::map<std::string, std::string> members;
-  if (!members_from_seeds(o.seeds, tls, name, std::chrono::seconds{30}, &members, &err)) {
+  seed_answer got;
+  if (!ask_seeds(o.seeds, tls, name, std::chrono::seconds{30}, &got, &err)) {
     *error =
       "--seeds: no seed told the cluster's members within 30 s (" + err + "); nothing was started";
     return false;
   }
+  *id_floor = got.id_floor;
   std::string text;
-  for (const auto& [peer, addr] : members)
+  for (const auto& [peer, addr] : got.members)
     if (peers->count(peer) == 0)
       text += peer + "=" + addr + "\n";
   if (!parse_peers(text, name, peers, &err)) {
@@ -110,6 +112,7 @@ cluster_member_setup member_setup(const cluster_options& o, const node& n,
   cs.init = o.init;
   cs.tls = tls;
   cs.next_id = [env] { return env->next_id->load(); };
+  cs.durable_lsn = [env] { return env->durable_lsn->load(); };
   cs.live = [env] { return env->cluster->local_live.load(); };
   cs.executor = n.executor();
   return cs;

@@ -39,11 +39,13 @@ std::string check_cluster_options(cluster_options* o, const std::string& name, b
 
 /// Adds to `peers` (--peers win for a name in both) the members the cluster group named last
 /// (DIR/peers) and, for a member that joins now, the active members a seed names: a journal
-/// that is new then learns from them where its name's ids ended before it hands one out.
-/// False with a one-line `error` when no seed answered within 30 s.
+/// that is new then learns from them where its name's ids ended before it hands one out;
+/// `id_floor` gets the group's floor for the name (node_options::id_floor). False with a
+/// one-line `error` when no seed answered within 30 s.
 bool add_cluster_peers(const cluster_options& o, const std::string& data_dir,
                        const std::string& name, const tls_options& tls,
-                       std::map<std::string, peer_address>* peers, std::string* error);
+                       std::map<std::string, peer_address>* peers, uint64_t* id_floor,
+                       std::string* error);
 
 /// The setup of node `n`'s member (it serves clients at `client_address`).
 cluster_member_setup member_setup(const cluster_options& o, const node& n,

@@ -278,6 +278,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   }
 
   std::map<std::string, peer_address> peers;
+  uint64_t group_id_floor = 0;  // the cluster group's for this name (a joining node)
   {
     std::string text = peers_text, err;
     if (!peers_file.empty()) {
@@ -294,7 +295,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       std::cerr << program << ": --peers: " << err << "\n";
       return 64;
     }
-    if (!add_cluster_peers(cluster, data_dir, name, tls, &peers, &err)) {
+    if (!add_cluster_peers(cluster, data_dir, name, tls, &peers, &group_id_floor, &err)) {
       std::cerr << program << ": " << err << "\n";
       return 1;
     }
@@ -471,6 +472,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     }
     opts.name = name;
     opts.lock = dir.lock;
+    opts.id_floor = group_id_floor;
     if (rn) {
       opts.store = rn->store();
       opts.epoch = rn->store()->term();

@@ -291,6 +291,21 @@ TEST_F(cluster_group_nodes, a_node_restarted_empty_is_refused_until_forgotten_it
     ASSERT_EQ(r.exit_code, 0) << describe(r);
     last_id = parse_id(r.out).value_or(0);
   }
+  // b reports how far its ids went to the group: every member holds b's floor.
+  ASSERT_TRUE(eventually(
+    [&] {
+      auto v = view(0);
+      if (!v)
+        return false;
+      for (const auto& m : field(*v, "members").list_value().values())
+        if (m.struct_value().fields().at("name").string_value() == "b")
+          return m.struct_value().fields().at("id_floor").number_value()
+                 > static_cast<double>(last_id);
+      return false;
+    },
+    20s, 200ms))
+    << last_id << "\n"
+    << logs();
   members_[1].proc->kill();
   fs::remove_all(members_[1].proc->data_dir());
   ASSERT_TRUE(members_[1].proc->launch());
@@ -323,6 +338,10 @@ TEST_F(cluster_group_nodes, a_node_restarted_empty_is_refused_until_forgotten_it
   const auto id = parse_id(r.out).value_or(0);
   EXPECT_EQ(id >> 40, last_id >> 40) << id << " " << last_id;
   EXPECT_GT(id, last_id) << logs();
+  // It began above the group's floor for its name (and above what a heard of b).
+  EXPECT_NE(read_file(members_[1].proc->log_file()).find("the cluster group holds ids below"),
+            std::string::npos)
+    << logs();
 }
 
 TEST_F(cluster_group_nodes, drains_removes_and_forgets_through_the_group) {
