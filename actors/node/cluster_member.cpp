@@ -83,7 +83,8 @@ struct cluster_member::core {
   std::atomic<bool> stop{false};
   std::atomic<bool> refused{false};
   std::mutex published_mtx;
-  std::string published;  // published_mtx: the members last told, as text
+  std::string published;           // published_mtx: the members last told, as text
+  uint64_t published_version = 0;  // published_mtx: ... and their state's version
 
   std::shared_ptr<cluster_group> current() {
     std::lock_guard<std::mutex> g(mtx);
@@ -193,12 +194,12 @@ struct cluster_member::core {
           && m.name() != setup.node_name)
         text += m.name() + "=" + m.client_address() + "\n";
     }
-    {
-      std::lock_guard<std::mutex> l(published_mtx);
-      if (members.empty() || told == published)
-        return;
-      published = told;
-    }
+    // One at a time, newest last: the loop thread's calls and open()'s first one may cross.
+    std::lock_guard<std::mutex> l(published_mtx);
+    if (members.empty() || told == published || st.version() < published_version)
+      return;
+    published = told;
+    published_version = st.version();
     if (setup.executor)
       caf::anon_send(setup.executor, cluster_peers_atom::value, std::move(members));
     if (text.empty())
