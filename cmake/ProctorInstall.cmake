@@ -44,6 +44,7 @@ set(PROCTOR_PUBLIC_HEADERS context.hpp crash_harness.hpp outcome.hpp policy.hpp
 list(TRANSFORM PROCTOR_PUBLIC_HEADERS PREPEND ${PROJECT_SOURCE_DIR}/include/proctor/)
 install(FILES ${PROCTOR_PUBLIC_HEADERS}
   ${PROCTOR_GEN_DIR}/proctor/journal.pb.h ${PROCTOR_GEN_DIR}/proctor/wire.pb.h
+  ${PROCTOR_GEN_DIR}/proctor/cluster.pb.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/proctor COMPONENT dev)
 
 set(PROCTOR_CMAKE_DEST ${CMAKE_INSTALL_LIBDIR}/cmake/Proctor)
