@@ -95,6 +95,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p.type_version = s.type_version();
       p.priority = s.priority();
       p.nonce = s.nonce();
+      p.placement_slot = s.placement_slot();
       p.submitted_at_ms = s.submitted_at_ms();
       p.submitted_lsn = lsn;
       p.status = proc_state::runnable;
@@ -344,6 +345,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p.error = ps.error();
         p.children.assign(ps.children().begin(), ps.children().end());
         p.nonce = ps.nonce();
+        p.placement_slot = ps.placement_slot();
         p.node = ps.node();
         p.bypassed = ps.bypassed();
         p.args = ps.args();
@@ -378,6 +380,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kPeerProgress:
     case pb::JournalRecord::kEventId:
     case pb::JournalRecord::kForgottenBy:
+    case pb::JournalRecord::kNonceTaken:
     case pb::JournalRecord::BODY_NOT_SET:
       if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())
         t.corrupt = "empty record at lsn " + std::to_string(lsn);
@@ -477,6 +480,7 @@ pb::TreeSummary summarize(const tree_image& tree, int64_t finished_at_ms) {
     for (auto c : p.children)
       ps->add_children(c);
     ps->set_nonce(p.nonce);
+    ps->set_placement_slot(p.placement_slot);
     ps->set_node(p.node);
     ps->set_bypassed(p.bypassed);
     if (id == tree.root_id && p.args_kept) {

@@ -36,6 +36,7 @@ struct proc_image {
   uint32_t type_version = 1;
   int32_t priority = 0;
   std::string nonce;
+  uint32_t placement_slot = 0;  ///< Submitted.placement_slot (a root placed by a key)
   int64_t submitted_at_ms = 0;
   /// The LSN of its Submitted record (for a child just spawned: of the batch's last entry):
   /// a placeholder whose node an operator forgot after it is lost (cluster_view::lost).

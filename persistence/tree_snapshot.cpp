@@ -11,6 +11,7 @@ void put_proc(const proc_image& p, pb::ProcSnapshot* o, uint64_t* undos_dropped)
   o->set_type_version(p.type_version);
   o->set_priority(p.priority);
   o->set_nonce(p.nonce);
+  o->set_placement_slot(p.placement_slot);
   o->set_submitted_at_ms(p.submitted_at_ms);
   o->set_submitted_lsn(p.submitted_lsn);
   o->set_since_ms(p.since_ms);
@@ -83,6 +84,7 @@ void get_proc(const pb::ProcSnapshot& o, proc_image& p) {
   p.type_version = o.type_version();
   p.priority = o.priority();
   p.nonce = o.nonce();
+  p.placement_slot = o.placement_slot();
   p.submitted_at_ms = o.submitted_at_ms();
   p.submitted_lsn = o.submitted_lsn();
   p.since_ms = o.since_ms();

@@ -42,6 +42,9 @@ struct cluster_peer {
   int state = 0;        ///< cluster.proto MemberState
   uint64_t incarnation = 0;
   int64_t since_ms = 0;  ///< when it entered that state (its proposer's clock)
+  /// The group's log index of that change: the largest of the members' is the cluster's
+  /// placement epoch (docs/cluster-group.md, "Nonces when slots move").
+  uint64_t since_index = 0;
 };
 /// (cluster_peers_atom, std::vector<cluster_peer>) to the executor: every member of the
 /// cluster group's state, this node among them: the executor adds the active and draining
@@ -49,6 +52,10 @@ struct cluster_peer {
 /// work on those that are not active (cluster_view::set_unplaceable), and forgets those the
 /// group forgot (executor_forget.cpp).
 using cluster_peers_atom = caf::atom_constant<caf::atom("clpeers")>;
+/// (nonces_handed_atom) -> std::string to the executor of a draining node: "" once every
+/// active member holds durably the nonces the node knows, else why not (`node remove` asks;
+/// docs/cluster-group.md, "Nonces when slots move").
+using nonces_handed_atom = caf::atom_constant<caf::atom("nhanded")>;
 
 /// How this node sees one peer.
 struct peer_status {

@@ -383,6 +383,15 @@ caf::behavior serving(executor_actor* self) {
     [self](update_atom, proc_update& u) { record_update(self, std::move(u)); },
     [self](progress_hold_atom) { progress_bound(self); },
     [self](event_id_sweep_atom) { sweep_event_ids(self); },
+    [self](handoff_sweep_atom) { sweep_taken_nonces(self); },
+    [self](handoff_retry_atom, const std::string& member, uint64_t epoch) {
+      handoff_retry(self, member, epoch);
+    },
+    [self](nonces_handed_atom) -> caf::result<std::string> {
+      auto rp = self->make_response_promise<std::string>();
+      handoff_check(self, rp);
+      return rp;
+    },
     [self](appended_atom, uint64_t tag, uint64_t lsn) {
       auto& st = self->state;
       auto i = st.appends.find(tag);

@@ -96,6 +96,12 @@ struct recovered_peer_progress {
   pb::PeerProgress rec;
 };
 
+/// A nonce taken over from another node, as the journal holds it (journal.proto NonceTaken).
+struct recovered_nonce {
+  uint64_t lsn = 0;
+  pb::NonceTaken rec;
+};
+
 struct recovered_state {
   std::vector<tree_image> trees;
   std::vector<recovered_event> events;
@@ -103,6 +109,7 @@ struct recovered_state {
   std::map<std::string, recovered_schedule> schedules;           ///< by name (in the last part)
   std::map<std::string, recovered_peer_progress> peer_progress;  ///< by peer (in the last part)
   std::vector<recovered_event_id> event_ids;  ///< (in the first part, with the events)
+  std::vector<recovered_nonce> nonces_taken;  ///< (in the first part)
 };
 
 /// Spawns the executor; it fills `env->executor` with itself before starting any tree.

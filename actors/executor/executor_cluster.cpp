@@ -114,6 +114,8 @@ void on_cluster_peers(executor_actor* self, const std::vector<cluster_peer>& mem
                  m.number, m.address);
     caf::anon_send(st.env->transport, peer_add_atom::value, m.name, m.address);
   }
+  // With the peers known: slots that moved here take their nonces over.
+  handoff_members(self, members);
 }
 
 void tell_waiting_for(executor_actor* self, const peer_status& s) {

@@ -20,10 +20,8 @@
 
 namespace proctor::exec_detail {
 
-namespace {
-
 /// The table of this node's members now, rebuilt when they change (a node forgotten).
-const placement::table& table_now(executor_actor* self) {
+const placement::table& placement_now(executor_actor* self) {
   auto& st = self->state;
   auto names = st.env->cluster->node_names();
   if (!st.placement.table || st.placement.names != names) {
@@ -35,6 +33,8 @@ const placement::table& table_now(executor_actor* self) {
   }
   return *st.placement.table;
 }
+
+namespace {
 
 /// Why keyed submits are refused now: a peer that is up places on other members ("" when
 /// every peer that answered agrees). A peer that says no members, of an earlier version,
@@ -59,7 +59,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
   std::string key = sub.key();
   if (key.empty() && !sub.nonce_local())
     key = sub.nonce();
-  const auto& t = table_now(self);
+  const auto& t = placement_now(self);
   // A node that takes no new work (draining: docs/cluster-group.md) places even a submit
   // without a key, by its nonce, on an active member.
   const bool drains =
@@ -70,9 +70,20 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     key = !sub.nonce().empty() ? sub.nonce() : std::to_string(std::random_device{}());
   if (key.empty() && sub.placement() == 0)
     return false;  // the node asked runs it
-  if (t.members().size() <= 1 && sub.placement() == 0 && !drains)
-    return false;  // a node alone owns every slot
   const auto slot = placement::slot_of(key);
+  // A nonce placed in a slot this node owns: answered here only once it holds every nonce
+  // the cluster knows in that slot (after a change of members: executor_handoff.cpp).
+  auto taking_over = [&] {
+    if (sub.nonce().empty() || sub.nonce_local())
+      return false;
+    auto why = handoff_refusal(self, slot);
+    if (why.empty())
+      return false;
+    reply(rp, error_reply(pb::Response::REFUSED, why));
+    return true;
+  };
+  if (t.members().size() <= 1 && sub.placement() == 0 && !drains)
+    return taking_over();  // a node alone owns every slot
   const std::string& owner = t.owner(slot);
   // Built only when an answer names the slot: not for the submits that run here.
   auto where = [&] {
@@ -88,7 +99,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     else if (owner != st.env->node_name)
       why = "node " + st.env->node_name + " does not own its key's " + where();
     if (why.empty())
-      return false;  // the owner: run it here (the nonce is checked here)
+      return taking_over();  // the owner: run it here (the nonce is checked here)
     spdlog::warn("node {}: a submit forwarded for key '{}' refused: {}", st.env->node_name, key,
                  why);
     reply(rp, error_reply(pb::Response::REFUSED,
@@ -100,7 +111,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
     return true;
   }
   if (owner == st.env->node_name)
-    return false;
+    return taking_over();
   if (!st.env->transport) {
     reply(rp,
           error_reply(pb::Response::UNREACHABLE, "the submit's key belongs to " + where()

@@ -122,6 +122,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
     recover_schedule(self, s);
   progress_recovered(self, part.peer_progress);
   event_ids_recovered(self, part.event_ids);
+  nonces_taken_recovered(self, part.nonces_taken);
   auto& trees = part.trees;
   // Sized by the first part (all of it, from recover()): rehashing tables of a million
   // entries at once is most of a large recovery. A scan's later parts let the tables grow
@@ -168,8 +169,11 @@ void recover_part(executor_actor* self, recovered_state& part) {
       record_update(self, std::move(u), clock);
     }
     const auto* root = image->root();
-    if (!root->nonce.empty())
+    if (!root->nonce.empty()) {
       st.nonces[root->nonce] = image->root_id;
+      if (root->placement_slot != 0)
+        root_nonce_slot(self, root->nonce, root->placement_slot - 1);
+    }
     // A fragment whose parent's node an operator forgot after it came: rolled back (again:
     // the order may not have been journaled before the node went down) once recovery ends;
     // rolled back, nothing will release it: it expires as a root's result does.

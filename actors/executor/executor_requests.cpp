@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
+#include "actors/base/placement.hpp"
 #include "actors/base/rpc.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/procedure_actor.hpp"
@@ -43,6 +44,12 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
       i->second.push_back(rp);
       return;
     }
+    // Accepted by another node before its slot moved here (executor_handoff.cpp).
+    if (auto id = nonce_taken_id(self, req.nonce())) {
+      pb::Response r;
+      r.set_id(*id);
+      return reply(rp, encode(r));
+    }
   }
   if (st.procs.size() >= st.cfg.max_procedures)
     return reply(rp, error_reply(pb::Response::REFUSED,
@@ -59,7 +66,8 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
                                                            : pb::Response::BAD_REQUEST;
     return reply(rp, error_reply(code, err));
   }
-  submit_root(self, req.type(), std::move(inst), req.nonce(), req.priority(), 0, std::move(rp));
+  submit_root(self, req.type(), std::move(inst), req.nonce(), req.priority(), 0, std::move(rp), {},
+              {}, req.key());
 }
 
 }  // namespace
@@ -67,7 +75,7 @@ void handle_submit(executor_actor* self, const pb::SubmitRequest& req, promise_t
 void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<procedure> inst,
                  const std::string& nonce, int32_t priority, uint64_t resubmitted_from,
                  promise_t rp, std::function<void(uint64_t id, uint64_t last_lsn)> on_durable,
-                 std::function<void(journal_batch&, uint64_t id)> extend) {
+                 std::function<void(journal_batch&, uint64_t id)> extend, const std::string& key) {
   auto& st = self->state;
   auto id = st.env->next_id->fetch_add(1);
   pb::JournalRecord rec;
@@ -81,22 +89,35 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
   s->set_priority(priority);
   s->set_submitted_at_ms(wall_ms());
   s->set_resubmitted_from(resubmitted_from);
+  // The slot its nonce is handed over with when slots move: its key's (executor_handoff.cpp).
+  const bool by_key = !key.empty() && key != nonce;
+  const uint32_t slot =
+    placement::slot_of(by_key ? std::string_view{key} : std::string_view{nonce});
+  if (by_key && !nonce.empty())
+    s->set_placement_slot(slot + 1);
   journal_batch b;
   b.entries.push_back(make_entry(id, rec));
   if (extend)
     extend(b, id);  // after the Submitted: the LSN the callback gets is of its last entry
-  if (!nonce.empty())
+  if (!nonce.empty()) {
     st.nonce_pending[nonce].push_back(rp);
+    nonce_submit_started(self, slot);
+  }
   tree_folder f(id);
   f.add(0, rec);
   auto image = std::make_shared<const tree_image>(f.finish());
   std::shared_ptr<procedure> submitted = std::move(inst);
   st.submitting.insert(id);
   append(self, std::move(b),
-         [self, id, rp, image, submitted, nonce,
+         [self, id, rp, image, submitted, nonce, slot, by_key,
           on_durable = std::move(on_durable)](uint64_t last_lsn) mutable {
            auto& st = self->state;
            st.submitting.erase(id);
+           if (!nonce.empty()) {
+             nonce_submit_ended(self, slot);
+             if (by_key)
+               root_nonce_slot(self, nonce, slot);
+           }
            const auto& p = *image->root();
            proc_update u{id, id, 0, p.type, proc_state::runnable, {}, {}, {}, {}, nonce};
            u.started_at_ms = u.since_ms = p.submitted_at_ms;  // as its Submitted says
@@ -391,6 +412,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_schedule(self, req.schedule(), rp);
     case pb::Request::kBackup:
       return handle_backup(self, req.backup(), rp);
+    case pb::Request::kNonces:
+      return handle_nonce_handoff(self, req.nonces(), rp);
     case pb::Request::kCluster:
       if (!st.env->cluster_member)
         return reply(rp, error_reply(pb::Response::BAD_REQUEST,

@@ -99,8 +99,10 @@ void drop_tree(executor_actor* self, uint64_t root_id) {
   auto r = st.roots.find(root_id);
   if (r != st.roots.end()) {
     forget_wake_volume(st, r->second);
-    if (!r->second.nonce.empty())
+    if (!r->second.nonce.empty()) {
       st.nonces.erase(r->second.nonce);
+      root_nonce_dropped(self, r->second.nonce);
+    }
     st.roots.erase(r);
   }
 }

@@ -298,6 +298,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
       case pb::JournalRecord::kPeerProgress:
       case pb::JournalRecord::kEventId:
       case pb::JournalRecord::kForgottenBy:
+      case pb::JournalRecord::kNonceTaken:
       case pb::JournalRecord::BODY_NOT_SET:
         break;
     }

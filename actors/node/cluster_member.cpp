@@ -188,8 +188,10 @@ struct cluster_member::core {
     std::string text, told;
     for (const auto& m : st.members()) {
       members.push_back(cluster_peer{m.name(), static_cast<uint16_t>(m.number()),
-                                     m.client_address(), m.state(), m.incarnation(), m.since_ms()});
-      told += m.name() + " " + std::to_string(m.state()) + " " + m.client_address() + "\n";
+                                     m.client_address(), m.state(), m.incarnation(), m.since_ms(),
+                                     m.since_index()});
+      told += m.name() + " " + std::to_string(m.state()) + " " + m.client_address() + " "
+              + std::to_string(m.since_index()) + "\n";
       if ((m.state() == pb::ACTIVE || m.state() == pb::DRAINING) && !m.client_address().empty()
           && m.name() != setup.node_name)
         text += m.name() + "=" + m.client_address() + "\n";
@@ -398,6 +400,14 @@ struct cluster_member::core {
                     "node " + m->name() + " still holds " + std::to_string(live)
                       + " procedure(s) that have not ended (`proctor list` on it): it can be "
                         "removed once they did; nothing new is placed on it meanwhile");
+    if (setup.nonces_handed) {
+      auto why = setup.nonces_handed();
+      if (!why.empty())
+        return answer(pb::Response::REFUSED,
+                      why
+                        + ": it can be removed once they did (within a second of the "
+                          "drain while every member is up); retry");
+    }
     r->set_incarnation(setup.incarnation);
     req.mutable_cluster()->set_forwarded(false);
     return propose_or_forward(std::move(req));

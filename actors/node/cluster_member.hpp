@@ -81,6 +81,9 @@ struct cluster_member_setup {
   std::function<uint64_t()> durable_lsn;
   /// The procedures the node holds that have not ended: `node remove` waits for none.
   std::function<uint64_t()> live;
+  /// "" once every active member holds this draining node's nonces (docs/cluster-group.md,
+  /// "Nonces when slots move"), else why not: `node remove` waits for it too.
+  std::function<std::string()> nonces_handed;
   /// Told of the members that take part (active or draining) whenever they change, as
   /// (cluster_peers_atom, std::vector<cluster_peer>): the node's executor, which links to
   /// those it does not know. They are also written to DIR/peers (NAME=HOST:PORT lines, as a

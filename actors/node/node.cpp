@@ -258,6 +258,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
       else if (m.has_event_id())
         part->event_ids.push_back(recovered_event_id{
           r.lsn, m.event_id().event_key(), m.event_id().event_id(), m.event_id().at_ms()});
+      else if (m.has_nonce_taken())
+        part->nonces_taken.push_back(recovered_nonce{r.lsn, m.nonce_taken()});
       return true;
     }
     if (!folder || r.root_id != current_root) {

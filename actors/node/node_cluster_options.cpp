@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/peer_status.hpp"
 #include "actors/node/node.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "replication/raft_group.hpp"
@@ -114,6 +115,14 @@ cluster_member_setup member_setup(const cluster_options& o, const node& n,
   cs.next_id = [env] { return env->next_id->load(); };
   cs.durable_lsn = [env] { return env->durable_lsn->load(); };
   cs.live = [env] { return env->cluster->local_live.load(); };
+  cs.nonces_handed = [executor = n.executor()]() -> std::string {
+    // The executor asks every active member at once (5 s each).
+    caf::scoped_actor self{executor.home_system()};
+    std::string why = "the node's executor did not answer whether its nonces were handed over";
+    self->request(executor, std::chrono::seconds{10}, nonces_handed_atom::value)
+      .receive([&](std::string& w) { why = std::move(w); }, [](caf::error&) {});
+    return why;
+  };
   cs.executor = n.executor();
   return cs;
 }

@@ -34,6 +34,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
     st.args = p->args;
     st.args_version = p->type_version;
     st.resubmitted_from = p->resubmitted_from;
+    st.placement_slot = p->placement_slot;
   }
   st.parent_node = st.is_root ? p->parent_node : std::string{};
   st.fragment_lsn = st.is_root ? p->submitted_lsn : 0;

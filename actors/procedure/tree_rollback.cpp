@@ -492,6 +492,7 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
       ps->set_type_version(st.args_version);
       ps->set_priority(st.priority);
       ps->set_resubmitted_from(st.resubmitted_from);
+      ps->set_placement_slot(st.placement_slot);
     }
   }
   // Only the summary is written: the fold lets it supersede the tree's earlier records, and

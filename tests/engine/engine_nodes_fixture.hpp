@@ -68,6 +68,10 @@ protected:
     o.peer_reply_timeout = std::chrono::milliseconds{1'000};
     if (passivate_after_)
       o.executor.passivate_after = *passivate_after_;
+    if (group_member_)  // as a node of the cluster group (the test publishes its members)
+      o.cluster_member = sys_->spawn([]() -> caf::behavior {
+        return {[](rpc_atom, const std::string&) { return std::string{}; }};
+      });
     // A node stopped just before lets go of the directory's lock when its journal's thread
     // ends.
     caf::expected<recovery_report> r = caf::make_error(caf::sec::runtime_error);
@@ -206,7 +210,8 @@ protected:
   std::string dir_;
   /// The nodes' passivate_after (set before SetUp: in a derived fixture's constructor).
   std::optional<std::chrono::milliseconds> passivate_after_;
-  size_t workers_ = 2;  ///< the nodes' run slots (likewise)
+  size_t workers_ = 2;         ///< the nodes' run slots (likewise)
+  bool group_member_ = false;  ///< the nodes take part in a cluster group (likewise)
   registry types_;
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> sys_;

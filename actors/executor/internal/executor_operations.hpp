@@ -130,7 +130,8 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
 void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<procedure> inst,
                  const std::string& nonce, int32_t priority, uint64_t resubmitted_from,
                  promise_t rp, std::function<void(uint64_t id, uint64_t last_lsn)> on_durable = {},
-                 std::function<void(journal_batch&, uint64_t id)> extend = {});
+                 std::function<void(journal_batch&, uint64_t id)> extend = {},
+                 const std::string& key = {});
 /// Lists each type's limits and load, or changes a type's (answered once journaled):
 /// executor_limits.cpp.
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);

@@ -36,6 +36,7 @@
 #include "actors/executor/internal/executor_trees.hpp"
 #include "actors/executor/internal/executor_types.hpp"
 #include "actors/executor/internal/limits_part.hpp"
+#include "actors/executor/internal/nonce_handoff.hpp"
 #include "actors/executor/internal/passivated_roots_part.hpp"
 #include "actors/executor/internal/peer_progress.hpp"
 #include "actors/executor/internal/proc_record.hpp"
@@ -76,6 +77,7 @@ struct executor_state {
   passivated_roots_part passivation;  ///< passivated roots (passivated_roots_part.hpp)
   peer_progress_part progress;        ///< the peers' progress, and this node's as they saw it
   event_ids_part event_ids;           ///< the ids of events sent with one
+  nonce_handoff_part handoff;         ///< nonces handed over when slots move
   /// Placement by key (executor_placement.cpp): the table, and the members it was built from.
   struct {
     std::shared_ptr<const std::vector<std::string>> names;

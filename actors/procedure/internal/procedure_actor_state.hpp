@@ -77,8 +77,9 @@ struct proc_actor_state {
   std::string args;
   uint32_t args_version = 0;
   uint64_t resubmitted_from = 0;
-  caf::actor parent;  ///< invalid for the root
-  caf::actor root;    ///< the root's actor (self for the root)
+  uint32_t placement_slot = 0;  ///< Submitted.placement_slot (its nonce's handoff slot)
+  caf::actor parent;            ///< invalid for the root
+  caf::actor root;              ///< the root's actor (self for the root)
   std::vector<uint64_t> ancestors;
   lock_set locks;  ///< what the procedure declared; held from its first step to its end
   /// Its tree's records in the journal (shared by the tree's actors; tree_compaction.cpp).
