@@ -243,7 +243,7 @@ cluster_outcome set_limit(pb::ClusterState* st, const pb::ClusterLimit& l) {
   auto* limits = st->mutable_limits();
   auto it = std::find_if(limits->begin(), limits->end(),
                          [&](const auto& x) { return x.type() == l.type(); });
-  if (l.max_running() == 0) {
+  if (l.cleared()) {
     if (it == limits->end())
       return done("no limit on " + quoted(l.type()) + " was set");
     limits->erase(it);
@@ -256,8 +256,9 @@ cluster_outcome set_limit(pb::ClusterState* st, const pb::ClusterLimit& l) {
     std::sort(limits->begin(), limits->end(),
               [](const auto& a, const auto& b) { return a.type() < b.type(); });
   }
-  return done(quoted(l.type()) + " runs at most " + std::to_string(l.max_running())
-              + " at once in the cluster");
+  return done(quoted(l.type()) + ": at most " + std::to_string(l.max_running())
+              + " running and " + std::to_string(l.rate()) + " started per "
+              + std::to_string(l.per_ms()) + " ms on each node (0: no limit)");
 }
 
 }  // namespace

@@ -70,10 +70,11 @@ pb::ClusterCommand raise(const std::string& name, uint64_t inc, uint64_t floor, 
   r->set_journal_lsn(lsn);
   return c;
 }
-pb::ClusterCommand limit(const std::string& type, uint32_t max) {
+pb::ClusterCommand limit(const std::string& type, uint32_t max, bool cleared = false) {
   pb::ClusterCommand c;
   c.mutable_set_limit()->mutable_limit()->set_type(type);
   c.mutable_set_limit()->mutable_limit()->set_max_running(max);
+  c.mutable_set_limit()->mutable_limit()->set_cleared(cleared);
   return c;
 }
 
@@ -232,7 +233,10 @@ TEST(cluster_rules, addresses_follow_a_rejoin_and_limits_are_set_and_removed) {
   ASSERT_TRUE(r.run(limit("a.type", 1)).applied);
   ASSERT_EQ(r.st.limits_size(), 2);
   EXPECT_EQ(r.st.limits(0).type(), "a.type");
+  // No limit (0) overrides the code's limits; cleared takes the type back to them.
   ASSERT_TRUE(r.run(limit("demo.ledger", 0)).applied);
+  ASSERT_EQ(r.st.limits_size(), 2);
+  ASSERT_TRUE(r.run(limit("demo.ledger", 0, true)).applied);
   ASSERT_EQ(r.st.limits_size(), 1);
   EXPECT_FALSE(r.run(limit("", 3)).applied);
 }
@@ -343,7 +347,7 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
         c = raise(name, inc, pick(1u << 20), pick(1000));
         break;
       case 7:
-        c = limit("t" + std::to_string(pick(3)), static_cast<uint32_t>(pick(3)));
+        c = limit("t" + std::to_string(pick(3)), static_cast<uint32_t>(pick(3)), pick(3) == 0);
         break;
       default:
         break;  // an unknown command

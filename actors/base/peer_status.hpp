@@ -52,6 +52,17 @@ struct cluster_peer {
 /// work on those that are not active (cluster_view::set_unplaceable), and forgets those the
 /// group forgot (executor_forget.cpp).
 using cluster_peers_atom = caf::atom_constant<caf::atom("clpeers")>;
+/// An operator's limits of one type as the cluster group holds them (cluster.proto
+/// ClusterLimit): (cluster_limits_atom, std::vector<cluster_limit>) to the executor, every
+/// type the group holds, whenever they change; each node journals and enforces them
+/// (executor_limits.cpp).
+struct cluster_limit {
+  std::string type;
+  uint32_t max_running = 0;
+  uint32_t rate = 0;
+  uint64_t per_ms = 0;
+};
+using cluster_limits_atom = caf::atom_constant<caf::atom("cllimits")>;
 /// (nonces_handed_atom) -> std::string to the executor of a draining node: "" once every
 /// active member holds durably the nonces the node knows, else why not (`node remove` asks;
 /// docs/cluster-group.md, "Nonces when slots move").
@@ -133,3 +144,4 @@ struct peer_status {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(proctor::peer_status)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<proctor::peer_status>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<proctor::cluster_peer>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<proctor::cluster_limit>)

@@ -441,6 +441,9 @@ caf::behavior serving(executor_actor* self) {
     [self](cluster_peers_atom, const std::vector<cluster_peer>& members) {
       on_cluster_peers(self, members);
     },
+    [self](cluster_limits_atom, const std::vector<cluster_limit>& limits) {
+      on_cluster_limits(self, limits);
+    },
     [self](remote_lost_atom, uint64_t id) { declare_lost(self, id); },
     [self](orphan_retry_atom) {
       self->state.remote.orphan_retry_armed = false;

@@ -71,6 +71,7 @@ struct recovered_limit {
   uint64_t lsn = 0;                   ///< of its record (deleted when the next is written)
   std::optional<type_limits> limits;  ///< nullopt: cleared, back to the code's
   int64_t at_ms = 0;
+  bool from_cluster = false;  ///< as the cluster group holds it (docs/flow-control.md)
 };
 
 /// A TypeLimits record (journal.proto) at `lsn`, read back.

@@ -246,6 +246,10 @@ void handoff_retry(executor_actor* self, const std::string& member, uint64_t epo
     ask(self, member);
 }
 
+bool in_cluster_group(executor_actor* self) {
+  return self->state.env->cluster_member && self->state.handoff.epoch != 0;
+}
+
 std::string handoff_refusal(executor_actor* self, uint32_t slot) {
   auto& st = self->state;
   const auto& h = st.handoff;

@@ -2,9 +2,16 @@
 // (docs/flow-control.md). A change is journaled (TypeLimits, in the node's own range, with a
 // delete of the type's previous record) before the scheduler applies it and before it is
 // answered; recovery reads the last record of each type back (actors/node/node.cpp).
+// In a cluster group a change is the cluster's: it is proposed to the group first (answered
+// once the group holds it, or refused, changing nothing), and every node journals and
+// enforces the limits the group holds as it learns them (on_cluster_limits).
+#include <optional>
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include "actors/base/errors.hpp"
+#include "actors/base/rpc.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "persistence/keys.hpp"
 
@@ -14,6 +21,7 @@ recovered_limit limit_of(uint64_t lsn, const pb::TypeLimits& rec) {
   recovered_limit out;
   out.lsn = lsn;
   out.at_ms = rec.at_ms();
+  out.from_cluster = rec.from_cluster();
   if (!rec.cleared()) {
     type_limits l;
     l.max_running = rec.max_running();
@@ -88,8 +96,54 @@ std::string refusal(executor_actor* self, const pb::LimitsRequest& req) {
 
 void next_change(executor_actor* self);
 
-void apply_change(executor_actor* self, pb::LimitsRequest req, promise_t rp) {
+void change_done(executor_actor* self) {
+  self->state.limits.change_busy = false;
+  next_change(self);
+}
+
+/// Journals `now` (nullopt: cleared) for `type`, then hands it to the scheduler and answers
+/// with the list (if `rp` waits).
+void journal_change(executor_actor* self, const std::string& type, std::optional<type_limits> now,
+                    bool from_cluster, promise_t rp) {
   auto& st = self->state;
+  auto old = st.limits.records.find(type);
+  auto at = wall_ms();
+  pb::JournalRecord rec;
+  auto* x = rec.mutable_type_limits();
+  x->set_type(type);
+  x->set_cleared(!now);
+  if (now) {
+    x->set_max_running(now->max_running);
+    x->set_rate(now->rate);
+    x->set_per_ms(static_cast<uint64_t>(now->per.count()));
+  }
+  x->set_at_ms(at);
+  x->set_from_cluster(from_cluster);
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
+  if (old != st.limits.records.end() && old->second.lsn != 0)
+    b.deletes.push_back({journal_keys::meta_root, old->second.lsn, old->second.lsn + 1, 0});
+  append(self, std::move(b), [self, type, now, at, from_cluster, rp](uint64_t lsn) mutable {
+    auto& st = self->state;
+    st.limits.records[type] = recovered_limit{lsn, now, at, from_cluster};
+    const auto* t = st.env->types->find(type);
+    bool any = now ? now->any() : t->limits.any();
+    if (auto f = st.env->limited_types.find(type); f != st.env->limited_types.end())
+      f->second.store(any);
+    spdlog::info("type {}: limits {} by an operator{}: {}", type, now ? "set" : "cleared",
+                 from_cluster ? " for the cluster" : "",
+                 type_limiter::describe(now ? *now : t->limits));
+    // The scheduler's mailbox orders the change before the list asked for below.
+    self->send(st.env->scheduler, limits_set_atom::value, type_limit_change{type, now, at});
+    if (rp.pending())
+      reply_list(self, rp);
+    change_done(self);
+  });
+}
+
+void apply_change(executor_actor* self, limits_part::change c) {
+  auto& st = self->state;
+  const auto& req = c.req;
   const auto* t = st.env->types->find(req.type());
   auto old = st.limits.records.find(req.type());
   std::optional<type_limits> now;
@@ -104,36 +158,48 @@ void apply_change(executor_actor* self, pb::LimitsRequest req, promise_t rp) {
       l.per = std::chrono::milliseconds{static_cast<int64_t>(req.per_ms())};
     now = l;
   }
-  auto at = wall_ms();
-  pb::JournalRecord rec;
-  auto* x = rec.mutable_type_limits();
-  x->set_type(req.type());
-  x->set_cleared(!now);
+  if (c.from_cluster || !in_cluster_group(self))
+    return journal_change(self, req.type(), now, c.from_cluster, std::move(c.rp));
+  // The cluster's: the group holds it first (every node then applies it, this one at once).
+  pb::Request p;
+  p.mutable_cluster()->set_op(pb::ClusterRequest::PROPOSE);
+  auto* l = p.mutable_cluster()->mutable_command()->mutable_set_limit()->mutable_limit();
+  l->set_type(req.type());
+  l->set_cleared(!now);
   if (now) {
-    x->set_max_running(now->max_running);
-    x->set_rate(now->rate);
-    x->set_per_ms(static_cast<uint64_t>(now->per.count()));
+    l->set_max_running(now->max_running);
+    l->set_rate(now->rate);
+    l->set_per_ms(static_cast<uint64_t>(now->per.count()));
   }
-  x->set_at_ms(at);
-  journal_batch b;
-  b.entries.push_back(make_entry(journal_keys::meta_root, rec));
-  if (old != st.limits.records.end() && old->second.lsn != 0)
-    b.deletes.push_back({journal_keys::meta_root, old->second.lsn, old->second.lsn + 1, 0});
-  append(self, std::move(b), [self, type = req.type(), now, at, rp](uint64_t lsn) mutable {
-    auto& st = self->state;
-    st.limits.records[type] = recovered_limit{lsn, now, at};
-    const auto* t = st.env->types->find(type);
-    bool any = now ? now->any() : t->limits.any();
-    if (auto f = st.env->limited_types.find(type); f != st.env->limited_types.end())
-      f->second.store(any);
-    spdlog::info("type {}: limits {} by an operator: {}", type, now ? "set" : "cleared",
-                 type_limiter::describe(now ? *now : t->limits));
-    // The scheduler's mailbox orders the change before the list asked for below.
-    self->send(st.env->scheduler, limits_set_atom::value, type_limit_change{type, now, at});
-    reply_list(self, rp);
-    st.limits.change_busy = false;
-    next_change(self);
-  });
+  auto refuse = [self](promise_t& rp, pb::Response::Code code, const std::string& why) {
+    reply(rp, error_reply(code, "the cluster group did not take the change (" + why
+                                  + "): nothing changed; retry"));
+    change_done(self);
+  };
+  self
+    ->request(st.env->cluster_member, std::chrono::seconds{30}, rpc_atom::value,
+              p.SerializeAsString())
+    .then(
+      [self, type = req.type(), now, rp = c.rp, refuse](std::string& bytes) mutable {
+        pb::Response r;
+        if (!r.ParseFromString(bytes))
+          return refuse(rp, pb::Response::INTERNAL, "an answer that does not parse");
+        if (r.code() != pb::Response::OK)
+          return refuse(rp,
+                        r.code() == pb::Response::REFUSED ? pb::Response::REFUSED
+                                                          : pb::Response::UNREACHABLE,
+                        r.error());
+        journal_change(self, type, now, true, std::move(rp));
+      },
+      [self, rp = c.rp](caf::error& e) mutable {
+        // Asked, and no answer: the group may still take it (then every node applies it).
+        reply(rp, error_reply(pb::Response::UNREACHABLE,
+                              "the cluster group did not answer within 30 s ("
+                                + error_text(self->system(), e)
+                                + "): it may still take the change, and then every node "
+                                  "applies it; `proctor limits` shows what holds"));
+        change_done(self);
+      });
 }
 
 void next_change(executor_actor* self) {
@@ -141,9 +207,9 @@ void next_change(executor_actor* self) {
   if (st.limits.change_busy || st.limits.changes.empty())
     return;
   st.limits.change_busy = true;
-  auto [req, rp] = std::move(st.limits.changes.front());
+  auto c = std::move(st.limits.changes.front());
   st.limits.changes.pop_front();
-  apply_change(self, std::move(req), std::move(rp));
+  apply_change(self, std::move(c));
 }
 
 }  // namespace
@@ -157,7 +223,44 @@ void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t
   }
   if (req.type().empty())
     return reply_list(self, rp);
-  self->state.limits.changes.emplace_back(req, std::move(rp));
+  self->state.limits.changes.push_back({req, std::move(rp), false});
+  next_change(self);
+}
+
+void on_cluster_limits(executor_actor* self, const std::vector<cluster_limit>& limits) {
+  auto& st = self->state;
+  std::set<std::string> held;
+  for (const auto& l : limits) {
+    held.insert(l.type);
+    if (st.env->types->find(l.type) == nullptr) {
+      spdlog::warn("type {}: the cluster holds limits for it, but no such type is registered in "
+                   "this binary",
+                   l.type);
+      continue;
+    }
+    type_limits want;
+    want.max_running = l.max_running;
+    want.rate = l.rate;
+    want.per = std::chrono::milliseconds{l.per_ms > 0 ? static_cast<int64_t>(l.per_ms) : 1000};
+    auto r = st.limits.records.find(l.type);
+    if (r != st.limits.records.end() && r->second.from_cluster && r->second.limits == want)
+      continue;
+    pb::LimitsRequest req;
+    req.set_type(l.type);
+    req.set_max_running(want.max_running);
+    req.set_rate(want.rate);
+    req.set_per_ms(static_cast<uint64_t>(want.per.count()));
+    st.limits.changes.push_back({req, promise_t{}, true});
+  }
+  // Limits the group held and dropped (cleared on another node): back to the code's.
+  for (const auto& [type, r] : st.limits.records) {
+    if (!r.from_cluster || !r.limits || held.count(type) != 0)
+      continue;
+    pb::LimitsRequest req;
+    req.set_type(type);
+    req.set_clear(true);
+    st.limits.changes.push_back({req, promise_t{}, true});
+  }
   next_change(self);
 }
 

@@ -144,14 +144,28 @@ void cluster_member::core::publish_members(const pb::ClusterState& st) {
         && m.name() != setup.node_name)
       text += m.name() + "=" + m.client_address() + "\n";
   }
+  std::vector<cluster_limit> limits;
+  std::string limits_told = "limits\n";
+  for (const auto& x : st.limits()) {
+    limits.push_back(cluster_limit{x.type(), x.max_running(), x.rate(), x.per_ms()});
+    limits_told += x.type() + " " + std::to_string(x.max_running()) + " " + std::to_string(x.rate())
+                   + "/" + std::to_string(x.per_ms()) + "\n";
+  }
   // One at a time, newest last: the loop thread's calls and open()'s first one may cross.
   std::lock_guard<std::mutex> l(published_mtx);
-  if (members.empty() || told == published || st.version() < published_version)
+  if (members.empty() || st.version() < published_version)
     return;
-  published = told;
   published_version = st.version();
-  if (setup.executor)
+  const bool members_changed = told != published;
+  published = told;
+  if (setup.executor && members_changed)
     caf::anon_send(setup.executor, cluster_peers_atom::value, std::move(members));
+  if (setup.executor && limits_told != published_limits) {
+    published_limits = limits_told;
+    caf::anon_send(setup.executor, cluster_limits_atom::value, std::move(limits));
+  }
+  if (!members_changed)
+    return;
   if (text.empty())
     return;
   const auto path = cluster_peers_file(setup.dir);

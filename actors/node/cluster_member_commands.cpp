@@ -286,6 +286,7 @@ std::string cluster_member::core::serve(const std::string& bytes) {
         case pb::ClusterCommand::kJoin:
         case pb::ClusterCommand::kRaiseFloor:
         case pb::ClusterCommand::kDrain:
+        case pb::ClusterCommand::kSetLimit:
           return propose_or_forward(std::move(req));
         case pb::ClusterCommand::kActivate:
           return cancel_drain(std::move(req));

@@ -18,7 +18,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <gtest/gtest.h>
 
-#include "tests/process/process_harness.hpp"
+#include "tests/process/cluster_group_fixture.hpp"
 
 namespace proctor::test {
 namespace {
@@ -27,30 +27,8 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using google::protobuf::Value;
 
-class cluster_group_nodes : public ::testing::Test {
+class cluster_group_nodes : public cluster_group_fixture {
 protected:
-  struct member {
-    std::string name;
-    uint16_t port = 0;
-    uint16_t group_port = 0;
-    std::unique_ptr<node> proc;
-  };
-
-  /// Adds (does not start) node `name` taking part in the group, with `extra` arguments.
-  member& add(const std::string& name, std::vector<std::string> extra) {
-    member m;
-    m.name = name;
-    m.port = free_port();
-    m.group_port = free_port();
-    std::vector<std::string> args{"--name", name, "--group-port", std::to_string(m.group_port)};
-    args.insert(args.end(), extra.begin(), extra.end());
-    m.proc = std::make_unique<node>(dir_.path() / name, m.port, args);
-    members_.push_back(std::move(m));
-    return members_.back();
-  }
-
-  std::string seed(size_t i) const { return "127.0.0.1:" + std::to_string(members_[i].port); }
-
   /// Node i's `cluster nodes --json` (nullopt when it did not answer).
   std::optional<Value> view(size_t i) {
     auto r = members_[i].proc->ctl({"cluster", "nodes", "--json"}, 15s);
@@ -65,18 +43,6 @@ protected:
     auto v = eventually([&] { return view(i).has_value(); }, 10s, 200ms) ? view(i) : std::nullopt;
     EXPECT_TRUE(v) << members_[i].name << ": " << last_failure_;
     return v.value_or(Value{});
-  }
-
-  /// The members node i lists, by name, with their state.
-  std::map<std::string, std::string> states_seen_by(size_t i) {
-    std::map<std::string, std::string> out;
-    auto v = view(i);
-    if (!v)
-      return out;
-    for (const auto& m : field(*v, "members").list_value().values())
-      out[m.struct_value().fields().at("name").string_value()] =
-        m.struct_value().fields().at("state").string_value();
-    return out;
   }
 
   /// Whether every running node lists exactly `names`, each active, within `limit`.
@@ -103,8 +69,8 @@ protected:
     members_.reserve(3);
     add("a", {"--cluster-init"});
     ASSERT_TRUE(members_[0].proc->start()) << logs();
-    add("b", {"--seeds", seed(0)});
-    add("c", {"--seeds", seed(0)});
+    add("b", {"--seeds", seed_of(0)});
+    add("c", {"--seeds", seed_of(0)});
     ASSERT_TRUE(members_[1].proc->start()) << logs();
     ASSERT_TRUE(members_[2].proc->start()) << logs();
     ASSERT_TRUE(all_see_active({"a", "b", "c"})) << logs();
@@ -132,15 +98,6 @@ protected:
     return v ? field(*v, key).string_value() : std::string{};
   }
 
-  std::string logs() {
-    std::string out;
-    for (const auto& m : members_)
-      out += "--- " + m.name + ":\n" + m.proc->log_tail(15);
-    return out;
-  }
-
-  temp_dir dir_;
-  std::vector<member> members_;
   std::string last_failure_;
 };
 
@@ -157,7 +114,7 @@ TEST_F(cluster_group_nodes, grows_from_one_to_five_and_every_node_lists_every_me
   const std::vector<std::string> names{"a", "b", "c", "d", "e"};
   std::set<std::string> expected{"a"};
   for (size_t i = 1; i < names.size(); ++i) {
-    add(names[i], {"--seeds", seed(i - 1)});
+    add(names[i], {"--seeds", seed_of(i - 1)});
     ASSERT_TRUE(members_[i].proc->start()) << logs();
     expected.insert(names[i]);
     ASSERT_TRUE(all_see_active(expected)) << logs();
@@ -276,7 +233,7 @@ TEST_F(cluster_group_nodes, a_node_restarted_empty_is_refused_until_forgotten_it
   members_.reserve(2);
   add("a", {"--cluster-init"});
   ASSERT_TRUE(members_[0].proc->start()) << logs();
-  add("b", {"--seeds", seed(0)});
+  add("b", {"--seeds", seed_of(0)});
   ASSERT_TRUE(members_[1].proc->start()) << logs();
   ASSERT_TRUE(all_see_active({"a", "b"})) << logs();
   ASSERT_TRUE(peers_up(0, 1)) << logs();
@@ -542,7 +499,7 @@ TEST_F(cluster_group_nodes, founded_by_command_once_and_refused_where_it_cannot_
   EXPECT_EQ(field_of(0, "cluster_id"), id);
 
   // A node that joined cannot found another cluster.
-  add("y", {"--seeds", seed(0)});
+  add("y", {"--seeds", seed_of(0)});
   ASSERT_TRUE(members_[1].proc->start()) << logs();
   ASSERT_TRUE(all_see_active({"x", "y"})) << logs();
   auto refused = members_[1].proc->ctl({"cluster", "init"}, 30s);
@@ -559,7 +516,7 @@ TEST_F(cluster_group_nodes, founded_by_command_once_and_refused_where_it_cannot_
   // Options that do not go together are refused before anything starts.
   auto bad =
     run_program(bin_path("proctord"), {"--data-dir", (dir_.path() / "bad").string(), "--listen",
-                                       "127.0.0.1:0", "--name", "z", "--seeds", seed(0)});
+                                       "127.0.0.1:0", "--name", "z", "--seeds", seed_of(0)});
   EXPECT_EQ(bad.exit_code, 64) << describe(bad);
   EXPECT_NE(bad.err.find("go with --group-port"), std::string::npos) << describe(bad);
   auto any = run_program(bin_path("proctord"),

@@ -20,7 +20,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <gtest/gtest.h>
 
-#include "tests/process/process_harness.hpp"
+#include "tests/process/cluster_group_fixture.hpp"
 
 namespace proctor::test {
 namespace {
@@ -28,72 +28,12 @@ namespace {
 using namespace std::chrono_literals;
 using google::protobuf::Value;
 
-class cluster_nonces : public ::testing::Test {
+class cluster_nonces : public cluster_group_fixture {
 protected:
-  struct member {
-    std::string name;
-    uint16_t port = 0;
-    std::unique_ptr<node> proc;
-  };
-
   void SetUp() override {
     seed_ = std::random_device{}();
     rng_.seed(seed_);
     members_.reserve(3);
-  }
-
-  member& add(const std::string& name, std::vector<std::string> extra) {
-    member m;
-    m.name = name;
-    m.port = free_port();
-    std::vector<std::string> args{"--name", name, "--group-port", std::to_string(free_port())};
-    args.insert(args.end(), extra.begin(), extra.end());
-    m.proc = std::make_unique<node>(dir_.path() / name, m.port, args);
-    members_.push_back(std::move(m));
-    return members_.back();
-  }
-
-  std::string seed_of(size_t i) const { return "127.0.0.1:" + std::to_string(members_[i].port); }
-
-  /// The member states node i lists.
-  std::map<std::string, std::string> states_seen_by(size_t i) {
-    std::map<std::string, std::string> out;
-    auto r = members_[i].proc->ctl({"cluster", "nodes", "--json"}, 15s);
-    auto v = r.exit_code == 0 ? parse_json(r.out) : std::nullopt;
-    if (!v)
-      return out;
-    for (const auto& m : field(*v, "members").list_value().values())
-      out[m.struct_value().fields().at("name").string_value()] =
-        m.struct_value().fields().at("state").string_value();
-    return out;
-  }
-
-  /// Whether node i sees peer `name` up (or down) within `limit`.
-  bool sees_up(size_t i, const std::string& name, bool up, std::chrono::milliseconds limit = 30s) {
-    return eventually(
-      [&] {
-        auto v = parse_json(members_[i].proc->ctl({"nodes", "--json"}, 10s).out);
-        if (!v)
-          return false;
-        for (const auto& x : v->list_value().values())
-          if (x.struct_value().fields().at("name").string_value() == name)
-            return x.struct_value().fields().at("up").bool_value() == up;
-        return false;
-      },
-      limit, 200ms);
-  }
-
-  /// Whether every running member lists `want` (name: state) within `limit`.
-  bool all_see(const std::map<std::string, std::string>& want,
-               std::chrono::milliseconds limit = 30s) {
-    return eventually(
-      [&] {
-        for (size_t i = 0; i < members_.size(); ++i)
-          if (members_[i].proc->running() && states_seen_by(i) != want)
-            return false;
-        return true;
-      },
-      limit, 200ms);
   }
 
   /// A running member, at random.
@@ -149,15 +89,6 @@ protected:
     }
   }
 
-  std::string logs() {
-    std::string out;
-    for (const auto& m : members_)
-      out += "--- " + m.name + ":\n" + m.proc->log_tail(12);
-    return out;
-  }
-
-  temp_dir dir_;
-  std::vector<member> members_;
   std::set<size_t> removed_;
   std::map<std::string, uint64_t> ids_;
   std::map<std::string, std::string> keys_;
@@ -253,8 +184,7 @@ TEST_F(cluster_nonces, a_member_stopped_while_slots_move_holds_them_up_and_nothi
     held += r.err.find("taking over the nonces") != std::string::npos
             && r.err.find("waiting for c") != std::string::npos;
   }
-  EXPECT_GT(held, 0u) << "no nonce of a slot that moved from b to a was held up by c\n"
-                      << logs();
+  EXPECT_GT(held, 0u) << "no nonce of a slot that moved from b to a was held up by c\n" << logs();
 
   // c runs again: every nonce answers its first id.
   ASSERT_EQ(::kill(members_[2].proc->pid(), SIGCONT), 0);

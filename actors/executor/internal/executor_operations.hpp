@@ -135,6 +135,9 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
 /// Lists each type's limits and load, or changes a type's (answered once journaled):
 /// executor_limits.cpp.
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp);
+/// The limits the cluster group holds (every type), whenever they change: journaled and
+/// enforced here as the group holds them (executor_limits.cpp).
+void on_cluster_limits(executor_actor* self, const std::vector<cluster_limit>& limits);
 /// `proctor node forget` (executor_forget.cpp).
 void handle_forget(executor_actor* self, const pb::NodeForgetRequest& req, promise_t rp);
 /// Forgets the peers that peer `s` says it forgot, once they are down here: an operator's

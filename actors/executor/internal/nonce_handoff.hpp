@@ -60,6 +60,9 @@ struct nonce_handoff_part {
 };
 
 // -- executor_handoff.cpp --------------------------------------------------------------------
+/// Whether this node takes part in a founded cluster group whose members it heard since it
+/// started (cluster-wide settings go through the group then).
+bool in_cluster_group(executor_actor* self);
 /// The placement table now (executor_placement.cpp).
 const placement::table& placement_now(executor_actor* self);
 /// The members the group published (on_cluster_peers): a new epoch starts a handoff.
