@@ -256,9 +256,9 @@ cluster_outcome set_limit(pb::ClusterState* st, const pb::ClusterLimit& l) {
     std::sort(limits->begin(), limits->end(),
               [](const auto& a, const auto& b) { return a.type() < b.type(); });
   }
-  return done(quoted(l.type()) + ": at most " + std::to_string(l.max_running())
-              + " running and " + std::to_string(l.rate()) + " started per "
-              + std::to_string(l.per_ms()) + " ms on each node (0: no limit)");
+  return done(quoted(l.type()) + ": at most " + std::to_string(l.max_running()) + " running and "
+              + std::to_string(l.rate()) + " started per " + std::to_string(l.per_ms())
+              + " ms on each node (0: no limit)");
 }
 
 }  // namespace
