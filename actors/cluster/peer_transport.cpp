@@ -26,15 +26,18 @@ std::string trim(std::string s) {
 
 bool parse_peers(const std::string& text, const std::string& self_name,
                  std::map<std::string, peer_address>* out, std::string* err) {
-  std::string all = text;
-  for (auto& c : all)
-    if (c == '\n')
-      c = ',';
+  // A comment runs from '#' to the end of its line (commas in it included); then lines and
+  // commas separate the items alike.
+  std::string all;
+  std::istringstream lines_in(text);
+  for (std::string line; std::getline(lines_in, line);) {
+    if (auto hash = line.find('#'); hash != std::string::npos)
+      line.resize(hash);
+    all += line + ",";
+  }
   std::istringstream in(all);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (auto hash = item.find('#'); hash != std::string::npos)
-      item = item.substr(0, hash);
     item = trim(item);
     if (item.empty())
       continue;
