@@ -40,7 +40,8 @@ std::optional<std::pair<std::string, std::vector<std::string>>>
 cluster_view::first_disagreeing(const std::vector<std::string>& members) const {
   std::lock_guard<std::mutex> g(mtx_);
   for (const auto& [name, p] : peers_)
-    if (p.up && p.heard && !p.forgotten_now() && !p.members.empty() && p.members != members)
+    if (p.up && p.heard && !p.forgotten_now() && gone_.count(name) == 0 && !p.members.empty()
+        && p.members != members)
       return std::make_pair(name, p.members);
   return std::nullopt;
 }
@@ -156,6 +157,11 @@ void cluster_view::set_unplaceable(std::set<std::string> names) {
     return;
   unplaceable_ = std::move(names);
   publish_names();
+}
+
+void cluster_view::set_gone(std::set<std::string> names) {
+  std::lock_guard<std::mutex> g(mtx_);
+  gone_ = std::move(names);
 }
 
 bool cluster_view::is_member_not_placeable(const std::string& name) const {

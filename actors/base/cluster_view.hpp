@@ -44,9 +44,9 @@ public:
   /// The peers an operator forgot (what a heartbeat answer tells the others).
   std::vector<forgotten_peer> forgotten_peers() const;
 
-  /// The first peer that is up, was heard, is not forgotten and says it places on other
-  /// `members` than these (a peer that says none, of an earlier version, does not count):
-  /// its name and its members.
+  /// The first peer that is up, was heard, is neither forgotten nor gone (set_gone) and
+  /// says it places on other `members` than these (a peer that says none, of an earlier
+  /// version, does not count): its name and its members.
   std::optional<std::pair<std::string, std::vector<std::string>>>
   first_disagreeing(const std::vector<std::string>& members) const;
 
@@ -96,6 +96,10 @@ public:
   void set_unplaceable(std::set<std::string> names);
   /// True when `name` is among them.
   bool is_member_not_placeable(const std::string& name) const;
+  /// The members that left the cluster group (removed after a drain): they hear the group
+  /// no more, so what they say they place on is not asked (a node that left and still runs
+  /// must not hold up everyone's keyed submits). Replaces the previous set.
+  void set_gone(std::set<std::string> names);
 
   /// Procedures this node holds that have not ended (its load, for placement).
   std::atomic<uint64_t> local_live{0};
@@ -118,6 +122,7 @@ private:
   std::map<uint16_t, std::string> numbers_;  // mtx_: the peers by number
   std::vector<std::string> all_names_;       // mtx_: this node and its peers, sorted
   std::set<std::string> unplaceable_;        // mtx_
+  std::set<std::string> gone_;               // mtx_
   std::atomic<std::shared_ptr<const std::vector<std::string>>> names_{
     std::make_shared<const std::vector<std::string>>()};
 };

@@ -89,11 +89,15 @@ void on_cluster_peers(executor_actor* self, const std::vector<cluster_peer>& mem
   if (st.env->node_name.empty() || !st.env->transport)
     return;
   // Work is placed on active members only; the others stay members (their trees run on).
-  std::set<std::string> unplaceable;
-  for (const auto& m : members)
+  std::set<std::string> unplaceable, gone;
+  for (const auto& m : members) {
     if (m.state != pb::ACTIVE)
       unplaceable.insert(m.name);
+    if (m.state == pb::LEFT && m.name != st.env->node_name)
+      gone.insert(m.name);
+  }
   st.env->cluster->set_unplaceable(std::move(unplaceable));
+  st.env->cluster->set_gone(std::move(gone));
   for (const auto& m : members) {
     if (m.state == pb::FORGOTTEN && m.name != st.env->node_name) {
       st.remote.group_forgotten[m.name] = {m.incarnation, m.since_ms};
