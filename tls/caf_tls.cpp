@@ -29,6 +29,20 @@ namespace net = caf::io::network;
 using net::native_socket;
 using net::rw_state;
 
+/// CAF 0.17's session keeps its SSL object private and sets no verify callback, and OpenSSL
+/// says which certificate it refused only to one. An explicit instantiation may name a
+/// private member ([temp.spec.general]/6): so `session::ssl_` is read here without assuming
+/// the class's layout, to add the callback (note_refused_certificate).
+struct session_ssl {
+  using type = SSL* caf::openssl::session::*;
+  friend type member_of(session_ssl);
+};
+template <class Tag, typename Tag::type M>
+struct expose {
+  friend typename Tag::type member_of(Tag) { return M; }
+};
+template struct expose<session_ssl, &caf::openssl::session::ssl_>;
+
 /// "127.0.0.1:45678", or "an unknown address".
 std::string remote_of(native_socket fd) {
   auto host = net::remote_addr_of_fd(fd);
@@ -44,14 +58,25 @@ std::string remote_of(native_socket fd) {
 struct handshake_state {
   std::string peer;  ///< names the other side in logs
   bool over = false;
+  std::string refused;  ///< the other side's certificate, if refused (subject, issuer, why)
 
   void fail(const std::string& why) {
     if (over)
       return;
     over = true;
-    spdlog::warn("TLS with {} failed: {}; connection closed", peer, why);
+    if (refused.empty())
+      spdlog::warn("TLS with {} failed: {}; connection closed", peer, why);
+    else
+      spdlog::warn("TLS with {} failed: {}: its certificate {}; connection closed", peer, why,
+                   refused);
   }
 };
+
+/// `s`, which notes in `hs` the other side's certificate should it refuse it.
+caf::openssl::session_ptr noting(caf::openssl::session_ptr s, handshake_state* hs) {
+  note_refused_certificate(s.get()->*member_of(session_ssl{}), &hs->refused);
+  return s;
+}
 
 /// Hands the stream's reads and writes to CAF's session; until the first application byte
 /// moved, a failure is a refused handshake and is logged.
@@ -94,8 +119,8 @@ class tls_scribe : public caf::io::scribe {
 public:
   tls_scribe(net::default_multiplexer& mpx, native_socket fd, caf::openssl::session_ptr s,
              std::string peer)
-      : scribe(net::conn_hdl_from_socket(fd)), hs_{std::move(peer)},
-        stream_(mpx, fd, std::move(s), &hs_) {}
+      : scribe(net::conn_hdl_from_socket(fd)), hs_{std::move(peer), false, {}},
+        stream_(mpx, fd, noting(std::move(s), &hs_), &hs_) {}
 
   void configure_read(caf::io::receive_policy::config config) override {
     stream_.configure_read(config);

@@ -56,7 +56,9 @@ std::unique_ptr<tls_client_session> tls_client_session::make(const tls_options& 
     return nullptr;
   }
   SSL_set_connect_state(ssl);
-  return std::unique_ptr<tls_client_session>{new tls_client_session(ctx, ssl)};
+  std::unique_ptr<tls_client_session> out{new tls_client_session(ctx, ssl)};
+  note_refused_certificate(ssl, &out->refused_);
+  return out;
 }
 
 tls_client_session::~tls_client_session() {
@@ -84,7 +86,9 @@ tls_client_session::step tls_client_session::result_of(int ret) {
     default: {
       error_ = tls_error_text("unknown TLS error");
       auto verify = SSL_get_verify_result(ssl_);
-      if (verify != X509_V_OK)
+      if (!refused_.empty())
+        error_ += ": the node's certificate " + refused_;
+      else if (verify != X509_V_OK)
         error_ += ": the node's certificate: " + std::string{X509_verify_cert_error_string(verify)};
       return step::failed;
     }

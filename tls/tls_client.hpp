@@ -47,6 +47,7 @@ private:
   ssl_ctx_st* ctx_;
   ssl_st* ssl_;
   std::string error_;
+  std::string refused_;  ///< the node's certificate, if refused (note_refused_certificate)
 };
 
 }  // namespace proctor

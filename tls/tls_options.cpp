@@ -22,7 +22,50 @@ std::string unreadable(const std::string& option, const std::string& path) {
   return {};
 }
 
+/// The SSL object's slot for the text note_refused_certificate fills.
+int refused_slot() {
+  static const int slot = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
+/// "CN=x,O=y" (RFC 2253), or "(none)".
+std::string name_text(const X509_NAME* n) {
+  if (n == nullptr)
+    return "(none)";
+  BIO* b = BIO_new(BIO_s_mem());
+  if (b == nullptr)
+    return "(unknown)";
+  X509_NAME_print_ex(b, n, 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  const long len = BIO_get_mem_data(b, &data);
+  std::string out = len > 0 && data != nullptr ? std::string(data, static_cast<size_t>(len))
+                                               : std::string{"(empty)"};
+  BIO_free(b);
+  return out;
+}
+
+/// OpenSSL's verify callback: keeps its decision, and notes the first certificate refused.
+int verify_noting(int ok, X509_STORE_CTX* x) {
+  if (ok != 0)
+    return ok;
+  auto* ssl =
+    static_cast<SSL*>(X509_STORE_CTX_get_ex_data(x, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  auto* out =
+    ssl != nullptr ? static_cast<std::string*>(SSL_get_ex_data(ssl, refused_slot())) : nullptr;
+  const X509* cert = X509_STORE_CTX_get_current_cert(x);
+  if (out != nullptr && out->empty() && cert != nullptr)
+    *out = name_text(X509_get_subject_name(cert)) + " issued by "
+           + name_text(X509_get_issuer_name(cert)) + ": "
+           + X509_verify_cert_error_string(X509_STORE_CTX_get_error(x));
+  return ok;
+}
+
 }  // namespace
+
+void note_refused_certificate(ssl_st* ssl, std::string* out) {
+  SSL_set_ex_data(ssl, refused_slot(), out);
+  SSL_set_verify(ssl, SSL_get_verify_mode(ssl), verify_noting);
+}
 
 std::string tls_error_text(const std::string& fallback) {
   auto e = ERR_peek_last_error();

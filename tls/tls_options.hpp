@@ -8,6 +8,7 @@
 #include <string>
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+struct ssl_st;      // OpenSSL's SSL
 
 namespace proctor {
 
@@ -34,5 +35,11 @@ ssl_ctx_st* make_tls_context(const tls_options& o, std::string* why);
 /// The reason of OpenSSL's latest error on this thread ("certificate verify failed"), or
 /// `fallback` when there is none; clears the thread's error queue.
 std::string tls_error_text(const std::string& fallback);
+
+/// From now on, when `ssl` refuses the other side's certificate, `*out` (if still empty)
+/// names it: its subject and issuer and why ("CN=x issued by CN=y: unable to get local
+/// issuer certificate"), for the log line or error that reports the refusal.
+/// `out` must outlive the handshake. Keeps `ssl`'s verify mode.
+void note_refused_certificate(ssl_st* ssl, std::string* out);
 
 }  // namespace proctor

@@ -137,6 +137,9 @@ TEST_F(tls, a_node_serves_a_cli_with_a_valid_certificate_and_refuses_every_other
   auto distrust = a->ctl({"status", std::to_string(*id), "--json"}, 30s);
   EXPECT_EQ(distrust.exit_code, 3);
   EXPECT_NE(distrust.err.find("certificate verify failed"), std::string::npos) << distrust.err;
+  // ... and names it: its subject and issuer.
+  EXPECT_NE(distrust.err.find("issued by CN=Proctor throw-away CA"), std::string::npos)
+    << distrust.err;
 
   // Garbage bytes, then a frame of the plain protocol.
   EXPECT_TRUE(closed_after_sending(a->port(), std::string(64, '\x17') + "garbage\r\n\r\n", 10s));
@@ -153,6 +156,9 @@ TEST_F(tls, a_node_serves_a_cli_with_a_valid_certificate_and_refuses_every_other
   auto log = read_file(a->log_file());
   EXPECT_NE(log.find("TLS with the connection from 127.0.0.1"), std::string::npos) << a->log_tail();
   EXPECT_NE(log.find("certificate"), std::string::npos) << a->log_tail();
+  // The refused certificate is named in the log: its subject and its issuer.
+  EXPECT_NE(log.find("other-client"), std::string::npos) << a->log_tail();
+  EXPECT_NE(log.find("issued by CN=Another throw-away CA"), std::string::npos) << a->log_tail();
 }
 
 TEST_F(tls, the_cli_and_the_node_name_a_bad_option_in_one_line) {
