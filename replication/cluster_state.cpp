@@ -261,6 +261,59 @@ cluster_outcome set_limit(pb::ClusterState* st, const pb::ClusterLimit& l) {
               + " ms on each node (0: no limit)");
 }
 
+pb::Schedule* find_schedule(pb::ClusterState* st, const std::string& name) {
+  for (auto& x : *st->mutable_schedules())
+    if (x.name() == name)
+      return &x;
+  return nullptr;
+}
+
+cluster_outcome set_schedule(pb::ClusterState* st, const pb::Schedule& s) {
+  if (s.name().empty())
+    return refused("a schedule needs a name");
+  auto* x = find_schedule(st, s.name());
+  if (s.deleted()) {
+    auto* all = st->mutable_schedules();
+    auto it =
+      std::find_if(all->begin(), all->end(), [&](const auto& y) { return y.name() == s.name(); });
+    if (it == all->end())
+      return refused("no schedule " + quoted(s.name()));
+    all->erase(it);
+    return done("schedule " + quoted(s.name()) + " is deleted");
+  }
+  if (s.created_at_ms() == 0 || s.cron().empty() || s.type().empty())
+    return refused("schedule " + quoted(s.name()) + " needs a cron, a type and its creation time");
+  // Only what every node needs: its definition and how far it was decided.
+  pb::Schedule def = s;
+  def.clear_runs();
+  def.clear_fired();
+  def.clear_triggered();
+  def.clear_skipped();
+  def.clear_missed();
+  def.clear_buffered_ms();
+  def.clear_from_cluster();
+  if (x == nullptr) {
+    *st->add_schedules() = def;
+    std::sort(st->mutable_schedules()->begin(), st->mutable_schedules()->end(),
+              [](const auto& a, const auto& b) { return a.name() < b.name(); });
+    return done("schedule " + quoted(s.name()) + " is added");
+  }
+  if (x->created_at_ms() != s.created_at_ms())
+    return refused("schedule " + quoted(s.name()) + " exists already; delete it first");
+  def.set_decided_until_ms(std::max(x->decided_until_ms(), s.decided_until_ms()));
+  *x = def;
+  return done("schedule " + quoted(s.name()) + (def.paused() ? " is paused" : " is running"));
+}
+
+cluster_outcome schedule_progress(pb::ClusterState* st, const pb::ScheduleProgress& p) {
+  auto* x = find_schedule(st, p.name());
+  if (x == nullptr || x->created_at_ms() != p.created_at_ms())
+    return refused("no such schedule " + quoted(p.name()) + " (deleted, or added again)");
+  x->set_decided_until_ms(std::max(x->decided_until_ms(), p.decided_until_ms()));
+  return done("schedule " + quoted(p.name()) + " decided until "
+              + std::to_string(x->decided_until_ms()));
+}
+
 }  // namespace
 
 std::string encode_cluster_command(const pb::ClusterCommand& command) {
@@ -353,6 +406,12 @@ cluster_outcome apply_cluster_command(pb::ClusterState* state, const pb::Cluster
       break;
     case K::kSetLimit:
       out = set_limit(state, c.set_limit().limit());
+      break;
+    case K::kSetSchedule:
+      out = set_schedule(state, c.set_schedule().schedule());
+      break;
+    case K::kScheduleProgress:
+      out = schedule_progress(state, c.schedule_progress());
       break;
     default:
       out = refused("a command this release does not know (proposed by a newer one?)");

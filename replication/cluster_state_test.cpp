@@ -77,6 +77,33 @@ pb::ClusterCommand limit(const std::string& type, uint32_t max, bool cleared = f
   c.mutable_set_limit()->mutable_limit()->set_cleared(cleared);
   return c;
 }
+pb::ClusterCommand schedule(const std::string& name, int64_t created, bool paused = false,
+                            int64_t decided = 0) {
+  pb::ClusterCommand c;
+  auto* x = c.mutable_set_schedule()->mutable_schedule();
+  x->set_name(name);
+  x->set_cron("* * * * *");
+  x->set_type("demo.noop");
+  x->set_created_at_ms(created);
+  x->set_decided_until_ms(decided != 0 ? decided : created);
+  x->set_paused(paused);
+  x->set_fired(9);  // a node's own count: not held by the group
+  return c;
+}
+pb::ClusterCommand deleted(const std::string& name) {
+  pb::ClusterCommand c;
+  c.mutable_set_schedule()->mutable_schedule()->set_name(name);
+  c.mutable_set_schedule()->mutable_schedule()->set_deleted(true);
+  return c;
+}
+pb::ClusterCommand progress(const std::string& name, int64_t created, int64_t until) {
+  pb::ClusterCommand c;
+  auto* p = c.mutable_schedule_progress();
+  p->set_name(name);
+  p->set_created_at_ms(created);
+  p->set_decided_until_ms(until);
+  return c;
+}
 
 /// Applies commands at increasing indexes, as the group would.
 struct rules {
@@ -241,6 +268,41 @@ TEST(cluster_rules, addresses_follow_a_rejoin_and_limits_are_set_and_removed) {
   EXPECT_FALSE(r.run(limit("", 3)).applied);
 }
 
+TEST(cluster_rules, schedules_are_added_once_changed_by_their_creation_and_only_move_forward) {
+  rules r;
+  ASSERT_TRUE(r.run(found("c1", member("a", 1))).applied);
+  ASSERT_TRUE(r.run(schedule("tick", 1000)).applied);
+  ASSERT_TRUE(r.run(schedule("a.first", 500)).applied);
+  ASSERT_EQ(r.st.schedules_size(), 2);
+  EXPECT_EQ(r.st.schedules(0).name(), "a.first");  // sorted by name
+  EXPECT_EQ(r.st.schedules(1).fired(), 0u);        // counts are each node's own
+  // A second add of the name (another creation) is refused; a change of the same one is not.
+  auto out = r.run(schedule("tick", 2000));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("exists already"), std::string::npos) << out.text;
+  ASSERT_TRUE(r.run(schedule("tick", 1000, true)).applied);
+  EXPECT_TRUE(r.st.schedules(1).paused());
+
+  // Progress only raises, and only for the schedule it was decided for.
+  ASSERT_TRUE(r.run(progress("tick", 1000, 60'000)).applied);
+  ASSERT_TRUE(r.run(progress("tick", 1000, 30'000)).applied);
+  EXPECT_EQ(r.st.schedules(1).decided_until_ms(), 60'000);
+  EXPECT_FALSE(r.run(progress("tick", 2000, 90'000)).applied);
+  EXPECT_EQ(r.st.schedules(1).decided_until_ms(), 60'000);
+  // A resume (its proposer's time as decided) keeps what was decided beyond it.
+  ASSERT_TRUE(r.run(schedule("tick", 1000, false, 40'000)).applied);
+  EXPECT_EQ(r.st.schedules(1).decided_until_ms(), 60'000);
+  EXPECT_FALSE(r.st.schedules(1).paused());
+
+  ASSERT_TRUE(r.run(deleted("tick")).applied);
+  ASSERT_EQ(r.st.schedules_size(), 1);
+  EXPECT_FALSE(r.run(deleted("tick")).applied);
+  EXPECT_FALSE(r.run(progress("tick", 1000, 90'000)).applied);
+  // The name is free again.
+  ASSERT_TRUE(r.run(schedule("tick", 3000)).applied);
+  EXPECT_FALSE(r.run(schedule("", 3000)).applied);
+}
+
 TEST(cluster_state_machine, an_entry_tells_its_length_so_padding_is_ignored) {
   auto c = join(member("b", 2));
   c.set_request_id(7);
@@ -324,7 +386,7 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
     const auto& name = names[pick(names.size())];
     const uint64_t inc = 1 + pick(4);
     pb::ClusterCommand c;
-    switch (pick(9)) {
+    switch (pick(10)) {
       case 0:
         c = found(pick(2) ? "c1" : "c2", member(name, inc));
         break;
@@ -348,6 +410,14 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
         break;
       case 7:
         c = limit("t" + std::to_string(pick(3)), static_cast<uint32_t>(pick(3)), pick(3) == 0);
+        break;
+      case 8:
+        c = pick(4) == 0 ? deleted("s" + std::to_string(pick(3)))
+            : pick(2) == 0
+              ? progress("s" + std::to_string(pick(3)), static_cast<int64_t>(1 + pick(2)),
+                         static_cast<int64_t>(pick(1000)))
+              : schedule("s" + std::to_string(pick(3)), static_cast<int64_t>(1 + pick(2)),
+                         pick(2) == 0);
         break;
       default:
         break;  // an unknown command

@@ -63,6 +63,12 @@ struct cluster_limit {
   uint64_t per_ms = 0;
 };
 using cluster_limits_atom = caf::atom_constant<caf::atom("cllimits")>;
+/// The cluster's schedules as the group holds them: (cluster_schedules_atom, std::string) to
+/// the executor, the bytes of a cluster.proto ClusterState holding only its `schedules`,
+/// whenever they change (a schedule's progress among them); sent before the members of the
+/// same state, so that a node that becomes a schedule's owner knows how far it was decided
+/// (executor_schedules_cluster.cpp).
+using cluster_schedules_atom = caf::atom_constant<caf::atom("clsched")>;
 /// (nonces_handed_atom) -> std::string to the executor of a draining node: "" once every
 /// active member holds durably the nonces the node knows, else why not (`node remove` asks;
 /// docs/cluster-group.md, "Nonces when slots move").

@@ -444,6 +444,9 @@ caf::behavior serving(executor_actor* self) {
     [self](cluster_limits_atom, const std::vector<cluster_limit>& limits) {
       on_cluster_limits(self, limits);
     },
+    [self](cluster_schedules_atom, const std::string& schedules) {
+      on_cluster_schedules(self, schedules);
+    },
     [self](remote_lost_atom, uint64_t id) { declare_lost(self, id); },
     [self](orphan_retry_atom) {
       self->state.remote.orphan_retry_armed = false;

@@ -75,6 +75,7 @@ void became_ready(executor_actor* self) {
   h.pulling.clear();
   h.why.clear();
   h.ready_epoch = h.epoch;
+  schedules_placement_changed(self);  // the schedules of the slots it took over fire here
 }
 
 void ask(executor_actor* self, const std::string& member);
@@ -233,6 +234,7 @@ void handoff_members(executor_actor* self, const std::vector<cluster_peer>& memb
   h.why.clear();
   if (h.pulling.empty() || h.awaiting.empty())
     return became_ready(self);
+  schedules_placement_changed(self);  // those of the slots it gave up no longer fire here
   spdlog::info("node {}: the cluster changed (change {}): it takes over the nonces of {} slot(s) "
                "from {}; nonces placed in them are refused (\"retry\") until then",
                st.env->node_name, epoch, h.pulling.size(), comma_list(h.others));

@@ -5,6 +5,9 @@
 // says the fire time is decided), so a crash leaves both or neither: a fire time never
 // starts twice and is never lost. After downtime the catch-up policy decides the fire times
 // that came while the node was down (schedules_recovered).
+// A cluster schedule (executor_schedules_cluster.cpp) fires only on the node that owns its
+// key's slot and holds every nonce of it; the new owner after a move goes on from what the
+// group was told and what it took over, so that a fire time is still submitted once.
 #include <algorithm>
 #include <deque>
 
@@ -56,32 +59,21 @@ bool previous_running(executor_state& st, const pb::Schedule& r) {
   return false;
 }
 
+/// Every fire time up to this was decided, here or (a cluster schedule) by its owners.
+int64_t decided_until(const schedules_part::schedule_entry& e) {
+  return std::max(e.rec.decided_until_ms(), e.cluster_until);
+}
+
 /// The next undecided fire time of `e` (before jitter), if any.
 std::optional<int64_t> next_undecided(const schedules_part::schedule_entry& e) {
   if (e.rec.paused() || e.rec.deleted())
     return std::nullopt;
-  return calendar::cron_next(e.cron, e.zone, e.rec.decided_until_ms());
+  return calendar::cron_next(e.cron, e.zone, decided_until(e));
 }
 
-/// Writes `rec` as schedule `name`'s record (with a delete of its last), then `then`.
 void write_record(executor_actor* self, const std::string& name, pb::Schedule rec,
                   std::function<void()> then) {
-  auto& st = self->state;
-  rec.set_at_ms(wall_ms());
-  pb::JournalRecord jr;
-  *jr.mutable_schedule() = rec;
-  journal_batch b;
-  b.entries.push_back(make_entry(journal_keys::meta_root, jr));
-  auto& e = st.schedules.by_name[name];
-  if (e.lsn != 0)
-    b.deletes.push_back({journal_keys::meta_root, e.lsn, e.lsn + 1, 0});
-  append(self, std::move(b), [self, name, rec, then = std::move(then)](uint64_t lsn) mutable {
-    auto& e = self->state.schedules.by_name[name];
-    e.lsn = lsn;
-    e.rec = std::move(rec);
-    if (then)
-      then();
-  });
+  write_schedule_record(self, name, std::move(rec), std::move(then));
 }
 
 /// Decides fire time `fire_ms` of schedule `name` (its next undecided one, due): submits a
@@ -93,8 +85,8 @@ void decide(executor_actor* self, const std::string& name) {
     return schedule_op_done(self);
   auto& e = it->second;
   auto t = next_undecided(e);
-  if (!t || *t + jitter_of(e.rec, *t) > wall_ms())
-    return schedule_op_done(self);  // not due (any more): paused, deleted, decided already
+  if (!t || *t + jitter_of(e.rec, *t) > wall_ms() || !schedule_fires_here(self, e))
+    return schedule_op_done(self);  // not due (any more): paused, deleted, decided, moved
   int64_t fire = *t;
   bool running = e.rec.overlap() != pb::Schedule::ALLOW && previous_running(st, e.rec);
   if (!running && e.rec.buffered_ms() != 0) {
@@ -120,6 +112,27 @@ void decide(executor_actor* self, const std::string& name) {
 }
 
 }  // namespace
+
+void write_schedule_record(executor_actor* self, const std::string& name, pb::Schedule rec,
+                           std::function<void()> then) {
+  auto& st = self->state;
+  rec.set_at_ms(wall_ms());
+  pb::JournalRecord jr;
+  *jr.mutable_schedule() = rec;
+  journal_batch b;
+  b.entries.push_back(make_entry(journal_keys::meta_root, jr));
+  auto& e = st.schedules.by_name[name];
+  if (e.lsn != 0)
+    b.deletes.push_back({journal_keys::meta_root, e.lsn, e.lsn + 1, 0});
+  append(self, std::move(b), [self, name, rec, then = std::move(then)](uint64_t lsn) mutable {
+    auto& e = self->state.schedules.by_name[name];
+    e.lsn = lsn;
+    e.rec = std::move(rec);
+    report_schedule_progress(self, name);
+    if (then)
+      then();
+  });
+}
 
 std::string read_schedule_spec(schedules_part::schedule_entry& e) {
   auto p = calendar::parse_cron(e.rec.cron());
@@ -167,7 +180,8 @@ void arm_schedule_tick(executor_actor* self) {
     return;
   int64_t earliest = 0;
   for (const auto& [name, e] : st.schedules.by_name)
-    if (auto at = next_fire_ms(e); at != 0 && (earliest == 0 || at < earliest))
+    if (auto at = next_fire_ms(e);
+        at != 0 && (earliest == 0 || at < earliest) && schedule_fires_here(self, e))
       earliest = at;
   if (earliest == st.schedules.timer_ms)
     return;
@@ -186,7 +200,7 @@ void on_schedule_tick(executor_actor* self) {
   auto now = wall_ms();
   bool any = false;
   for (const auto& [name, e] : st.schedules.by_name)
-    if (auto at = next_fire_ms(e); at != 0 && at <= now) {
+    if (auto at = next_fire_ms(e); at != 0 && at <= now && schedule_fires_here(self, e)) {
       any = true;
       schedule_op(self, [self, name = name] { decide(self, name); });
     }
@@ -215,11 +229,17 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
   };
   // A root with this nonce exists: its submit and this record were one batch, so it cannot
   // be undecided here; should it be, the fire time is recorded with that root, not run again.
-  if (auto n = st.nonces.find(nonce); n != st.nonces.end()) {
+  // (A cluster schedule's fire time another owner submitted: its nonce was taken over with
+  // the slot, executor_handoff.cpp.)
+  std::optional<uint64_t> ran;
+  if (auto n = st.nonces.find(nonce); n != st.nonces.end())
+    ran = n->second;
+  else
+    ran = nonce_taken_id(self, nonce);
+  if (ran) {
     spdlog::warn("schedule {}: fire time {} ran already as procedure {}", name, utc_text(fire_ms),
-                 n->second);
-    auto id = n->second;
-    return write_record(self, name, *rec, [done, id] { done(id, ""); });
+                 *ran);
+    return write_record(self, name, *rec, [done, id = *ran] { done(id, ""); });
   }
   if (st.procs.size() >= st.cfg.max_procedures)
     return refuse("node is at capacity (" + std::to_string(st.procs.size()) + " procedures)");
@@ -240,6 +260,7 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
         st.schedules.runs[r.proc_id()] = name;
       spdlog::info("schedule {}: fire time {} submitted procedure {}{}", name, utc_text(fire_ms),
                    id, manual ? " (triggered by an operator)" : "");
+      report_schedule_progress(self, name);
       done(id, "");
     },
     [self, name, rec, fire_ms, manual](journal_batch& b, uint64_t id) {
@@ -260,7 +281,9 @@ void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_m
       auto old = self->state.schedules.by_name[name].lsn;
       if (old != 0)
         b.deletes.push_back({journal_keys::meta_root, old, old + 1, 0});
-    });
+    },
+    // A cluster schedule's fire times go with its slot (an operator's trigger is this node's).
+    rec->from_cluster() && !manual ? schedule_key(name) : std::string{});
 }
 
 namespace {
@@ -272,7 +295,7 @@ void fire_held(executor_actor* self, const std::string& name) {
     auto it = st.schedules.by_name.find(name);
     if (it == st.schedules.by_name.end() || it->second.rec.buffered_ms() == 0
         || it->second.rec.paused() || it->second.rec.deleted()
-        || previous_running(st, it->second.rec))
+        || previous_running(st, it->second.rec) || !schedule_fires_here(self, it->second))
       return schedule_op_done(self);
     fire_schedule(self, name, it->second.rec.buffered_ms(), false, true,
                   [self](uint64_t, const std::string&) { schedule_op_done(self); });
@@ -293,6 +316,8 @@ void recover_schedule(executor_actor* self, const recovered_schedule& s) {
   auto& e = st.schedules.by_name[s.rec.name()];
   e.lsn = s.lsn;
   e.rec = s.rec;
+  // A cluster schedule waits for the group (and its slot's nonces) before it fires here.
+  e.fires_here = !s.rec.from_cluster();
   if (!s.rec.deleted()) {
     if (auto why = read_schedule_spec(e); !why.empty()) {
       spdlog::error("schedule {}: its journaled {}; it is paused", s.rec.name(), why);
@@ -303,81 +328,92 @@ void recover_schedule(executor_actor* self, const recovered_schedule& s) {
   }
 }
 
+void catch_up_schedule(executor_actor* self, const std::string& name, const char* since,
+                       std::function<void()> then) {
+  auto& st = self->state;
+  auto it = st.schedules.by_name.find(name);
+  if (it == st.schedules.by_name.end() || it->second.rec.paused() || it->second.rec.deleted())
+    return then();
+  auto& e = it->second;
+  auto now = wall_ms();
+  auto window = e.rec.catch_up_window_ms() != 0 ? static_cast<int64_t>(e.rec.catch_up_window_ms())
+                                                : default_window_ms;
+  // The fire times nobody decided: those before the window are missed whatever the policy
+  // (counted up to enumerate_bound); of those within it, the last catch_up_all_bound are
+  // kept, oldest first.
+  int64_t cursor = decided_until(e);
+  uint64_t before = 0;
+  bool uncounted = false;
+  while (true) {
+    auto t = calendar::cron_next(e.cron, e.zone, cursor);
+    if (!t || *t >= now - window || *t > now)
+      break;
+    if (before == enumerate_bound) {
+      uncounted = true;
+      break;
+    }
+    ++before;
+    cursor = *t;
+  }
+  cursor = std::max(cursor, std::min(now, now - window - 1));
+  std::deque<int64_t> last;
+  uint64_t in_window = 0;
+  while (true) {
+    auto t = calendar::cron_next(e.cron, e.zone, cursor);
+    if (!t || *t + jitter_of(e.rec, *t) > now)
+      break;
+    ++in_window;
+    last.push_back(*t);
+    if (last.size() > catch_up_all_bound)
+      last.pop_front();
+    cursor = *t;
+  }
+  if (before + in_window == 0)
+    return then();
+  size_t run = 0;
+  switch (e.rec.catch_up()) {
+    case pb::Schedule::CATCH_UP_NONE:
+      break;
+    case pb::Schedule::CATCH_UP_ALL:
+      run = last.size();
+      break;
+    default:
+      run = std::min<size_t>(last.size(), 1);
+      break;
+  }
+  uint64_t missed = before + in_window - run;
+  auto rec = e.rec;
+  rec.set_missed(rec.missed() + missed);
+  // The fire times to run stay undecided (the ticks run them as due, by the overlap policy);
+  // every one before them is decided.
+  rec.set_decided_until_ms(run > 0 ? last[last.size() - run] - 1 : cursor);
+  spdlog::warn("schedule {}: {}{} fire time(s) came {}; catch-up {}: {} run now, {} missed", name,
+               uncounted ? "more than " : "", before + in_window, since,
+               e.rec.catch_up() == pb::Schedule::CATCH_UP_ALL    ? "all"
+               : e.rec.catch_up() == pb::Schedule::CATCH_UP_NONE ? "none"
+                                                                 : "one",
+               run, missed);
+  if (missed == 0 && rec.decided_until_ms() <= e.rec.decided_until_ms())
+    return then();
+  rec.set_decided_until_ms(std::max(rec.decided_until_ms(), e.rec.decided_until_ms()));
+  write_record(self, name, std::move(rec), std::move(then));
+}
+
 void schedules_recovered(executor_actor* self) {
   auto& st = self->state;
-  auto now = wall_ms();
-  for (auto& [name, e] : st.schedules.by_name) {
-    if (e.rec.paused() || e.rec.deleted())
-      continue;
-    auto window = e.rec.catch_up_window_ms() != 0 ? static_cast<int64_t>(e.rec.catch_up_window_ms())
-                                                  : default_window_ms;
-    // The fire times that came while the node was down: those before the window are missed
-    // whatever the policy (counted up to enumerate_bound); of those within it, the last
-    // catch_up_all_bound are kept, oldest first.
-    int64_t cursor = e.rec.decided_until_ms();
-    uint64_t before = 0;
-    bool uncounted = false;
-    while (true) {
-      auto t = calendar::cron_next(e.cron, e.zone, cursor);
-      if (!t || *t >= now - window || *t > now)
-        break;
-      if (before == enumerate_bound) {
-        uncounted = true;
-        break;
-      }
-      ++before;
-      cursor = *t;
-    }
-    cursor = std::max(cursor, std::min(now, now - window - 1));
-    std::deque<int64_t> last;
-    uint64_t in_window = 0;
-    while (true) {
-      auto t = calendar::cron_next(e.cron, e.zone, cursor);
-      if (!t || *t + jitter_of(e.rec, *t) > now)
-        break;
-      ++in_window;
-      last.push_back(*t);
-      if (last.size() > catch_up_all_bound)
-        last.pop_front();
-      cursor = *t;
-    }
-    if (before + in_window == 0)
-      continue;
-    size_t run = 0;
-    switch (e.rec.catch_up()) {
-      case pb::Schedule::CATCH_UP_NONE:
-        break;
-      case pb::Schedule::CATCH_UP_ALL:
-        run = last.size();
-        break;
-      default:
-        run = std::min<size_t>(last.size(), 1);
-        break;
-    }
-    uint64_t missed = before + in_window - run;
-    auto rec = e.rec;
-    rec.set_missed(rec.missed() + missed);
-    // The fire times to run stay undecided (the ticks run them as due, by the overlap policy);
-    // every one before them is decided.
-    rec.set_decided_until_ms(run > 0 ? last[last.size() - run] - 1 : cursor);
-    spdlog::warn("schedule {}: {}{} fire time(s) came while the node was down; catch-up {}: "
-                 "{} run now, {} missed",
-                 name, uncounted ? "more than " : "", before + in_window,
-                 e.rec.catch_up() == pb::Schedule::CATCH_UP_ALL    ? "all"
-                 : e.rec.catch_up() == pb::Schedule::CATCH_UP_NONE ? "none"
-                                                                   : "one",
-                 run, missed);
-    if (missed == 0 && rec.decided_until_ms() == e.rec.decided_until_ms())
-      continue;
-    schedule_op(self, [self, name = name, rec] {
-      write_record(self, name, rec, [self] { schedule_op_done(self); });
-    });
-  }
+  // A cluster schedule catches up once this node holds its slot (schedules_placement_changed).
+  for (const auto& [name, e] : st.schedules.by_name)
+    if (!e.rec.paused() && !e.rec.deleted() && !e.rec.from_cluster())
+      schedule_op(self, [self, name = name] {
+        catch_up_schedule(self, name, "while the node was down",
+                          [self] { schedule_op_done(self); });
+      });
   // A fire time held behind a run that ended while the node was down goes now.
   for (const auto& [name, e] : st.schedules.by_name)
     if (e.rec.buffered_ms() != 0 && !e.rec.deleted())
       fire_held(self, name);
   st.schedules.live = true;
+  schedules_placement_changed(self);
   on_schedule_tick(self);
 }
 

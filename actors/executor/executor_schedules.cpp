@@ -2,7 +2,8 @@
 // list and show (docs/flow-control.md, "Recurring schedules"). Every change is journaled
 // (a Schedule record in the node's own range, with a delete of the schedule's last) before it
 // is answered, in the order changes and firings came (schedule_op); a refused request changes
-// nothing. Firing is executor_schedule_firing.cpp.
+// nothing. Firing is executor_schedule_firing.cpp; in a cluster group a change goes through the
+// group first (executor_schedules_cluster.cpp).
 #include <regex>
 
 #include <spdlog/spdlog.h>
@@ -107,6 +108,8 @@ void change(executor_actor* self, pb::Schedule rec, promise_t rp, std::string te
   append(self, std::move(b), [self, rec, rp, name, text](uint64_t lsn) mutable {
     auto& st = self->state;
     auto& e = st.schedules.by_name[name];
+    if (e.rec.created_at_ms() != rec.created_at_ms())
+      e.cluster_until = e.reported_until = 0;  // another schedule of the name
     e.lsn = lsn;
     e.rec = rec;
     if (!rec.deleted()) {
@@ -115,10 +118,31 @@ void change(executor_actor* self, pb::Schedule rec, promise_t rp, std::string te
       for (auto i = st.schedules.runs.begin(); i != st.schedules.runs.end();)
         i = i->second == name ? st.schedules.runs.erase(i) : std::next(i);
     }
-    spdlog::info("schedule {}: {}", name, text);
+    spdlog::info("schedule {}: {}{}", name, text, rec.from_cluster() ? " in the cluster" : "");
+    if (rec.from_cluster())
+      schedules_placement_changed(self);  // who fires it
     reply(rp, answer(self, name, 0, text));
     schedule_op_done(self);
   });
+}
+
+/// Writes schedule `rec` and answers; a cluster schedule's change (`cluster`) is the group's
+/// first: refused there, nothing changes here.
+void commit(executor_actor* self, pb::Schedule rec, promise_t rp, std::string text, bool cluster) {
+  if (!cluster)
+    return change(self, std::move(rec), std::move(rp), std::move(text));
+  auto name = rec.name();
+  propose_schedule(
+    self, rec,
+    [self, rec, rp, text, name](pb::Response::Code code, const std::string& why) mutable {
+      if (code == pb::Response::OK)
+        return change(self, std::move(rec), std::move(rp), std::move(text));
+      reply(rp, error_reply(code, "schedule '" + name
+                                    + "': the cluster group did not take the "
+                                      "change ("
+                                    + why + "): nothing changed; retry"));
+      schedule_op_done(self);
+    });
 }
 
 }  // namespace
@@ -144,6 +168,11 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
     auto& st = self->state;
     auto i = st.schedules.by_name.find(name);
     bool exists = i != st.schedules.by_name.end() && !i->second.rec.deleted();
+    // In a cluster group a new schedule is the cluster's; one added before the node took part
+    // stays its own (docs/cluster-group.md, "Schedules").
+    const bool cluster =
+      in_cluster_group(self)
+      && (req.op() == pb::ScheduleRequest::ADD || (exists && i->second.rec.from_cluster()));
     if (req.op() == pb::ScheduleRequest::ADD) {
       if (exists) {
         reply(rp, error_reply(pb::Response::REFUSED,
@@ -161,8 +190,9 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
       rec.set_missed(0);
       if (rec.zone().empty())
         rec.set_zone("UTC");
-      return change(self, std::move(rec), rp,
-                    std::string("added") + (req.spec().paused() ? " (paused)" : ""));
+      rec.set_from_cluster(cluster);
+      return commit(self, std::move(rec), rp,
+                    std::string("added") + (req.spec().paused() ? " (paused)" : ""), cluster);
     }
     if (!exists) {  // deleted by a change queued before this one
       reply(rp, error_reply(pb::Response::NOT_FOUND, "no schedule '" + name + "'"));
@@ -177,7 +207,7 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
         }
         rec.set_paused(true);
         rec.set_buffered_ms(0);
-        return change(self, std::move(rec), rp, "paused");
+        return commit(self, std::move(rec), rp, "paused", cluster);
       case pb::ScheduleRequest::RESUME:
         if (!rec.paused()) {
           reply(rp, answer(self, name, 0, "not paused"));
@@ -193,12 +223,13 @@ void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promi
         // The fire times while it was paused are skipped, not caught up.
         rec.set_paused(false);
         rec.set_decided_until_ms(std::max(rec.decided_until_ms(), wall_ms()));
-        return change(self, std::move(rec), rp, "resumed");
+        return commit(self, std::move(rec), rp, "resumed", cluster);
       case pb::ScheduleRequest::DELETE: {
         pb::Schedule tomb;
         tomb.set_name(name);
         tomb.set_deleted(true);
-        return change(self, std::move(tomb), rp, "deleted");
+        tomb.set_from_cluster(cluster);
+        return commit(self, std::move(tomb), rp, "deleted", cluster);
       }
       case pb::ScheduleRequest::TRIGGER:
         return fire_schedule(

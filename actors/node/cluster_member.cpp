@@ -151,6 +151,9 @@ void cluster_member::core::publish_members(const pb::ClusterState& st) {
     limits_told += x.type() + " " + std::to_string(x.max_running()) + " " + std::to_string(x.rate())
                    + "/" + std::to_string(x.per_ms()) + "\n";
   }
+  pb::ClusterState schedules;
+  *schedules.mutable_schedules() = st.schedules();
+  std::string schedules_told = schedules.SerializeAsString();
   // One at a time, newest last: the loop thread's calls and open()'s first one may cross.
   std::lock_guard<std::mutex> l(published_mtx);
   if (members.empty() || st.version() < published_version)
@@ -158,6 +161,12 @@ void cluster_member::core::publish_members(const pb::ClusterState& st) {
   published_version = st.version();
   const bool members_changed = told != published;
   published = told;
+  // Before the members: a node that the new members make a schedule's owner knows how far
+  // it was decided.
+  if (setup.executor && schedules_told != published_schedules) {
+    published_schedules = schedules_told;
+    caf::anon_send(setup.executor, cluster_schedules_atom::value, std::move(schedules_told));
+  }
   if (setup.executor && members_changed)
     caf::anon_send(setup.executor, cluster_peers_atom::value, std::move(members));
   if (setup.executor && limits_told != published_limits) {

@@ -287,6 +287,8 @@ std::string cluster_member::core::serve(const std::string& bytes) {
         case pb::ClusterCommand::kRaiseFloor:
         case pb::ClusterCommand::kDrain:
         case pb::ClusterCommand::kSetLimit:
+        case pb::ClusterCommand::kSetSchedule:
+        case pb::ClusterCommand::kScheduleProgress:
           return propose_or_forward(std::move(req));
         case pb::ClusterCommand::kActivate:
           return cancel_drain(std::move(req));

@@ -44,9 +44,10 @@ struct cluster_member::core {
   std::atomic<bool> stop{false};
   std::atomic<bool> refused{false};
   std::mutex published_mtx;
-  std::string published;           // published_mtx: the members last told, as text
-  uint64_t published_version = 0;  // published_mtx: ... and their state's version
-  std::string published_limits;    // published_mtx: the type limits last told, as text
+  std::string published;            // published_mtx: the members last told, as text
+  uint64_t published_version = 0;   // published_mtx: ... and their state's version
+  std::string published_limits;     // published_mtx: the type limits last told, as text
+  std::string published_schedules;  // published_mtx: the schedules last told, as bytes
 
   std::shared_ptr<cluster_group> current() {
     std::lock_guard<std::mutex> g(mtx);
@@ -67,7 +68,8 @@ struct cluster_member::core {
   /// take the group's number instead: not built yet, docs/cluster-group.md).
   void check_self(const pb::ClusterState& st);
   /// Tells the executor of the members that take part, and keeps them in DIR/peers, when
-  /// they changed; and of the type limits the group holds, when they changed.
+  /// they changed; and of the type limits and the schedules the group holds, when they
+  /// changed.
   void publish_members(const pb::ClusterState& st);
 
   static constexpr uint64_t report_ids = uint64_t{1} << 16;

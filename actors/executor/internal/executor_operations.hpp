@@ -97,10 +97,8 @@ void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t r
 void handle_resubmit(executor_actor* self, const pb::ResubmitRequest& req, promise_t rp);
 /// Root `new_root` runs again the ROLLEDBACK tree of `old_root` (a resubmit, or read back).
 void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root, uint64_t lsn);
-/// Journals a new root of `type` made of `inst` and starts it; answers its id once its
-/// Submitted record is durable (with a nonce: every submit of that nonce waiting for it),
-/// after `on_durable` ran (executor_requests.cpp).
-// -- recurring schedules (executor_schedules.cpp, executor_schedule_firing.cpp) -----------------
+// -- recurring schedules (executor_schedules.cpp, executor_schedule_firing.cpp,
+// -- executor_schedules_cluster.cpp) ------------------------------------------------------------
 void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promise_t rp);
 /// Reads `e.rec`'s cron and zone into `e.cron` and `e.zone`: "", or why this binary cannot
 /// (a journaled cron it does not parse, a zone its time zone database lacks).
@@ -126,7 +124,32 @@ int64_t next_fire_ms(const schedules_part::schedule_entry& e);
 /// with `why`).
 void fire_schedule(executor_actor* self, const std::string& name, int64_t fire_ms, bool manual,
                    bool buffered, std::function<void(uint64_t id, std::string why)> done);
+/// Journals `rec` as schedule `name`'s record (with a delete of its last), then `then`.
+void write_schedule_record(executor_actor* self, const std::string& name, pb::Schedule rec,
+                           std::function<void()> then);
+/// Decides, by its catch-up policy, the due fire times of schedule `name` that nobody decided
+/// (`since`: "while the node was down", ...), then `then`.
+void catch_up_schedule(executor_actor* self, const std::string& name, const char* since,
+                       std::function<void()> then);
+/// The key a cluster schedule is placed by: its fire times' roots and nonces go with its slot.
+std::string schedule_key(const std::string& name);
+/// Whether schedule `e` fires on this node now: one of this node's own, or a cluster schedule
+/// whose slot this node owns and holds every nonce of.
+bool schedule_fires_here(executor_actor* self, const schedules_part::schedule_entry& e);
+/// The cluster group's schedules (cluster_schedules_atom): this node's records follow them.
+void on_cluster_schedules(executor_actor* self, std::string bytes);
+/// Slots moved, or their nonces arrived: the cluster schedules this node now fires catch up.
+void schedules_placement_changed(executor_actor* self);
+/// A cluster schedule's fire times were decided further here: the group is told.
+void report_schedule_progress(executor_actor* self, const std::string& name);
+/// Proposes a cluster schedule's change to the group: `done("")` once the group holds it,
+/// else `done(why)` with the answer's code (nothing changed, or unknown after a timeout).
+void propose_schedule(executor_actor* self, const pb::Schedule& rec,
+                      std::function<void(pb::Response::Code, std::string)> done);
 
+/// Journals a new root of `type` made of `inst` and starts it; answers its id once its
+/// Submitted record is durable (with a nonce: every submit of that nonce waiting for it),
+/// after `on_durable` ran (executor_requests.cpp). `key`: the key it was placed by.
 void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<procedure> inst,
                  const std::string& nonce, int32_t priority, uint64_t resubmitted_from,
                  promise_t rp, std::function<void(uint64_t id, uint64_t last_lsn)> on_durable = {},

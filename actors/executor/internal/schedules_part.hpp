@@ -1,5 +1,6 @@
 // Internal: the executor's recurring schedules (executor_schedules.cpp: their changes;
-// executor_schedule_firing.cpp: their firings; both own this part).
+// executor_schedule_firing.cpp: their firings; executor_schedules_cluster.cpp: the cluster
+// group's schedules and who fires them; the three own this part).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,13 @@ struct schedules_part {
     pb::Schedule rec;          ///< as last journaled (a tombstone: rec.deleted())
     calendar::cron_spec cron;  ///< rec.cron() parsed
     calendar::time_zone zone;  ///< rec.zone() looked up: the cron's fields are its local time
+    /// A cluster schedule (rec.from_cluster()): how far the owners of its slot decided it,
+    /// as the group last said; fire times up to it are not this node's to decide.
+    int64_t cluster_until = 0;
+    int64_t reported_until = 0;  ///< the progress this node last proposed to the group
+    /// It fired here at the last look (a cluster schedule whose slot this node holds): when
+    /// that begins, its catch-up policy decides what came before.
+    bool fires_here = false;
   };
   std::map<std::string, schedule_entry> by_name;  ///< by name
   /// The roots the schedules submitted that are in their recent runs, to their schedule.
@@ -31,6 +39,10 @@ struct schedules_part {
   bool busy = false;
   bool live = false;     ///< recovery's catch-up is done: ticks fire
   int64_t timer_ms = 0;  ///< the armed tick's deadline (0: none)
+  /// The cluster group's schedules as last published (a ClusterState's bytes), and whether
+  /// an operation to bring this node's records in line with them is queued.
+  std::string cluster;
+  bool reconcile_queued = false;
 };
 
 }  // namespace proctor::exec_detail

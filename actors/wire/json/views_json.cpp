@@ -185,6 +185,7 @@ std::string schedules_to_json(const google::protobuf::RepeatedPtrField<pb::Sched
                     {"triggered", s.triggered()},
                     {"skipped", s.skipped()},
                     {"missed", s.missed()},
+                    {"cluster", s.from_cluster()},
                     {"runs", std::move(runs)}});
   }
   return json_writer{}.dump(list);

@@ -40,7 +40,9 @@ std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimi
 /// `schedule list` / `show`: a JSON array, one object per schedule: {name, cron, zone, type,
 /// args (the JSON), priority, overlap ("skip", "buffer-one", "allow"), catch_up ("none",
 /// "one", "all"), catch_up_window_ms, jitter_ms, paused, created_at, next_fire_at (null:
-/// none), next_fire_ms, buffered_fire_at (null: none), fired, skipped, missed, runs: [{fire_at,
+/// none), next_fire_ms, buffered_fire_at (null: none), fired, skipped, missed, cluster (the
+/// cluster group's: fired by its slot's owner; fired, skipped, missed and runs count what this
+/// node decided), runs: [{fire_at,
 /// fire_ms, id, manual, state (null: released), ended}, ...] oldest first}.
 std::string schedules_to_json(const google::protobuf::RepeatedPtrField<pb::ScheduleInfo>& xs);
 
