@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "actors/node/node_identity.hpp"
 #include "actors/testing/switchboard.hpp"
 #include "actors/wire/wall_clock.hpp"
+#include "persistence/journal_store.hpp"
 #include "procedures/demo.hpp"
 #include "tests/engine/engine_probe.hpp"
 
@@ -68,6 +70,17 @@ protected:
     o.peer_reply_timeout = std::chrono::milliseconds{1'000};
     if (passivate_after_)
       o.executor.passivate_after = *passivate_after_;
+    std::shared_ptr<journal_store> store;
+    if (open_store_) {
+      // The test's store (a crash injected in it): a frozen store is the crash, not a fatal
+      // error of the test's process.
+      o.on_journal_fatal = [](const std::string&) {};
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+      while (!(store = open_store_(name, o.data_dir)) && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});  // the last one lets go
+      ASSERT_TRUE(store) << "node " << name << ": its store did not open";
+      o.store = store;
+    }
     if (group_member_)  // as a node of the cluster group (the test publishes its members)
       o.cluster_member = sys_->spawn([]() -> caf::behavior {
         return {[](rpc_atom, const std::string&) { return std::string{}; }};
@@ -108,6 +121,11 @@ protected:
       if (n != name)
         caf::anon_send(x->executor(), peer_status_atom::value, s);
   }
+
+  /// When set, each node started opens its journal store through it (name, data
+  /// directory), nullptr while the directory is still held (tried again): tests inject
+  /// crashes there.
+  std::function<std::shared_ptr<journal_store>(const std::string&, const std::string&)> open_store_;
 
   void cut(const std::string& name) { sb_->unplug(name); }
 

@@ -84,6 +84,35 @@ protected:
       limit, milliseconds{200});
   }
 
+  /// Runs `args` on node i until it exits 0 or `limit` passed (what an operator does with a
+  /// command refused for now, such as `node remove` while the node still holds work): the
+  /// last try's result.
+  run_result ctl_until_ok(size_t i, const std::vector<std::string>& args,
+                          std::chrono::milliseconds limit) {
+    run_result r;
+    eventually(
+      [&] {
+        r = members_[i].proc->ctl(args, seconds{30});
+        return r.exit_code == 0;
+      },
+      limit, milliseconds{200});
+    return r;
+  }
+
+  /// What each running node lists (name: state), for a failure's message.
+  std::string seen() {
+    std::string out;
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (!members_[i].proc->running())
+        continue;
+      out += members_[i].name + " lists:";
+      for (const auto& [name, state] : states_seen_by(i))
+        out += " " + name + "=" + state;
+      out += "\n";
+    }
+    return out;
+  }
+
   std::string logs() {
     std::string out;
     for (const auto& m : members_)

@@ -375,14 +375,8 @@ TEST_F(cluster_group_nodes, drains_removes_and_forgets_through_the_group) {
   }
   // Once its tree ended, b is removed (asked at a, answered by b).
   EXPECT_EQ(final_state(1, slow), "SUCCESS") << logs();
-  run_result removed;
-  ASSERT_TRUE(eventually(
-    [&] {
-      removed = members_[0].proc->ctl({"node", "remove", "b"}, 30s);
-      return removed.exit_code == 0;
-    },
-    20s, 200ms))
-    << describe(removed) << logs();
+  auto removed = ctl_until_ok(0, {"node", "remove", "b"}, 20s);
+  ASSERT_EQ(removed.exit_code, 0) << describe(removed) << logs();
   EXPECT_NE(removed.out.find("left"), std::string::npos) << removed.out;
   ASSERT_TRUE(eventually([&] { return states_seen_by(0)["b"] == "left"; }, 10s, 100ms)) << logs();
 

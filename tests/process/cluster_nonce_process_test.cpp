@@ -124,14 +124,8 @@ TEST_F(cluster_nonces, every_nonce_answers_one_id_while_the_cluster_grows_and_sh
   send_new(12);
 
   // b removed (once every active member holds its nonces), and stopped: they are still one.
-  run_result removed;
-  ASSERT_TRUE(eventually(
-    [&] {
-      removed = members_[0].proc->ctl({"node", "remove", "b"}, 30s);
-      return removed.exit_code == 0;
-    },
-    30s, 200ms))
-    << describe(removed) << logs();
+  auto removed = ctl_until_ok(0, {"node", "remove", "b"}, 30s);
+  ASSERT_EQ(removed.exit_code, 0) << describe(removed) << logs();
   ASSERT_EQ(members_[1].proc->stop(), 0) << logs();
   removed_.insert(1);
   ASSERT_TRUE(all_see({{"a", "active"}, {"b", "left"}, {"c", "active"}})) << logs();
