@@ -151,11 +151,11 @@ std::string cluster_view::peer_of_number(uint16_t number) const {
   return i == numbers_.end() ? std::string{} : i->second;
 }
 
-void cluster_view::set_unplaceable(std::set<std::string> names) {
+void cluster_view::set_placeable(std::set<std::string> names) {
   std::lock_guard<std::mutex> g(mtx_);
-  if (names == unplaceable_)
+  if (placeable_ == names)
     return;
-  unplaceable_ = std::move(names);
+  placeable_ = std::move(names);
   publish_names();
 }
 
@@ -164,9 +164,9 @@ void cluster_view::set_gone(std::set<std::string> names) {
   gone_ = std::move(names);
 }
 
-bool cluster_view::is_member_not_placeable(const std::string& name) const {
+bool cluster_view::is_not_placeable(const std::string& name) const {
   std::lock_guard<std::mutex> g(mtx_);
-  return unplaceable_.count(name) > 0;
+  return placeable_ && placeable_->count(name) == 0;
 }
 
 std::map<uint16_t, std::string> cluster_view::peer_numbers() const {
@@ -177,7 +177,7 @@ std::map<uint16_t, std::string> cluster_view::peer_numbers() const {
 void cluster_view::publish_names() {
   auto names = std::make_shared<std::vector<std::string>>();
   for (const auto& n : all_names_) {
-    if (unplaceable_.count(n) > 0)
+    if (placeable_ && placeable_->count(n) == 0)
       continue;
     auto i = peers_.find(n);
     if (i == peers_.end() || !i->second.forgotten_now())

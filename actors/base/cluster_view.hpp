@@ -68,7 +68,7 @@ public:
 
   /// The nodes a step may place a child on (ctx.nodes()): this node and its peers, sorted,
   /// without those an operator forgot and those the cluster group says take no new work. A
-  /// snapshot, replaced (never changed) by set_self(), add_peer(), set_unplaceable() and
+  /// snapshot, replaced (never changed) by set_self(), add_peer(), set_placeable() and
   /// forget(): a step holds the one it started with.
   std::shared_ptr<const std::vector<std::string>> node_names() const {
     return names_.load(std::memory_order_acquire);
@@ -90,12 +90,14 @@ public:
   std::string peer_of_number(uint16_t number) const;
   /// The peers by number (a copy).
   std::map<uint16_t, std::string> peer_numbers() const;
-  /// The members that take no new work (draining, left or forgotten in the cluster group;
-  /// this node among them or not): left out of node_names() while they stay members.
-  /// Replaces the previous set.
-  void set_unplaceable(std::set<std::string> names);
-  /// True when `name` is among them.
-  bool is_member_not_placeable(const std::string& name) const;
+  /// The nodes that take new work, as the cluster group says (its active members). Every
+  /// other name known here (a member draining, left or forgotten; a peer the group does not
+  /// list, such as a --peers entry or every node at a change replayed from before this
+  /// node's join; this node among them or not) is left out of node_names() while it stays
+  /// known. Replaces the previous set; until the first, every name takes new work.
+  void set_placeable(std::set<std::string> names);
+  /// True when the group has spoken and `name` is not among those.
+  bool is_not_placeable(const std::string& name) const;
   /// The members that left the cluster group (removed after a drain): they hear the group
   /// no more, so what they say they place on is not asked (a node that left and still runs
   /// must not hold up everyone's keyed submits). Replaces the previous set.
@@ -117,12 +119,12 @@ private:
 
   mutable std::mutex mtx_;
   std::map<std::string, peer_status> peers_;
-  std::string self_;                         // mtx_
-  uint16_t self_number_ = 0;                 // mtx_
-  std::map<uint16_t, std::string> numbers_;  // mtx_: the peers by number
-  std::vector<std::string> all_names_;       // mtx_: this node and its peers, sorted
-  std::set<std::string> unplaceable_;        // mtx_
-  std::set<std::string> gone_;               // mtx_
+  std::string self_;                                // mtx_
+  uint16_t self_number_ = 0;                        // mtx_
+  std::map<uint16_t, std::string> numbers_;         // mtx_: the peers by number
+  std::vector<std::string> all_names_;              // mtx_: this node and its peers, sorted
+  std::optional<std::set<std::string>> placeable_;  // mtx_: none before the group spoke
+  std::set<std::string> gone_;                      // mtx_
   std::atomic<std::shared_ptr<const std::vector<std::string>>> names_{
     std::make_shared<const std::vector<std::string>>()};
 };

@@ -49,7 +49,7 @@ struct cluster_peer {
 /// (cluster_peers_atom, std::vector<cluster_peer>) to the executor: every member of the
 /// cluster group's state, this node among them: the executor adds the active and draining
 /// ones it does not know as peers (cluster_view::add_peer) and links to them, places no new
-/// work on those that are not active (cluster_view::set_unplaceable), and forgets those the
+/// work on those that are not active (cluster_view::set_placeable), and forgets those the
 /// group forgot (executor_forget.cpp).
 using cluster_peers_atom = caf::atom_constant<caf::atom("clpeers")>;
 /// An operator's limits of one type as the cluster group holds them (cluster.proto

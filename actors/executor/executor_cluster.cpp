@@ -88,15 +88,19 @@ void on_cluster_peers(executor_actor* self, const std::vector<cluster_peer>& mem
   auto& st = self->state;
   if (st.env->node_name.empty() || !st.env->transport)
     return;
-  // Work is placed on active members only; the others stay members (their trees run on).
-  std::set<std::string> unplaceable, gone;
+  // Work is placed on the active members only; the others stay known (their trees run on).
+  // A name the group does not list takes none either: a --peers entry, or this node itself
+  // at a change replayed from before its join (counting itself in, it would own slots no
+  // member gives up to it).
+  std::set<std::string> placeable, gone;
   for (const auto& m : members) {
-    if (m.state != pb::ACTIVE)
-      unplaceable.insert(m.name);
+    if (m.state == pb::ACTIVE)
+      placeable.insert(m.name);
     if (m.state == pb::LEFT && m.name != st.env->node_name)
       gone.insert(m.name);
   }
-  st.env->cluster->set_unplaceable(std::move(unplaceable));
+  if (!members.empty())  // (none: a group not yet founded has said nothing)
+    st.env->cluster->set_placeable(std::move(placeable));
   st.env->cluster->set_gone(std::move(gone));
   for (const auto& m : members) {
     if (m.state == pb::FORGOTTEN && m.name != st.env->node_name) {

@@ -257,8 +257,10 @@ std::string handoff_refusal(executor_actor* self, uint32_t slot) {
   const auto& h = st.handoff;
   if (h.epoch == 0) {
     // The group has not spoken since the start (its member opens once the node serves): a
-    // node of a cluster of several waits for it; one alone, or in none, owns every slot.
-    if (!st.env->cluster_member || placement_now(self).members().size() <= 1)
+    // node in none owns every slot; a node of a group waits for it, even when it knows no
+    // peer yet (its table is itself alone then, and says nothing: a node restarted before it
+    // kept the members' list may be one of five).
+    if (!st.env->cluster_member)
       return {};
     return "node " + st.env->node_name
            + " has not heard from the cluster group since it started, and cannot know yet "

@@ -65,7 +65,7 @@ bool place_submit(executor_actor* self, const pb::Request& req, promise_t& rp) {
   const bool drains =
     !t.members().empty()
     && !std::binary_search(t.members().begin(), t.members().end(), st.env->node_name)
-    && st.env->cluster->is_member_not_placeable(st.env->node_name);
+    && st.env->cluster->is_not_placeable(st.env->node_name);
   if (key.empty() && drains && sub.placement() == 0)
     key = !sub.nonce().empty() ? sub.nonce() : std::to_string(std::random_device{}());
   if (key.empty() && sub.placement() == 0)

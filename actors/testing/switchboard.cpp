@@ -86,6 +86,8 @@ caf::behavior transport_fn(caf::stateful_actor<transport_state>* self,
     [](peer_subscribe_atom, const caf::actor&) {},
     [](peer_expect_atom, const std::map<std::string, uint64_t>&, const caf::actor&) {},
     [](peer_forget_atom, const std::string&, uint64_t) {},
+    // A peer the cluster group names: reached by its name here, as every other.
+    [](peer_add_atom, const std::string&, const std::string&) {},
   };
 }
 

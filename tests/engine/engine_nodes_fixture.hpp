@@ -62,7 +62,7 @@ protected:
     o.recovery_part_procs = 1;  // the take-over interleaved with the scan at every tree
     o.name = name;
     for (std::string p : {"a", "b", "c"})
-      if (p != name)
+      if (p != name && peerless_.count(name) == 0)
         o.peer_names.push_back(p);
     o.transport = transport_;
     // A request in flight to a node stopped here is never answered (its executor's promise
@@ -230,6 +230,8 @@ protected:
   std::optional<std::chrono::milliseconds> passivate_after_;
   size_t workers_ = 2;         ///< the nodes' run slots (likewise)
   bool group_member_ = false;  ///< the nodes take part in a cluster group (likewise)
+  /// Nodes started knowing no peer (as one that learns them from the cluster group only).
+  std::set<std::string> peerless_;
   registry types_;
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> sys_;

@@ -15,18 +15,16 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/base/peer_status.hpp"
-#include "tests/engine/engine_nodes_fixture.hpp"
+#include "actors/base/placement.hpp"
+#include "tests/engine/engine_group_nodes_fixture.hpp"
 
 namespace proctor::testing {
 namespace {
 
 const std::vector<std::string> names{"a", "b", "c"};
 
-class nodes_handoff : public nodes_fixture {
+class nodes_handoff : public group_nodes_fixture {
 protected:
-  nodes_handoff() { group_member_ = true; }
-
   void SetUp() override {
     nodes_fixture::SetUp();
     for (const auto& n : names) {
@@ -35,36 +33,6 @@ protected:
     }
     for (const auto& n : names)
       publish(n);
-  }
-
-  struct member_state {
-    int state = pb::ACTIVE;
-    uint64_t since_index = 0;
-  };
-
-  std::vector<cluster_peer> list() const {
-    std::vector<cluster_peer> out;
-    for (const auto& [name, m] : members_)
-      out.push_back(
-        cluster_peer{name, node_number_of(name), "", m.state, 1, wall_ms(), m.since_index});
-    return out;
-  }
-
-  /// Tells node `n` the members as the group holds them now.
-  void publish(const std::string& n) {
-    if (nodes_.count(n) > 0)
-      caf::anon_send(nodes_.at(n)->executor(), cluster_peers_atom::value, list());
-  }
-
-  pb::Response submit_nonce(const std::string& at, const std::string& nonce,
-                            const std::string& key) {
-    pb::Request req;
-    auto* s = req.mutable_submit();
-    s->set_type("demo.noop");
-    s->set_args_json(R"({"steps":1})");
-    s->set_nonce(nonce);
-    s->set_key(key);
-    return call(at, req, std::chrono::seconds{10});
   }
 
   /// Runs one seeded history; false (having said why) when a nonce answered two ids.
@@ -173,8 +141,6 @@ protected:
       check(i, r, at);
     }
   }
-
-  std::map<std::string, member_state> members_;
 };
 
 TEST_F(nodes_handoff, a_nonce_answers_one_id_through_member_changes_crashes_and_late_nodes) {
@@ -183,6 +149,75 @@ TEST_F(nodes_handoff, a_nonce_answers_one_id_through_member_changes_crashes_and_
     seed = static_cast<unsigned>(std::strtoul(s, nullptr, 10));
   SCOPED_TRACE("PROCTOR_HANDOFF_SEED=" + std::to_string(seed));
   run(seed);
+}
+
+/// A nonce whose slot node `owner` owns among `members`.
+std::string nonce_owned_by(const std::vector<std::string>& members, const std::string& owner) {
+  const placement::table t(members);
+  for (int i = 0;; ++i)
+    if (auto n = "lone-" + std::to_string(i); t.owner_of(n) == owner)
+      return n;
+}
+
+// A node restarted before it kept the members' list knows no peer: until the group speaks
+// it is not a node alone that owns every slot (the churn process test met it: node e,
+// SIGKILLed in the middle of its join and started again, answered a nonce c had answered
+// with a new root of its own).
+TEST_F(nodes_handoff, a_node_that_knows_no_peer_yet_takes_no_nonce_before_the_group_speaks) {
+  const auto nonce = nonce_owned_by({"a", "b", "c"}, "a");
+  pb::Response first;
+  ASSERT_TRUE(eventually([&] {
+    first = submit_nonce("b", nonce, "");
+    return first.code() == pb::Response::OK;
+  }))
+    << first.error();
+  stop_node("c");
+  report("c", false);
+  peerless_.insert("c");
+  start_node("c");
+  report("c", true);
+  const auto before = procs_on("c");
+  const auto r = submit_nonce("c", nonce, "");
+  EXPECT_EQ(r.code(), pb::Response::REFUSED)
+    << "answered " << r.id() << ", first " << first.id() << ": " << r.error();
+  EXPECT_NE(r.error().find("has not heard from the cluster group"), std::string::npos) << r.error();
+  EXPECT_EQ(procs_on("c"), before) << "a procedure was started";
+  // The group speaks: c learns its peers, and the nonce answers its id through c.
+  publish("c");
+  pb::Response again;
+  EXPECT_TRUE(eventually([&] {
+    again = submit_nonce("c", nonce, "");
+    return again.code() == pb::Response::OK;
+  }))
+    << again.error();
+  EXPECT_EQ(again.id(), first.id());
+}
+
+// A node the group does not list (a change before its join, replayed at its start; or a join
+// the group refused) owns no slot: it places nonces on the members. Counting itself in, it
+// took a slot over from the members (who do not ask it: it is none) and accepted a nonce the
+// slot's owner then accepted again.
+TEST_F(nodes_handoff, a_node_the_group_does_not_list_owns_no_slot) {
+  members_.erase("c");
+  members_["a"].since_index = 2;
+  for (const auto& n : names)
+    publish(n);
+  const auto nonce = nonce_owned_by({"a", "b", "c"}, "c");
+  pb::Response at_c, at_owner;
+  ASSERT_TRUE(eventually([&] {
+    at_c = submit_nonce("c", nonce, "");
+    return at_c.code() == pb::Response::OK;
+  }))
+    << at_c.error();
+  const auto owner = placement::table({"a", "b"}).owner_of(nonce);
+  ASSERT_TRUE(eventually([&] {
+    at_owner = submit_nonce(owner, nonce, "");
+    return at_owner.code() == pb::Response::OK;
+  }))
+    << at_owner.error();
+  EXPECT_EQ(at_owner.id(), at_c.id())
+    << "it ran twice: on node " << (at_c.id() >> 40) << " and on node " << (at_owner.id() >> 40);
+  EXPECT_EQ(procs_on("c"), 0u) << "node c started a root";
 }
 
 }  // namespace

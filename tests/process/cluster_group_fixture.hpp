@@ -113,10 +113,22 @@ protected:
     return out;
   }
 
-  std::string logs() {
+  /// The last `n` lines of every node's log, without those holding `skip` (when not empty).
+  std::string logs(size_t n = 12, const std::string& skip = {}) {
     std::string out;
-    for (const auto& m : members_)
-      out += "--- " + m.name + ":\n" + m.proc->log_tail(12);
+    for (const auto& m : members_) {
+      out += "--- " + m.name + ":\n";
+      if (skip.empty()) {
+        out += m.proc->log_tail(n);
+        continue;
+      }
+      std::vector<std::string> kept;
+      for (const auto& line : lines(read_file(m.proc->log_file())))
+        if (line.find(skip) == std::string::npos)
+          kept.push_back(line);
+      for (size_t k = kept.size() > n ? kept.size() - n : 0; k < kept.size(); ++k)
+        out += kept[k] + "\n";
+    }
     return out;
   }
 
