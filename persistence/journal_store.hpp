@@ -62,6 +62,31 @@ public:
   }
 };
 
+/// A store that passes every call on to another: the base of a store that watches or
+/// changes some calls and leaves the others alone (as RocksDB's EnvWrapper is for an Env).
+/// The tests' stores that record what is written or crash at one record derive from it.
+class forwarding_store : public journal_store {
+public:
+  explicit forwarding_store(std::shared_ptr<journal_store> inner) : inner_(std::move(inner)) {}
+
+  rocksdb::Status write(const std::vector<store_op>& ops) override { return inner_->write(ops); }
+  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
+    return inner_->scan(fn);
+  }
+  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
+    return inner_->read_tree(root_id, out);
+  }
+  rocksdb::Status backup(const std::string& dir, const backup_info& info) override {
+    return inner_->backup(dir, info);
+  }
+
+protected:
+  journal_store& inner() { return *inner_; }
+
+private:
+  std::shared_ptr<journal_store> inner_;
+};
+
 /// Opens (creating if missing) the RocksDB journal under `dir`. Fails with a one-line
 /// reason if the directory is not writable or another process holds its lock.
 std::unique_ptr<journal_store> open_rocksdb_store(const std::string& dir, std::string* error);

@@ -70,24 +70,16 @@ public:
 };
 
 /// A store whose next write takes `delay` longer, as a disk's occasional stall would.
-class stalling_store : public journal_store {
+class stalling_store : public forwarding_store {
 public:
-  explicit stalling_store(std::shared_ptr<journal_store> inner) : inner_(std::move(inner)) {}
+  explicit stalling_store(std::shared_ptr<journal_store> inner)
+      : forwarding_store(std::move(inner)) {}
   std::atomic<int> stall_ms{0};
   rocksdb::Status write(const std::vector<store_op>& ops) override {
     if (auto ms = stall_ms.exchange(0); ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds{ms});
-    return inner_->write(ops);
+    return forwarding_store::write(ops);
   }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root, out);
-  }
-
-private:
-  std::shared_ptr<journal_store> inner_;
 };
 
 class journal_test : public ::testing::Test {

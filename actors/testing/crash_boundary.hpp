@@ -80,12 +80,13 @@ private:
 /// range) is: it comes after the end the harness waits for,
 /// and whether it comes before the node stops is timing. For the same reason the harness
 /// takes the clean run's records when it sees the end, not when the node stops.
-class boundary_store : public journal_store {
+class boundary_store : public forwarding_store {
 public:
   /// `node`: the name boundaries carry ("" for a run of one node).
   boundary_store(std::shared_ptr<fault_store> inner, std::shared_ptr<record_namer> namer,
                  std::string node = "")
-      : inner_(std::move(inner)), namer_(std::move(namer)), node_(std::move(node)) {}
+      : forwarding_store(inner), inner_(std::move(inner)), namer_(std::move(namer)),
+        node_(std::move(node)) {}
 
   /// Crash at `target` (before or after its write) when it comes; `*fired` (if given) is
   /// set then.
@@ -114,12 +115,6 @@ public:
   uint64_t writes() const { return inner_->writes(); }
 
   rocksdb::Status write(const std::vector<store_op>& ops) override;
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
-  }
 
 private:
   std::shared_ptr<fault_store> inner_;

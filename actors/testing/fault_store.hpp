@@ -13,9 +13,9 @@
 
 namespace proctor {
 
-class fault_store : public journal_store {
+class fault_store : public forwarding_store {
 public:
-  explicit fault_store(std::shared_ptr<journal_store> inner) : inner_(std::move(inner)) {}
+  explicit fault_store(std::shared_ptr<journal_store> inner) : forwarding_store(std::move(inner)) {}
 
   // -- fault configuration ----------------------------------------------------------------
 
@@ -79,7 +79,7 @@ public:
     bool crash_here = crash_at_ != 0 && writes_ + 1 == crash_at_;
     if (crash_here && !crash_after_)
       return freeze(g);
-    auto st = inner_->write(ops);
+    auto st = forwarding_store::write(ops);
     if (st.ok())
       ++writes_;
     if (crash_here) {
@@ -87,14 +87,6 @@ public:
       return st;
     }
     return st;
-  }
-
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
   }
 
 private:
@@ -105,7 +97,6 @@ private:
     return rocksdb::Status::IOError("store frozen (simulated crash)");
   }
 
-  std::shared_ptr<journal_store> inner_;
   mutable std::mutex mtx_;
   std::condition_variable cv_;
   uint64_t writes_ = 0;

@@ -29,10 +29,10 @@ struct compaction_log {
 };
 
 /// Watches every write; counts a tree's records after each write that touched it.
-class compaction_store : public journal_store {
+class compaction_store : public forwarding_store {
 public:
   compaction_store(std::shared_ptr<fault_store> inner, std::shared_ptr<compaction_log> log)
-      : inner_(std::move(inner)), log_(std::move(log)) {}
+      : forwarding_store(inner), inner_(std::move(inner)), log_(std::move(log)) {}
   rocksdb::Status write(const std::vector<store_op>& ops) override {
     std::set<uint64_t> roots;
     bool snapshot = false;
@@ -49,7 +49,7 @@ public:
       if (snapshot && log_->crash_at_snapshot > 0 && --log_->crash_at_snapshot == 0)
         inner_->crash_at(1, log_->crash_after);  // this very write
     }
-    auto st = inner_->write(ops);
+    auto st = forwarding_store::write(ops);
     if (!st.ok())
       return st;
     std::lock_guard<std::mutex> g(log_->mtx);
@@ -60,12 +60,6 @@ public:
         log_->max_records[root] = std::max(log_->max_records[root], recs.size());
     }
     return st;
-  }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
   }
 
 private:

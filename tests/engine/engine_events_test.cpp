@@ -28,41 +28,34 @@ namespace {
 
 /// A store that "crashes" (freezes: this write and every later one refused) at the write
 /// holding the `n`th EventDelivered record from the moment it is armed.
-class crash_at_delivery_store : public journal_store {
+class crash_at_delivery_store : public fault_store {
 public:
   explicit crash_at_delivery_store(std::shared_ptr<journal_store> inner)
-      : faults_(std::make_shared<fault_store>(std::move(inner))) {}
+      : fault_store(std::move(inner)) {}
 
   void arm(int n) {
-    std::lock_guard<std::mutex> g(mtx_);
+    std::lock_guard<std::mutex> g(m_);
     left_ = n;
   }
-  fault_store& faults() { return *faults_; }
+  fault_store& faults() { return *this; }
 
   rocksdb::Status write(const std::vector<store_op>& ops) override {
     {
-      std::lock_guard<std::mutex> g(mtx_);
+      std::lock_guard<std::mutex> g(m_);
       if (left_ > 0) {
         for (const auto& op : ops) {
           pb::JournalRecord r;
           if (op.what == store_op::kind::put && r.ParseFromString(op.value) && r.has_delivered()
               && --left_ == 0)
-            faults_->crash_now();
+            crash_now();
         }
       }
     }
-    return faults_->write(ops);
-  }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return faults_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return faults_->read_tree(root_id, out);
+    return fault_store::write(ops);
   }
 
 private:
-  std::shared_ptr<fault_store> faults_;
-  std::mutex mtx_;
+  std::mutex m_;
   int left_ = 0;
 };
 

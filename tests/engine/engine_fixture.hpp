@@ -31,17 +31,18 @@
 namespace proctor::testing {
 
 /// A journal_store that records the order of step commits and undos it is asked to write.
-class recording_store : public journal_store {
+class recording_store : public forwarding_store {
 public:
   struct step_rec {
     uint64_t root = 0, lsn = 0, proc = 0;
     int32_t state = 0;
   };
 
-  explicit recording_store(std::shared_ptr<journal_store> inner) : inner_(std::move(inner)) {}
+  explicit recording_store(std::shared_ptr<journal_store> inner)
+      : forwarding_store(std::move(inner)) {}
 
   rocksdb::Status write(const std::vector<store_op>& ops) override {
-    auto st = inner_->write(ops);
+    auto st = forwarding_store::write(ops);
     if (!st.ok())
       return st;
     std::lock_guard<std::mutex> g(mtx_);
@@ -58,12 +59,6 @@ public:
     }
     return st;
   }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
-  }
 
   std::vector<step_rec> steps(uint64_t root) const {
     std::lock_guard<std::mutex> g(mtx_);
@@ -79,7 +74,6 @@ public:
   }
 
 private:
-  std::shared_ptr<journal_store> inner_;
   mutable std::mutex mtx_;
   std::vector<step_rec> steps_;
   std::vector<uint64_t> undone_;

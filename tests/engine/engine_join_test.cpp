@@ -23,9 +23,10 @@ using testpb::ProbeData;
 
 /// Crashes (fail-stop) the node at the n-th write carrying a record of `kind`, before or
 /// after it is durable.
-class record_crash_store : public journal_store {
+class record_crash_store : public forwarding_store {
 public:
-  explicit record_crash_store(std::shared_ptr<fault_store> inner) : inner_(std::move(inner)) {}
+  explicit record_crash_store(std::shared_ptr<fault_store> inner)
+      : forwarding_store(inner), inner_(std::move(inner)) {}
   void arm(pb::JournalRecord::BodyCase kind, int nth, bool after) {
     std::lock_guard<std::mutex> g(m_);
     kind_ = kind;
@@ -44,13 +45,7 @@ public:
       if (hit && left_ > 0 && --left_ == 0)
         inner_->crash_at(1, after_);  // this very write
     }
-    return inner_->write(ops);
-  }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
+    return forwarding_store::write(ops);
   }
 
 private:

@@ -18,9 +18,8 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/base/peer_status.hpp"
 #include "actors/base/placement.hpp"
-#include "tests/engine/engine_nodes_fixture.hpp"
+#include "tests/engine/engine_group_nodes_fixture.hpp"
 
 namespace proctor::testing {
 namespace {
@@ -28,9 +27,9 @@ namespace {
 /// A node's RocksDB store that dies at the first write carrying a record `trip` names: the
 /// write refused ("before"), or applied and then nothing more ("after"), as a kill at that
 /// moment would leave the directory.
-class trip_store : public journal_store {
+class trip_store : public forwarding_store {
 public:
-  explicit trip_store(std::unique_ptr<journal_store> inner) : inner_(std::move(inner)) {}
+  explicit trip_store(std::unique_ptr<journal_store> inner) : forwarding_store(std::move(inner)) {}
 
   void arm(std::function<bool(const pb::JournalRecord&)> trip, bool after) {
     std::lock_guard<std::mutex> g(mtx_);
@@ -54,20 +53,13 @@ public:
       frozen_ = true;
       return rocksdb::Status::IOError("store frozen (simulated crash) before the write");
     }
-    auto st = inner_->write(ops);
+    auto st = forwarding_store::write(ops);
     if (hit)
       frozen_ = true;
     return st;
   }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
-  }
 
 private:
-  std::unique_ptr<journal_store> inner_;
   std::mutex mtx_;
   std::function<bool(const pb::JournalRecord&)> trip_;
   bool after_ = false;
@@ -76,11 +68,9 @@ private:
 
 const std::vector<std::string> names{"a", "b", "c"};
 
-class nodes_handoff_crash : public nodes_fixture,
+class nodes_handoff_crash : public group_nodes_fixture,
                             public ::testing::WithParamInterface<std::tuple<bool, bool>> {
 protected:
-  nodes_handoff_crash() { group_member_ = true; }
-
   void SetUp() override {
     open_store_ = [this](const std::string& name,
                          const std::string& dir) -> std::shared_ptr<journal_store> {
@@ -100,31 +90,6 @@ protected:
       report(n, true);
     for (const auto& n : names)
       publish(n);
-  }
-
-  struct member_state {
-    int state = pb::ACTIVE;
-    uint64_t since_index = 0;
-  };
-
-  void publish(const std::string& n) {
-    std::vector<cluster_peer> list;
-    for (const auto& [name, m] : members_)
-      list.push_back(
-        cluster_peer{name, node_number_of(name), "", m.state, 1, wall_ms(), m.since_index});
-    if (nodes_.count(n) > 0)
-      caf::anon_send(nodes_.at(n)->executor(), cluster_peers_atom::value, list);
-  }
-
-  pb::Response submit_nonce(const std::string& at, const std::string& nonce, const std::string& key,
-                            std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
-    pb::Request req;
-    auto* s = req.mutable_submit();
-    s->set_type("demo.noop");
-    s->set_args_json(R"({"steps":1})");
-    s->set_nonce(nonce);
-    s->set_key(key);
-    return call(at, req, timeout);
   }
 
   /// The nonce's id, sent through a random node until answered (20 s).
@@ -150,7 +115,6 @@ protected:
     publish(n);
   }
 
-  std::map<std::string, member_state> members_;
   std::map<std::string, std::shared_ptr<trip_store>> stores_;
   std::mt19937 rng_{std::random_device{}()};
 };

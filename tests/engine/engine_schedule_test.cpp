@@ -27,12 +27,12 @@ struct written {
 };
 
 /// Records what it writes into a `written` that outlives it.
-class nonce_store : public journal_store {
+class nonce_store : public forwarding_store {
 public:
   nonce_store(std::shared_ptr<journal_store> inner, std::shared_ptr<written> log)
-      : inner_(std::move(inner)), log_(std::move(log)) {}
+      : forwarding_store(std::move(inner)), log_(std::move(log)) {}
   rocksdb::Status write(const std::vector<store_op>& ops) override {
-    auto st = inner_->write(ops);
+    auto st = forwarding_store::write(ops);
     if (!st.ok())
       return st;
     auto& w = *log_;
@@ -50,15 +50,8 @@ public:
     }
     return st;
   }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
-  }
 
 private:
-  std::shared_ptr<journal_store> inner_;
   std::shared_ptr<written> log_;
 };
 

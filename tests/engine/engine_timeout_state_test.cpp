@@ -17,34 +17,25 @@ namespace {
 
 /// A store that "crashes" (every later write refused) right after the write that journals
 /// a timed-out delivery: the procedure then never commits the step the timeout runs.
-class crash_after_timeout_store : public journal_store {
+class crash_after_timeout_store : public fault_store {
 public:
   explicit crash_after_timeout_store(std::shared_ptr<journal_store> inner)
-      : faults_(std::make_shared<fault_store>(std::move(inner))) {}
-
-  bool frozen() const { return faults_->frozen(); }
+      : fault_store(std::move(inner)) {}
 
   rocksdb::Status write(const std::vector<store_op>& ops) override {
-    std::lock_guard<std::mutex> g(mtx_);
-    auto st = faults_->write(ops);
+    std::lock_guard<std::mutex> g(m_);
+    auto st = fault_store::write(ops);
     for (const auto& op : ops) {
       pb::JournalRecord r;
       if (st.ok() && op.what == store_op::kind::put && r.ParseFromString(op.value)
           && r.has_delivered() && r.delivered().timed_out())
-        faults_->crash_now();
+        crash_now();
     }
     return st;
   }
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return faults_->scan(fn);
-  }
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return faults_->read_tree(root_id, out);
-  }
 
 private:
-  std::shared_ptr<fault_store> faults_;
-  std::mutex mtx_;
+  std::mutex m_;
 };
 
 class timeout_state_test : public passivation_test {
