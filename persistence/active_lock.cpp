@@ -50,36 +50,25 @@ int64_t now_ms() {
     .count();
 }
 
-/// Checks the epoch before each write; everything else passes through.
-class fenced : public journal_store {
+/// Holds the directory's lock for `fenced`: a base before the store's, so destroyed after it.
+struct lock_holder {
+  std::shared_ptr<const active_lock> lock_;
+};
+
+/// Checks the epoch before each write; everything else passes through. Destroyed in reverse:
+/// the database closes (RocksDB's lock released) before the directory's lock, so a standby
+/// that gets the latter finds the former free.
+class fenced : private lock_holder, public forwarding_store {
 public:
   fenced(std::shared_ptr<journal_store> inner, std::shared_ptr<const active_lock> lock)
-      : lock_(std::move(lock)), inner_(std::move(inner)) {}
+      : lock_holder{std::move(lock)}, forwarding_store(std::move(inner)) {}
 
   rocksdb::Status write(const std::vector<store_op>& ops) override {
     std::string why;
     if (!lock_->still_ours(&why))
       return rocksdb::Status::Aborted("fenced off, not writing: " + why);
-    return inner_->write(ops);
+    return forwarding_store::write(ops);
   }
-
-  rocksdb::Status scan(const std::function<bool(const stored_record&)>& fn) override {
-    return inner_->scan(fn);
-  }
-
-  rocksdb::Status read_tree(uint64_t root_id, std::vector<stored_record>* out) override {
-    return inner_->read_tree(root_id, out);
-  }
-
-  rocksdb::Status backup(const std::string& dir, const backup_info& info) override {
-    return inner_->backup(dir, info);
-  }
-
-private:
-  // Destroyed in reverse: the database closes (RocksDB's lock released) before the
-  // directory's lock, so a standby that gets the latter finds the former free.
-  std::shared_ptr<const active_lock> lock_;
-  std::shared_ptr<journal_store> inner_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/base/peer_status.hpp"
+#include "actors/base/placement.hpp"
 #include "tests/engine/engine_nodes_fixture.hpp"
 
 namespace proctor::testing {
@@ -41,6 +42,15 @@ protected:
     s->set_nonce(nonce);
     s->set_key(key);
     return call(at, req, timeout);
+  }
+
+  /// The first of "<prefix>0", "<prefix>1", ... whose slot `owner` owns among `members`.
+  static std::string key_owned_by(const std::vector<std::string>& members, const std::string& owner,
+                                  const std::string& prefix) {
+    const placement::table t(members);
+    for (int i = 0;; ++i)
+      if (auto k = prefix + std::to_string(i); t.owner_of(k) == owner)
+        return k;
   }
 
   std::map<std::string, member_state> members_;

@@ -18,7 +18,6 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/base/placement.hpp"
 #include "tests/engine/engine_group_nodes_fixture.hpp"
 
 namespace proctor::testing {
@@ -133,11 +132,7 @@ TEST_P(nodes_handoff_crash, a_crash_at_a_handoff_write_never_answers_a_nonce_twi
   }
 
   // A key whose slot moves to b when b becomes active.
-  const placement::table after_join(std::vector<std::string>{"a", "b"});
-  std::string moving;
-  for (int i = 0; moving.empty(); ++i)
-    if (after_join.owner(placement::slot_of("late-" + std::to_string(i))) == "b")
-      moving = "late-" + std::to_string(i);
+  const auto moving = key_owned_by({"a", "b"}, "b", "late-");
   uint64_t durable = 0;  // the giver's late nonce's id, if its Submitted became durable
 
   members_["b"] = {pb::ACTIVE, 2};

@@ -151,20 +151,12 @@ TEST_F(nodes_handoff, a_nonce_answers_one_id_through_member_changes_crashes_and_
   run(seed);
 }
 
-/// A nonce whose slot node `owner` owns among `members`.
-std::string nonce_owned_by(const std::vector<std::string>& members, const std::string& owner) {
-  const placement::table t(members);
-  for (int i = 0;; ++i)
-    if (auto n = "lone-" + std::to_string(i); t.owner_of(n) == owner)
-      return n;
-}
-
 // A node restarted before it kept the members' list knows no peer: until the group speaks
 // it is not a node alone that owns every slot (the churn process test met it: node e,
 // SIGKILLed in the middle of its join and started again, answered a nonce c had answered
 // with a new root of its own).
 TEST_F(nodes_handoff, a_node_that_knows_no_peer_yet_takes_no_nonce_before_the_group_speaks) {
-  const auto nonce = nonce_owned_by({"a", "b", "c"}, "a");
+  const auto nonce = key_owned_by({"a", "b", "c"}, "a", "lone-");
   pb::Response first;
   ASSERT_TRUE(eventually([&] {
     first = submit_nonce("b", nonce, "");
@@ -202,7 +194,7 @@ TEST_F(nodes_handoff, a_node_the_group_does_not_list_owns_no_slot) {
   members_["a"].since_index = 2;
   for (const auto& n : names)
     publish(n);
-  const auto nonce = nonce_owned_by({"a", "b", "c"}, "c");
+  const auto nonce = key_owned_by({"a", "b", "c"}, "c", "lone-");
   pb::Response at_c, at_owner;
   ASSERT_TRUE(eventually([&] {
     at_c = submit_nonce("c", nonce, "");
