@@ -446,8 +446,15 @@ TEST_F(cluster_group_nodes, a_cluster_of_peers_moves_to_the_group_one_restart_at
   };
   ASSERT_TRUE(both_active(a2)) << a2.log_tail() << b2.log_tail();
   ASSERT_TRUE(both_active(b2)) << a2.log_tail() << b2.log_tail();
-  // The tree of the --peers days is still answered, from either node.
-  auto seen = b2.ctl({"status", std::to_string(id)}, 30s);
+  // The tree of the --peers days is still answered, from either node (once b's link to the
+  // restarted a is connected again: until then b answers "not connected yet").
+  run_result seen;
+  eventually(
+    [&] {
+      seen = b2.ctl({"status", std::to_string(id)}, 30s);
+      return seen.out.find("SUCCESS") != std::string::npos;
+    },
+    20s, 200ms);
   EXPECT_NE(seen.out.find("SUCCESS"), std::string::npos) << describe(seen);
 
   // --peers dropped: a restarted with the group alone still links to b.
