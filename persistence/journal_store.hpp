@@ -80,9 +80,6 @@ public:
     return inner_->backup(dir, info);
   }
 
-protected:
-  journal_store& inner() { return *inner_; }
-
 private:
   std::shared_ptr<journal_store> inner_;
 };

@@ -70,6 +70,25 @@ void model_apply(record_map* m, const std::vector<store_op>& ops) {
   }
 }
 
+/// Writes `ops` on `s` and, once acknowledged, applies them to `model`.
+::testing::AssertionResult written(journal_store& s, const std::vector<store_op>& ops,
+                                   record_map* model) {
+  auto st = s.write(ops);
+  if (!st.ok())
+    return ::testing::AssertionFailure() << st.ToString();
+  model_apply(model, ops);
+  return ::testing::AssertionSuccess();
+}
+
+/// Every open store of `g` holds exactly `model` (the caller waited for them to apply it).
+void expect_every_store_holds(group& g, const record_map& model) {
+  for (size_t i = 0; i < g.stores.size(); ++i) {
+    if (g.stores[i]) {
+      EXPECT_EQ(contents(*g.stores[i]), model) << "store " << i;
+    }
+  }
+}
+
 // -- encoding --------------------------------------------------------------------------------
 
 TEST(raft_codec, ops_round_trip) {
@@ -213,12 +232,8 @@ TEST(raft_store, replicates_and_refuses_on_followers) {
   EXPECT_TRUE(wait_until([&] { return g.events_of(l) == std::vector<bool>{true}; }, 5s));
 
   record_map model;
-  for (uint64_t i = 0; i < 20; ++i) {
-    auto ops = batch_of(100 + i % 3, 1 + i * 10, 10);
-    auto st = leader.write(ops);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    model_apply(&model, ops);
-  }
+  for (uint64_t i = 0; i < 20; ++i)
+    ASSERT_TRUE(written(leader, batch_of(100 + i % 3, 1 + i * 10, 10), &model));
   // Applied on the leader when write() returned; its loop vouches for it (sure_to_lead) all
   // along while it runs, without a pause.
   EXPECT_EQ(contents(leader), model);
@@ -227,8 +242,7 @@ TEST(raft_store, replicates_and_refuses_on_followers) {
     std::this_thread::sleep_for(50ms);
   }
   ASSERT_TRUE(g.wait_applied(leader.applied_index())) << "followers did not catch up";
-  for (auto& s : g.stores)
-    EXPECT_EQ(contents(*s), model);
+  expect_every_store_holds(g, model);
   std::vector<stored_record> tree;
   ASSERT_TRUE(g.stores[(l + 1) % 3]->read_tree(101, &tree).ok());
   EXPECT_EQ(tree.size(), 70u);
@@ -261,11 +275,8 @@ TEST(raft_store, leader_failover) {
   int l = g.wait_leader();
   ASSERT_GE(l, 0);
   record_map model;
-  for (uint64_t i = 0; i < 10; ++i) {
-    auto ops = batch_of(7, 1 + i * 5, 5);
-    ASSERT_TRUE(g.stores[l]->write(ops).ok());
-    model_apply(&model, ops);
-  }
+  for (uint64_t i = 0; i < 10; ++i)
+    ASSERT_TRUE(written(*g.stores[l], batch_of(7, 1 + i * 5, 5), &model));
   auto old_term = g.stores[l]->term();
   auto t0 = clock_type::now();
   g.close(l);
@@ -280,18 +291,10 @@ TEST(raft_store, leader_failover) {
   EXPECT_GT(g.stores[n]->term(), old_term);
   // Nothing acknowledged before is lost, on either survivor.
   EXPECT_EQ(contents(*g.stores[n]), model);
-  for (uint64_t i = 0; i < 10; ++i) {
-    auto ops = batch_of(8, 1 + i * 5, 5);
-    auto st = g.stores[n]->write(ops);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    model_apply(&model, ops);
-  }
+  for (uint64_t i = 0; i < 10; ++i)
+    ASSERT_TRUE(written(*g.stores[n], batch_of(8, 1 + i * 5, 5), &model));
   ASSERT_TRUE(g.wait_applied(g.stores[n]->applied_index()));
-  for (auto& s : g.stores) {
-    if (s) {
-      EXPECT_EQ(contents(*s), model);
-    }
-  }
+  expect_every_store_holds(g, model);
   // The closed leader told its callback it stopped leading.
   EXPECT_EQ(g.events_of(l), (std::vector<bool>{true, false}));
   EXPECT_TRUE(wait_until([&] { return g.events_of(n) == std::vector<bool>{true}; }, 5s));
@@ -328,8 +331,7 @@ TEST(raft_store, concurrent_writers_bounded_in_flight) {
     for (int i = 0; i < per_writer; ++i)
       model_apply(&model, batch_of(10 + w, 1 + i * 4, 4));
   ASSERT_TRUE(g.wait_applied(g.stores[l]->applied_index()));
-  for (auto& s : g.stores)
-    EXPECT_EQ(contents(*s), model);
+  expect_every_store_holds(g, model);
 }
 
 TEST(raft_store, restarted_replica_catches_up_exactly_once) {
@@ -340,10 +342,8 @@ TEST(raft_store, restarted_replica_catches_up_exactly_once) {
   ASSERT_GE(l, 0);
   size_t f = (l + 1) % 3;
   record_map model;
-  auto write = [&](std::vector<store_op> ops) {
-    auto st = g.stores[l]->write(ops);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    model_apply(&model, ops);
+  auto write = [&](const std::vector<store_op>& ops) {
+    ASSERT_TRUE(written(*g.stores[l], ops, &model));
   };
   for (uint64_t i = 0; i < 10; ++i)
     write(batch_of(1, 1 + i * 10, 10));
@@ -472,10 +472,8 @@ TEST(raft_store, snapshot_install_and_bounded_log) {
   ASSERT_GE(l, 0);
   size_t f = (l + 1) % 3;
   record_map model;
-  auto write = [&](std::vector<store_op> ops) {
-    auto st = g.stores[l]->write(ops);
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    model_apply(&model, ops);
+  auto write = [&](const std::vector<store_op>& ops) {
+    ASSERT_TRUE(written(*g.stores[l], ops, &model));
   };
   write(batch_of(1, 1, 20));
   ASSERT_TRUE(g.wait_applied(g.stores[l]->applied_index()));
@@ -515,8 +513,7 @@ TEST(raft_store, snapshot_install_and_bounded_log) {
   EXPECT_EQ(contents(*g.stores[f]), model);
   write(batch_of(9, 1, 5));
   ASSERT_TRUE(g.wait_applied(leader.applied_index()));
-  for (auto& s : g.stores)
-    EXPECT_EQ(contents(*s), model);
+  expect_every_store_holds(g, model);
 }
 
 TEST(raft_store, throughput_one_client) {
@@ -657,11 +654,8 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   auto& leader = *g.stores[l];
   record_map model;
   std::mutex model_mtx;
-  for (uint64_t i = 0; i < 60; ++i) {
-    auto ops = batch_of(1 + i % 5, 1 + i * 4, 4, 200);
-    ASSERT_TRUE(leader.write(ops).ok());
-    model_apply(&model, ops);
-  }
+  for (uint64_t i = 0; i < 60; ++i)
+    ASSERT_TRUE(written(leader, batch_of(1 + i % 5, 1 + i * 4, 4, 200), &model));
 
   // A fourth replica starts with join: a fresh directory, in no group until it is added.
   raft_member fourth{4, "127.0.0.1:" + std::to_string(free_port()), ""};
@@ -735,10 +729,7 @@ TEST(raft_store, add_a_joining_member_under_load_then_remove_one) {
   g.close(f);
   int other = 3 - l - f;  // the third of the first three
   g.close(other);
-  auto ops = batch_of(20, 1, 3);
-  auto st = leader.write(ops);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  model_apply(&model, ops);
+  ASSERT_TRUE(written(leader, batch_of(20, 1, 3), &model));
   ASSERT_TRUE(
     wait_until([&] { return g.stores[3]->applied_index() >= leader.applied_index(); }, 10s));
   EXPECT_EQ(contents(*g.stores[3]), model);

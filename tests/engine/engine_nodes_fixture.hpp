@@ -75,10 +75,11 @@ protected:
       // The test's store (a crash injected in it): a frozen store is the crash, not a fatal
       // error of the test's process.
       o.on_journal_fatal = [](const std::string&) {};
-      auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-      while (!(store = open_store_(name, o.data_dir)) && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds{10});  // the last one lets go
-      ASSERT_TRUE(store) << "node " << name << ": its store did not open";
+      // The node stopped just before lets go of its directory when its journal's thread ends.
+      ASSERT_TRUE(
+        eventually([&] { return static_cast<bool>(store = open_store_(name, o.data_dir)); },
+                   std::chrono::seconds{10}))
+        << "node " << name << ": its store did not open";
       o.store = store;
     }
     if (group_member_)  // as a node of the cluster group (the test publishes its members)
