@@ -28,7 +28,8 @@ void print_cluster(const pb::ClusterInfo& ci) {
     return;
   }
   std::cout << "cluster " << st.cluster_id() << ": " << st.members_size() << " member(s), "
-            << st.slot_count() << " slots, version " << st.version() << "; group leader "
+            << st.slot_count() << " slots, version " << st.version() << ", feature level "
+            << std::max(1u, st.feature_level()) << "; group leader "
             << (ci.leader_node().empty() ? std::string{"(none known)"} : ci.leader_node())
             << "; asked " << ci.node() << " (" << ci.role() << ", applied index "
             << ci.applied_index() << ")\n";

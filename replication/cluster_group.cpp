@@ -6,10 +6,11 @@
 
 namespace proctor {
 
-std::unique_ptr<cluster_group> cluster_group::open(raft_store_options options, std::string* error) {
+std::unique_ptr<cluster_group> cluster_group::open(raft_store_options options, std::string* error,
+                                                   uint32_t release_level) {
   if (options.write_timeout_ms == 0)
     options.write_timeout_ms = 5000;
-  auto state = std::make_unique<cluster_state>();
+  auto state = std::make_unique<cluster_state>(release_level);
   auto* sm = state.get();
   auto raft = open_raft_group(options, std::move(state), error);
   if (!raft)

@@ -22,7 +22,10 @@ class cluster_group {
 public:
   /// Opens (creating) this node's member of the group in options.dir (libraft's files in
   /// dir/raft) and starts it. null with `error` set on failure (raft_group's reasons).
-  static std::unique_ptr<cluster_group> open(raft_store_options options, std::string* error);
+  /// `release_level`: the feature level its release knows (a test may pose as another
+  /// release: cluster_state.hpp, "Feature levels").
+  static std::unique_ptr<cluster_group> open(raft_store_options options, std::string* error,
+                                             uint32_t release_level = release_feature_level);
 
   struct result {
     /// Not OK when the command was not committed (raft_group::propose: Busy names the

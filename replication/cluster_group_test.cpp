@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -46,6 +47,8 @@ struct cluster_members {
 
   /// With `joining`: member i starts as a member of no group and waits to be added (the
   /// keeper's way); else the group is bootstrapped with every member of `members`.
+  std::vector<uint32_t> levels;  ///< each member's release's feature level (default: this one's)
+
   bool try_open(size_t i, std::string* err, bool joining = false) {
     auto o = base;
     o.id = members[i].id;
@@ -53,7 +56,8 @@ struct cluster_members {
     o.members = members;
     o.join = joining;
     o.dir = root.path + "/member" + std::to_string(i + 1);
-    groups[i] = cluster_group::open(o, err);
+    groups[i] = cluster_group::open(
+      o, err, i < levels.size() && levels[i] != 0 ? levels[i] : release_feature_level);
     return groups[i] != nullptr;
   }
   void open_all() {
@@ -148,6 +152,73 @@ TEST(cluster_group, one_member_founds_and_decides_alone) {
   ASSERT_TRUE(r.status.ok());
   EXPECT_TRUE(r.outcome.applied) << r.outcome.text;
   EXPECT_EQ(find_member(*g.groups[0]->state(), "b")->state(), pb::JOINING);
+}
+
+// A rolling upgrade on real Raft: three members of release level 1 restarted one at a time
+// as releases of level 2. The cluster's level rises in the report of the last one (never
+// before); then a member restarted on the old release stops applying (it replays the log up
+// to the rise and no further) while the other two go on deciding.
+TEST(cluster_group, a_rolling_upgrade_raises_the_level_once_every_member_says_it) {
+  cluster_members g(3);
+  if (g.root.path.empty())
+    GTEST_SKIP() << "no disk file system for libraft";
+  g.levels = {1, 1, 1};
+  g.open_all();
+  ASSERT_GE(g.wait_leader(), 0);
+  const std::vector<std::string> names{"a", "b", "c"};
+  auto at_level = [](pb::ClusterMember m, uint32_t level) {
+    m.set_feature_level(level);
+    return m;
+  };
+  ASSERT_TRUE(g.propose(found(at_level(member("a", 1), 1))).outcome.applied);
+  ASSERT_TRUE(g.propose(join(at_level(member("b", 2), 1))).outcome.applied);
+  ASSERT_TRUE(g.propose(join(at_level(member("c", 3), 1))).outcome.applied);
+  for (size_t i = 0; i < 3; ++i) {
+    // Member i closed and opened again as the new release, which says its level.
+    g.groups[i].reset();
+    g.levels[i] = 2;
+    std::string err;
+    ASSERT_TRUE(g.try_open(i, &err)) << err;
+    auto report = raise(names[i], i + 1, 1);
+    report.mutable_raise_floor()->set_feature_level(2);
+    auto r = g.propose(report);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_TRUE(r.outcome.applied) << r.outcome.text;
+    EXPECT_EQ(cluster_feature_level(*r.state), i < 2 ? 1u : 2u) << "after " << names[i];
+  }
+  const auto risen = g.groups[static_cast<size_t>(g.wait_leader())]->state();
+  ASSERT_TRUE(g.wait_same(risen->version()));
+
+  // a rolled back to the old release: its state machine stops at the command that raised
+  // the level, and it never holds a state it cannot decide.
+  g.groups[0].reset();
+  g.levels[0] = 1;
+  std::string err;
+  ASSERT_TRUE(g.try_open(0, &err)) << err;
+  // The other two still decide (a majority), and a stays behind them.
+  pb::ClusterCommand lim;
+  lim.mutable_set_limit()->mutable_limit()->set_type("t");
+  lim.mutable_set_limit()->mutable_limit()->set_max_running(3);
+  cluster_group::result r;
+  ASSERT_TRUE(wait_until(
+    [&] {
+      for (size_t i = 1; i < 3; ++i)
+        if (g.groups[i]->raft().is_leader()) {
+          r = g.groups[i]->propose(lim);
+          return r.status.ok();
+        }
+      return false;
+    },
+    20s))
+    << r.status.ToString();
+  EXPECT_TRUE(r.outcome.applied) << r.outcome.text;
+  // a hears that the limit is committed; it still does not apply it.
+  ASSERT_TRUE(wait_until(
+    [&] { return g.groups[0]->raft().commit_index() >= r.state->applied_index(); }, 15s));
+  const auto old_view = g.groups[0]->state();
+  EXPECT_EQ(cluster_feature_level(*old_view), 1u);
+  EXPECT_LT(old_view->version(), risen->version());
+  EXPECT_TRUE(old_view->limits().empty());
 }
 
 TEST(cluster_group, members_agree_through_a_leaders_loss_a_restart_and_snapshots) {

@@ -71,6 +71,27 @@ void set_state(pb::ClusterMember* m, pb::MemberState s, uint64_t index, int64_t 
   m->set_since_ms(ms);
 }
 
+/// Why a node of `name` whose release knows `level` may not take part ("" when it may).
+std::string below_cluster_level(const pb::ClusterState& st, std::string_view name, uint32_t level) {
+  const auto cluster = cluster_feature_level(st);
+  if (std::max(1u, level) >= cluster)
+    return "";
+  return quoted(name) + " runs a release of feature level " + std::to_string(std::max(1u, level))
+         + ", below the cluster's " + std::to_string(cluster)
+         + " (its members were all upgraded past it): start it with a release of level "
+         + std::to_string(cluster) + " or above";
+}
+
+/// Raises the cluster's level to the lowest its members taking part know, if that is higher.
+void raise_cluster_level(pb::ClusterState* st) {
+  uint32_t lowest = UINT32_MAX;
+  for (const auto& m : st->members())
+    if (member_takes_part(m))
+      lowest = std::min(lowest, std::max(1u, m.feature_level()));
+  if (lowest != UINT32_MAX && lowest > cluster_feature_level(*st))
+    st->set_feature_level(lowest);
+}
+
 cluster_outcome found(pb::ClusterState* st, const pb::FoundCluster& f, uint64_t index, int64_t ms) {
   const auto& fm = f.founder();
   if (!st->cluster_id().empty()) {
@@ -90,6 +111,7 @@ cluster_outcome found(pb::ClusterState* st, const pb::FoundCluster& f, uint64_t 
     return refused(why);
   st->set_cluster_id(f.cluster_id());
   st->set_slot_count(f.slot_count());
+  st->set_feature_level(std::max(1u, fm.feature_level()));
   auto* m = st->add_members();
   *m = fm;
   m->set_number(number);
@@ -105,6 +127,8 @@ cluster_outcome join(pb::ClusterState* st, const pb::ClusterMember& jm, uint64_t
   if (jm.number() > max_number)
     return refused("node number " + std::to_string(jm.number()) + " is above "
                    + std::to_string(max_number));
+  if (auto why = below_cluster_level(*st, jm.name(), jm.feature_level()); !why.empty())
+    return refused(why);
   auto* e = find_mutable(st, jm.name());
   if (e == nullptr) {
     std::string why;
@@ -132,6 +156,7 @@ cluster_outcome join(pb::ClusterState* st, const pb::ClusterMember& jm, uint64_t
     e->set_client_address(jm.client_address());
     e->set_peer_address(jm.peer_address());
     e->set_group_address(jm.group_address());
+    e->set_feature_level(jm.feature_level());
     return done(who(*e) + " is " + member_state_name(e->state()) + " already"
                 + (moved ? "; its addresses are now " + jm.client_address() + " (clients) and "
                              + jm.peer_address() + " (peers)"
@@ -231,6 +256,11 @@ cluster_outcome raise_floor(pb::ClusterState* st, const pb::RaiseIdFloor& r) {
                    + " is not a member: its report is not taken");
   if (e->state() == pb::FORGOTTEN)
     return refused(who(*e) + " was forgotten: its report is not taken");
+  if (r.feature_level() != 0) {
+    if (auto why = below_cluster_level(*st, e->name(), r.feature_level()); !why.empty())
+      return refused(why);
+    e->set_feature_level(r.feature_level());
+  }
   e->set_id_floor(std::max(e->id_floor(), r.id_floor()));
   e->set_journal_lsn(std::max(e->journal_lsn(), r.journal_lsn()));
   return done(who(*e) + ": ids from " + std::to_string(e->id_floor()) + ", journal at "
@@ -373,12 +403,44 @@ std::vector<std::string> active_members(const pb::ClusterState& state) {
   return out;  // members are kept sorted by name
 }
 
+uint32_t command_feature_level(const pb::ClusterCommand& c) {
+  using K = pb::ClusterCommand::CommandCase;
+  switch (c.command_case()) {  // no default: a kind added without its level does not compile
+    case K::kFound:
+    case K::kJoin:
+    case K::kActivate:
+    case K::kDrain:
+    case K::kRemove:
+    case K::kForget:
+    case K::kRaiseFloor:
+    case K::kSetLimit:
+    case K::kSetSchedule:
+    case K::kScheduleProgress:
+      return 1;
+    case K::COMMAND_NOT_SET:
+      break;
+  }
+  return UINT32_MAX;  // a kind this release does not know
+}
+
+uint32_t cluster_feature_level(const pb::ClusterState& state) {
+  return std::max(1u, state.feature_level());
+}
+
 cluster_outcome apply_cluster_command(pb::ClusterState* state, const pb::ClusterCommand& c,
                                       uint64_t index) {
   using K = pb::ClusterCommand::CommandCase;
   const int64_t ms = c.proposed_ms();
-  if (c.command_case() != K::kFound && c.command_case() != K::COMMAND_NOT_SET
-      && state->cluster_id().empty())
+  if (const auto need = command_feature_level(c); need > cluster_feature_level(*state))
+    return refused(
+      need == UINT32_MAX
+        ? "a command this release does not know (of a newer release, whose commands wait "
+          "until every member runs it; this release knows feature level "
+            + std::to_string(release_feature_level) + ")"
+        : "a command of feature level " + std::to_string(need) + ", above the cluster's "
+            + std::to_string(cluster_feature_level(*state))
+            + ": it is taken once every member runs a release that knows it");
+  if (c.command_case() != K::kFound && state->cluster_id().empty())
     return refused("the cluster is not founded yet (proctor cluster init, on one node)");
   const std::string before = state->SerializeAsString();
   cluster_outcome out;
@@ -413,11 +475,13 @@ cluster_outcome apply_cluster_command(pb::ClusterState* state, const pb::Cluster
     case K::kScheduleProgress:
       out = schedule_progress(state, c.schedule_progress());
       break;
-    default:
-      out = refused("a command this release does not know (proposed by a newer one?)");
+    case K::COMMAND_NOT_SET:
+      break;  // refused above
   }
   // Refused commands change nothing (each rule refuses before it writes); the version counts
   // the commands that changed something, so that nodes compare versions, not states.
+  if (out.applied)
+    raise_cluster_level(state);
   if (out.applied && state->SerializeAsString() != before)
     state->set_version(state->version() + 1);
   return out;
@@ -425,8 +489,21 @@ cluster_outcome apply_cluster_command(pb::ClusterState* state, const pb::Cluster
 
 // -- cluster_state ----------------------------------------------------------------------------
 
-cluster_state::cluster_state() : state_(std::make_shared<pb::ClusterState>()) {
+cluster_state::cluster_state(uint32_t release_level)
+    : release_level_(release_level), state_(std::make_shared<pb::ClusterState>()) {
   // nop
+}
+
+std::string cluster_state::above_release(const pb::ClusterState& next) const {
+  const auto level = cluster_feature_level(next);
+  if (level <= release_level_)
+    return "";
+  return "the cluster applies its commands at feature level " + std::to_string(level)
+         + ", and this release knows up to " + std::to_string(release_level_)
+         + ": it stops applying rather than decide what it does not know; run this node on "
+           "a release of level "
+         + std::to_string(level) + " or above (a downgrade below the cluster's level is not "
+         + "possible once every member was upgraded)";
 }
 
 cluster_state::state_ptr cluster_state::current() const {
@@ -457,6 +534,8 @@ rocksdb::Status cluster_state::apply(uint64_t index, std::string_view entry) {
   auto next = *current();
   const uint64_t version = next.version();
   auto out = apply_cluster_command(&next, c, index);
+  if (auto why = above_release(next); !why.empty())
+    return rocksdb::Status::Aborted(why);  // the Raft store stops applying, saying why
   next.set_applied_index(index);
   const bool changed = next.version() != version;
   std::vector<std::function<void(const state_ptr&)>> subs;
@@ -508,6 +587,8 @@ rocksdb::Status cluster_state::restore(std::string_view data, bool* replaced) {
   *replaced = false;
   if (s.applied_index() <= applied_index())
     return rocksdb::Status::OK();
+  if (auto why = above_release(s); !why.empty())
+    return rocksdb::Status::Aborted(why);
   const uint64_t index = s.applied_index();
   std::vector<std::function<void(const state_ptr&)>> subs;
   state_ptr published;

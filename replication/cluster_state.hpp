@@ -48,6 +48,28 @@ std::string encode_cluster_command(const pb::ClusterCommand& command);
 /// False when `entry` is not one (the padding after it is ignored).
 bool decode_cluster_command(std::string_view entry, pb::ClusterCommand* out);
 
+// -- Feature levels (docs/cluster-group.md, "Rolling upgrades") ---------------------------
+// Every member of the group must decide each command the same way, also while members run
+// different releases. So each release knows the commands and rules up to its feature level,
+// each command kind needs a level, and the cluster applies commands at one level (its
+// state's): a command above it is refused by every member, whichever release it runs (one
+// that does not know the command refuses it too). The level is the founder's at founding and
+// rises, never falls, to the lowest level the members taking part know (each says its own at
+// its join and in its reports); a node whose release is below the cluster's level is refused
+// at its join, and a member whose release finds the state above its level stops applying
+// rather than decide what it does not know (the node then says so; a newer release goes on).
+
+/// The feature level of this release. Raise it with every command kind or rule change a
+/// release adds (and give that command its level in command_feature_level).
+inline constexpr uint32_t release_feature_level = 1;
+
+/// The level `command` needs: its kind's, or above any level this release knows when it is of
+/// a kind this release does not know (a newer release's).
+uint32_t command_feature_level(const pb::ClusterCommand& command);
+
+/// The level the cluster applies commands at (a state from before levels existed: 1).
+uint32_t cluster_feature_level(const pb::ClusterState& state);
+
 /// The rules, as a pure function: `command` applied at Raft `index` to `state` (changed in
 /// place when applied). Deterministic; cluster_state::apply and the tests use it.
 cluster_outcome apply_cluster_command(pb::ClusterState* state, const pb::ClusterCommand& command,
@@ -70,7 +92,9 @@ class cluster_state final : public raft_state_machine {
 public:
   using state_ptr = std::shared_ptr<const pb::ClusterState>;
 
-  cluster_state();
+  /// `release_level`: the feature level this member's release knows (a test may pose as an
+  /// older or newer release).
+  explicit cluster_state(uint32_t release_level = release_feature_level);
 
   /// The state as of the last applied command (never null; empty before the founding).
   state_ptr current() const;
@@ -94,6 +118,10 @@ public:
 private:
   static constexpr size_t kept_outcomes = 4096;
 
+  /// Why this release must not hold `next` ("" when it may): its level is above this one's.
+  std::string above_release(const pb::ClusterState& next) const;
+
+  const uint32_t release_level_;
   mutable std::mutex mtx_;
   state_ptr state_;                                          // mtx_
   std::unordered_map<uint64_t, cluster_outcome> outcomes_;   // mtx_

@@ -303,6 +303,110 @@ TEST(cluster_rules, schedules_are_added_once_changed_by_their_creation_and_only_
   EXPECT_FALSE(r.run(schedule("", 3000)).applied);
 }
 
+pb::ClusterMember at_level(pb::ClusterMember m, uint32_t level) {
+  m.set_feature_level(level);
+  return m;
+}
+pb::ClusterCommand report_level(const std::string& name, uint64_t inc, uint32_t level) {
+  auto c = raise(name, inc, 0, 0);
+  c.mutable_raise_floor()->set_feature_level(level);
+  return c;
+}
+
+TEST(cluster_rules, the_feature_level_rises_to_its_lowest_member_and_never_falls) {
+  rules r;
+  // A founder recorded before levels existed (0) counts as level 1.
+  ASSERT_TRUE(r.run(found("c1", member("a", 1))).applied);
+  EXPECT_EQ(cluster_feature_level(r.st), 1u);
+  ASSERT_TRUE(r.run(join(at_level(member("b", 2), 2))).applied);
+  ASSERT_TRUE(r.run(activate("b", 2)).applied);
+  EXPECT_EQ(cluster_feature_level(r.st), 1u);  // a still knows 1 only
+  // a, upgraded, says so: every member knows 2 now.
+  auto out = r.run(report_level("a", 1, 2));
+  ASSERT_TRUE(out.applied) << out.text;
+  EXPECT_EQ(cluster_feature_level(r.st), 2u);
+  // A node of an older release is refused at its join, and a member's report of a lower
+  // level (a downgrade) is refused: neither changes anything.
+  const auto before = r.st.SerializeAsString();
+  out = r.run(join(at_level(member("c", 3), 1)));
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("feature level 1, below the cluster's 2"), std::string::npos) << out.text;
+  out = r.run(join(member("c", 3)));  // (0: from before levels, so 1)
+  EXPECT_FALSE(out.applied);
+  out = r.run(report_level("b", 2, 1));
+  EXPECT_FALSE(out.applied);
+  out = r.run(join(at_level(member("b", 2), 1)));  // b restarted on an older release
+  EXPECT_FALSE(out.applied);
+  EXPECT_EQ(r.st.SerializeAsString(), before);
+  // A member of a newer release does not raise the level alone; the level never falls when
+  // members leave, and rises when the last member below goes.
+  ASSERT_TRUE(r.run(join(at_level(member("d", 4), 3))).applied);
+  ASSERT_TRUE(r.run(activate("d", 4)).applied);
+  EXPECT_EQ(cluster_feature_level(r.st), 2u);
+  ASSERT_TRUE(r.run(report_level("b", 2, 3)).applied);
+  EXPECT_EQ(cluster_feature_level(r.st), 2u);  // a knows 2
+  ASSERT_TRUE(r.run(forget("a", 1)).applied);
+  EXPECT_EQ(cluster_feature_level(r.st), 3u);
+  ASSERT_TRUE(r.run(report_level("b", 2, 3)).applied);
+  ASSERT_TRUE(r.run(drain("d")).applied);
+  ASSERT_TRUE(r.run(remove("d", 4)).applied);
+  EXPECT_EQ(cluster_feature_level(r.st), 3u);
+  // a, forgotten at level 2, cannot come back on that release even as a new incarnation.
+  EXPECT_FALSE(r.run(join(at_level(member("a", 5), 2))).applied);
+  EXPECT_TRUE(r.run(join(at_level(member("a", 5), 3))).applied);
+}
+
+TEST(cluster_rules, a_command_this_release_does_not_know_is_refused_and_changes_nothing) {
+  rules r;
+  ASSERT_TRUE(r.run(found("c1", member("a", 1))).applied);
+  ASSERT_TRUE(r.run(join(member("b", 2))).applied);
+  const auto before = r.st.SerializeAsString();
+  // A newer release's command: a oneof case this release parses as an unknown field.
+  pb::ClusterCommand c;
+  c.set_request_id(9);
+  c.GetReflection()->MutableUnknownFields(&c)->AddLengthDelimited(40, "a newer command");
+  pb::ClusterCommand parsed;
+  ASSERT_TRUE(parsed.ParseFromString(c.SerializeAsString()));
+  EXPECT_EQ(parsed.command_case(), pb::ClusterCommand::COMMAND_NOT_SET);
+  EXPECT_EQ(command_feature_level(parsed), UINT32_MAX);
+  auto out = r.run(parsed);
+  EXPECT_FALSE(out.applied);
+  EXPECT_NE(out.text.find("newer release"), std::string::npos) << out.text;
+  EXPECT_EQ(r.st.SerializeAsString(), before);
+  // Every command kind this release knows is at or below its level (a kind added without a
+  // level does not compile: command_feature_level's switch has no default).
+  for (const auto& k : {found("c1", member("a", 1)), join(member("b", 2)), activate("b", 2),
+                        drain("b"), remove("b", 2), forget("b", 2), raise("b", 2, 1, 1),
+                        limit("t", 1), schedule("s", 1), progress("s", 1, 1)})
+    EXPECT_LE(command_feature_level(k), release_feature_level) << k.ShortDebugString();
+}
+
+TEST(cluster_state_machine, a_release_below_the_clusters_level_stops_applying_and_says_why) {
+  // Founded by a release of level 2: one of level 1 must not decide its commands.
+  auto f = encode_cluster_command(found("c1", at_level(member("a", 1), 2)));
+  cluster_state old_release(1);
+  auto st = old_release.apply(1, f);
+  EXPECT_TRUE(st.IsAborted()) << st.ToString();
+  EXPECT_NE(st.ToString().find("feature level 2, and this release knows up to 1"),
+            std::string::npos)
+    << st.ToString();
+  EXPECT_EQ(old_release.applied_index(), 0u);
+  EXPECT_TRUE(old_release.current()->cluster_id().empty());  // nothing published
+
+  cluster_state new_release(2);
+  ASSERT_TRUE(new_release.apply(1, f).ok());
+  EXPECT_EQ(cluster_feature_level(*new_release.current()), 2u);
+  new_release.begin_snapshot(1);
+  std::vector<std::string> chunks;
+  ASSERT_TRUE(new_release.serialize_snapshot(&chunks).ok());
+  new_release.end_snapshot();
+  ASSERT_EQ(chunks.size(), 1u);
+  bool replaced = false;
+  EXPECT_TRUE(old_release.restore(chunks[0], &replaced).IsAborted());
+  EXPECT_FALSE(replaced);
+  EXPECT_EQ(old_release.applied_index(), 0u);
+}
+
 TEST(cluster_state_machine, an_entry_tells_its_length_so_padding_is_ignored) {
   auto c = join(member("b", 2));
   c.set_request_id(7);
@@ -379,7 +483,7 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
   auto pick = [&](uint64_t n) { return rng() % n; };
   const std::vector<std::string> names{"a", "b", "c", "d", "e", "f"};
 
-  cluster_state sm;
+  cluster_state sm(3);                  // a release that knows every level the run uses
   std::unique_ptr<cluster_state> copy;  // restored from a snapshot, then fed the same entries
   uint64_t index = 0;
   for (int step = 0; step < 3000; ++step) {
@@ -388,10 +492,13 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
     pb::ClusterCommand c;
     switch (pick(10)) {
       case 0:
-        c = found(pick(2) ? "c1" : "c2", member(name, inc));
+        c =
+          found(pick(2) ? "c1" : "c2", at_level(member(name, inc), static_cast<uint32_t>(pick(4))));
         break;
       case 1:
-        c = join(member(name, inc, pick(4) == 0 ? static_cast<uint32_t>(1 + pick(4095)) : 0));
+        c =
+          join(at_level(member(name, inc, pick(4) == 0 ? static_cast<uint32_t>(1 + pick(4095)) : 0),
+                        static_cast<uint32_t>(pick(4))));
         break;
       case 2:
         c = activate(name, inc);
@@ -407,6 +514,8 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
         break;
       case 6:
         c = raise(name, inc, pick(1u << 20), pick(1000));
+        if (pick(3) == 0)
+          c.mutable_raise_floor()->set_feature_level(static_cast<uint32_t>(pick(4)));
         break;
       case 7:
         c = limit("t" + std::to_string(pick(3)), static_cast<uint32_t>(pick(3)), pick(3) == 0);
@@ -465,6 +574,16 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
         }
       }
     }
+    // The feature level never falls; every member taking part knows it, and the lowest of
+    // them is it (once the cluster has one).
+    ASSERT_GE(cluster_feature_level(after), cluster_feature_level(before));
+    uint32_t lowest = UINT32_MAX;
+    for (const auto& m : after.members())
+      if (member_takes_part(m))
+        lowest = std::min(lowest, std::max(1u, m.feature_level()));
+    if (lowest != UINT32_MAX) {
+      ASSERT_EQ(lowest, cluster_feature_level(after));
+    }
     // No member ever disappears, and the founding never changes.
     for (const auto& m : before.members()) {
       ASSERT_NE(find_member(after, m.name()), nullptr);
@@ -478,7 +597,7 @@ TEST(cluster_state_machine, random_commands_keep_the_invariants) {
       std::vector<std::string> chunks;
       ASSERT_TRUE(sm.serialize_snapshot(&chunks).ok());
       sm.end_snapshot();
-      copy = std::make_unique<cluster_state>();
+      copy = std::make_unique<cluster_state>(3);
       bool replaced = false;
       ASSERT_TRUE(copy->restore(chunks[0], &replaced).ok());
       ASSERT_TRUE(replaced);

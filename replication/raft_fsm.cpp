@@ -20,7 +20,7 @@ void fail(raft_fsm_binding* b, const rocksdb::Status& st) {
   if (b->failed)
     return;
   b->failed = true;
-  spdlog::error("raft replica {}: applying to the database failed, the replica stops applying: {}",
+  spdlog::error("raft replica {}: an entry cannot be applied, the replica stops applying: {}",
                 b->name, st.ToString());
   if (b->on_fatal)
     b->on_fatal(st);

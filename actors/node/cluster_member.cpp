@@ -57,6 +57,7 @@ pb::ClusterMember cluster_member::core::self_member() const {
   m.set_client_address(setup.client_address);
   m.set_peer_address(setup.client_address);
   m.set_group_address(setup.group_address);
+  m.set_feature_level(release_feature_level);
   if (setup.next_id)
     m.set_id_floor(setup.next_id());
   return m;
@@ -213,7 +214,10 @@ void cluster_member::core::report_loop() {
     const uint64_t lsn = setup.durable_lsn ? setup.durable_lsn() : 0;
     const auto now = std::chrono::steady_clock::now();
     const bool moved = id > me->id_floor() || lsn > me->journal_lsn();
-    if (!moved || (id < me->id_floor() + report_ids && now - last < report_every))
+    // A release of another level than the group recorded for it (upgraded, or a member
+    // recorded before levels existed) says so at once: the cluster's level waits for it.
+    const bool level_told = me->feature_level() == release_feature_level;
+    if (level_told && (!moved || (id < me->id_floor() + report_ids && now - last < report_every)))
       continue;
     pb::Request req;
     req.mutable_cluster()->set_op(pb::ClusterRequest::PROPOSE);
@@ -222,6 +226,8 @@ void cluster_member::core::report_loop() {
     f->set_incarnation(setup.incarnation);
     f->set_id_floor(id);
     f->set_journal_lsn(lsn);
+    if (!level_told)
+      f->set_feature_level(release_feature_level);
     pb::Response r;
     if (r.ParseFromString(propose_or_forward(std::move(req))) && r.code() == pb::Response::OK)
       last = now;

@@ -1,5 +1,6 @@
 #include "actors/wire/json/cluster_json.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <map>
@@ -49,6 +50,7 @@ std::string cluster_to_json(const pb::ClusterInfo& ci) {
       {"group_role", r == group_role.end() ? std::string{} : r->second},
       {"id_floor", m.id_floor()},
       {"journal_lsn", m.journal_lsn()},
+      {"feature_level", std::max(1u, m.feature_level())},
       {"since", m.since_ms() <= 0 ? ordered_json(nullptr) : ordered_json(utc_text(m.since_ms()))},
       {"since_index", m.since_index()}});
   }
@@ -58,6 +60,7 @@ std::string cluster_to_json(const pb::ClusterInfo& ci) {
                  {"cluster_id", st.cluster_id()},
                  {"slot_count", st.slot_count()},
                  {"version", st.version()},
+                 {"feature_level", st.cluster_id().empty() ? 0u : std::max(1u, st.feature_level())},
                  {"leader", ci.leader_node()},
                  {"applied_index", ci.applied_index()},
                  {"members", std::move(members)},
