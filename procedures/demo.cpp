@@ -1,250 +1,22 @@
+// The built-in demo procedures (demo.hpp): demo.forward, demo.flaky, demo.wait_event,
+// demo.call, demo.noop, demo.reconcile, demo.fanout and the timers here; demo.ledger and
+// demo.race in demo_ledger.cpp. Their arguments: demo.proto.
 #include "procedures/demo.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cinttypes>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
 
+#include "procedures/internal/demo_files.hpp"
+
 namespace proctor {
 
+namespace demo_detail {
 namespace {
-
-namespace fs = std::filesystem;
-
-/// Creates `path` if missing (idempotent); throws on I/O errors (a crash: retried).
-void touch(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(errno));
-  ::close(fd);
-}
-
-/// Appends `line` and a newline to `path`, creating it (one write(2) with O_APPEND: whole
-/// lines, also from several processes); throws on I/O errors (a crash: retried).
-void append_line(const fs::path& path, std::string line) {
-  line += '\n';
-  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot create " + path.string() + ": " + std::strerror(errno));
-  auto n = ::write(fd, line.data(), line.size());
-  int err = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(line.size()))
-    throw std::runtime_error("cannot append to " + path.string() + ": "
-                             + (n < 0 ? std::strerror(err) : "a short write"));
-}
-
-/// Removes `path` if present (idempotent).
-void remove_file(const fs::path& path) {
-  std::error_code ec;
-  fs::remove(path, ec);
-  if (ec)
-    throw std::runtime_error("cannot remove " + path.string() + ": " + ec.message());
-}
-
-/// Runs `write` under the fencing token `t` of a step or undo of procedure `id`, when
-/// `fence_dir` is set: `<fence_dir>/<id>` holds the newest token seen ("epoch seq"); an older
-/// `t` is refused (throws: the run is a deposed leader's, and none of its effects may land),
-/// else `t` is recorded and `write` runs, both under an exclusive flock, so that a newer
-/// leader's run that comes meanwhile waits for the write and then sees its token. The lock is
-/// awaited for at most 10 s (its holder may be a frozen process), then the run throws and is
-/// retried.
-template <class Write>
-void fenced(const std::string& fence_dir, uint64_t id, const fencing_token& t, Write&& write) {
-  if (fence_dir.empty())
-    return write();
-  auto path = (fs::path(fence_dir) / std::to_string(id)).string();
-  int fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }  // (releases the flock)
-  } guard{fd};
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      throw std::runtime_error("cannot lock " + path + ": " + std::strerror(errno));
-    if (std::chrono::steady_clock::now() > until)
-      throw std::runtime_error("demo.ledger: fence " + path + " held for 10 s by another run");
-    std::this_thread::sleep_for(std::chrono::milliseconds{5});
-  }
-  char buf[64] = {};
-  auto n = ::pread(fd, buf, sizeof buf - 1, 0);
-  fencing_token seen;
-  if (n > 0)
-    std::sscanf(buf, "%" SCNu64 " %" SCNu64, &seen.epoch, &seen.seq);
-  if (t < seen)
-    throw std::runtime_error("demo.ledger: fenced: procedure " + std::to_string(id) + "'s token "
-                             + t.str() + " is older than " + seen.str()
-                             + " (a newer leader ran it): refused");
-  auto text = std::to_string(t.epoch) + " " + std::to_string(t.seq) + "\n";
-  if (::ftruncate(fd, 0) != 0
-      || ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()))
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  write();
-}
-
-/// "" if `dir` is a directory, else why not (never throws: args come from clients).
-std::string check_dir(const std::string& dir) {
-  std::error_code ec;
-  if (fs::is_directory(dir, ec))
-    return {};
-  bool unusual = ec && ec != std::errc::no_such_file_or_directory;
-  return "ledger_dir '" + dir + "' is not a directory" + (unusual ? " (" + ec.message() + ")" : "");
-}
-
-void nap(int ms) {
-  if (ms > 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds{ms});
-}
-
-/// Sleeps `ms` in slices of at most 10 ms; false, at once, when the step is no longer wanted
-/// (ctx.cancelled(): a cancelled sibling, a stopped subtree).
-bool nap_unless_cancelled(int ms, const context& ctx) {
-  using namespace std::chrono;
-  const auto until = steady_clock::now() + milliseconds{ms};
-  while (!ctx.cancelled()) {
-    auto left = until - steady_clock::now();
-    if (left <= steady_clock::duration::zero())
-      return true;
-    std::this_thread::sleep_for(std::min<steady_clock::duration>(left, milliseconds{10}));
-  }
-  return false;
-}
-
-/// True when `gate_dir` is "" or holds the file `name`: demo.ledger's gates (see demo.proto).
-bool gate_open(const std::string& gate_dir, const std::string& name) {
-  return gate_dir.empty() || fs::exists(fs::path(gate_dir) / name);
-}
-
-// -- demo.ledger --------------------------------------------------------------------------------
-
-class ledger : public state_machine<pb::LedgerData, pb::LedgerState> {
-public:
-  ledger() { on(pb::LEDGER_STEP, &ledger::step, &ledger::undo); }
-
-  std::string validate() const override {
-    const auto& d = typed_data();
-    if (d.ledger_dir().empty())
-      return "ledger_dir is required";
-    if (steps(d) < 0 || d.children() < 0 || d.depth() < 0 || d.step_sleep_ms() < 0)
-      return "steps, children, depth and step_sleep_ms must not be negative";
-    if (d.depth() > 8 || d.children() > 100000)
-      return "depth is limited to 8 and children to 100000";
-    if (!d.gate_dir().empty() && !fs::is_directory(d.gate_dir()))
-      return "gate_dir '" + d.gate_dir() + "' is not a directory";
-    if (!d.fence_dir().empty() && !fs::is_directory(d.fence_dir()))
-      return "fence_dir '" + d.fence_dir() + "' is not a directory";
-    return check_dir(d.ledger_dir());
-  }
-
-private:
-  static int steps(const pb::LedgerData& d) { return d.has_steps() ? d.steps() : 3; }
-  static int fail_at(const pb::LedgerData& d) { return d.has_fail_at() ? d.fail_at() : -1; }
-
-  static fs::path file(const pb::LedgerData& d, const context& ctx, int s) {
-    return fs::path(d.ledger_dir())
-           / (std::to_string(ctx.root_id()) + "." + std::to_string(ctx.id()) + "."
-              + std::to_string(s));
-  }
-
-  outcome step(pb::LedgerData& d, context& ctx) {
-    const auto began = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-    int s = d.step();
-    if (!gate_open(d.gate_dir(), "step." + std::to_string(s))) {
-      nap(2);  // a closed gate must not spin a run slot
-      return yield(pb::LEDGER_STEP);
-    }
-    d.clear_touched();
-    if (s >= steps(d))
-      return done(R"({"steps":)" + std::to_string(s) + "}");
-    if (ctx.is_root() && s == fail_at(d))
-      return fail("demo.ledger: failing at step " + std::to_string(s) + " as asked (fail_at)");
-    if (!nap_unless_cancelled(d.step_sleep_ms(), ctx))
-      return yield(pb::LEDGER_STEP);  // not wanted any more: nothing written, nothing committed
-    // Which process ran the step, and when it began: a test of a frozen leader tells steps
-    // its old leader began after it thawed (none may be) from those it had under way.
-    fenced(d.fence_dir(), ctx.id(), ctx.fencing_token(), [&] {
-      append_line(file(d, ctx, s), std::to_string(::getpid()) + " " + std::to_string(began));
-    });
-    d.set_touched(s);
-    d.set_step(s + 1);
-    if (s == 0 && d.depth() > 0 && d.children() > 0) {
-      pb::LedgerData c = d;
-      c.set_depth(d.depth() - 1);
-      c.set_step(0);
-      c.clear_touched();
-      c.clear_place_on();
-      std::vector<child_spec> kids;
-      const auto& nodes = ctx.nodes();
-      for (int i = 0; i < d.children(); ++i) {
-        auto k = child("demo.ledger", c);
-        if (d.place_on() == "*")
-          k = std::move(k).on_any_node();
-        else if (!d.place_on().empty())
-          k = std::move(k).on_node(d.place_on());
-        else if (d.spread() && nodes.size() > 1)
-          k = std::move(k).on_node(nodes[static_cast<size_t>(i) % nodes.size()]);
-        kids.push_back(std::move(k));
-      }
-      return spawn(std::move(kids), pb::LEDGER_STEP);
-    }
-    if (s + 1 >= steps(d))
-      return done(R"({"steps":)" + std::to_string(s + 1) + "}");
-    return next(pb::LEDGER_STEP);
-  }
-
-  void undo(pb::LedgerData& d, context& ctx) {
-    if (!gate_open(d.gate_dir(), "undo." + std::to_string(d.depth())))
-      throw std::runtime_error("demo.ledger: undo gate closed");
-    nap(d.step_sleep_ms());
-    if (ctx.undo_of_committed_step()) {
-      // The data the step committed says which file it created (none: it only ended).
-      if (d.has_touched()) {
-        fenced(d.fence_dir(), ctx.id(), ctx.fencing_token(),
-               [&] { remove_file(file(d, ctx, d.touched())); });
-        log_undo(d, ctx, d.touched());
-      }
-      return;
-    }
-    // A step that may have run partly started with this data: its file may exist.
-    fenced(d.fence_dir(), ctx.id(), ctx.fencing_token(),
-           [&] { remove_file(file(d, ctx, d.step())); });
-    log_undo(d, ctx, d.step());
-  }
-
-  static void log_undo(const pb::LedgerData& d, const context& ctx, int step) {
-    if (!d.undo_log())
-      return;
-    auto line = (ctx.node().empty() ? std::string{"-"} : ctx.node()) + " "
-                + std::to_string(ctx.id()) + " " + std::to_string(ctx.parent_id()) + " "
-                + std::to_string(step) + "\n";
-    auto path = (fs::path(d.ledger_dir()) / "undo.log").string();
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-      throw std::runtime_error("demo.ledger: cannot open " + path);
-    auto n = ::write(fd, line.data(), line.size());
-    ::close(fd);
-    if (n != static_cast<ssize_t>(line.size()))
-      throw std::runtime_error("demo.ledger: cannot append to " + path);
-  }
-};
-
-// -- demo.flaky ---------------------------------------------------------------------------------
 
 // -- demo.forward ---------------------------------------------------------------------------------
 
@@ -478,69 +250,7 @@ private:
   void nothing(pb::FanoutData&, context&) {}
 };
 
-// -- demo.race ----------------------------------------------------------------------------------
-
-// Join policies (docs/flow-control.md): `children` demo.ledger racers under join::any. The
-// first is quick (one step, no sleep); the others run `steps` steps of `step_sleep_ms` each.
-// The first to end wins; the others are cancelled: stopped at a step boundary, every ledger
-// file they made removed by their undos. Ends with the winner and the cancelled racers.
-// Gates (gate_dir) hold every racer as demo.ledger's do.
-class race : public state_machine<pb::LedgerData, pb::LedgerState> {
-public:
-  race() {
-    on(pb::LEDGER_STEP, &race::start, &race::nothing);
-    on(pb::LEDGER_JOIN, &race::join, &race::nothing);
-  }
-
-  std::string validate() const override {
-    const auto& d = typed_data();
-    if (d.children() < 1 || d.children() > 1000)
-      return "children (the racers) must be within 1..1000";
-    if (d.step_sleep_ms() < 0 || (d.has_steps() && d.steps() < 1))
-      return "steps must be at least 1 and step_sleep_ms not negative";
-    if (d.ledger_dir().empty())
-      return "ledger_dir is required";
-    if (!d.gate_dir().empty() && !fs::is_directory(d.gate_dir()))
-      return "gate_dir '" + d.gate_dir() + "' is not a directory";
-    return check_dir(d.ledger_dir());
-  }
-
-private:
-  outcome start(pb::LedgerData& d, context&) {
-    std::vector<child_spec> kids;
-    for (int i = 0; i < d.children(); ++i) {
-      pb::LedgerData c;
-      c.set_ledger_dir(d.ledger_dir());
-      c.set_gate_dir(d.gate_dir());
-      c.set_undo_log(d.undo_log());
-      c.set_steps(i == 0 ? 1 : (d.has_steps() ? d.steps() : 3));
-      c.set_step_sleep_ms(i == 0 ? 0 : d.step_sleep_ms());
-      kids.push_back(child("demo.ledger", c));
-    }
-    return spawn(std::move(kids), pb::LEDGER_JOIN).join(join::any());
-  }
-
-  outcome join(pb::LedgerData&, context& ctx) {
-    uint64_t winner = 0;
-    int cancelled = 0;
-    for (const auto& c : ctx.children()) {
-      if (c.state == proc_state::success && winner == 0)
-        winner = c.id;
-      cancelled += c.cancelled ? 1 : 0;
-    }
-    return done(R"({"winner":)" + std::to_string(winner) + R"(,"cancelled":)"
-                + std::to_string(cancelled) + "}");
-  }
-  void nothing(pb::LedgerData&, context&) {}
-};
-
 // -- demo.timers / demo.timer ----------------------------------------------------------------
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 class timer : public state_machine<pb::TimerData, pb::TimerState> {
 public:
@@ -631,27 +341,23 @@ private:
 };
 
 }  // namespace
+}  // namespace demo_detail
 
 void register_demo_procedures(registry& r) {
-  r.add<ledger>("demo.ledger");
-  // demo.ledger whose tree fails (and rolls back) once a node holding one of its children
-  // has been unreachable for 5 s, instead of waiting for it (docs/cluster.md).
-  r.add<ledger>("demo.ledger.impatient")
-    .on_node_loss(node_loss_policy::fail_after(std::chrono::seconds{5}));
-  r.add<flaky>("demo.flaky");
-  r.add<forward>("demo.forward")
+  demo_detail::register_demo_ledgers(r);
+  r.add<demo_detail::flaky>("demo.flaky");
+  r.add<demo_detail::forward>("demo.forward")
     .retry({.kind = retry_policy::backoff::fixed,
             .delay = std::chrono::milliseconds{50},
             .max_attempts = 1,
             .max_attempts_past_no_return = 3});
-  r.add<wait_event>("demo.wait_event");
-  r.add<noop>("demo.noop").nonblocking();
-  r.add<reconcile>("demo.reconcile").nonblocking();
-  r.add<call_service>("demo.call");
-  r.add<timers>("demo.timers");
-  r.add<timer>("demo.timer");
-  r.add<fanout>("demo.fanout").nonblocking();
-  r.add<race>("demo.race");
+  r.add<demo_detail::wait_event>("demo.wait_event");
+  r.add<demo_detail::noop>("demo.noop").nonblocking();
+  r.add<demo_detail::reconcile>("demo.reconcile").nonblocking();
+  r.add<demo_detail::call_service>("demo.call");
+  r.add<demo_detail::timers>("demo.timers");
+  r.add<demo_detail::timer>("demo.timer");
+  r.add<demo_detail::fanout>("demo.fanout").nonblocking();
 }
 
 }  // namespace proctor

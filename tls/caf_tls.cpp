@@ -173,10 +173,23 @@ caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd,
                                        const std::string& what, std::string* why) {
   ERR_clear_error();
   try {
-    auto s = caf::openssl::make_session(sys, fd, accepted);
-    if (!s) {
+    // caf::openssl::make_session, with the verify callback set before the handshake's first
+    // step: under load the other side's certificate may arrive, and be refused, within it.
+    caf::openssl::session_ptr s{new caf::openssl::session(sys)};
+    std::string refused;  // noted here until the scribe's own handshake_state takes over
+    bool ok = s->init();
+    if (ok) {
+      note_refused_certificate(s.get()->*member_of(session_ssl{}), &refused);
+      ok = accepted ? s->try_accept(fd) : s->try_connect(fd);
+    }
+    if (!ok) {
       *why = tls_error_text("closed during the handshake");
-      spdlog::warn("TLS with {} failed: {}; connection closed", what, *why);
+      if (refused.empty())
+        spdlog::warn("TLS with {} failed: {}; connection closed", what, *why);
+      else
+        spdlog::warn("TLS with {} failed: {}: its certificate {}; connection closed", what, *why,
+                     refused);
+      return nullptr;
     }
     return s;
   } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 #include <proctor/wire.pb.h>
 
 #include "actors/base/log_rate.hpp"
+#include "actors/cluster/internal/peer_link_state.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "actors/wire/wall_clock.hpp"
@@ -24,16 +25,8 @@
 #include "tls/caf_tls.hpp"
 
 namespace proctor {
-
+namespace peer_link_detail {
 namespace {
-
-using caf::io::connection_handle;
-using caf::io::receive_policy;
-using clock_type = std::chrono::steady_clock;
-
-using link_tick_atom = caf::atom_constant<caf::atom("lnktick")>;
-using link_fd_atom = caf::atom_constant<caf::atom("lnkfd")>;
-using link_close_atom = caf::atom_constant<caf::atom("lnkclose")>;
 
 std::string duration_text(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0)
@@ -41,56 +34,7 @@ std::string duration_text(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + " ms";
 }
 
-struct outstanding {
-  caf::typed_response_promise<std::string> rp;
-  clock_type::time_point sent;
-  clock_type::time_point deadline;
-};
-
-struct link_state {
-  static inline const char* name = "proctor.peer_link";
-  peer_link_config cfg;
-  peer_status status;
-
-  // -- the connection -------------------------------------------------------------------------
-  bool connected = false;
-  connection_handle hdl;
-  uint32_t want = 0;  ///< 0: awaiting a frame header, else the payload's length
-  bool connecting = false;
-  uint64_t attempt = 0;  ///< of the connect in progress (older results are dropped)
-  clock_type::time_point next_connect{};
-  std::chrono::milliseconds backoff{0};
-  size_t address_index = 0;  ///< of cfg.addresses: the one connected or tried next
-  /// cfg.addresses as configured (--peers); those after them were learned from the peer: its
-  /// leader's hint, its group's members (a replica replaced at a new address).
-  size_t configured = 0;
-
-  // -- requests -------------------------------------------------------------------------------
-  uint64_t next_tag = 0;
-  std::unordered_map<uint64_t, outstanding> requests;  ///< by tag
-  uint64_t ping_tag = 0;                               ///< the heartbeat in flight (0: none)
-  uint64_t not_leader_answers = 0;  ///< pings a replica that does not lead answered
-  clock_type::time_point ping_sent{};
-  bool want_types = true;  ///< the next ping asks for the peer's types
-  bool answered = false;   ///< the connection brought an answer (its TLS handshake went through)
-  /// The last answer that could not be matched to a request (unreadable, or untagged):
-  /// when, and what it was, for the requests that then run out of time.
-  clock_type::time_point stray_at{};
-  std::string stray;
-
-  // -- the peer's incarnation (docs/cluster.md, "Incarnations") -------------------------------
-  bool expect_known = false;         ///< the node recovered and said which incarnation it knows
-  caf::actor journal;                ///< records the first incarnation heard
-  bool recording = false;            ///< ... which is being recorded now
-  uint64_t refused_incarnation = 0;  ///< the other incarnation last refused (for the log)
-  /// Incarnations an operator forgot (`node forget`): refused for good, whatever else.
-  std::set<uint64_t> forgotten;
-  /// The peer said it stops in order (a ping with `leaving`): down as "left" until it answers
-  /// again, logged at info and not counted as a failure.
-  bool left = false;
-};
-
-using link_actor = caf::io::stateful_broker<link_state>;
+}  // namespace
 
 /// Learns an address of the peer: a leader it names, a member of its replica group. Kept
 /// after the configured ones (the oldest learned dropped past max_learned); the answer from
@@ -125,12 +69,16 @@ void notify(link_actor* self) {
     self->send(self->state.cfg.parent, peer_status_atom::value, self->state.status);
 }
 
+namespace {
+
 void fail_requests(link_actor* self, const std::string& why) {
   auto requests = std::move(self->state.requests);
   self->state.requests.clear();
   for (auto& [tag, r] : requests)
     r.rp.deliver(caf::make_error(caf::sec::runtime_error, why));
 }
+
+}  // namespace
 
 /// The connection is gone (or never came): the peer is down from now, every request in
 /// flight fails, and the next connect comes after the back-off. `close_now`: close the
@@ -176,6 +124,8 @@ void go_down(link_actor* self, const std::string& reason, bool close_now) {
   }
   fail_requests(self, st.status.unreachable_text());
 }
+
+namespace {
 
 void write_frame(link_actor* self, const std::string& payload) {
   char header[frame_header_bytes];
@@ -235,173 +185,6 @@ void on_connected(link_actor* self, int fd) {
   self->configure_read(st.hdl, receive_policy::exactly(frame_header_bytes));
   spdlog::debug("link to node {}: connected to {}", st.cfg.peer_name, st.status.address);
   send_ping(self);
-}
-
-std::string incarnation_text(uint64_t i) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(i));
-  return buf;
-}
-
-/// The peer answered as incarnation `heard`, which is refused (`why`): down, the refusal
-/// counted and logged at a falling rate (and whenever another incarnation is refused).
-bool refuse_incarnation(link_actor* self, uint64_t heard, const std::string& why) {
-  auto& st = self->state;
-  auto n = ++st.status.refusals;
-  if (log_nth(n) || st.refused_incarnation != heard)
-    spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
-                  st.cfg.peer_name, why, n);
-  st.refused_incarnation = heard;
-  go_down(self, why, false);
-  notify(self);
-  return false;
-}
-
-/// Whether the peer that answered is the incarnation this node knows. Until the node
-/// recovered (it does not know yet), no; the first incarnation heard is journaled before it
-/// is taken (the next heartbeat then finds it known); another one than the journal's makes
-/// the peer down: it came back with an empty journal, and what the old one held is lost.
-/// A peer of a version without incarnations (0) is taken as it is.
-bool incarnation_taken(link_actor* self, uint64_t heard) {
-  auto& st = self->state;
-  auto& s = st.status;
-  if (heard == 0)
-    return true;
-  if (!st.expect_known)
-    return false;  // asked again at the next heartbeat
-  if (st.forgotten.count(heard) > 0)
-    return refuse_incarnation(
-      self, heard,
-      "node " + st.cfg.peer_name + " at " + s.address + " came back as incarnation "
-        + incarnation_text(heard)
-        + ", which an operator forgot (proctor node forget): what it held was declared lost and "
-          "undone elsewhere, so it is refused for good; to bring the name back, start it with "
-          "an empty data directory");
-  if (s.incarnation == heard)
-    return true;
-  if (s.incarnation == 0) {
-    if (!st.recording && st.journal) {
-      st.recording = true;
-      pb::JournalRecord rec;
-      auto* p = rec.mutable_peer_incarnation();
-      p->set_peer(st.cfg.peer_name);
-      p->set_incarnation(heard);
-      p->set_first_seen_ms(wall_ms());
-      journal_batch b;
-      b.entries.push_back(make_entry(journal_keys::meta_root, rec));
-      self->request(st.journal, caf::infinite, append_atom::value, std::move(b))
-        .then(
-          [self, heard](uint64_t) {
-            auto& st = self->state;
-            st.recording = false;
-            st.status.incarnation = heard;
-            st.status.journal_lsn = 0;  // the other journal's LSN is not this one's
-            spdlog::info("node {}: incarnation {} recorded (its first answer)", st.cfg.peer_name,
-                         incarnation_text(heard));
-          },
-          [self](caf::error& e) {
-            self->state.recording = false;
-            spdlog::warn("node {}: recording its incarnation failed ({}); tried again",
-                         self->state.cfg.peer_name, caf::to_string(e));
-          });
-    }
-    return false;
-  }
-  return refuse_incarnation(
-    self, heard,
-    "node " + st.cfg.peer_name + " at " + s.address
-      + " came back with another journal (incarnation " + incarnation_text(heard)
-      + "; this node knew " + incarnation_text(s.incarnation)
-      + "): what the node that left held is lost, and the new one's answers are not taken for "
-        "its; once it is lost for good, declare it so on every node that knew it: proctor node "
-        "forget "
-      + st.cfg.peer_name + " --confirm-lost");
-}
-
-void on_pong(link_actor* self, const pb::Response& r) {
-  auto& st = self->state;
-  auto rtt =
-    std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - st.ping_sent);
-  st.ping_tag = 0;
-  st.answered = true;
-  if (r.code() == pb::Response::NOT_LEADER) {
-    // A replica of the node that does not lead it (docs/replication.md): the leader it
-    // names is tried next, wherever it is (a replica replaced at a new address leads there),
-    // else the next address.
-    if (!r.leader().empty())
-      if (auto i = learn_address(self, r.leader())) {
-        const auto n = st.cfg.addresses.size();
-        st.address_index = (*i + n - 1) % n;  // go_down moves on by one
-      }
-    auto n = ++st.not_leader_answers;
-    if (log_nth(n))
-      spdlog::info("link to node {}: {} ({} such answer(s); logged at a falling rate)",
-                   st.cfg.peer_name, r.error(), n);
-    return go_down(self, r.error(), false);
-  }
-  if (r.code() == pb::Response::OK && r.pong().name() == st.cfg.peer_name) {
-    // Ids are the name's, whichever incarnation reports them: an incarnation refused here
-    // (a node restarted empty, not forgotten yet) hands out ids too, and the next one must
-    // begin above them (docs/cluster.md, "Procedure ids"). Its journal's LSN is not taken:
-    // it is another journal's.
-    auto& s = st.status;
-    s.next_id = r.pong().next_id();
-    s.heard_next_id = r.pong().your_next_id();
-    s.heard_incarnation = r.pong().your_incarnation();
-    s.heard_journal_lsn = r.pong().your_journal_lsn();
-    s.heard_forgotten_incarnation = r.pong().your_forgotten_incarnation();
-    s.heard_forgotten_at_ms = r.pong().your_forgotten_at_ms();
-    s.heard = true;
-    s.members.assign(r.pong().members().begin(), r.pong().members().end());
-    s.forgotten.clear();
-    for (const auto& f : r.pong().forgotten())
-      s.forgotten.push_back({f.name(), f.incarnation(), f.at_ms()});
-    if (!incarnation_taken(self, r.pong().incarnation()))
-      return;
-  }
-  if (r.code() != pb::Response::OK || r.pong().name() != st.cfg.peer_name) {
-    auto why = r.code() != pb::Response::OK
-                 ? "it refuses this node: " + r.error()
-                 : st.status.address + " answers as node '" + r.pong().name() + "', not '"
-                     + st.cfg.peer_name + "'";
-    // Every heartbeat gets the same answer until someone fixes --peers: logged at a falling
-    // rate, counted in proctor_peer_refusals_total.
-    auto n = ++st.status.refusals;
-    if (log_nth(n))
-      spdlog::error("link to node {}: {} ({} answer(s) so far; logged at a falling rate)",
-                    st.cfg.peer_name, why, n);
-    go_down(self, why, false);
-    notify(self);  // the count, for the metric, also when the reason stays the same
-    return;
-  }
-  // Every answer goes to the parent, not only a change: its load (`live`) is what
-  // placement on any node weighs.
-  auto& s = st.status;
-  s.rtt_us = rtt.count();
-  s.number = static_cast<uint16_t>(r.pong().number());
-  s.live = r.pong().live();
-  s.started_at_ms = r.pong().started_at_ms();
-  s.group = r.pong().has_group() ? r.pong().group().SerializeAsString() : std::string{};
-  // Its group's members as its leader knows them: where to look when this one goes.
-  for (const auto& m : r.pong().group().replicas())
-    if (!m.address().empty())
-      learn_address(self, m.address());
-  s.journal_lsn = r.pong().journal_lsn();  // (its ids: above, whatever its incarnation)
-  if (st.want_types) {
-    s.types.assign(r.pong().types().begin(), r.pong().types().end());
-    std::sort(s.types.begin(), s.types.end());
-    s.types_known = true;
-    st.want_types = false;
-  }
-  st.backoff = std::chrono::milliseconds{0};
-  if (!s.up) {
-    st.left = false;
-    spdlog::info("node {} is up ({})", st.cfg.peer_name, s.address);
-    s.up = true;
-    s.since_ms = wall_ms();
-    s.reason.clear();
-  }
-  notify(self);
 }
 
 /// An answer that matches no request: it cannot say which request it answers, so it fails
@@ -570,9 +353,10 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
 }
 
 }  // namespace
+}  // namespace peer_link_detail
 
 caf::actor spawn_peer_link(caf::actor_system& sys, peer_link_config cfg) {
-  return sys.middleman().spawn_broker(link_fn, std::move(cfg));
+  return sys.middleman().spawn_broker(peer_link_detail::link_fn, std::move(cfg));
 }
 
 }  // namespace proctor
