@@ -2,13 +2,13 @@
 // that names its leader, a refusal, or an incarnation this node must not take (docs/cluster.md,
 // "Incarnations"): the first one heard is journaled before it is taken.
 #include <algorithm>
-#include <cstdio>
 
 #include <spdlog/spdlog.h>
 
 #include "actors/base/log_rate.hpp"
 #include "actors/cluster/internal/peer_link_state.hpp"
 #include "actors/cluster/outbox.hpp"
+#include "actors/wire/json/cluster_json.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/journal.hpp"
 #include "persistence/keys.hpp"
@@ -16,12 +16,6 @@
 namespace proctor::peer_link_detail {
 
 namespace {
-
-std::string incarnation_text(uint64_t i) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(i));
-  return buf;
-}
 
 /// The peer answered as incarnation `heard`, which is refused (`why`): down, the refusal
 /// counted and logged at a falling rate (and whenever another incarnation is refused).
@@ -53,7 +47,7 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
     return refuse_incarnation(
       self, heard,
       "node " + st.cfg.peer_name + " at " + s.address + " came back as incarnation "
-        + incarnation_text(heard)
+        + incarnation_hex(heard)
         + ", which an operator forgot (proctor node forget): what it held was declared lost and "
           "undone elsewhere, so it is refused for good; to bring the name back, start it with "
           "an empty data directory");
@@ -77,7 +71,7 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
             st.status.incarnation = heard;
             st.status.journal_lsn = 0;  // the other journal's LSN is not this one's
             spdlog::info("node {}: incarnation {} recorded (its first answer)", st.cfg.peer_name,
-                         incarnation_text(heard));
+                         incarnation_hex(heard));
           },
           [self](caf::error& e) {
             self->state.recording = false;
@@ -90,8 +84,8 @@ bool incarnation_taken(link_actor* self, uint64_t heard) {
   return refuse_incarnation(
     self, heard,
     "node " + st.cfg.peer_name + " at " + s.address
-      + " came back with another journal (incarnation " + incarnation_text(heard)
-      + "; this node knew " + incarnation_text(s.incarnation)
+      + " came back with another journal (incarnation " + incarnation_hex(heard)
+      + "; this node knew " + incarnation_hex(s.incarnation)
       + "): what the node that left held is lost, and the new one's answers are not taken for "
         "its; once it is lost for good, declare it so on every node that knew it: proctor node "
         "forget "

@@ -23,18 +23,13 @@
 #include "actors/base/rpc.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/executor/internal/executor_state.hpp"
+#include "actors/wire/json/cluster_json.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/keys.hpp"
 
 namespace proctor::exec_detail {
 
 namespace {
-
-std::string incarnation_hex(uint64_t i) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(i));
-  return buf;
-}
 
 /// The fragments here whose parent ran on `node` (the node that handed out their ids), that
 /// have not ended rolled back: every one there is now, as the node is forgotten (it is down,
