@@ -179,26 +179,20 @@ bool read_backup_info(const std::string& dir, backup_info* out, std::string* err
   return true;
 }
 
-bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
-                    const std::string& node, restore_report* out, std::string* error) {
+bool restored_from(const std::string& backup_dir, const std::string& marker_dir) {
+  std::error_code ec;
+  const auto marker = fs::path(marker_dir) / restored_marker_file;
+  return fs::exists(marker, ec)
+         && file_text(marker) == file_text(fs::path(backup_dir) / backup_info_file);
+}
+
+bool plan_restore(const std::string& backup_dir, const std::string& node, restore_report* out,
+                  std::string* error) {
   if (!read_backup_info(backup_dir, &out->from, error))
     return false;
   if (out->from.node != node) {
     *error = "the backup in " + backup_dir + " is of node '" + out->from.node + "', not of '" + node
              + "': restore it under its own name";
-    return false;
-  }
-  std::error_code ec;
-  const auto marker = fs::path(data_dir) / restored_marker_file;
-  if (fs::exists(fs::path(data_dir) / "CURRENT", ec) && fs::exists(marker, ec)
-      && file_text(marker) == file_text(fs::path(backup_dir) / backup_info_file)) {
-    out->already = true;
-    return true;
-  }
-  if (fs::exists(fs::path(data_dir) / "CURRENT", ec)) {
-    *error = data_dir
-             + " already holds a journal: a backup is restored into an empty data "
-               "directory (move it aside first)";
     return false;
   }
   read_only_db src;
@@ -207,7 +201,7 @@ bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
     *error = "cannot read the backup's journal in " + db_dir + ": " + st.ToString();
     return false;
   }
-  // First pass: nothing is written until the backup is known to be whole and restorable.
+  // Nothing is written until the backup is known to be whole and restorable.
   uint64_t floor = out->from.next_id;
   uint64_t max_lsn = journal_keys::id_floor_lsn;
   std::string spanning;  // trees not ended with parts on other nodes
@@ -233,6 +227,8 @@ bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
       }
   };
   auto st = each_record(src.db.get(), [&](uint64_t root, uint64_t lsn, std::string_view v) {
+    if (root == journal_keys::replica_root)
+      return true;  // the old group's members' directories: not part of what is restored
     ++out->records;
     max_lsn = std::max(max_lsn, lsn);
     if (root == journal_keys::meta_root) {
@@ -274,21 +270,30 @@ bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
              + "): a restore cannot leave room for the ids handed out after the backup";
     return false;
   }
-  // Second pass: copy, leaving the old incarnation and the old id floor behind.
-  std::string open_error;
-  auto dst = open_rocksdb_store(data_dir, &open_error);
-  if (!dst) {
-    *error = open_error;
+  out->next_id = raised;
+  out->next_lsn = max_lsn + 1;
+  return true;
+}
+
+bool copy_restore(const std::string& backup_dir, const restore_report& plan, journal_store& dst,
+                  const std::string& marker_dir, std::string* error) {
+  read_only_db src;
+  auto db_dir = (fs::path(backup_dir) / backup_db_dir).string();
+  if (auto st = open_read_only(db_dir, &src); !st.ok()) {
+    *error = "cannot read the backup's journal in " + db_dir + ": " + st.ToString();
     return false;
   }
+  // Copied, leaving the old incarnation, the old id floor and the old group's replicas behind.
   std::vector<store_op> batch;
   rocksdb::Status wst;
   auto flush = [&] {
     if (!batch.empty() && wst.ok())
-      wst = dst->write(batch);
+      wst = dst.write(batch);
     batch.clear();
   };
-  st = each_record(src.db.get(), [&](uint64_t root, uint64_t lsn, std::string_view v) {
+  auto st = each_record(src.db.get(), [&](uint64_t root, uint64_t lsn, std::string_view v) {
+    if (root == journal_keys::replica_root)
+      return true;
     if (root == journal_keys::meta_root) {
       if (lsn == journal_keys::id_floor_lsn)
         return true;
@@ -308,24 +313,51 @@ bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
   store_op fl;
   fl.root_id = journal_keys::meta_root;
   fl.lsn = journal_keys::id_floor_lsn;
-  fl.value = id_floor_record(raised, max_lsn + 1);
+  fl.value = id_floor_record(plan.next_id, plan.next_lsn);
   batch.push_back(std::move(fl));
   flush();
   if (!st.ok() || !wst.ok()) {
-    dst.reset();
-    *error = "the restore stopped (" + (st.ok() ? wst : st).ToString() + "); remove " + data_dir
-             + " before trying again";
+    *error = "the restore stopped (" + (st.ok() ? wst : st).ToString() + ")";
     return false;
   }
-  dst.reset();  // closed: the marker says the journal is whole
-  if (std::string why;
-      !write_whole(marker, file_text(fs::path(backup_dir) / backup_info_file), &why)) {
-    *error = why + "; the journal in " + data_dir + " is restored, remove it before trying again";
+  return marker_dir.empty() || mark_restored(backup_dir, marker_dir, error);
+}
+
+bool mark_restored(const std::string& backup_dir, const std::string& marker_dir,
+                   std::string* error) {
+  return write_whole(fs::path(marker_dir) / restored_marker_file,
+                     file_text(fs::path(backup_dir) / backup_info_file), error);
+}
+
+bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
+                    const std::string& node, restore_report* out, std::string* error) {
+  std::error_code ec;
+  if (fs::exists(fs::path(data_dir) / "CURRENT", ec)) {
+    if (restored_from(backup_dir, data_dir)) {
+      out->already = true;
+      return true;
+    }
+    *error = data_dir
+             + " already holds a journal: a backup is restored into an empty data "
+               "directory (move it aside first)";
     return false;
   }
-  out->next_id = raised;
-  out->next_lsn = max_lsn + 1;
-  return true;
+  if (!plan_restore(backup_dir, node, out, error))
+    return false;
+  std::string open_error;
+  auto dst = open_rocksdb_store(data_dir, &open_error);
+  if (!dst) {
+    *error = open_error;
+    return false;
+  }
+  bool copied = copy_restore(backup_dir, *out, *dst, "", error);
+  dst.reset();  // closed before the marker is written: the marker says the journal is whole
+  if (copied && !mark_restored(backup_dir, data_dir, error))
+    *error += "; the journal in " + data_dir + " is restored";
+  else if (copied)
+    return true;
+  *error += "; remove " + data_dir + " before trying again";
+  return false;
 }
 
 }  // namespace proctor

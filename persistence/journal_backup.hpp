@@ -20,6 +20,8 @@ class DB;
 
 namespace proctor {
 
+class journal_store;
+
 /// What a BACKUP file says.
 struct backup_info {
   std::string node;          ///< the node's name (empty: an unnamed single node)
@@ -66,8 +68,31 @@ inline constexpr const char* restored_marker_file = "RESTORED";
 /// `node` (a backup of another node is refused). Refuses, writing nothing, a backup holding a tree
 /// not ended whose parts span nodes: its parts elsewhere were resolved when the peers forgot the
 /// old incarnation, so restoring it here would run half a tree (named in the error). False with the
-/// reason.
+/// reason. (plan_restore, copy_restore, then the marker.)
 bool restore_backup(const std::string& backup_dir, const std::string& data_dir,
                     const std::string& node, restore_report* out, std::string* error);
+
+// -- a restore in two halves, for a journal that is not a plain directory (a replica's store,
+//    written through Raft so that every replica added later receives it) ---------------------
+
+/// Whether `marker_dir`'s RESTORED file says it was restored from the backup in `backup_dir`.
+bool restored_from(const std::string& backup_dir, const std::string& marker_dir);
+
+/// The first half: reads and checks the backup for node `node` (whole, of that node, no tree
+/// not ended whose parts span nodes, room for the raised id floor) and plans the copy (out:
+/// from, records, trees, next_id, next_lsn). Writes nothing. False with the reason.
+bool plan_restore(const std::string& backup_dir, const std::string& node, restore_report* out,
+                  std::string* error);
+
+/// The second half: copies the planned backup's records into `dst` (not the old
+/// incarnation's record, not its id floor, not the old replica group's members' directories),
+/// then the raised id floor, then writes the RESTORED marker into `marker_dir` (none when
+/// empty). False with the reason: what was written stays.
+bool copy_restore(const std::string& backup_dir, const restore_report& plan, journal_store& dst,
+                  const std::string& marker_dir, std::string* error);
+
+/// Writes `marker_dir`/RESTORED, naming the backup in `backup_dir`. False with the reason.
+bool mark_restored(const std::string& backup_dir, const std::string& marker_dir,
+                   std::string* error);
 
 }  // namespace proctor

@@ -30,11 +30,10 @@
 #include "actors/node/node_command_line.hpp"
 #include "actors/node/node_flags.hpp"
 #include "actors/node/node_identity.hpp"
+#include "actors/node/node_restore.hpp"
 #include "actors/node/replica_node.hpp"
 #include "actors/node/standby.hpp"
 #include "actors/wire/endpoint.hpp"
-#include "actors/wire/wall_clock.hpp"
-#include "persistence/journal_backup.hpp"
 #include "tls/caf_tls.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
@@ -111,10 +110,18 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     std::cerr << program << ": --join goes with --replica and --replicas\n";
     return 64;
   }
-  if (!f.restore_from.empty() && (!group.empty() || f.standby)) {
+  if (!f.restore_from.empty() && f.standby) {
     std::cerr << program
-              << ": --restore-from starts a plain node (not --replica or --standby): restore "
-                 "it as one, then add replicas (docs/operations.md, \"Backups\")\n";
+              << ": --restore-from starts the active process (not --standby): restore it, then "
+                 "start the standby (docs/operations.md, \"Backups\")\n";
+    return 64;
+  }
+  if (!f.restore_from.empty() && !group.empty()
+      && (group.size() != 1 || f.join || f.recover_group)) {
+    std::cerr << program << ": --restore-from with --replica founds a group of one: --replicas "
+              << "names replica " << f.replica
+              << " alone, without --join or --recover-group; add the others afterwards "
+                 "(`proctor replicas add`, docs/operations.md, \"Backups\")\n";
     return 64;
   }
   if (f.recover_group && (group.empty() || f.join)) {
@@ -195,6 +202,11 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     }
   }
 
+  if (auto why = data_dir_mismatch(f.data_dir, !group.empty()); !why.empty()) {
+    std::cerr << program << ": " << why << "\n";
+    return 1;
+  }
+
   // Signals are taken synchronously by this thread; block them before CAF starts threads.
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -265,6 +277,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     };
 #endif
     std::unique_ptr<replica_node> rn;
+    replica_restore restore;
     if (!group.empty()) {
       // A replica: its store first, its --listen address served by a refusing front, then
       // the wait until it leads (docs/replication.md).
@@ -272,6 +285,11 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       std::filesystem::create_directories(f.data_dir, ec);
       if (auto id = settle_identity(f.data_dir, f.name); !id) {
         std::cerr << program << ": " << error_text(sys, id.error()) << "\n";
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
+      if (std::string err; !plan_replica_restore(f, &restore, &err)) {
+        std::cerr << program << ": --restore-from " << f.restore_from << ": " << err << "\n";
         spdlog::shutdown();
         std::_Exit(1);
       }
@@ -310,27 +328,22 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         spdlog::shutdown();
         std::_Exit(0);
       }
+      // A restore goes through the replicated store: entries of the Raft log, which every
+      // replica added later receives (node_restore.hpp).
+      if (std::string err; !finish_replica_restore(f, restore, *rn->store(), &err)) {
+        std::cerr << program << ": --restore-from " << f.restore_from << ": " << err << "\n";
+        spdlog::critical("--restore-from {}: {}", f.restore_from, err);
+        rn.reset();
+        spdlog::shutdown();
+        std::_Exit(1);
+      }
     }
-    if (!f.restore_from.empty()) {
-      restore_report rr;
-      std::string err;
-      std::error_code ec;
-      std::filesystem::create_directories(f.data_dir, ec);
-      if (!restore_backup(f.restore_from, f.data_dir, f.name, &rr, &err)) {
+    if (!rn && !f.restore_from.empty()) {
+      if (std::string err; !restore_node_journal(f, &err)) {
         std::cerr << program << ": --restore-from " << f.restore_from << ": " << err << "\n";
         spdlog::shutdown();
         std::_Exit(1);
       }
-      if (rr.already)
-        spdlog::info("{} was already restored from the backup in {}: starting on it", f.data_dir,
-                     f.restore_from);
-      else
-        spdlog::warn("restored node {} from the backup in {} (taken at {}, incarnation {:016x}, "
-                     "LSN {}): {} record(s), {} tree(s); a new incarnation, its ids from {}; "
-                     "what the old one did after the backup is not here",
-                     f.name.empty() ? "(unnamed)" : f.name, f.restore_from,
-                     utc_text(rr.from.taken_at_ms), rr.from.incarnation, rr.from.lsn, rr.records,
-                     rr.trees, rr.next_id);
     }
     auto dir = rn ? standby_outcome{} : take_directory(so, f.standby);
     if (!rn && !dir.lock) {
