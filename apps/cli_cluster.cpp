@@ -33,6 +33,10 @@ void print_cluster(const pb::ClusterInfo& ci) {
             << (ci.leader_node().empty() ? std::string{"(none known)"} : ci.leader_node())
             << "; asked " << ci.node() << " (" << ci.role() << ", applied index "
             << ci.applied_index() << ")\n";
+  if (!ci.stopped_applying().empty())
+    std::cout << "warning: " << ci.node() << "'s member stopped applying the group's log at index "
+              << ci.applied_index() << " (what follows is as of then): " << ci.stopped_applying()
+              << "\n";
   std::map<uint64_t, const pb::ClusterGroupMember*> in_group;
   for (const auto& g : ci.group())
     in_group[g.id()] = &g;

@@ -43,6 +43,10 @@ public:
   /// The state as this member applied it (never null).
   cluster_state::state_ptr state() const { return state_->current(); }
 
+  /// Why this member stopped applying the group's log ("" while it applies:
+  /// cluster_state::stopped).
+  std::string stopped_applying() const { return state_->stopped(); }
+
   /// Calls `fn` on the group's loop thread with each new state (it must not block).
   void subscribe(std::function<void(const cluster_state::state_ptr&)> fn) {
     state_->subscribe(std::move(fn));

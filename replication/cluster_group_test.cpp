@@ -223,6 +223,11 @@ TEST(cluster_group, a_rolling_upgrade_raises_the_level_once_every_member_says_it
   EXPECT_EQ(cluster_feature_level(*old_view), 1u);
   EXPECT_LT(old_view->version(), risen->version());
   EXPECT_TRUE(old_view->limits().empty());
+  // ... and says why, for its node to show; the others apply.
+  EXPECT_TRUE(wait_until([&] { return !g.groups[0]->stopped_applying().empty(); }, 15s));
+  EXPECT_NE(g.groups[0]->stopped_applying().find("this release knows up to 1"), std::string::npos)
+    << g.groups[0]->stopped_applying();
+  EXPECT_EQ(g.groups[1]->stopped_applying(), "");
 }
 
 TEST(cluster_group, members_agree_through_a_leaders_loss_a_restart_and_snapshots) {

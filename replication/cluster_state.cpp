@@ -24,6 +24,18 @@ std::string cluster_state::above_release(const pb::ClusterState& next) const {
          + "possible once every member was upgraded)";
 }
 
+rocksdb::Status cluster_state::stop_applying(const std::string& why) {
+  std::lock_guard<std::mutex> g(mtx_);
+  if (stopped_.empty())
+    stopped_ = why;
+  return rocksdb::Status::Aborted(why);
+}
+
+std::string cluster_state::stopped() const {
+  std::lock_guard<std::mutex> g(mtx_);
+  return stopped_;
+}
+
 cluster_state::state_ptr cluster_state::current() const {
   std::lock_guard<std::mutex> g(mtx_);
   return state_;
@@ -53,7 +65,7 @@ rocksdb::Status cluster_state::apply(uint64_t index, std::string_view entry) {
   const uint64_t version = next.version();
   auto out = apply_cluster_command(&next, c, index);
   if (auto why = above_release(next); !why.empty())
-    return rocksdb::Status::Aborted(why);  // the Raft store stops applying, saying why
+    return stop_applying(why);  // the Raft store stops applying, saying why
   next.set_applied_index(index);
   const bool changed = next.version() != version;
   std::vector<std::function<void(const state_ptr&)>> subs;
@@ -106,7 +118,7 @@ rocksdb::Status cluster_state::restore(std::string_view data, bool* replaced) {
   if (s.applied_index() <= applied_index())
     return rocksdb::Status::OK();
   if (auto why = above_release(s); !why.empty())
-    return rocksdb::Status::Aborted(why);
+    return stop_applying(why);
   const uint64_t index = s.applied_index();
   std::vector<std::function<void(const state_ptr&)>> subs;
   state_ptr published;

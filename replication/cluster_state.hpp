@@ -107,6 +107,11 @@ public:
   /// changed it and after a snapshot replaced it. Not called for the state at registration.
   void subscribe(std::function<void(const state_ptr&)> fn);
 
+  /// Why this member stopped applying ("" while it applies): a command's result or a
+  /// snapshot was above this release's feature level. It stays stopped: current() is the
+  /// last state it could hold.
+  std::string stopped() const;
+
   // -- raft_state_machine ------------------------------------------------------------------
   uint64_t applied_index() const override { return applied_.load(std::memory_order_acquire); }
   rocksdb::Status apply(uint64_t index, std::string_view entry) override;
@@ -120,6 +125,8 @@ private:
 
   /// Why this release must not hold `next` ("" when it may): its level is above this one's.
   std::string above_release(const pb::ClusterState& next) const;
+  /// Records `why` as stopped() (the first reason stays) and returns it as Aborted.
+  rocksdb::Status stop_applying(const std::string& why);
 
   const uint32_t release_level_;
   mutable std::mutex mtx_;
@@ -127,6 +134,7 @@ private:
   std::unordered_map<uint64_t, cluster_outcome> outcomes_;   // mtx_
   std::deque<uint64_t> outcome_order_;                       // mtx_: oldest first
   std::vector<std::function<void(const state_ptr&)>> subs_;  // mtx_
+  std::string stopped_;                                      // mtx_
   std::atomic<uint64_t> applied_{0};
   state_ptr pinned_;  // begin_snapshot .. end_snapshot
 };

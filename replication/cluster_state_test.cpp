@@ -385,6 +385,7 @@ TEST(cluster_state_machine, a_release_below_the_clusters_level_stops_applying_an
   // Founded by a release of level 2: one of level 1 must not decide its commands.
   auto f = encode_cluster_command(found("c1", at_level(member("a", 1), 2)));
   cluster_state old_release(1);
+  EXPECT_EQ(old_release.stopped(), "");
   auto st = old_release.apply(1, f);
   EXPECT_TRUE(st.IsAborted()) << st.ToString();
   EXPECT_NE(st.ToString().find("feature level 2, and this release knows up to 1"),
@@ -392,6 +393,9 @@ TEST(cluster_state_machine, a_release_below_the_clusters_level_stops_applying_an
     << st.ToString();
   EXPECT_EQ(old_release.applied_index(), 0u);
   EXPECT_TRUE(old_release.current()->cluster_id().empty());  // nothing published
+  // The reason stays for the node to show (`cluster nodes`, its log).
+  EXPECT_NE(old_release.stopped().find("this release knows up to 1"), std::string::npos)
+    << old_release.stopped();
 
   cluster_state new_release(2);
   ASSERT_TRUE(new_release.apply(1, f).ok());
@@ -405,6 +409,11 @@ TEST(cluster_state_machine, a_release_below_the_clusters_level_stops_applying_an
   EXPECT_TRUE(old_release.restore(chunks[0], &replaced).IsAborted());
   EXPECT_FALSE(replaced);
   EXPECT_EQ(old_release.applied_index(), 0u);
+  EXPECT_EQ(new_release.stopped(), "");
+  // A snapshot alone stops it too.
+  cluster_state fresh_old(1);
+  EXPECT_TRUE(fresh_old.restore(chunks[0], &replaced).IsAborted());
+  EXPECT_NE(fresh_old.stopped().find("feature level 2"), std::string::npos);
 }
 
 TEST(cluster_state_machine, an_entry_tells_its_length_so_padding_is_ignored) {

@@ -198,6 +198,7 @@ void cluster_member::core::publish_members(const pb::ClusterState& st) {
 
 void cluster_member::core::report_loop() {
   auto last = std::chrono::steady_clock::now() - report_every;
+  auto warned = std::chrono::steady_clock::now() - std::chrono::minutes{1};
   while (!stop) {
     {
       std::unique_lock<std::mutex> l(mtx);
@@ -206,6 +207,17 @@ void cluster_member::core::report_loop() {
     auto g = current();
     if (stop || !g || !setup.next_id)
       continue;
+    // A member that stopped applying (its release is below the cluster's level) says so
+    // every minute, not once: the node runs on, but learns no change of the cluster.
+    if (auto why = g->stopped_applying();
+        !why.empty() && std::chrono::steady_clock::now() - warned >= std::chrono::minutes{1}) {
+      warned = std::chrono::steady_clock::now();
+      spdlog::error("node {}: its member of the cluster group stopped applying the group's log "
+                    "at index {}: {}. It runs what it holds and learns no change of the "
+                    "cluster (members, placement, limits, schedules) until it runs such a "
+                    "release; `proctor cluster nodes` on it says so",
+                    setup.node_name, g->raft().applied_index(), why);
+    }
     const auto st = g->state();
     const auto* me = member_of_incarnation(*st, setup.incarnation);
     if (me == nullptr || !member_takes_part(*me))

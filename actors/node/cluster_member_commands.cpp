@@ -253,6 +253,7 @@ std::string cluster_member::core::show() {
   if (const auto* lm = member_of_incarnation(*st, leader.id))
     ci->set_leader_node(lm->name());
   ci->set_applied_index(g->raft().applied_index());
+  ci->set_stopped_applying(g->stopped_applying());
   for (const auto& m : g->raft().members()) {
     auto* gm = ci->add_group();
     gm->set_id(m.id);

@@ -6,7 +6,8 @@
 // add to the pause is asked for by its nonce ("schedule:tick:<ms>", key "schedule:tick")
 // through random nodes: each fire time answers one root of the schedule (none lost), no two
 // answer the same root, and the cluster holds no root of the schedule that no fire time
-// answers (none ran twice).
+// answers (none ran twice). And across a forget: the owner SIGKILLed for good and forgotten,
+// no fire time after its loss is lost.
 #include <chrono>
 #include <optional>
 #include <random>
@@ -216,6 +217,86 @@ TEST_F(cluster_schedules, each_fire_time_runs_once_across_a_drain_a_sigkill_and_
                                << " fire times)\n"
                                << logs();
   EXPECT_GE(ran, 8u) << logs();
+}
+
+// Across a forget (docs/cluster-group.md, "Schedules"): the schedule's owner SIGKILLed for
+// good and forgotten; the next owner of its slot goes on from the group's word and catches up
+// on what came while the owner was dead. Every fire time after the kill answers one root on
+// the nodes left (none lost; before the kill, a fire time's root may be lost with the owner),
+// no two the same, and they hold no root of the schedule that no fire time answers.
+TEST_F(cluster_schedules, no_fire_time_after_its_owners_loss_is_lost_when_it_is_forgotten) {
+  add("a", {"--cluster-init"});
+  ASSERT_TRUE(members_[0].proc->start()) << logs();
+  add("b", {"--seeds", seed_of(0)});
+  ASSERT_TRUE(members_[1].proc->start()) << logs();
+  add("c", {"--seeds", seed_of(1)});
+  ASSERT_TRUE(members_[2].proc->start()) << logs();
+  ASSERT_TRUE(all_see({{"a", "active"}, {"b", "active"}, {"c", "active"}})) << logs();
+  auto add_r = members_[0].proc->ctl({"schedule", "add", "tick", "demo.noop", "--cron",
+                                      "* * * * * *", "--args-json", R"({"steps":1})", "--overlap",
+                                      "allow", "--catch-up", "all"},
+                                     30s);
+  ASSERT_EQ(add_r.exit_code, 0) << describe(add_r) << logs();
+  const auto added_ms = now_ms();
+  auto owner = firing_node({0, 1, 2});
+  ASSERT_TRUE(owner.has_value()) << "the schedule fires nowhere\n" << logs();
+
+  // The owner lost for good; fire times come while it is dead and not yet forgotten.
+  members_[*owner].proc->kill();
+  const auto killed_ms = now_ms();
+  removed_.insert(*owner);
+  std::this_thread::sleep_for(3s);
+  const size_t other = (*owner + 1) % 3;
+  auto forget =
+    members_[other].proc->ctl({"node", "forget", members_[*owner].name, "--confirm-lost"}, 30s);
+  ASSERT_EQ(forget.exit_code, 0) << describe(forget) << logs();
+  std::set<size_t> left;
+  for (size_t i = 0; i < 3; ++i)
+    if (i != *owner)
+      left.insert(i);
+  auto next = firing_node(left);
+  ASSERT_TRUE(next.has_value()) << "the schedule did not move from the forgotten "
+                                << members_[*owner].name << "\n"
+                                << logs();
+  std::this_thread::sleep_for(2s);
+  const auto pausing_ms = now_ms();
+  auto pause = members_[other].proc->ctl({"schedule", "pause", "tick"}, 30s);
+  ASSERT_EQ(pause.exit_code, 0) << describe(pause) << logs();
+  ASSERT_TRUE(eventually(
+    [&] {
+      for (auto i : left)
+        if (!field(show(i), "paused").bool_value())
+          return false;
+      return true;
+    },
+    20s, 200ms))
+    << logs();
+
+  std::set<uint64_t> roots;
+  for (auto i : left)
+    for (auto id : roots_of(i, "demo.noop"))
+      ASSERT_TRUE(roots.insert(id).second) << "root " << id << " listed by two nodes";
+  std::set<uint64_t> answered;
+  size_t ran = 0;
+  for (int64_t t = added_ms / 1000 * 1000 - 2000; t <= pausing_ms / 1000 * 1000 + 2000; t += 1000) {
+    const auto id = probe(t);
+    ASSERT_NE(id, 0u) << logs();
+    ASSERT_TRUE(answered.insert(id).second)
+      << "fire times answered one root twice: " << id << "\nseed " << seed_;
+    if (roots.count(id) != 0) {
+      ++ran;
+    } else {
+      EXPECT_TRUE(t <= killed_ms || t >= pausing_ms)
+        << "fire time " << t << " was lost (owner killed at " << killed_ms
+        << ", forgotten, paused from " << pausing_ms << ")\nseed " << seed_ << "\n"
+        << logs();
+    }
+  }
+  // Every root the nodes left hold answers a fire time.
+  EXPECT_EQ(ran, roots.size()) << "a fire time ran twice, or a root answers none (" << roots.size()
+                               << " roots, " << ran << " fire times)\n"
+                               << logs();
+  EXPECT_GE(ran, 5u) << logs();
 }
 
 }  // namespace

@@ -2,19 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <map>
 
 #include "actors/wire/json/json_writer.hpp"
 #include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
-
-std::string incarnation_hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string member_state_text(pb::MemberState s) {
   auto name = pb::MemberState_IsValid(s) ? pb::MemberState_Name(s) : std::string("unknown");
@@ -63,6 +56,7 @@ std::string cluster_to_json(const pb::ClusterInfo& ci) {
                  {"feature_level", st.cluster_id().empty() ? 0u : std::max(1u, st.feature_level())},
                  {"leader", ci.leader_node()},
                  {"applied_index", ci.applied_index()},
+                 {"stopped_applying", ci.stopped_applying()},
                  {"members", std::move(members)},
                  {"group", std::move(group)}};
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
