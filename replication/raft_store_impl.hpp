@@ -1,5 +1,6 @@
 // raft_store's implementation, shared by raft_store.cpp (the callers' side: options, writes,
-// observers, the notifier thread) and raft_loop.cpp (the loop thread: libraft and libuv).
+// observers, the notifier thread), raft_loop.cpp (the loop thread: libraft and libuv) and
+// raft_observe.cpp (the loop thread's observing of libraft's state).
 //
 // Threading: fields are grouped by who touches them. "loop" fields belong to the loop thread
 // (after start() hands it over, and until the loop thread ends); "shared" fields are guarded
@@ -111,7 +112,7 @@ private:
   void notify(bool leader);  // any thread; queued for the notifier
   void notifier_main();
 
-  // -- loop thread (raft_loop.cpp) ----------------------------------------------------------
+  // -- loop thread (raft_loop.cpp, raft_observe.cpp) ----------------------------------------
   void loop_main(std::promise<std::string>* started);
   std::string init_loop();  // "" or why it failed (then everything is released)
   void on_wake();

@@ -1,9 +1,9 @@
 #include "actors/base/cluster_view.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 
+#include "actors/wire/incarnation_hex.hpp"
 #include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
@@ -242,10 +242,8 @@ std::string cluster_view::pick(const std::string& type, const std::string& self,
 
 std::string journal_forgotten_text(const std::string& node, const std::string& peer,
                                    uint64_t incarnation, int64_t at_ms) {
-  char inc[17];
-  std::snprintf(inc, sizeof inc, "%016llx", static_cast<unsigned long long>(incarnation));
-  return "node " + node + ": node " + peer + " forgot this journal (incarnation " + inc + ") at "
-         + utc_text(at_ms)
+  return "node " + node + ": node " + peer + " forgot this journal (incarnation "
+         + incarnation_hex(incarnation) + ") at " + utc_text(at_ms)
          + " (proctor node forget): what it holds was declared lost there and undone "
            "elsewhere, so it is not carried on. Not serving, and this journal is refused at "
            "every start: empty the data directory (or restore a backup with --restore-from) "

@@ -4,7 +4,6 @@
 // "later", and the sender delivers it again. Each message is safe twice: a spawn of a child held
 // already, an end already journaled, a rollback of a fragment rolled back, a release of a fragment
 // gone — each is acknowledged and does nothing more.
-#include <cstdio>
 
 #include <spdlog/spdlog.h>
 
@@ -14,6 +13,7 @@
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/remote.hpp"
 #include "actors/procedure/tree_status.hpp"
+#include "actors/wire/incarnation_hex.hpp"
 
 namespace proctor::exec_detail {
 
@@ -412,8 +412,7 @@ std::string not_this_incarnation(executor_actor* self, const std::string& from, 
   auto s = self->state.env->cluster->get(from);
   if (inc == 0 || !s)
     return {};
-  char heard[17];
-  std::snprintf(heard, sizeof heard, "%016llx", static_cast<unsigned long long>(inc));
+  const auto heard = incarnation_hex(inc);
   if (s->forgotten_incarnation == inc)
     return "node " + from + " incarnation " + heard + " was forgotten by an operator on node "
            + self->state.env->node_name

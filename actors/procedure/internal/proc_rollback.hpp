@@ -1,6 +1,7 @@
-// Internal: a failed tree's rollback, run by its root (tree_rollback.cpp), and a parent's
-// join policies and the cancellation of its children (proc_cancel.cpp), whose undos run the
-// same way. Their state is rollback_part (proc_rollback_part.hpp).
+// Internal: a failed tree's rollback, run by its root (tree_rollback.cpp; its fragments on
+// other nodes: tree_rollback_remote.cpp), and a parent's join policies and the cancellation
+// of its children (proc_cancel.cpp), whose undos run the same way. Their state is
+// rollback_part (proc_rollback_part.hpp).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,13 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image);
 
 /// Root: shows how far the rollback got (or why it is stuck) in the root's status.
 void publish_rollback(proc_actor* self, std::string waiting_for);
+
+/// "rolling back: N of M undone", for the root's status.
+std::string rollback_progress(const proc_actor_state& st);
+
+/// Root: the rollback plan reached fragment `p` on another node: orders its rollback (once)
+/// and waits for its end (tree_rollback_remote.cpp).
+void order_remote_rollback(proc_actor* self, const proc_image& p);
 
 /// Root: while its rollback waits for a fragment on another node, shows which (and since
 /// when that node is unreachable, if it is).

@@ -8,6 +8,8 @@
 
 #include <proctor/wire.pb.h>
 
+#include "actors/wire/incarnation_hex.hpp"  // as the JSON writes them
+
 namespace proctor {
 
 /// {"node":"a","role":"leader","cluster_id":"…","slot_count":1024,"version":7,
@@ -20,9 +22,6 @@ namespace proctor {
 /// `role`: this node's member of the group ("none": it is in no cluster); `group_role`:
 /// "leader", "voter", "standby", or "" when the member is not in the group's configuration.
 std::string cluster_to_json(const pb::ClusterInfo& ci);
-
-/// An incarnation (or a Raft id) as 16 hex digits.
-std::string incarnation_hex(uint64_t incarnation);
 
 /// "joining", "active", "draining", "left", "forgotten".
 std::string member_state_text(pb::MemberState s);

@@ -1,10 +1,10 @@
 #include "actors/wire/json/status_json.hpp"
 
 #include <cstdint>
-#include <cstdio>
 
 #include <proctor/journal.pb.h>
 
+#include "actors/wire/incarnation_hex.hpp"
 #include "actors/wire/json/json_writer.hpp"
 #include "actors/wire/wall_clock.hpp"
 
@@ -143,9 +143,7 @@ namespace {
 ordered_json incarnation_field(uint64_t i) {
   if (i == 0)
     return nullptr;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(i));
-  return std::string(buf);
+  return incarnation_hex(i);
 }
 
 }  // namespace
