@@ -1,10 +1,10 @@
 // The operator's drills in one sequence (issue 47, "Done when"; docs/operations.md, "Drills"):
 // node b as three replicas and plain nodes w1 and w2, every process and the CLI on mutual TLS,
 // with load all along (trees spread over the three nodes from w1, procedures submitted to b).
-// One after another: b's leader SIGKILLed, b's leader frozen, a follower's machine lost and
-// replaced at a new address, b's majority lost and recovered on its survivor (plus a new
-// replica), w2 lost with its disk and forgotten, w2 started empty under its name, a backup of
-// w2 taken online and restored. Then: every procedure b acknowledged ended SUCCESS with each of
+// One after another: b's leader SIGKILLed, b's leader frozen, a follower's machine lost (its
+// wiped directory started again under its name: refused) and replaced at a new address, b's
+// majority lost and recovered on its survivor (plus a new replica), w2 lost with its disk and
+// forgotten, w2 started empty under its name, a backup of w2 taken online and restored. Then: every procedure b acknowledged ended SUCCESS with each of
 // its steps' ledger files (b lost nothing through four drills); every tree ended; no
 // procedure id was handed out twice (every ledger file names its root and its procedure: no
 // id under two roots, no root id twice); w2's new incarnation and its restored backup handed
@@ -344,6 +344,14 @@ TEST_F(drills, an_operators_drills_under_load_lose_nothing_acknowledged_and_repe
     const int f = (l + 1) % 3;
     b_[f].proc->kill();
     fs::remove_all(b_[f].proc->data_dir());
+    // The operator's mistake first: the wiped machine started again under its old name. It
+    // forgot its Raft term and vote, so it is refused, and the group goes on.
+    ASSERT_TRUE(b_[f].proc->launch());
+    ASSERT_TRUE(eventually([&] { return !b_[f].proc->running(); }, 30s)) << b_[f].proc->log_tail();
+    EXPECT_EQ(b_[f].proc->last_exit_code(), 1);
+    EXPECT_NE(b_[f].proc->log_tail().find("its group knows it by another data directory"),
+              std::string::npos)
+      << b_[f].proc->log_tail();
     auto removed = b_ctl({"replicas", "remove", b_[f].name});
     ASSERT_EQ(removed.exit_code, 0) << describe(removed) << logs();
     replica b4{"b4", free_port(), free_port(), nullptr};
