@@ -179,6 +179,20 @@ bool read_backup_info(const std::string& dir, backup_info* out, std::string* err
   return true;
 }
 
+namespace {
+
+/// The checkpoint in `backup_dir`, opened read-only; false with the reason.
+bool open_backup_journal(const std::string& backup_dir, read_only_db* src, std::string* error) {
+  auto db_dir = (fs::path(backup_dir) / backup_db_dir).string();
+  if (auto st = open_read_only(db_dir, src); !st.ok()) {
+    *error = "cannot read the backup's journal in " + db_dir + ": " + st.ToString();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool restored_from(const std::string& backup_dir, const std::string& marker_dir) {
   std::error_code ec;
   const auto marker = fs::path(marker_dir) / restored_marker_file;
@@ -196,11 +210,8 @@ bool plan_restore(const std::string& backup_dir, const std::string& node, restor
     return false;
   }
   read_only_db src;
-  auto db_dir = (fs::path(backup_dir) / backup_db_dir).string();
-  if (auto st = open_read_only(db_dir, &src); !st.ok()) {
-    *error = "cannot read the backup's journal in " + db_dir + ": " + st.ToString();
+  if (!open_backup_journal(backup_dir, &src, error))
     return false;
-  }
   // Nothing is written until the backup is known to be whole and restorable.
   uint64_t floor = out->from.next_id;
   uint64_t max_lsn = journal_keys::id_floor_lsn;
@@ -278,11 +289,8 @@ bool plan_restore(const std::string& backup_dir, const std::string& node, restor
 bool copy_restore(const std::string& backup_dir, const restore_report& plan, journal_store& dst,
                   const std::string& marker_dir, std::string* error) {
   read_only_db src;
-  auto db_dir = (fs::path(backup_dir) / backup_db_dir).string();
-  if (auto st = open_read_only(db_dir, &src); !st.ok()) {
-    *error = "cannot read the backup's journal in " + db_dir + ": " + st.ToString();
+  if (!open_backup_journal(backup_dir, &src, error))
     return false;
-  }
   // Copied, leaving the old incarnation, the old id floor and the old group's replicas behind.
   std::vector<store_op> batch;
   rocksdb::Status wst;

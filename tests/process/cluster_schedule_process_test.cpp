@@ -110,28 +110,89 @@ protected:
     return parse_id(r.out).value_or(0);
   }
 
+  /// a founds the cluster, b joins through a, c through b; every node sees all three active.
+  void start_three() {
+    add("a", {"--cluster-init"});
+    ASSERT_TRUE(members_[0].proc->start()) << logs();
+    add("b", {"--seeds", seed_of(0)});
+    ASSERT_TRUE(members_[1].proc->start()) << logs();
+    add("c", {"--seeds", seed_of(1)});
+    ASSERT_TRUE(members_[2].proc->start()) << logs();
+    ASSERT_TRUE(all_see({{"a", "active"}, {"b", "active"}, {"c", "active"}})) << logs();
+  }
+
+  /// Schedule "tick" added on node i: demo.noop every second, overlap allowed, catch-up all.
+  void add_tick(size_t i) {
+    auto r = members_[i].proc->ctl({"schedule", "add", "tick", "demo.noop", "--cron", "* * * * * *",
+                                    "--args-json", R"({"steps":1})", "--overlap", "allow",
+                                    "--catch-up", "all"},
+                                   30s);
+    ASSERT_EQ(r.exit_code, 0) << describe(r) << logs();
+  }
+
+  /// "tick" paused on node i, until every node not removed (a node that left hears the
+  /// group no more) shows it paused.
+  void pause_tick(size_t i) {
+    auto r = members_[i].proc->ctl({"schedule", "pause", "tick"}, 30s);
+    ASSERT_EQ(r.exit_code, 0) << describe(r) << logs();
+    ASSERT_TRUE(eventually(
+      [&] {
+        for (size_t k = 0; k < members_.size(); ++k)
+          if (removed_.count(k) == 0 && !field(show(k), "paused").bool_value())
+            return false;
+        return true;
+      },
+      20s, 200ms))
+      << logs();
+  }
+
+  /// Every second from 2 s before `from_ms` to 2 s after `pausing_ms`, asked for by its nonce:
+  /// each answers one root, no two the same; a fire time without a root of the schedule on
+  /// the running nodes is allowed only up to `lost_until_ms` (`window` says why) or from
+  /// `pausing_ms`; every such root answers a fire time, and at least `min_ran` ran.
+  void expect_each_fire_time_once(int64_t from_ms, int64_t lost_until_ms, int64_t pausing_ms,
+                                  const std::string& window, size_t min_ran) {
+    std::set<uint64_t> roots;
+    for (size_t i = 0; i < members_.size(); ++i)
+      if (members_[i].proc->running()) {
+        for (auto id : roots_of(i, "demo.noop"))
+          ASSERT_TRUE(roots.insert(id).second) << "root " << id << " listed by two nodes";
+      }
+    std::set<uint64_t> answered;
+    size_t ran = 0;
+    for (int64_t t = from_ms / 1000 * 1000 - 2000; t <= pausing_ms / 1000 * 1000 + 2000;
+         t += 1000) {
+      const auto id = probe(t);
+      ASSERT_NE(id, 0u) << logs();
+      ASSERT_TRUE(answered.insert(id).second)
+        << "fire times answered one root twice: " << id << "\nseed " << seed_;
+      if (roots.count(id) != 0) {
+        ++ran;
+      } else {
+        EXPECT_TRUE(t <= lost_until_ms || t >= pausing_ms)
+          << "fire time " << t << " was lost (" << window << ", paused from " << pausing_ms
+          << ")\nseed " << seed_ << "\n"
+          << logs();
+      }
+    }
+    EXPECT_EQ(ran, roots.size()) << "a fire time ran twice, or a root answers none ("
+                                 << roots.size() << " roots, " << ran << " fire times)\n"
+                                 << logs();
+    EXPECT_GE(ran, min_ran) << logs();
+  }
+
   std::set<size_t> removed_;
   unsigned seed_ = 0;
   std::mt19937 rng_;
 };
 
 TEST_F(cluster_schedules, each_fire_time_runs_once_across_a_drain_a_sigkill_and_a_remove) {
-  add("a", {"--cluster-init"});
-  ASSERT_TRUE(members_[0].proc->start()) << logs();
-  add("b", {"--seeds", seed_of(0)});
-  ASSERT_TRUE(members_[1].proc->start()) << logs();
-  add("c", {"--seeds", seed_of(1)});
-  ASSERT_TRUE(members_[2].proc->start()) << logs();
-  ASSERT_TRUE(all_see({{"a", "active"}, {"b", "active"}, {"c", "active"}})) << logs();
+  ASSERT_NO_FATAL_FAILURE(start_three());
 
   // Added on c (the group's leader or not), held by every node, fired by one. Fire times up
   // to the add's answer may or may not run (c may answer a second or two after it was asked:
   // it has just joined); every one after it must.
-  auto add_r = members_[2].proc->ctl({"schedule", "add", "tick", "demo.noop", "--cron",
-                                      "* * * * * *", "--args-json", R"({"steps":1})", "--overlap",
-                                      "allow", "--catch-up", "all"},
-                                     30s);
-  ASSERT_EQ(add_r.exit_code, 0) << describe(add_r) << logs();
+  ASSERT_NO_FATAL_FAILURE(add_tick(2));
   const auto added_ms = now_ms();
   ASSERT_TRUE(eventually(
     [&] {
@@ -178,45 +239,12 @@ TEST_F(cluster_schedules, each_fire_time_runs_once_across_a_drain_a_sigkill_and_
   removed_.insert(*first);
   size_t third = 3 - *first - *second;
   const auto pausing_ms = now_ms();  // fire times from here on may or may not run
-  auto pause = members_[third].proc->ctl({"schedule", "pause", "tick"}, 30s);
-  ASSERT_EQ(pause.exit_code, 0) << describe(pause) << logs();
-  ASSERT_TRUE(eventually(
-    [&] {
-      for (size_t i = 0; i < 3; ++i)
-        if (removed_.count(i) == 0 && !field(show(i), "paused").bool_value())
-          return false;  // (the node that left hears the group no more)
-      return true;
-    },
-    20s, 200ms))
-    << logs();
+  ASSERT_NO_FATAL_FAILURE(pause_tick(third));
 
-  // Every root of the schedule the cluster holds (the removed node's too: it still runs).
-  std::set<uint64_t> roots;
-  for (size_t i = 0; i < 3; ++i)
-    for (auto id : roots_of(i, "demo.noop"))
-      ASSERT_TRUE(roots.insert(id).second) << "root " << id << " listed by two nodes";
-  // Every second from before the add to after the pause, asked for by its nonce.
-  std::set<uint64_t> answered;
-  size_t ran = 0;
-  for (int64_t t = added_ms / 1000 * 1000 - 2000; t <= pausing_ms / 1000 * 1000 + 2000; t += 1000) {
-    const auto id = probe(t);
-    ASSERT_NE(id, 0u) << logs();
-    ASSERT_TRUE(answered.insert(id).second)
-      << "fire times answered one root twice: " << id << "\nseed " << seed_;
-    if (roots.count(id) != 0) {
-      ++ran;
-    } else {
-      // No root of that fire time: only up to the add's answer or from the pause's start.
-      EXPECT_TRUE(t <= added_ms || t >= pausing_ms)
-        << "fire time " << t << " was lost (added by " << added_ms << ", paused from " << pausing_ms
-        << ")\nseed " << seed_ << "\n"
-        << logs();
-    }
-  }
-  EXPECT_EQ(ran, roots.size()) << "a fire time ran twice (" << roots.size() << " roots, " << ran
-                               << " fire times)\n"
-                               << logs();
-  EXPECT_GE(ran, 8u) << logs();
+  // Every root of the schedule the cluster holds (the removed node's too: it still runs),
+  // and every second from before the add to after the pause; none lost after the add's answer.
+  expect_each_fire_time_once(added_ms, added_ms, pausing_ms, "added by " + std::to_string(added_ms),
+                             8);
 }
 
 // Across a forget (docs/cluster-group.md, "Schedules"): the schedule's owner SIGKILLed for
@@ -225,18 +253,8 @@ TEST_F(cluster_schedules, each_fire_time_runs_once_across_a_drain_a_sigkill_and_
 // the nodes left (none lost; before the kill, a fire time's root may be lost with the owner),
 // no two the same, and they hold no root of the schedule that no fire time answers.
 TEST_F(cluster_schedules, no_fire_time_after_its_owners_loss_is_lost_when_it_is_forgotten) {
-  add("a", {"--cluster-init"});
-  ASSERT_TRUE(members_[0].proc->start()) << logs();
-  add("b", {"--seeds", seed_of(0)});
-  ASSERT_TRUE(members_[1].proc->start()) << logs();
-  add("c", {"--seeds", seed_of(1)});
-  ASSERT_TRUE(members_[2].proc->start()) << logs();
-  ASSERT_TRUE(all_see({{"a", "active"}, {"b", "active"}, {"c", "active"}})) << logs();
-  auto add_r = members_[0].proc->ctl({"schedule", "add", "tick", "demo.noop", "--cron",
-                                      "* * * * * *", "--args-json", R"({"steps":1})", "--overlap",
-                                      "allow", "--catch-up", "all"},
-                                     30s);
-  ASSERT_EQ(add_r.exit_code, 0) << describe(add_r) << logs();
+  ASSERT_NO_FATAL_FAILURE(start_three());
+  ASSERT_NO_FATAL_FAILURE(add_tick(0));
   const auto added_ms = now_ms();
   auto owner = firing_node({0, 1, 2});
   ASSERT_TRUE(owner.has_value()) << "the schedule fires nowhere\n" << logs();
@@ -260,43 +278,11 @@ TEST_F(cluster_schedules, no_fire_time_after_its_owners_loss_is_lost_when_it_is_
                                 << logs();
   std::this_thread::sleep_for(2s);
   const auto pausing_ms = now_ms();
-  auto pause = members_[other].proc->ctl({"schedule", "pause", "tick"}, 30s);
-  ASSERT_EQ(pause.exit_code, 0) << describe(pause) << logs();
-  ASSERT_TRUE(eventually(
-    [&] {
-      for (auto i : left)
-        if (!field(show(i), "paused").bool_value())
-          return false;
-      return true;
-    },
-    20s, 200ms))
-    << logs();
+  ASSERT_NO_FATAL_FAILURE(pause_tick(other));
 
-  std::set<uint64_t> roots;
-  for (auto i : left)
-    for (auto id : roots_of(i, "demo.noop"))
-      ASSERT_TRUE(roots.insert(id).second) << "root " << id << " listed by two nodes";
-  std::set<uint64_t> answered;
-  size_t ran = 0;
-  for (int64_t t = added_ms / 1000 * 1000 - 2000; t <= pausing_ms / 1000 * 1000 + 2000; t += 1000) {
-    const auto id = probe(t);
-    ASSERT_NE(id, 0u) << logs();
-    ASSERT_TRUE(answered.insert(id).second)
-      << "fire times answered one root twice: " << id << "\nseed " << seed_;
-    if (roots.count(id) != 0) {
-      ++ran;
-    } else {
-      EXPECT_TRUE(t <= killed_ms || t >= pausing_ms)
-        << "fire time " << t << " was lost (owner killed at " << killed_ms
-        << ", forgotten, paused from " << pausing_ms << ")\nseed " << seed_ << "\n"
-        << logs();
-    }
-  }
-  // Every root the nodes left hold answers a fire time.
-  EXPECT_EQ(ran, roots.size()) << "a fire time ran twice, or a root answers none (" << roots.size()
-                               << " roots, " << ran << " fire times)\n"
-                               << logs();
-  EXPECT_GE(ran, 5u) << logs();
+  // Every root the nodes left hold answers a fire time; none after the kill is lost.
+  expect_each_fire_time_once(added_ms, killed_ms, pausing_ms,
+                             "owner killed at " + std::to_string(killed_ms) + ", forgotten", 5);
 }
 
 }  // namespace
