@@ -53,10 +53,17 @@ next_group_change(const pb::ClusterState& state,
     return c;
   };
 
-  // 1. Who does not belong leaves (the leader itself cannot: it stays until another leads).
-  for (const auto& c : config)
-    if (c.id != self && wanted.count(c.id) == 0)
+  // 1. Who does not belong leaves (the leader itself cannot: it stays until another leads);
+  // and so does a member the configuration has at another address than its node now says
+  // (restarted with another --listen or --group-port): 2. brings it back, as a standby at its
+  // new address, with the log it kept (the same Raft id, the same disk).
+  for (const auto& c : config) {
+    if (c.id == self)
+      continue;
+    auto w = wanted.find(c.id);
+    if (w == wanted.end() || w->second->group_address() != c.address)
       return change(membership_change::kind::remove, raft_member{c.id, c.address, c.label});
+  }
 
   // 2. Who belongs and is missing comes in as a standby.
   std::map<uint64_t, const raft_group::member_status*> in_config;

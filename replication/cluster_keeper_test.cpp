@@ -108,6 +108,38 @@ TEST(cluster_keeper_rules, who_leaves_the_cluster_leaves_the_group_but_never_the
   EXPECT_EQ(c->member.id, 7u);
 }
 
+TEST(cluster_keeper_rules, a_member_at_a_new_group_address_leaves_and_comes_back_there) {
+  fixture f;
+  f.member(1, pb::ACTIVE);
+  f.member(2, pb::ACTIVE);
+  f.member(3, pb::ACTIVE);
+  f.in_group(1, role::voter);
+  f.in_group(2, role::voter);
+  f.in_group(3, role::voter);
+  EXPECT_FALSE(f.next());
+  // c restarted with another --group-port: its Raft member moves (out, then in as a standby
+  // at the new address, then a voter again).
+  f.state.mutable_members(2)->set_group_address("127.0.0.1:9999");
+  auto c = f.next();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->what, kind::remove);
+  EXPECT_EQ(c->member.id, 3u);
+  f.config.pop_back();
+  c = f.next();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->what, kind::add_standby);
+  EXPECT_EQ(c->member.address, "127.0.0.1:9999");
+  // The leader's own address is not changed under it: it stays until another leads.
+  f.state.mutable_members(0)->set_group_address("127.0.0.1:9998");
+  f.config.push_back(raft_group::member_status{});
+  f.config.back().id = 3;
+  f.config.back().address = "127.0.0.1:9999";
+  f.config.back().label = "c";
+  f.config.back().role = role::voter;
+  f.config.back().recently_heard = true;
+  EXPECT_FALSE(f.next());
+}
+
 TEST(cluster_keeper_rules, an_unheard_voter_is_replaced_once_the_leader_trusts_the_silence) {
   fixture f;
   for (uint64_t i = 1; i <= 4; ++i)

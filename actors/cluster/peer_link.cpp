@@ -274,6 +274,36 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       return rp;
     },
     [self](peer_status_atom) { return self->state.status; },
+    // Its addresses as the cluster group now says (peer_transport): they replace the
+    // configured ones; the learned ones stay after them. A connection that works stays; the
+    // next connect tries the new list from its start.
+    [self](peer_add_atom, const std::string& text) {
+      auto& st = self->state;
+      std::vector<peer_endpoint> configured;
+      for (size_t at = 0; at <= text.size();) {
+        auto end = std::min(text.find('|', at), text.size());
+        if (auto ep = parse_endpoint(text.substr(at, end - at)))
+          configured.push_back(peer_endpoint{ep->host, ep->port});
+        at = end + 1;
+      }
+      if (configured.empty())
+        return;
+      auto addrs = configured;
+      for (size_t i = st.configured; i < st.cfg.addresses.size(); ++i) {
+        const auto& e = st.cfg.addresses[i];
+        if (std::none_of(addrs.begin(), addrs.end(),
+                         [&](const peer_endpoint& x) { return x.text() == e.text(); }))
+          addrs.push_back(e);
+      }
+      st.cfg.addresses = std::move(addrs);
+      st.configured = configured.size();
+      size_t at = st.cfg.addresses.size();
+      for (size_t i = 0; i < st.cfg.addresses.size(); ++i)
+        if (st.cfg.addresses[i].text() == st.status.address)
+          at = i;
+      // go_down moves on by one: from the last, to the first.
+      st.address_index = at < st.cfg.addresses.size() ? at : st.cfg.addresses.size() - 1;
+    },
     // The peer stops in order (it said so in a ping): down now, as "left", without a warning;
     // it is tried again after a second (its process is going away meanwhile).
     [self](peer_left_atom) {

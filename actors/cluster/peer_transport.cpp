@@ -92,6 +92,8 @@ struct transport_state {
   peer_transport_config cfg;
   std::map<std::string, caf::actor> links;
   std::map<std::string, peer_status> status;
+  /// Each link's addresses as last configured (--peers, or the cluster group's word).
+  std::map<std::string, std::string> addresses;
   std::vector<caf::actor> subscribers;
   /// The journal of the last peer_expect (unset before): a link added later hears it too.
   caf::actor journal;
@@ -112,6 +114,7 @@ void add_link(transport_actor* self, const std::string& name, const peer_address
   auto link = spawn_peer_link(self->system(), lc);
   self->link_to(link);  // a link goes with the transport, and the transport with a link
   self->state.links[name] = link;
+  self->state.addresses[name] = addr.text();
   auto& s = self->state.status[name];
   s.name = name;
   s.address = addr.endpoints.front().text();
@@ -195,12 +198,26 @@ caf::behavior transport_fn(transport_actor* self, peer_transport_config cfg) {
     // A node that joined the cluster (the cluster group said so): a link to it from now on.
     // Its incarnation is not known yet: the first one heard is recorded.
     [self](peer_add_atom, const std::string& name, const std::string& address) {
-      if (name == self->state.cfg.self_name || self->state.links.count(name) > 0)
+      auto& st = self->state;
+      if (name == st.cfg.self_name)
+        return;
+      auto known = st.addresses.find(name);
+      if (known != st.addresses.end() && known->second == address)
         return;
       std::map<std::string, peer_address> one;
       std::string err;
-      if (!parse_peers(name + "=" + address, self->state.cfg.self_name, &one, &err)) {
-        spdlog::error("peer {}: not linked: {}", name, err);
+      if (!parse_peers(name + "=" + address, st.cfg.self_name, &one, &err)) {
+        spdlog::error("peer {}: {}: {}", name,
+                      known == st.addresses.end() ? "not linked" : "not moved", err);
+        return;
+      }
+      if (known != st.addresses.end()) {
+        // It joined the cluster group again at other addresses (a node restarted elsewhere,
+        // a node run as replicas whose replicas changed): the link tries those from now on.
+        spdlog::info("peer {}: its addresses are now {} (was {}), as the cluster group says", name,
+                     address, known->second);
+        known->second = address;
+        self->send(st.links[name], peer_add_atom::value, one.begin()->second.text());
         return;
       }
       add_link(self, name, one.begin()->second);

@@ -109,9 +109,15 @@ void on_cluster_peers(executor_actor* self, const std::vector<cluster_peer>& mem
     }
   }
   for (const auto& m : members) {
-    if ((m.state != pb::ACTIVE && m.state != pb::DRAINING) || m.name == st.env->node_name
-        || st.env->is_peer(m.name))
+    if ((m.state != pb::ACTIVE && m.state != pb::DRAINING) || m.name == st.env->node_name)
       continue;
+    if (st.env->is_peer(m.name)) {
+      // Known: the link moves to the addresses the group says, if they changed (a node that
+      // joined again from another address; the transport compares).
+      if (!m.address.empty())
+        caf::anon_send(st.env->transport, peer_add_atom::value, m.name, m.address);
+      continue;
+    }
     if (auto why = st.env->cluster->add_peer(m.name, m.number); !why.empty()) {
       // The group gives every name its own number: this says a node whose ids carry another
       // one than the group gave it (it stops itself: cluster_member.cpp).

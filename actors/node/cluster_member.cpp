@@ -1,7 +1,7 @@
-// A node's member of the cluster group, its life: opening, the members it publishes to the
-// executor, the id floor it reports, the join through seeds, and the actor that serves the
-// client protocol's ClusterRequest (cluster_member.hpp; what it serves:
-// cluster_member_commands.cpp).
+// A node's member of the cluster group, its life: opening (a Raft member, or a follower for a
+// node run as replicas), the members it publishes to the executor, and the actor that serves
+// the client protocol's ClusterRequest (cluster_member.hpp; what it serves:
+// cluster_member_commands.cpp; what it tells the group of itself: cluster_member_reports.cpp).
 #include "actors/node/cluster_member.hpp"
 
 #include <algorithm>
@@ -44,10 +44,15 @@ const pb::ClusterMember* member_of_incarnation(const pb::ClusterState& st, uint6
   return nullptr;
 }
 
+std::string peer_address_of(const pb::ClusterMember& m) {
+  return m.peer_address().empty() ? m.client_address() : m.peer_address();
+}
+
 }  // namespace cluster_detail
 
 using cluster_detail::answer;
 using cluster_detail::member_of_incarnation;
+using cluster_detail::peer_address_of;
 
 pb::ClusterMember cluster_member::core::self_member() const {
   pb::ClusterMember m;
@@ -55,7 +60,7 @@ pb::ClusterMember cluster_member::core::self_member() const {
   m.set_incarnation(setup.incarnation);
   m.set_number(setup.number);
   m.set_client_address(setup.client_address);
-  m.set_peer_address(setup.client_address);
+  m.set_peer_address(setup.peer_address ? setup.peer_address() : setup.client_address);
   m.set_group_address(setup.group_address);
   m.set_feature_level(release_feature_level);
   if (setup.next_id)
@@ -63,7 +68,53 @@ pb::ClusterMember cluster_member::core::self_member() const {
   return m;
 }
 
+cluster_state::state_ptr cluster_member::core::state_now() {
+  if (auto g = current())
+    return g->state();
+  if (auto f = current_follower())
+    return f->state();
+  return nullptr;
+}
+
+std::string cluster_member::core::stopped_now() {
+  if (auto g = current())
+    return g->stopped_applying();
+  if (auto f = current_follower())
+    return f->stopped();
+  return {};
+}
+
+void cluster_member::core::open_follower() {
+  if (follower)
+    return;
+  std::error_code ec;
+  std::filesystem::create_directories(setup.dir, ec);  // for DIR/peers
+  cluster_follower_options o;
+  o.node_name = setup.node_name;
+  o.seeds = setup.seeds;
+  o.tls = setup.tls;
+  follower = std::make_shared<cluster_follower>(o, [this](const cluster_state::state_ptr& st) {
+    check_self(*st);
+    publish_members(*st);
+    {
+      std::lock_guard<std::mutex> l(mtx);
+      poked = true;  // the reporter: a joining node asks to be made active at once
+    }
+    cv.notify_all();
+  });
+  std::string seeds;
+  for (const auto& seed : setup.seeds)
+    seeds += (seeds.empty() ? "" : ",") + seed;
+  spdlog::info("node {}: run as replicas, it takes part in the cluster group with no Raft member "
+               "of its own: it follows the group's state through its members (seeds {})",
+               setup.node_name, seeds);
+}
+
 bool cluster_member::core::open(bool join, std::string* error) {
+  if (setup.follow) {
+    open_follower();
+    return true;
+  }
   if (group)
     return true;
   raft_store_options o;
@@ -110,10 +161,12 @@ void cluster_member::core::close() {
   if (reporter.joinable())
     reporter.join();
   std::shared_ptr<cluster_group> g;
+  std::shared_ptr<cluster_follower> f;
   {
     std::lock_guard<std::mutex> l(mtx);
     keeper.reset();  // before the group it uses
     g = std::move(group);
+    f = std::move(follower);
   }
   // The actor may still hold a copy: the group closes when the last one goes.
 }
@@ -137,13 +190,13 @@ void cluster_member::core::publish_members(const pb::ClusterState& st) {
   std::vector<cluster_peer> members;
   std::string text, told;
   for (const auto& m : st.members()) {
-    members.push_back(cluster_peer{m.name(), static_cast<uint16_t>(m.number()), m.client_address(),
+    members.push_back(cluster_peer{m.name(), static_cast<uint16_t>(m.number()), peer_address_of(m),
                                    m.state(), m.incarnation(), m.since_ms(), m.since_index()});
-    told += m.name() + " " + std::to_string(m.state()) + " " + m.client_address() + " "
+    told += m.name() + " " + std::to_string(m.state()) + " " + peer_address_of(m) + " "
             + std::to_string(m.since_index()) + "\n";
-    if ((m.state() == pb::ACTIVE || m.state() == pb::DRAINING) && !m.client_address().empty()
+    if ((m.state() == pb::ACTIVE || m.state() == pb::DRAINING) && !peer_address_of(m).empty()
         && m.name() != setup.node_name)
-      text += m.name() + "=" + m.client_address() + "\n";
+      text += m.name() + "=" + peer_address_of(m) + "\n";
   }
   std::vector<cluster_limit> limits;
   std::string limits_told = "limits\n";
@@ -194,118 +247,6 @@ void cluster_member::core::publish_members(const pb::ClusterState& st) {
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-}
-
-void cluster_member::core::report_loop() {
-  auto last = std::chrono::steady_clock::now() - report_every;
-  auto warned = std::chrono::steady_clock::now() - std::chrono::minutes{1};
-  while (!stop) {
-    {
-      std::unique_lock<std::mutex> l(mtx);
-      cv.wait_for(l, std::chrono::seconds{1}, [this] { return stop.load(); });
-    }
-    auto g = current();
-    if (stop || !g || !setup.next_id)
-      continue;
-    // A member that stopped applying (its release is below the cluster's level) says so
-    // every minute, not once: the node runs on, but learns no change of the cluster.
-    if (auto why = g->stopped_applying();
-        !why.empty() && std::chrono::steady_clock::now() - warned >= std::chrono::minutes{1}) {
-      warned = std::chrono::steady_clock::now();
-      spdlog::error("node {}: its member of the cluster group stopped applying the group's log "
-                    "at index {}: {}. It runs what it holds and learns no change of the "
-                    "cluster (members, placement, limits, schedules) until it runs such a "
-                    "release; `proctor cluster nodes` on it says so",
-                    setup.node_name, g->raft().applied_index(), why);
-    }
-    const auto st = g->state();
-    const auto* me = member_of_incarnation(*st, setup.incarnation);
-    if (me == nullptr || !member_takes_part(*me))
-      continue;
-    const uint64_t id = setup.next_id();
-    const uint64_t lsn = setup.durable_lsn ? setup.durable_lsn() : 0;
-    const auto now = std::chrono::steady_clock::now();
-    const bool moved = id > me->id_floor() || lsn > me->journal_lsn();
-    // A release of another level than the group recorded for it (upgraded, or a member
-    // recorded before levels existed) says so at once: the cluster's level waits for it.
-    const bool level_told = me->feature_level() == release_feature_level;
-    if (level_told && (!moved || (id < me->id_floor() + report_ids && now - last < report_every)))
-      continue;
-    pb::Request req;
-    req.mutable_cluster()->set_op(pb::ClusterRequest::PROPOSE);
-    auto* f = req.mutable_cluster()->mutable_command()->mutable_raise_floor();
-    f->set_name(setup.node_name);
-    f->set_incarnation(setup.incarnation);
-    f->set_id_floor(id);
-    f->set_journal_lsn(lsn);
-    if (!level_told)
-      f->set_feature_level(release_feature_level);
-    pb::Response r;
-    if (r.ParseFromString(propose_or_forward(std::move(req))) && r.code() == pb::Response::OK)
-      last = now;
-    else
-      spdlog::debug("node {}: its id floor {} not reported to the cluster group yet: {}",
-                    setup.node_name, id, r.error());
-  }
-}
-
-void cluster_member::core::refuse(const std::string& why) {
-  if (!refused.exchange(true) && setup.on_refused)
-    setup.on_refused(why);
-}
-
-void cluster_member::core::join_loop() {
-  pb::Request req;
-  req.mutable_cluster()->set_op(pb::ClusterRequest::PROPOSE);
-  *req.mutable_cluster()->mutable_command()->mutable_join()->mutable_member() = self_member();
-  const auto bytes = req.SerializeAsString();
-  wire_call_options wo;
-  wo.connect_timeout = std::chrono::milliseconds{2000};
-  wo.reply_timeout = std::chrono::milliseconds{20'000};  // a seed may hand it on
-  wo.cancel = &stop;
-  wo.tls = setup.tls;
-  size_t next = 0;
-  std::string hint, why;
-  auto backoff = std::chrono::milliseconds{100};
-  auto last_warn = std::chrono::steady_clock::now();
-  const auto started = last_warn;
-  while (!stop) {
-    std::string target =
-      hint.empty() ? setup.seeds[next++ % setup.seeds.size()] : std::exchange(hint, std::string{});
-    auto ep = parse_endpoint(target);
-    auto w = wire_call(ep->host, ep->port, bytes, wo);
-    pb::Response r;
-    if (!w.ok())
-      why = target + ": " + w.reason;
-    else if (!r.ParseFromString(w.reply))
-      why = target + ": an answer that does not parse";
-    else if (r.code() == pb::Response::OK) {
-      spdlog::info("node {}: joined the cluster through {} in {} ms: {}", setup.node_name, target,
-                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::steady_clock::now() - started)
-                     .count(),
-                   r.text());
-      return;
-    } else if (r.code() == pb::Response::REFUSED || r.code() == pb::Response::BAD_REQUEST) {
-      refuse("the cluster refused node " + setup.node_name + " (asked through " + target
-             + "): " + r.error());
-      return;
-    } else {
-      why = target + ": " + r.error();
-      if (r.code() == pb::Response::NOT_LEADER && !r.leader().empty() && r.leader() != target)
-        hint = r.leader();
-    }
-    if (auto now = std::chrono::steady_clock::now(); now - last_warn > std::chrono::seconds{10}) {
-      spdlog::warn("node {}: not joined to the cluster yet, trying again ({})", setup.node_name,
-                   why);
-      last_warn = now;
-    }
-    if (!hint.empty())
-      continue;  // the leader named: at once
-    std::unique_lock<std::mutex> l(mtx);
-    cv.wait_for(l, backoff, [this] { return stop.load(); });
-    backoff = std::min(backoff * 2, std::chrono::milliseconds{2000});
-  }
 }
 
 namespace {
@@ -367,8 +308,8 @@ bool ask_seeds(const std::vector<std::string>& seeds, const tls_options& tls,
         if (m.name() == self)
           out->id_floor = m.id_floor();
         else if ((m.state() == pb::ACTIVE || m.state() == pb::DRAINING)
-                 && !m.client_address().empty())
-          out->members[m.name()] = m.client_address();
+                 && !peer_address_of(m).empty())
+          out->members[m.name()] = peer_address_of(m);
       }
       return true;
     }
@@ -401,6 +342,21 @@ bool cluster_member::start(cluster_member_setup setup, std::string* error) {
       *error = "--seeds wants HOST:PORT,..., got '" + seed + "'";
       return false;
     }
+  if (s.follow) {
+    // No Raft member: it joins (again) through the seeds at every start, which also tells
+    // the group the client address of the replica that leads now.
+    if (s.init || s.seeds.empty()) {
+      *error = "a node run as replicas takes part in the cluster group through --seeds only";
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> l(c.mtx);
+      c.open_follower();
+    }
+    c.joiner = std::thread([&c] { c.join_loop(); });
+    c.reporter = std::thread([&c] { c.report_loop(); });
+    return true;
+  }
   const bool fresh = raft_state_is_fresh(s.dir);
   if (!fresh || !s.seeds.empty()) {
     std::lock_guard<std::mutex> l(c.mtx);

@@ -73,6 +73,13 @@ struct cluster_member_setup {
   std::vector<std::string> seeds;
   bool init = false;  ///< --cluster-init: found the cluster on this node if not founded yet
   tls_options tls;    ///< the node's: on the group's port, and to seeds and leaders
+  /// A node run as replicas (docs/cluster-group.md, "A node run as replicas"): it has no
+  /// member of the group's Raft (group_address is ""), joins through the seeds and follows
+  /// the group's state by asking its members (cluster_follower.hpp).
+  bool follow = false;
+  /// Where its peers reach the node, when not only at client_address: every replica's client
+  /// address, "HOST:PORT|HOST:PORT" (its ClusterMember.peer_address, as a --peers entry).
+  std::function<std::string()> peer_address;
   unsigned election_timeout_ms = 1000;
   std::chrono::milliseconds keeper_period{250};
   /// How far the node's ids and journal went: reported to the group (RaiseIdFloor) every

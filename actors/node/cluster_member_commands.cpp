@@ -43,6 +43,12 @@ const char* role_name(raft_group::member_status::role_kind r) {
 }  // namespace
 
 pb::Response::Code cluster_member::core::found(std::string* text) {
+  if (setup.follow) {
+    *text = "node " + setup.node_name + " is run as replicas and has no member of the cluster "
+            + "group's Raft: found the cluster on a node started with --group-port, and start "
+            + "this one with --seeds to join it";
+    return pb::Response::REFUSED;
+  }
   std::lock_guard<std::mutex> one(init_mtx);
   std::shared_ptr<cluster_group> g;
   {
@@ -92,7 +98,41 @@ pb::Response::Code cluster_member::core::found(std::string* text) {
   return r.outcome.applied ? pb::Response::OK : pb::Response::REFUSED;
 }
 
+std::string cluster_member::core::forward_to_leader(pb::Request req, const cluster_follower& f) {
+  if (f.state()->cluster_id().empty())
+    return answer(pb::Response::NOT_LEADER,
+                  "node " + setup.node_name + " has not heard from the cluster group yet");
+  auto leader = f.leader_address();
+  if (leader.empty() || req.cluster().forwarded())
+    return answer(pb::Response::NOT_LEADER,
+                  "node " + setup.node_name + " knows no leader of the cluster group now");
+  req.mutable_cluster()->set_forwarded(true);
+  // Once more at the leader its answer names, when the one it knew no longer leads.
+  std::string why;
+  for (int attempt = 0; attempt < 2 && !leader.empty(); ++attempt) {
+    auto ep = parse_endpoint(leader);
+    if (!ep)
+      break;
+    auto w = call(*ep, req);
+    pb::Response r;
+    if (!w.ok()) {
+      why = leader + ": " + w.reason;
+      break;
+    }
+    if (!r.ParseFromString(w.reply) || r.code() != pb::Response::NOT_LEADER || r.leader().empty()
+        || r.leader() == leader)
+      return std::move(w.reply);
+    why = leader + ": " + r.error();
+    leader = r.leader();
+  }
+  return answer(pb::Response::NOT_LEADER, "the cluster group's leader did not take it from node "
+                                            + setup.node_name + " (" + why
+                                            + "): proposing it again is safe");
+}
+
 std::string cluster_member::core::propose_or_forward(pb::Request req) {
+  if (auto f = current_follower())
+    return forward_to_leader(std::move(req), *f);
   auto g = current();
   if (!g)
     return answer(pb::Response::NOT_LEADER,
@@ -138,13 +178,12 @@ std::string cluster_member::core::propose_or_forward(pb::Request req) {
 
 cluster_member::core::target cluster_member::core::lookup(const std::string& name) {
   target t;
-  t.group = current();
-  if (!t.group) {
+  t.state = state_now();
+  if (!t.state) {
     t.refusal =
       answer(pb::Response::REFUSED, "node " + setup.node_name + " is in no cluster group");
     return t;
   }
-  t.state = t.group->state();
   t.m = find_member(*t.state, name);
   if (t.m == nullptr)
     t.refusal = answer(pb::Response::REFUSED,
@@ -160,6 +199,12 @@ std::string cluster_member::core::cancel_drain(pb::Request req) {
   const auto* m = t.m;
   if (m == nullptr)
     return t.refusal;
+  // A node run as replicas (no Raft member the keeper could see catch up) asks itself to be
+  // made active once it holds the group's state, naming its incarnation; an operator's
+  // `node drain --cancel` names none.
+  if (m->state() == pb::JOINING && m->group_address().empty() && a->incarnation() != 0
+      && a->incarnation() == m->incarnation())
+    return propose_or_forward(std::move(req));
   if (m->state() != pb::DRAINING)
     return answer(pb::Response::REFUSED, "node " + m->name() + " is "
                                            + member_state_name(m->state())
@@ -170,7 +215,7 @@ std::string cluster_member::core::cancel_drain(pb::Request req) {
 
 std::string cluster_member::core::remove(pb::Request req) {
   auto* r = req.mutable_cluster()->mutable_command()->mutable_remove();
-  if (req.cluster().forwarded() && r->incarnation() != 0 && current())
+  if (req.cluster().forwarded() && r->incarnation() != 0 && state_now())
     return propose_or_forward(std::move(req));  // the member's own, handed to the leader
   const auto t = lookup(r->name());
   const auto* m = t.m;
@@ -240,6 +285,23 @@ std::string cluster_member::core::show() {
   pb::Response r;
   auto* ci = r.mutable_cluster();
   ci->set_node(setup.node_name);
+  if (auto f = current_follower()) {
+    // No Raft member: the state as the member it asked last answered it.
+    auto info = f->info();
+    const auto through = info.node();
+    *ci = std::move(info);
+    ci->set_node(setup.node_name);
+    auto role = through.empty() ? std::string{"follows the group, not heard yet"}
+                                : "follows the group through " + through;
+    if (auto cut = f->cut_off(); !cut.empty())
+      role += "; cut off: " + cut;
+    ci->set_role(role);
+    ci->set_applied_index(ci->state().applied_index());
+    ci->set_stopped_applying(f->stopped());
+    if (const auto* lm = find_member(ci->state(), ci->leader_node()))
+      ci->set_leader_id(lm->incarnation());
+    return r.SerializeAsString();
+  }
   auto g = current();
   if (!g) {
     ci->set_role("none");

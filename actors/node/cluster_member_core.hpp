@@ -1,7 +1,8 @@
 // Internal: the state of a node's member of the cluster group (cluster_member.hpp), shared by
-// cluster_member.cpp (its life: opening, the members published, the id floor reported, the
-// join) and cluster_member_commands.cpp (the ClusterRequest it serves: founding, the
-// operators' commands, proposals handed on to the leader). Only those two files include it.
+// cluster_member.cpp (its life: opening, the members published), cluster_member_reports.cpp
+// (the join, the id floor reported, its own activation when it follows the group) and
+// cluster_member_commands.cpp (the ClusterRequest it serves: founding, the operators'
+// commands, proposals handed on to the leader). Only those three files include it.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 
 #include <proctor/wire.pb.h>
 
+#include "actors/node/cluster_follower.hpp"
 #include "actors/node/cluster_member.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "actors/wire/wire_client.hpp"
@@ -29,6 +31,10 @@ std::string answer(pb::Response::Code code, const std::string& text);
 
 const pb::ClusterMember* member_of_incarnation(const pb::ClusterState& st, uint64_t incarnation);
 
+/// Where peers reach member `m`: its peer addresses (a node run as replicas lists every
+/// replica's), else its client address.
+std::string peer_address_of(const pb::ClusterMember& m);
+
 }  // namespace cluster_detail
 
 struct cluster_member::core {
@@ -37,12 +43,15 @@ struct cluster_member::core {
   std::mutex mtx;
   std::condition_variable cv;            // the joiner's back-off; woken by close()
   std::shared_ptr<cluster_group> group;  // mtx; copies are used outside it
+  /// A node run as replicas follows the group instead (setup.follow; mtx, as `group`).
+  std::shared_ptr<cluster_follower> follower;
   std::unique_ptr<cluster_keeper> keeper;
   std::mutex init_mtx;  // one founding at a time
   std::thread joiner;
   std::thread reporter;
   std::atomic<bool> stop{false};
   std::atomic<bool> refused{false};
+  std::atomic<bool> poked{false};  // mtx for the wait: the reporter looks at once
   std::mutex published_mtx;
   std::string published;            // published_mtx: the members last told, as text
   uint64_t published_version = 0;   // published_mtx: ... and their state's version
@@ -53,14 +62,28 @@ struct cluster_member::core {
     std::lock_guard<std::mutex> g(mtx);
     return group;
   }
+  std::shared_ptr<cluster_follower> current_follower() {
+    std::lock_guard<std::mutex> g(mtx);
+    return follower;
+  }
+  /// The state as this node holds it: its member's, or its follower's; null before either
+  /// opened.
+  cluster_state::state_ptr state_now();
+  /// Why this node no longer takes the group's changes ("" while it does).
+  std::string stopped_now();
 
-  // -- its life (cluster_member.cpp) -----------------------------------------------------------
+  // -- its life (cluster_member.cpp; the reports and the join: cluster_member_reports.cpp) ----
 
   /// This node as a member of the cluster, for a founding or a join.
   pb::ClusterMember self_member() const;
   /// Opens the member (mtx held). `join`: a fresh directory waits to be added rather than
   /// bootstrapping a group of one.
   bool open(bool join, std::string* error);
+  /// Starts following the group (setup.follow; mtx held).
+  void open_follower();
+  /// A node that follows the group and is joining asks to be made active once it holds the
+  /// group's state: no keeper can see it caught up, as it has no Raft member.
+  void activate_self(const pb::ClusterMember& me);
   void close();
   /// Stops the node when the group forgot its incarnation (an operator declared it lost:
   /// its trees were given up elsewhere), or gave its name another number than its ids carry
@@ -106,10 +129,12 @@ struct cluster_member::core {
   std::string show();
   std::string serve(const std::string& bytes);
 
+  /// Proposes through the group's leader's node, for a node that follows the group.
+  std::string forward_to_leader(pb::Request req, const cluster_follower& f);
+
   /// The member an operator's command names, with the state it was found in: `m` is null
   /// and `refusal` the answer to give when there is none (or no group).
   struct target {
-    std::shared_ptr<cluster_group> group;
     cluster_state::state_ptr state;
     const pb::ClusterMember* m = nullptr;
     std::string refusal;

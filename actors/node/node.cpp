@@ -335,6 +335,11 @@ caf::expected<recovery_report> node::start(node_options opts) {
   // the journal is used (docs/cluster.md, "Incarnations"); then each link may take its
   // peer's answers (the incarnation it knows, or the first it hears).
   if (incarnation == 0) {
+    uint64_t id_floor = opts.id_floor;
+    if (std::string why; id_floor == 0 && opts.ask_id_floor && !opts.ask_id_floor(&id_floor, &why))
+      return caf::make_error(caf::sec::runtime_error,
+                             "a new journal must learn where the ids of node " + opts.name
+                               + " ended: " + why + "; nothing was started");
     std::random_device rd;
     while (incarnation == 0)
       incarnation = (uint64_t{rd()} << 32) ^ rd();
@@ -345,9 +350,9 @@ caf::expected<recovery_report> node::start(node_options opts) {
     b.entries.push_back(make_entry(journal_keys::meta_root, rec));
     // The cluster group's floor for the name (its earlier incarnations' reports): ids begin
     // above it, journaled with the incarnation (a restart before the first id keeps it).
-    const bool raised = opts.id_floor != 0 && next_id < opts.id_floor + fresh_id_gap;
+    const bool raised = id_floor != 0 && next_id < id_floor + fresh_id_gap;
     if (raised) {
-      env->next_id->store(opts.id_floor + fresh_id_gap);
+      env->next_id->store(id_floor + fresh_id_gap);
       b.entries.push_back(journal_entry{journal_keys::meta_root,
                                         id_floor_record(env->next_id->load(), max_lsn + 1),
                                         journal_keys::id_floor_lsn});
@@ -363,7 +368,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
     if (raised)
       spdlog::info("node {}: the cluster group holds ids below {} under this name: ids begin "
                    "at {}",
-                   opts.name, opts.id_floor, env->next_id->load());
+                   opts.name, id_floor, env->next_id->load());
     env->new_journal = opts.ids_from_peers;
   }
   env->incarnation = incarnation;

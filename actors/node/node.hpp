@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -65,6 +66,10 @@ struct node_options {
   /// The cluster group's id floor for this name (a node joining with --seeds: the seed's
   /// word): a new journal's ids begin `fresh_id_gap` above it (persistence/id_floor.hpp).
   uint64_t id_floor = 0;
+  /// Asked for that floor when the journal is new and id_floor is 0 (a node run as replicas
+  /// that follows the cluster group asks its seeds then only): false with a one-line reason
+  /// stops the start before anything is journaled.
+  std::function<bool(uint64_t* id_floor, std::string* error)> ask_id_floor;
   /// Serves `proctor cluster ...` (node_env::cluster_member); unset without a cluster group.
   caf::actor cluster_member;
 };

@@ -42,23 +42,38 @@ std::string check_cluster_options(cluster_options* o, const std::string& name, b
       o->seeds.push_back(text.substr(at, end - at));
     at = end + 1;
   }
+  for (const auto& seed : o->seeds)
+    if (!parse_endpoint(seed))
+      return "--seeds wants HOST:PORT,..., got '" + seed + "'";
+  if (replica) {
+    // No Raft member per replica: their logs come and go with failovers and lost disks, and
+    // the group's votes need one stable log each (docs/cluster-group.md).
+    if (o->group_port != 0)
+      return "--group-port and --replica: a node run as replicas has no member of the "
+             "cluster group's Raft; it takes part with --seeds alone, through the members "
+             "(docs/cluster-group.md, \"A node run as replicas\")";
+    if (o->init)
+      return "--cluster-init and --replica: a node run as replicas cannot found the cluster "
+             "(it has no member of the group's Raft): found it on a node started with "
+             "--group-port, then start the replicas with --seeds";
+    if (o->seeds.empty())
+      return {};
+    if (name.empty())
+      return "--seeds needs --name (the node's name in the cluster)";
+    o->follow = true;
+    return {};
+  }
   if (!o->enabled())
     return !o->seeds.empty() || o->init ? "--seeds and --cluster-init go with --group-port"
                                         : std::string{};
   if (name.empty())
     return "--group-port needs --name (the node's name in the cluster)";
-  if (replica)
-    return "--group-port and --replica: a node run as replicas takes no part in the cluster "
-           "group yet (docs/cluster-group.md)";
   if (o->init && !o->seeds.empty())
     return "--cluster-init founds a cluster and --seeds joins one: give one of them";
   in_addr a{};
   if (inet_pton(AF_INET, listen_host.c_str(), &a) != 1 || a.s_addr == INADDR_ANY)
     return "--group-port needs --listen on an IPv4 address other nodes reach it at (not "
            + listen_host + ")";
-  for (const auto& seed : o->seeds)
-    if (!parse_endpoint(seed))
-      return "--seeds wants HOST:PORT,..., got '" + seed + "'";
   return {};
 }
 
@@ -78,7 +93,7 @@ bool add_cluster_peers(const cluster_options& o, const std::string& data_dir,
     spdlog::warn("{}: ignored: {}", file, err);
   for (auto& [peer, addr] : known)
     peers->try_emplace(peer, std::move(addr));
-  if (o.seeds.empty() || !raft_state_is_fresh(cluster_options::dir(data_dir)))
+  if (o.follow || o.seeds.empty() || !raft_state_is_fresh(cluster_options::dir(data_dir)))
     return true;
   seed_answer got;
   if (!ask_seeds(o.seeds, tls, name, std::chrono::seconds{30}, &got, &err)) {
@@ -98,6 +113,23 @@ bool add_cluster_peers(const cluster_options& o, const std::string& data_dir,
   return true;
 }
 
+std::function<bool(uint64_t*, std::string*)>
+floor_of_seeds(const cluster_options& o, const std::string& name, const tls_options& tls) {
+  if (!o.follow)
+    return {};
+  return [seeds = o.seeds, name, tls](uint64_t* id_floor, std::string* error) {
+    seed_answer got;
+    std::string err;
+    if (!ask_seeds(seeds, tls, name, std::chrono::seconds{30}, &got, &err)) {
+      *error =
+        "--seeds: no seed told where the ids of node " + name + " ended within 30 s (" + err + ")";
+      return false;
+    }
+    *id_floor = got.id_floor;
+    return true;
+  };
+}
+
 cluster_member_setup member_setup(const cluster_options& o, const node& n,
                                   const std::string& data_dir, const std::string& client_address,
                                   const std::string& listen_host, const tls_options& tls) {
@@ -108,7 +140,9 @@ cluster_member_setup member_setup(const cluster_options& o, const node& n,
   cs.incarnation = env->incarnation;
   cs.number = env->node_number;
   cs.client_address = client_address;
-  cs.group_address = listen_host + ":" + std::to_string(o.group_port);
+  cs.follow = o.follow;
+  if (!o.follow)
+    cs.group_address = listen_host + ":" + std::to_string(o.group_port);
   cs.seeds = o.seeds;
   cs.init = o.init;
   cs.tls = tls;

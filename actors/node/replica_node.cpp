@@ -249,6 +249,15 @@ std::vector<replica_member> replica_node::group() const {
   return labelled_group(&g) ? g : setup_.group;
 }
 
+std::string replica_node::peer_addresses() const {
+  auto text = [](const endpoint& e) { return e.host + ":" + std::to_string(e.port); };
+  std::string out = text(self_->client);
+  for (const auto& m : group())
+    if (m.name != self_->name)
+      out += "|" + text(m.client);
+  return out;
+}
+
 bool replica_node::wait_to_lead(const sigset_t& sigs) {
   bool waited = false;
   auto said = std::chrono::steady_clock::now();

@@ -94,6 +94,10 @@ public:
   /// name and addresses (replica_spec). --replicas until this replica knows a configuration.
   std::vector<replica_member> group() const;
 
+  /// Where peers reach the node: every replica's client address, this one's first
+  /// ("HOST:PORT|HOST:PORT", as a --peers entry; its ClusterMember.peer_address).
+  std::string peer_addresses() const;
+
 private:
   replica_node() = default;
   not_leader_answer why_not() const;

@@ -373,6 +373,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     opts.name = f.name;
     opts.lock = dir.lock;
     opts.id_floor = group_id_floor;
+    opts.ask_id_floor = floor_of_seeds(f.cluster, f.name, f.tls);  // a node run as replicas
     if (rn) {
       opts.store = rn->store();
       opts.epoch = rn->store()->term();
@@ -449,6 +450,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (member) {
       // The node serves: its member of the cluster group opens (docs/cluster-group.md).
       auto cs = member_setup(f.cluster, n, f.data_dir, who.listen, listen_ep->host, f.tls);
+      if (rn)  // peers reach it at every replica's address, this one first
+        cs.peer_address = [r = rn.get()] { return r->peer_addresses(); };
       cs.on_refused = [&member_refused](const std::string& why) {
         spdlog::critical("{}: stopping", why);
         member_refused = true;
