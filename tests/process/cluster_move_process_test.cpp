@@ -5,9 +5,6 @@
 // address (out, then back as a standby with the log it kept), and work placed on it runs.
 // Before, the links kept the old address (the node stayed down for its peers) and the Raft
 // configuration kept the old group address (it heard the group's log no more).
-#include <linux/magic.h>
-#include <sys/statfs.h>
-
 #include <chrono>
 #include <map>
 #include <memory>
@@ -27,9 +24,8 @@ using namespace std::chrono_literals;
 class cluster_move : public cluster_group_fixture {
 protected:
   void SetUp() override {
-    struct statfs f {};
-    if (statfs(dir_.path().c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
-      GTEST_SKIP() << dir_.path() << " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
+    if (auto why = raft_unfit_dir(dir_.path()); !why.empty())
+      GTEST_SKIP() << why;
     members_.reserve(3);
   }
 

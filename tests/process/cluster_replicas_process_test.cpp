@@ -5,9 +5,7 @@
 // group its address, with no restart elsewhere; b is drained and removed. Through all of it,
 // every nonce sent through random nodes (b by its three addresses among them) answers its
 // first id, and every root ends SUCCESS.
-#include <linux/magic.h>
 #include <signal.h>
-#include <sys/statfs.h>
 
 #include <array>
 #include <chrono>
@@ -32,9 +30,8 @@ using namespace std::chrono_literals;
 class cluster_replicas : public cluster_group_fixture {
 protected:
   void SetUp() override {
-    struct statfs f {};
-    if (statfs(dir_.path().c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
-      GTEST_SKIP() << dir_.path() << " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
+    if (auto why = raft_unfit_dir(dir_.path()); !why.empty())
+      GTEST_SKIP() << why;
     seed_ = std::random_device{}();
     rng_.seed(seed_);
     members_.reserve(2);

@@ -12,8 +12,6 @@
 //
 // scripts/drills.sh runs it alone (PROCTOR_DRILL_LOAD_MS sets how long the load runs between
 // drills).
-#include <linux/magic.h>
-#include <sys/statfs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -59,9 +57,8 @@ struct acknowledged {
 class drills : public ::testing::Test {
 protected:
   void SetUp() override {
-    struct statfs f {};
-    if (statfs(dir_.path().c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
-      GTEST_SKIP() << dir_.path() << " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
+    if (auto why = raft_unfit_dir(dir_.path()); !why.empty())
+      GTEST_SKIP() << why;
     if (run_program("/bin/sh", {"-c", "command -v openssl"}, 10s).exit_code != 0)
       GTEST_SKIP() << "openssl not found: the TLS drills need it (apt-get install openssl)";
     if (const char* ms = std::getenv("PROCTOR_DRILL_LOAD_MS"))

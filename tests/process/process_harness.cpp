@@ -2,11 +2,13 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -413,6 +415,13 @@ std::vector<std::string> lines(const std::string& text) {
     if (!trim(l).empty())
       out.push_back(l);
   return out;
+}
+
+std::string raft_unfit_dir(const std::filesystem::path& dir) {
+  struct statfs f {};
+  if (statfs(dir.c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
+    return dir.string() + " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
+  return {};
 }
 
 std::optional<uint64_t> parse_id(const std::string& text) {

@@ -163,6 +163,10 @@ std::vector<std::string> lines(const std::string& text);
 /// A procedure id printed alone (as `submit` does), or nullopt.
 std::optional<uint64_t> parse_id(const std::string& text);
 
+/// Why libraft cannot keep its files under `dir` ("" when it can): on tmpfs it has no
+/// O_DIRECT. The fixtures of replicas and of the cluster group skip with it (set TMPDIR).
+std::string raft_unfit_dir(const std::filesystem::path& dir);
+
 /// One JSON value (a `status` object, a `list` array), or nullopt if `text` is not JSON.
 std::optional<google::protobuf::Value> parse_json(const std::string& text);
 

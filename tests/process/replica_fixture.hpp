@@ -3,9 +3,6 @@
 // test; the CLI against all three addresses; optionally mutual TLS (docs/tls.md).
 #pragma once
 
-#include <linux/magic.h>
-#include <sys/statfs.h>
-
 #include <array>
 #include <chrono>
 #include <csignal>
@@ -26,9 +23,8 @@ namespace fs = std::filesystem;
 class replicas : public ::testing::Test {
 protected:
   void SetUp() override {
-    struct statfs f {};
-    if (statfs(dir_.path().c_str(), &f) == 0 && f.f_type == TMPFS_MAGIC)
-      GTEST_SKIP() << dir_.path() << " is on tmpfs: libraft needs O_DIRECT (set TMPDIR)";
+    if (auto why = raft_unfit_dir(dir_.path()); !why.empty())
+      GTEST_SKIP() << why;
     fs::create_directories(ledger());
     for (size_t i = 0; i < 3; ++i) {
       ports_[i] = free_port();
