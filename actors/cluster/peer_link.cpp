@@ -274,9 +274,10 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       return rp;
     },
     [self](peer_status_atom) { return self->state.status; },
-    // Its addresses as the cluster group now says (peer_transport): they replace the
-    // configured ones; the learned ones stay after them. A connection that works stays; the
-    // next connect tries the new list from its start.
+    // Its addresses as the cluster group now says (peer_transport): they come first, and the
+    // ones it had (configured or learned) stay after them as learned ones (a standby named
+    // by --peers may take over before the group hears of it; at most 16 of them). A
+    // connection that works stays; the next connect tries the new list from its start.
     [self](peer_add_atom, const std::string& text) {
       auto& st = self->state;
       std::vector<peer_endpoint> configured;
@@ -288,13 +289,13 @@ caf::behavior link_fn(link_actor* self, peer_link_config cfg) {
       }
       if (configured.empty())
         return;
+      constexpr size_t max_kept = 16;
       auto addrs = configured;
-      for (size_t i = st.configured; i < st.cfg.addresses.size(); ++i) {
-        const auto& e = st.cfg.addresses[i];
-        if (std::none_of(addrs.begin(), addrs.end(),
-                         [&](const peer_endpoint& x) { return x.text() == e.text(); }))
+      for (const auto& e : st.cfg.addresses)
+        if (addrs.size() < configured.size() + max_kept
+            && std::none_of(addrs.begin(), addrs.end(),
+                            [&](const peer_endpoint& x) { return x.text() == e.text(); }))
           addrs.push_back(e);
-      }
       st.cfg.addresses = std::move(addrs);
       st.configured = configured.size();
       size_t at = st.cfg.addresses.size();
