@@ -4,8 +4,8 @@
 #   scripts/sanitize.sh [asan|tsan] [--quick]
 #
 # asan (the default): AddressSanitizer + UndefinedBehaviorSanitizer over the unit suites of
-#   the layers up to actors/cluster (--quick: what CI runs) and, without --quick, the
-#   executor's, the joins' and the engine suite too.
+#   the layers up to actors/cluster and the executor's, the joins' and the engine suite (what
+#   CI runs); --quick: the lower layers' only.
 # tsan: ThreadSanitizer over the suites of the threaded parts: the journal's writer and store
 #   (persistence_test), the Raft store and its loop and transports (replication_test,
 #   raft_tls_test), the worker pool and scheduler (scheduling_test), peer links and the
@@ -31,8 +31,8 @@ done
 
 if [[ $mode == asan ]]; then
   flags=address,undefined
-  # --quick (CI): the suites of the layers up to actors/cluster, whose cold build fits CI's
-  # budget; without it, the executor's, the joins' and the engine suite as well.
+  # The suites of the layers up to actors/cluster; without --quick (CI), the executor's, the
+  # joins' and the engine suite as well.
   suites=(procedures_test calendar_test persistence_test replication_test supervision_test
     wire_test base_test scheduling_test cluster_test)
   ((quick)) || suites+=(executor_test join_test engine_test)
@@ -54,8 +54,11 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROCTOR_SANITIZE="$flags" \
-  "${launcher[@]}" >/dev/null
+# -O1 -g1 rather than RelWithDebInfo's -O2 -g: the sanitizers' usual level, line tables enough
+# for their stack traces, and a cold build of these suites in about 60 % of the time
+# (measured on one of the executor's files: 70 s against 123 s under load).
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DPROCTOR_SANITIZE="$flags" "${launcher[@]}" >/dev/null
 targets=()
 for s in "${suites[@]}"; do
   targets+=(--target "$s")

@@ -3,8 +3,8 @@
 # suite through ctest, builds examples/release against Proctor installed to a temporary
 # prefix and runs its test, the black-box acceptance
 # checks in ../shared/acceptance when that directory exists next to the project, the Debian
-# packages (built and checked by scripts/package.sh), the unit suites of the lower layers
-# under ASan+UBSan (scripts/sanitize.sh --quick), the fuzzers for a bounded time, and a quick
+# packages (built and checked by scripts/package.sh), the unit suites and the engine suite
+# under ASan+UBSan (scripts/sanitize.sh asan), the fuzzers for a bounded time, and a quick
 # benchmark run (that it runs, not its figures).
 # Fails if any test or check fails (both always run, so one report shows everything).
 set -euo pipefail
@@ -54,8 +54,8 @@ else
   echo "== acceptance checks: $acceptance not found, skipped"
 fi
 
-echo "== sanitizers (scripts/sanitize.sh asan --quick: ASan+UBSan, the lower layers' unit suites)"
-bash scripts/sanitize.sh asan --quick || rc=1
+echo "== sanitizers (scripts/sanitize.sh asan: ASan+UBSan, the unit suites and the engine suite)"
+bash scripts/sanitize.sh asan || rc=1
 
 echo "== fuzzers (journal-record and wire-message decoding, ${FUZZ_SECONDS:-20} s each)"
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || rc=1
