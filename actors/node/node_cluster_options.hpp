@@ -20,7 +20,7 @@ namespace proctor {
 class node;
 
 struct cluster_options {
-  uint16_t group_port = 0;  ///< 0: the node takes no part in the cluster group
+  uint16_t group_port = 0;  ///< 0: no member of the group's Raft (none at all, or `follow`)
   std::string seeds_text;
   bool init = false;
   std::vector<std::string> seeds;  ///< from seeds_text, by check_cluster_options
