@@ -42,6 +42,18 @@ protected:
 
   std::string seed_of(size_t i) const { return "127.0.0.1:" + std::to_string(members_[i].port); }
 
+  /// A member's field as `view` (`cluster nodes --json`) lists it ("" when not listed).
+  static std::string member_field(const google::protobuf::Value& view, const std::string& name,
+                                  const std::string& key) {
+    for (const auto& m : field(view, "members").list_value().values())
+      if (m.struct_value().fields().at("name").string_value() == name) {
+        const auto& v = m.struct_value().fields().at(key);
+        return v.has_number_value() ? std::to_string(static_cast<uint64_t>(v.number_value()))
+                                    : v.string_value();
+      }
+    return {};
+  }
+
   /// The member states node i lists.
   std::map<std::string, std::string> states_seen_by(size_t i) {
     std::map<std::string, std::string> out;

@@ -29,18 +29,12 @@ protected:
     members_.reserve(3);
   }
 
+  using cluster_group_fixture::member_field;
+
   /// A member's field as node i's `cluster nodes --json` lists it ("" when not).
   std::string member_field(size_t i, const std::string& name, const std::string& key) {
     auto v = parse_json(members_[i].proc->ctl({"cluster", "nodes", "--json"}, 10s).out);
-    if (!v)
-      return {};
-    for (const auto& m : field(*v, "members").list_value().values())
-      if (m.struct_value().fields().at("name").string_value() == name) {
-        const auto& x = m.struct_value().fields().at(key);
-        return x.has_number_value() ? std::to_string(static_cast<uint64_t>(x.number_value()))
-                                    : x.string_value();
-      }
-    return {};
+    return v ? member_field(*v, name, key) : std::string{};
   }
 
   /// The role node i's view of the group gives the Raft member at `address` ("" when none).

@@ -68,18 +68,6 @@ protected:
     return r.exit_code == 0 ? parse_json(r.out) : std::nullopt;
   }
 
-  /// A member's field as `view` (cluster nodes --json) lists it.
-  static std::string member_field(const google::protobuf::Value& view, const std::string& name,
-                                  const std::string& key) {
-    for (const auto& m : field(view, "members").list_value().values())
-      if (m.struct_value().fields().at("name").string_value() == name) {
-        const auto& v = m.struct_value().fields().at(key);
-        return v.has_number_value() ? std::to_string(static_cast<uint64_t>(v.number_value()))
-                                    : v.string_value();
-      }
-    return {};
-  }
-
   /// Whether a, c and b all list `want` (name: state) within `limit`.
   bool everyone_sees(const std::map<std::string, std::string>& want,
                      std::chrono::milliseconds limit = 30s) {
@@ -146,16 +134,7 @@ protected:
 
   /// The replica of b that serves (-1 when none does within `limit`), not `skip`.
   int b_leader(std::chrono::milliseconds limit = 30s, int skip = -1) {
-    int found = -1;
-    eventually(
-      [&] {
-        for (int i = 0; i < 3; ++i)
-          if (i != skip && b_[i]->running() && b_[i]->ctl({"list", "--json"}, 10s).exit_code == 0)
-            found = i;
-        return found >= 0;
-      },
-      limit, 50ms);
-    return found;
+    return serving_replica({b_[0].get(), b_[1].get(), b_[2].get()}, limit, skip);
   }
 
   std::array<uint16_t, 3> ports_{};

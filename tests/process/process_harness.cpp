@@ -424,6 +424,20 @@ std::string raft_unfit_dir(const std::filesystem::path& dir) {
   return {};
 }
 
+int serving_replica(const std::vector<node*>& replicas, std::chrono::milliseconds limit, int skip) {
+  int found = -1;
+  eventually(
+    [&] {
+      for (int i = 0; i < static_cast<int>(replicas.size()); ++i)
+        if (i != skip && replicas[i]->running()
+            && replicas[i]->ctl({"list", "--json"}, std::chrono::seconds{10}).exit_code == 0)
+          found = i;
+      return found >= 0;
+    },
+    limit, std::chrono::milliseconds{50});
+  return found;
+}
+
 std::optional<uint64_t> parse_id(const std::string& text) {
   auto t = trim(text);
   if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)

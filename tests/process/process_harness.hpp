@@ -167,6 +167,11 @@ std::optional<uint64_t> parse_id(const std::string& text);
 /// O_DIRECT. The fixtures of replicas and of the cluster group skip with it (set TMPDIR).
 std::string raft_unfit_dir(const std::filesystem::path& dir);
 
+/// Of a node's replica processes, the index of the one that serves (answers `list` by its
+/// address alone), other than `skip`; -1 when none does within `limit`.
+int serving_replica(const std::vector<node*>& replicas, std::chrono::milliseconds limit,
+                    int skip = -1);
+
 /// One JSON value (a `status` object, a `list` array), or nullopt if `text` is not JSON.
 std::optional<google::protobuf::Value> parse_json(const std::string& text);
 

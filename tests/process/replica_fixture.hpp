@@ -85,16 +85,7 @@ protected:
   /// The replica that serves (answers `list` by its address alone), among those not in
   /// `skip`; -1 when none does within `limit`.
   int leader(std::chrono::milliseconds limit = 30s, int skip = -1) {
-    int found = -1;
-    eventually(
-      [&] {
-        for (int i = 0; i < 3; ++i)
-          if (i != skip && b_[i]->running() && b_[i]->ctl({"list", "--json"}, 10s).exit_code == 0)
-            found = i;
-        return found >= 0;
-      },
-      limit, 50ms);
-    return found;
+    return serving_replica({b_[0].get(), b_[1].get(), b_[2].get()}, limit, skip);
   }
 
   /// Freezes replica `l` (SIGSTOP) and returns the replica elected instead, or -1 when none is
