@@ -202,6 +202,7 @@ void add_operator_commands(CLI::App& app, runner* run) {
   add_history_commands(app, run);
   add_limits_command(app, run);
   add_retry_commands(app, run);
+  add_queues_command(app, run);
   add_schedule_command(app, run);
   add_cluster_command(app, run);
 }

@@ -21,7 +21,9 @@
 //       and the floor: actors/s that only spawn, take a message, answer and exit;
 //   (k) replica failover: M procedures waiting on events submitted to node b run as three
 //       replicas (and, for the ratio, to one proctord), SIGKILL of the leader to the first
-//       step the new leader commits.
+//       step the new leader commits;
+//   (n) steps run by 8 external workers over HTTP (poll, complete) beside the same number of
+//       procedures with in-node steps, and dispatch-to-worker latency (phases_workers.cpp).
 //
 // Every phase runs in a forked child process (fresh heap, fresh actor system, its own
 // subdirectory of --data-dir) and sends its figures back through a pipe, one "key value"
@@ -93,7 +95,7 @@ static int run_main(int argc, char** argv) {
     ->check(CLI::Range(1.0, 3600.0));
   app.add_option(
     "--phases", o.phases,
-    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghijklm)");
+    "Measures to run, e.g. 'bf' (profiling); d and e run together (default abcdefghijklmn)");
   app.add_option("--timers", o.timers, "(j) timers due within one second (default 1000000)")
     ->check(CLI::Range(1, 10000000));
   auto* opt_r = app
@@ -280,6 +282,11 @@ static int run_main(int argc, char** argv) {
     placing = run_phase("(m) placement by key", 600, false,
                         [&](reporter& r) { phase_placement(r, o, sub("placement")); });
     progress("(m) placement by key", placing);
+  }
+  if (want("n")) {
+    res.workers = run_phase("(n) HTTP workers", 600, false,
+                            [&](reporter& r) { phase_workers(r, o, sub("workers")); });
+    progress("(n) HTTP workers", res.workers);
   }
   // (l): the loop L times and L / 100 times in trees that compact, L / 100 times in one that
   // does not; each recovered after a SIGKILL.

@@ -381,6 +381,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kEventId:
     case pb::JournalRecord::kForgottenBy:
     case pb::JournalRecord::kNonceTaken:
+    case pb::JournalRecord::kTask:
     case pb::JournalRecord::BODY_NOT_SET:
       if (rec.body_case() == pb::JournalRecord::BODY_NOT_SET && t.corrupt.empty())
         t.corrupt = "empty record at lsn " + std::to_string(lsn);

@@ -8,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/struct.pb.h>
+
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
 
 #include "procedures/internal/demo_files.hpp"
+#include "procedures/proto_json.hpp"
 
 namespace proctor {
 
@@ -171,6 +174,52 @@ private:
     return done(ctx.event_payload());
   }
   void nothing(pb::CallData&, context&) {}
+};
+
+// -- demo.dispatch -------------------------------------------------------------------------------
+
+class dispatch_tasks : public state_machine<pb::DispatchData, pb::DispatchState> {
+public:
+  dispatch_tasks() {
+    on(pb::DISPATCH_SEND, &dispatch_tasks::send, &dispatch_tasks::nothing);
+    on(pb::DISPATCH_GOT, &dispatch_tasks::got, &dispatch_tasks::nothing);
+  }
+
+  std::string validate() const override {
+    const auto& d = typed_data();
+    if (d.queue().empty())
+      return "queue is required";
+    if (d.steps() < 0 || d.steps() > 10'000)
+      return "steps must be from 0 to 10000";
+    if (d.start_to_close_ms() < 0 || d.heartbeat_ms() < 0 || d.timeout_ms() < 0)
+      return "start_to_close_ms, heartbeat_ms and timeout_ms must not be negative";
+    return {};
+  }
+
+private:
+  outcome send(pb::DispatchData& d, context& ctx) {
+    google::protobuf::Struct in;
+    auto& f = *in.mutable_fields();
+    f["proc"].set_number_value(static_cast<double>(ctx.id()));
+    f["step"].set_number_value(d.step());
+    f["ledger_dir"].set_string_value(d.ledger_dir());
+    return dispatch(d.queue(), message_to_json(in), pb::DISPATCH_GOT,
+                    std::chrono::milliseconds{d.timeout_ms()})
+      .start_to_close(std::chrono::milliseconds{d.start_to_close_ms()})
+      .heartbeat(std::chrono::milliseconds{d.heartbeat_ms()})
+      .max_attempts(d.max_attempts());
+  }
+  outcome got(pb::DispatchData& d, context& ctx) {
+    d.add_results(ctx.task_result());
+    d.set_step(d.step() + 1);
+    if (d.step() < std::max(1, d.steps()))
+      return next(pb::DISPATCH_SEND);
+    std::string out = R"({"results":[)";
+    for (int i = 0; i < d.results_size(); ++i)
+      out += (i == 0 ? "" : ",") + d.results(i);
+    return done(out + "]}");
+  }
+  void nothing(pb::DispatchData&, context&) {}
 };
 
 // -- demo.noop / demo.fanout --------------------------------------------------------------------
@@ -355,6 +404,7 @@ void register_demo_procedures(registry& r) {
   r.add<demo_detail::noop>("demo.noop").nonblocking();
   r.add<demo_detail::reconcile>("demo.reconcile").nonblocking();
   r.add<demo_detail::call_service>("demo.call");
+  r.add<demo_detail::dispatch_tasks>("demo.dispatch");
   r.add<demo_detail::timers>("demo.timers");
   r.add<demo_detail::timer>("demo.timer");
   r.add<demo_detail::fanout>("demo.fanout").nonblocking();

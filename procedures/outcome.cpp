@@ -12,6 +12,11 @@ outcome outcome::done(const google::protobuf::Message& result) {
   return done(message_to_json(result));  // throws when protobuf cannot render it
 }
 
+outcome outcome::dispatch(std::string queue, const google::protobuf::Message& input, int32_t state,
+                          std::chrono::milliseconds timeout) {
+  return dispatch(std::move(queue), message_to_json(input), state, timeout);
+}
+
 bool child_result::parse_result(google::protobuf::Message& m, std::string* why_not) const {
   m.Clear();
   auto fail = [&](std::string why) {

@@ -212,9 +212,9 @@ TEST(registry_test, demo_procedures_are_registered) {
   registry r;
   register_demo_procedures(r);
   EXPECT_EQ(r.names(), (std::vector<std::string>{
-                         "demo.call", "demo.fanout", "demo.flaky", "demo.forward", "demo.ledger",
-                         "demo.ledger.impatient", "demo.noop", "demo.race", "demo.reconcile",
-                         "demo.timer", "demo.timers", "demo.wait_event"}));
+                         "demo.call", "demo.dispatch", "demo.fanout", "demo.flaky", "demo.forward",
+                         "demo.ledger", "demo.ledger.impatient", "demo.noop", "demo.race",
+                         "demo.reconcile", "demo.timer", "demo.timers", "demo.wait_event"}));
   for (const auto& n : r.names()) {
     ASSERT_NE(r.find(n), nullptr) << n;
     EXPECT_EQ(r.find(n)->version, 1u) << n;
@@ -263,11 +263,9 @@ TEST(registry_test, make_from_json_unknown_type) {
   std::string err;
   EXPECT_EQ(r.make_from_json("x", "{}", &err), nullptr);
   // Nothing near: the known types are listed.
-  EXPECT_EQ(err, "unknown procedure type 'x' (known types: demo.call, demo.fanout, demo.flaky, "
-                 "demo.forward, demo.ledger, demo.ledger.impatient, demo.noop, demo.race, "
-                 "demo.reconcile, "
-                 "demo.timer, demo.timers, "
-                 "demo.wait_event)");
+  EXPECT_EQ(err, "unknown procedure type 'x' (known types: demo.call, demo.dispatch, "
+                 "demo.fanout, demo.flaky, demo.forward, demo.ledger, demo.ledger.impatient, "
+                 "demo.noop, demo.race, demo.reconcile, demo.timer, demo.timers, ... 1 more)");
   err.clear();
   // A near name (case and a typo) is suggested instead.
   EXPECT_EQ(r.make_from_json("demo.Noop", "{}", &err), nullptr);

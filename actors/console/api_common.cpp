@@ -1,4 +1,5 @@
 // What every route of the API does alike (api_internal.hpp).
+#include <charconv>
 #include <iterator>
 
 #include "actors/console/api_internal.hpp"
@@ -131,6 +132,33 @@ std::optional<console_reply> check_change_allowed(const console_request& req) {
     }
   }
   return console_error(401, "UNAUTHORIZED", "not allowed");
+}
+
+/// A duration: a number with a unit (ms, s, m; none: seconds), e.g. "30s", "500ms", "2m".
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc{} || end == s.data() || n > 86'400'000)
+    return std::nullopt;
+  std::string_view unit(end, static_cast<size_t>(s.data() + s.size() - end));
+  if (unit == "ms")
+    return std::chrono::milliseconds{n};
+  if (unit.empty() || unit == "s")
+    return std::chrono::milliseconds{n * 1000};
+  if (unit == "m")
+    return std::chrono::milliseconds{n * 60'000};
+  return std::nullopt;
+}
+
+std::optional<console_reply> too_many_waits(const wait_slot& slot,
+                                            const console_api_options& opts) {
+  if (slot.held() <= opts.max_waits)
+    return std::nullopt;
+  auto r = console_error(429, "TOO_MANY_WAITS",
+                         std::to_string(opts.max_waits)
+                           + " waits are held already; wait again in a moment");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
 }
 
 }  // namespace api_detail

@@ -3,10 +3,13 @@
 // the query and a JSON body, name the field that is wrong.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -17,14 +20,41 @@ namespace proctor::api_detail {
 
 using json = nlohmann::ordered_json;
 
-/// One request as a route's handler sees it: `id` is the path's {id} (0 when it has none).
+/// One request as a route's handler sees it: `id` is the path's {id} (0 when it has none),
+/// `token` its {token} (a task's, api_tasks.cpp; "" when it has none).
 struct api_call {
   const console_request& req;
   const node_caller& ask;
   const console_api_options& opts;
   int64_t now_ms;
   uint64_t id;
+  std::string token{};
 };
+
+/// Counts a long-poll while it is held.
+class wait_slot {
+public:
+  explicit wait_slot(std::atomic<int>* n) : n_(n) {
+    if (n_)
+      ++*n_;
+  }
+  ~wait_slot() {
+    if (n_)
+      --*n_;
+  }
+  wait_slot(const wait_slot&) = delete;
+  wait_slot& operator=(const wait_slot&) = delete;
+  int held() const { return n_ ? n_->load() : 0; }
+
+private:
+  std::atomic<int>* n_;
+};
+
+/// A duration: a number with a unit (ms, s, m; none: seconds), e.g. "30s", "500ms", "2m".
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s);
+
+/// A 429 when more long-polls than the node allows are held (`slot` counts this one).
+std::optional<console_reply> too_many_waits(const wait_slot& slot, const console_api_options& opts);
 
 /// JSON text of `j`; author text that is not valid UTF-8 becomes U+FFFD, as in status_json.
 std::string dump(const json& j);
@@ -92,6 +122,13 @@ console_reply resubmit_proc(const api_call& c);
 console_reply release_proc(const api_call& c);
 console_reply set_limits(const api_call& c);
 console_reply forget_node(const api_call& c);
+
+// Task queues for external workers (api_tasks.cpp, docs/workers.md).
+console_reply poll_tasks(const api_call& c);  ///< a bounded long-poll
+console_reply heartbeat_task(const api_call& c);
+console_reply complete_task(const api_call& c);
+console_reply fail_task(const api_call& c);
+console_reply list_queues(const api_call& c);
 
 // Recurring schedules (api_schedules.cpp).
 console_reply list_schedules(const api_call& c);  ///< ?name=: that one only

@@ -35,22 +35,6 @@ console_reply read(const api_call& c, Fill fill, Render render) {
   return render(std::get<pb::Response>(got));
 }
 
-/// A duration: a number with a unit (ms, s, m; none: seconds), e.g. "30s", "500ms", "2m".
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-  if (ec != std::errc{} || end == s.data() || n > 86'400'000)
-    return std::nullopt;
-  std::string_view unit(end, static_cast<size_t>(s.data() + s.size() - end));
-  if (unit == "ms")
-    return std::chrono::milliseconds{n};
-  if (unit.empty() || unit == "s")
-    return std::chrono::milliseconds{n * 1000};
-  if (unit == "m")
-    return std::chrono::milliseconds{n * 60'000};
-  return std::nullopt;
-}
-
 /// A count parameter: absent is `fallback`, else a decimal number up to 10^9.
 std::optional<size_t> count(const console_request& req, const std::string& key, size_t fallback) {
   auto v = param(req, key);
@@ -107,25 +91,6 @@ void apply_list_view(const list_view& v, google::protobuf::RepeatedPtrField<pb::
   list.DeleteSubrange(static_cast<int>(to), static_cast<int>(total - to));
   list.DeleteSubrange(0, static_cast<int>(from));
 }
-
-/// Counts a long-poll while it is held.
-class wait_slot {
-public:
-  explicit wait_slot(std::atomic<int>* n) : n_(n) {
-    if (n_)
-      ++*n_;
-  }
-  ~wait_slot() {
-    if (n_)
-      --*n_;
-  }
-  wait_slot(const wait_slot&) = delete;
-  wait_slot& operator=(const wait_slot&) = delete;
-  int held() const { return n_ ? n_->load() : 0; }
-
-private:
-  std::atomic<int>* n_;
-};
 
 }  // namespace
 
@@ -199,13 +164,8 @@ console_reply proc_status(const api_call& c) {
       c, [&](pb::Request& r) { r.mutable_status()->set_id(c.id); },
       [](const pb::Response& r) { return ok_json(status_to_json(r.status())); });
   wait_slot slot(c.opts.waits);
-  if (slot.held() > c.opts.max_waits) {
-    auto r = console_error(429, "TOO_MANY_WAITS",
-                           std::to_string(c.opts.max_waits)
-                             + " waits are held already; wait again in a moment");
-    r.headers.emplace_back("Retry-After", "1");
-    return r;
-  }
+  if (auto busy = too_many_waits(slot, c.opts))
+    return std::move(*busy);
   pb::Request r;
   r.mutable_wait()->set_id(c.id);
   r.mutable_wait()->set_timeout_ms(static_cast<uint64_t>(wait.count()));

@@ -35,6 +35,11 @@ const std::vector<route>& routes() {
     {{"POST", "/api/procs/{id}/release", true}, release_proc},
     {{"GET", "/api/trees/{id}", false}, proc_tree},
     {{"POST", "/api/events", true}, send_event},
+    {{"POST", "/api/tasks/poll", true}, poll_tasks},
+    {{"POST", "/api/tasks/{token}/heartbeat", true}, heartbeat_task},
+    {{"POST", "/api/tasks/{token}/complete", true}, complete_task},
+    {{"POST", "/api/tasks/{token}/fail", true}, fail_task},
+    {{"GET", "/api/queues", false}, list_queues},
     {{"GET", "/api/locks", false}, locks},
     {{"GET", "/api/limits", false}, limits},
     {{"POST", "/api/limits", true}, set_limits},
@@ -69,14 +74,15 @@ std::vector<std::string_view> segments(std::string_view path) {
   return out;
 }
 
-/// True if `path` fits the route's `pattern`; `*id` is the text standing for {id}.
+/// True if `path` fits the route's `pattern`; `*id` is the text standing for {id} or
+/// {token}.
 bool matches(std::string_view pattern, const std::vector<std::string_view>& path,
              std::string_view* id) {
   auto want = segments(pattern);
   if (want.size() != path.size())
     return false;
   for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] == "{id}")
+    if (want[i] == "{id}" || want[i] == "{token}")
       *id = path[i];
     else if (want[i] != path[i])
       return false;
@@ -144,6 +150,12 @@ console_reply handle_console_api(const console_request& req, const node_caller& 
     if (auto refused = check_change_allowed(req))
       return std::move(*refused);
   uint64_t id = 0;
+  std::string token;
+  if (found->doc.path.find("{token}") != std::string::npos) {
+    if (id_text.empty() || id_text.size() > 200)
+      return console_error(400, "BAD_REQUEST", "bad task token in the path");
+    token = std::string(id_text);
+  }
   if (found->doc.path.find("{id}") != std::string::npos) {
     auto parsed = parse_id(id_text);
     if (!parsed)
@@ -152,7 +164,7 @@ console_reply handle_console_api(const console_request& req, const node_caller& 
                              + "': a positive integer is wanted");
     id = *parsed;
   }
-  return found->answer(api_call{req, ask, opts, now_ms, id});
+  return found->answer(api_call{req, ask, opts, now_ms, id, std::move(token)});
 }
 
 }  // namespace proctor

@@ -98,6 +98,8 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
       auto bound = opts_.node_timeout;
       if (r.has_wait())
         bound += std::chrono::milliseconds{r.wait().timeout_ms()};
+      if (r.has_task())
+        bound += std::chrono::milliseconds{r.task().wait_ms()};
       return ask_executor(sys_, executor_, r, bound);
     };
     console_api_options api;

@@ -436,6 +436,10 @@ caf::behavior serving(executor_actor* self) {
       expire_event(self, key, lsn);
     },
     [self](event_taken_atom, uint64_t lsn, uint64_t id) { settle_event(self, lsn, id, true); },
+    [self](task_timer_atom, const std::string& key, uint64_t token) {
+      on_task_timer(self, key, token);
+    },
+    [self](task_poll_expire_atom, uint64_t token) { on_task_poll_expired(self, token); },
     [self](event_declined_atom, uint64_t lsn, uint64_t id) { settle_event(self, lsn, id, false); },
   };
 }

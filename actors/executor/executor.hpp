@@ -63,6 +63,13 @@ struct recovered_event {
   std::string key;
   std::string payload_json;
   int64_t arrived_at_ms = 0;
+  std::string failure;  ///< a task's end that fails its wait (journal.proto EventArrived)
+};
+
+/// Where a task of the node's queues stood, as the journal holds it (journal.proto TaskState).
+struct recovered_task {
+  uint64_t lsn = 0;  ///< of its record (deleted when the next is written, or the task ends)
+  pb::TaskState rec;
 };
 
 /// What recovery hands the executor.
@@ -111,6 +118,7 @@ struct recovered_state {
   std::map<std::string, recovered_peer_progress> peer_progress;  ///< by peer (in the last part)
   std::vector<recovered_event_id> event_ids;  ///< (in the first part, with the events)
   std::vector<recovered_nonce> nonces_taken;  ///< (in the first part)
+  std::vector<recovered_task> tasks;          ///< (in the first part)
 };
 
 /// Spawns the executor; it fills `env->executor` with itself before starting any tree.

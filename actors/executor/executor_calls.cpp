@@ -5,6 +5,7 @@
 // (a supervision restart, a passivation); only a node's restart sends it again.
 #include <spdlog/spdlog.h>
 
+#include "actors/base/task_spec.hpp"
 #include "actors/executor/caller.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 
@@ -19,6 +20,8 @@ void await_call(executor_actor* self, const std::string& key, uint64_t id, caf::
   auto k = st.events.waiting_key.find(id);
   if (k == st.events.waiting_key.end() || k->second != key)
     return;  // its answer was held for it, and is on its way
+  if (is_task_service(service))
+    return task_awaited(self, key, id, service, request);  // for a worker (executor_tasks.cpp)
   if (st.events.calls.find(key) != st.events.calls.end())
     return;  // under way (made before its actor went, or came back)
   call_spec spec{id, root_of(self, id), key, std::move(service), std::move(request)};
@@ -48,6 +51,8 @@ void on_call_done(executor_actor* self, const std::string& key, bool ok, std::st
 
 void stop_call(executor_actor* self, uint64_t id) {
   auto& st = self->state;
+  if (!st.tasks.by_proc.empty())
+    task_stopped(self, id);
   if (st.events.calls.empty())
     return;
   auto k = st.events.waiting_key.find(id);

@@ -216,6 +216,12 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->peer_refusals = st.env->cluster->total(&peer_status::refusals);
   g->peer_stray_answers = st.env->cluster->total(&peer_status::stray_answers);
   g->incomplete_views = st.incomplete_views;
+  google::protobuf::RepeatedPtrField<pb::QueueInfo> queues;
+  fill_queues(self, &queues);
+  for (const auto& q : queues)
+    g->queues.push_back(queue_sample{q.name(), q.depth(), q.leased(), q.pollers(),
+                                     q.oldest_age_ms(), q.dispatched(), q.completed(), q.failed(),
+                                     q.timed_out()});
   for (const auto& [name, e] : st.schedules.by_name)
     if (!e.rec.deleted())
       g->schedules.push_back(schedule_sample{name, e.rec.fired(), e.rec.triggered(),

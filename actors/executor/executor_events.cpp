@@ -63,7 +63,8 @@ void hand_event(executor_actor* self, uint64_t id, const caf::actor& h, const st
   st.events.handed.emplace(id, f.ev.lsn);
   if (h && !via && (st.events.via_parent.empty() || st.events.via_parent.count(id) == 0))
     f.handed_to[id] = h;
-  deliver_event(self, id, h, key, event_delivery{f.ev.payload, {}, f.ev.lsn, f.consume}, via);
+  deliver_event(self, id, h, key, event_delivery{f.ev.payload, f.ev.failure, f.ev.lsn, f.consume},
+                via);
 }
 
 /// A new actor `h` of procedure `id` waits under `key`, while an event of `key` handed to its
@@ -84,7 +85,8 @@ bool hand_again(executor_actor* self, const std::string& key, uint64_t id, const
                  "it was handed to went down)",
                  id, root_of(self, id), key, f.ev.lsn);
     to->second = h;
-    deliver_event(self, id, h, key, event_delivery{f.ev.payload, {}, f.ev.lsn, f.consume});
+    deliver_event(self, id, h, key,
+                  event_delivery{f.ev.payload, f.ev.failure, f.ev.lsn, f.consume});
     return true;
   }
   return false;

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/task_spec.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
@@ -267,7 +268,7 @@ std::string waiting_reason(const proc_image& p) {
   if (p.status == proc_state::waiting_timeout)
     return "timer";
   if (!p.call_service.empty())
-    return "reply from " + p.call_service;
+    return call_wait_reason(p.call_service);
   if (!p.event_key.empty())
     return event_wait_reason(p.event_key);
   return "children";

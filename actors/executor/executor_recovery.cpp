@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/base/task_spec.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "actors/executor/tree_types.hpp"
 #include "actors/procedure/procedure_actor.hpp"
@@ -67,6 +68,12 @@ void restore_locks(executor_actor* self, const tree_image& t) {
 
 namespace {
 
+/// A wait an event can end: an event's, or a task's (its end is journaled as an event under
+/// its key: executor_tasks.cpp); not a call's (its reply is not journaled until delivered).
+bool waits_for_event(const proc_image& p) {
+  return p.call_service.empty() || is_task_service(p.call_service);
+}
+
 /// The events read back that `t` consumed (its EventDelivered records name them): recovery
 /// does not keep them for later waiters.
 void note_event_consumers(executor_state& st, const tree_image& t) {
@@ -82,7 +89,7 @@ void note_event_waiters(executor_state& st, const tree_image& t) {
   if (st.events.kept.empty())
     return;
   for (const auto& [id, p] : t.procs)
-    if (p.status == proc_state::waiting && !p.event_key.empty() && p.call_service.empty()
+    if (p.status == proc_state::waiting && !p.event_key.empty() && waits_for_event(p)
         && !p.event_delivered && !p.remote()
         && st.events.kept.find(p.event_key) != st.events.kept.end())
       st.recovery.waiters[p.event_key].emplace_back(p.wait_lsn, id);
@@ -93,7 +100,7 @@ void note_event_waiters(executor_state& st, const tree_image& t) {
 /// (held for them), as it would have before the restart.
 void await_recovered_events(executor_actor* self, const tree_image& t) {
   for (const auto& [id, p] : t.procs)
-    if (p.status == proc_state::waiting && !p.event_key.empty() && p.call_service.empty()
+    if (p.status == proc_state::waiting && !p.event_key.empty() && waits_for_event(p)
         && !p.event_delivered && !p.remote())
       await_event(self, p.event_key, id, caf::actor{});
 }
@@ -115,7 +122,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
   n.events += part.events.size();
   for (auto& ev : part.events)
     st.events.kept[ev.key].push_back(
-      pending_event{ev.lsn, std::move(ev.payload_json), ev.arrived_at_ms});
+      pending_event{ev.lsn, std::move(ev.payload_json), ev.arrived_at_ms, std::move(ev.failure)});
   for (auto& [type, l] : part.limits)
     st.limits.records[type] = l;
   for (auto& [name, s] : part.schedules)
@@ -123,6 +130,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
   progress_recovered(self, part.peer_progress);
   event_ids_recovered(self, part.event_ids);
   nonces_taken_recovered(self, part.nonces_taken);
+  tasks_recovered(self, part.tasks);
   auto& trees = part.trees;
   // Sized by the first part (all of it, from recover()): rehashing tables of a million
   // entries at once is most of a large recovery. A scan's later parts let the tables grow
@@ -244,6 +252,7 @@ void recover_end(executor_actor* self) {
   // Before anything is started or woken: the events go to their waiters as before the restart.
   match_recovered_events(self);
   st.recovery.active = false;
+  tasks_recovery_end(self);  // after the events: a task whose end was journaled is not queued
   for (auto& [key, evs] : st.events.kept)
     for (const auto& ev : evs)
       arm_event_ttl(self, key, ev);

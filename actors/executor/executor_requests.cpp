@@ -241,7 +241,7 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
           id = req.event_id()](uint64_t lsn) mutable {
            // Durable: it wakes every procedure waiting for it now, and is consumed; or, none
            // waiting, it is kept for the first that suspends on it (docs/concepts.md, "Events").
-           pending_event ev{lsn, std::move(payload), at};
+           pending_event ev{lsn, std::move(payload), at, {}};
            auto woke = wake_event_waiters(self, key, ev);
            pb::Response r;
            if (woke.empty()) {
@@ -309,6 +309,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_abort(self, req.abort(), rp);
     case pb::Request::kEvent:
       return handle_event(self, req.event(), rp);
+    case pb::Request::kTask:
+      return handle_task_request(self, req.task(), rp);
     case pb::Request::kRelease: {
       auto* p = find_or_reply(self, req.release().id(), rp);
       if (p == nullptr)

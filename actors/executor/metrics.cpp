@@ -347,6 +347,39 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
     per_schedule("proctor_schedule_paused", "1 while the schedule is paused.", MetricType::Gauge,
                  [](const schedule_sample& x) { return x.paused ? 1.0 : 0.0; });
   }
+  if (!g.queues.empty()) {
+    auto per_queue = [&](const char* name, const char* help, MetricType type,
+                         double (*value)(const queue_sample&)) {
+      out.push_back(per_label(name, help, type, "queue", g.queues, &queue_sample::name, value));
+    };
+    per_queue("proctor_task_queue_depth",
+              "Tasks queued for external workers and not leased (docs/workers.md).",
+              MetricType::Gauge,
+              [](const queue_sample& x) { return static_cast<double>(x.depth); });
+    per_queue("proctor_task_queue_leased", "Tasks leased to a worker now.", MetricType::Gauge,
+              [](const queue_sample& x) { return static_cast<double>(x.leased); });
+    per_queue("proctor_task_queue_pollers", "Workers' polls waiting for a task now.",
+              MetricType::Gauge,
+              [](const queue_sample& x) { return static_cast<double>(x.pollers); });
+    per_queue("proctor_task_queue_oldest_age_seconds",
+              "How long the oldest queued task of the queue has waited (0: none queued).",
+              MetricType::Gauge,
+              [](const queue_sample& x) { return static_cast<double>(x.oldest_age_ms) / 1000.0; });
+    per_queue("proctor_tasks_dispatched_total", "Tasks steps dispatched to the queue.",
+              MetricType::Counter,
+              [](const queue_sample& x) { return static_cast<double>(x.dispatched); });
+    per_queue("proctor_tasks_completed_total", "Tasks a worker completed (result journaled).",
+              MetricType::Counter,
+              [](const queue_sample& x) { return static_cast<double>(x.completed); });
+    per_queue("proctor_tasks_failed_total",
+              "Tasks that failed for good (not retryable, or out of attempts).",
+              MetricType::Counter,
+              [](const queue_sample& x) { return static_cast<double>(x.failed); });
+    per_queue("proctor_task_leases_timed_out_total",
+              "Attempts whose lease ran out (no complete within start-to-close, or no heartbeat).",
+              MetricType::Counter,
+              [](const queue_sample& x) { return static_cast<double>(x.timed_out); });
+  }
   if (!s.types.empty()) {
     auto per_type = [&](const char* name, const char* help, MetricType type,
                         double (*value)(const type_limit_view&)) {

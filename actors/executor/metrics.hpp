@@ -37,6 +37,19 @@ struct schedule_sample {
   bool paused = false;
 };
 
+/// A task queue's figures (docs/workers.md).
+struct queue_sample {
+  std::string name;
+  uint64_t depth = 0;
+  uint64_t leased = 0;
+  uint64_t pollers = 0;
+  int64_t oldest_age_ms = 0;
+  uint64_t dispatched = 0;
+  uint64_t completed = 0;
+  uint64_t failed = 0;
+  uint64_t timed_out = 0;
+};
+
 /// The executor's own gauges.
 struct executor_gauges {
   size_t waiting = 0;           ///< procedures WAITING or WAITING_TIMEOUT
@@ -65,6 +78,7 @@ struct executor_gauges {
   uint64_t incomplete_views = 0;      ///< counter: tree views lacking a node's parts
   std::vector<peer_sample> peers;     ///< each peer (none without --peers)
   std::vector<schedule_sample> schedules;  ///< each recurring schedule (not deleted)
+  std::vector<queue_sample> queues;        ///< each task queue used since the node started
 };
 
 class type_metrics {

@@ -7,6 +7,7 @@
 #include <proctor/journal.pb.h>
 #include <proctor/proc_state.hpp>
 
+#include "actors/base/task_spec.hpp"
 #include "actors/wire/wall_clock.hpp"
 
 namespace proctor {
@@ -137,8 +138,9 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         auto* e = add(r.lsn, "suspended");
         e->set_state(s.resume_state());
         e->set_state_name(name(s.resume_state()));
-        std::string d =
-          s.call_service().empty() ? "event " + s.event_key() : "call to " + s.call_service();
+        std::string d = s.call_service().empty()            ? "event " + s.event_key()
+                        : is_task_service(s.call_service()) ? call_wait_reason(s.call_service())
+                                                            : "call to " + s.call_service();
         e->set_deadline_ms(s.deadline_ms());
         if (s.deadline_ms() != 0)
           d += ", deadline " + when(s.deadline_ms());
@@ -299,6 +301,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
       case pb::JournalRecord::kEventId:
       case pb::JournalRecord::kForgottenBy:
       case pb::JournalRecord::kNonceTaken:
+      case pb::JournalRecord::kTask:
       case pb::JournalRecord::BODY_NOT_SET:
         break;
     }

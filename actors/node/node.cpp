@@ -253,13 +253,16 @@ caf::expected<recovery_report> node::start(node_options opts) {
         outbox.push_back(
           outbox_item{r.lsn, m.outbox().peer(), m.outbox().msg().SerializeAsString()});
       else if (m.has_event())
-        part->events.push_back(recovered_event{
-          r.lsn, m.event().event_key(), m.event().payload_json(), m.event().arrived_at_ms()});
+        part->events.push_back(recovered_event{r.lsn, m.event().event_key(),
+                                               m.event().payload_json(), m.event().arrived_at_ms(),
+                                               m.event().failure()});
       else if (m.has_event_id())
         part->event_ids.push_back(recovered_event_id{
           r.lsn, m.event_id().event_key(), m.event_id().event_id(), m.event_id().at_ms()});
       else if (m.has_nonce_taken())
         part->nonces_taken.push_back(recovered_nonce{r.lsn, m.nonce_taken()});
+      else if (m.has_task())
+        part->tasks.push_back(recovered_task{r.lsn, m.task()});
       return true;
     }
     if (!folder || r.root_id != current_root) {

@@ -39,6 +39,7 @@
 // arming the earliest. A wake-up for one of them that comes while it offers is held, and it takes
 // the offer back.
 #include "actors/base/errors.hpp"
+#include "actors/base/task_spec.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/tree_image.hpp"
@@ -169,7 +170,7 @@ void go(proc_actor* self) {
     PLOG(debug, self, "gives up its actor until its {}",
          st.event_key.empty()      ? "timer"
          : st.call_service.empty() ? "event " + st.event_key
-                                   : "reply from " + st.call_service);
+                                   : call_wait_reason(st.call_service));
   release_timers(self);
   self->quit(caf::make_error(errc::passivated));
 }

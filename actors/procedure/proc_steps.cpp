@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "actors/base/errors.hpp"
+#include "actors/base/task_spec.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/procedure/remote.hpp"
@@ -364,12 +365,25 @@ void commit_outcome(proc_actor* self, step_result& r) {
       return;
     }
     case outcome::kind::suspend:
-    case outcome::kind::call: {
+    case outcome::kind::call:
+    case outcome::kind::dispatch: {
       // Suspended until event `key`; a call waits for the reply to its request, which
-      // comes as an event of a key of its own.
-      bool call = out.what() == outcome::kind::call;
+      // comes as an event of a key of its own; a dispatch, for its task's end, likewise
+      // (its service names the queue, its request is the task: docs/workers.md).
+      bool call = out.what() != outcome::kind::suspend;
       if (!call && is_call_key(out.event_key()))
         return on_business_failure(self, executed, call_key_refusal(out.event_key()));
+      std::string svc = out.service(), req = out.request();
+      if (out.what() == outcome::kind::call && is_task_service(svc))
+        return on_business_failure(self, executed, task_service_refusal(svc));
+      if (out.what() == outcome::kind::dispatch) {
+        if (auto why = task_queue_refusal(out.service()); !why.empty())
+          return on_business_failure(self, executed, why);
+        if (auto why = task_input_refusal(out.request()); !why.empty())
+          return on_business_failure(self, executed, why);
+        svc = task_service_prefix + out.service();
+        req = task_spec_of(out).SerializeAsString();
+      }
       int64_t deadline = out.duration().count() > 0 ? wall_ms() + out.duration().count() : 0;
       auto key = call ? new_call_key(st.id) : out.event_key();
       batch.entries.push_back(make_entry(st.root_id, rec));
@@ -385,12 +399,12 @@ void commit_outcome(proc_actor* self, step_result& r) {
         s->set_timeout_state(out.timeout_state());
       }
       if (call) {
-        s->set_call_service(out.service());
-        s->set_call_request(out.request());
+        s->set_call_service(svc);
+        s->set_call_request(req);
       }
       batch.entries.push_back(make_entry(st.root_id, sus));
       journal_append(self, std::move(batch),
-                     [self, after_commit, call, key, svc = out.service(), req = out.request(),
+                     [self, after_commit, call, key, svc = std::move(svc), req = std::move(req),
                       next = out.state(), deadline, at, timeout_state] {
                        after_commit();
                        auto& st = self->state;

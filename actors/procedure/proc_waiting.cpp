@@ -1,4 +1,5 @@
 // The waiting side of a procedure actor: timers, external events and calls to services.
+#include "actors/base/task_spec.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 #include "actors/wire/wall_clock.hpp"
@@ -93,7 +94,7 @@ void wait_for_call(proc_actor* self, int64_t deadline_ms) {
   auto& st = self->state;
   set_status(self, proc_state::waiting, 0);  // its step's commit set it, a restart read it
   st.deadline_ms = deadline_ms;
-  publish(self, "reply from " + st.call_service);
+  publish(self, call_wait_reason(st.call_service));
   register_wait(self);
   if (deadline_ms > 0)
     arm_timer(self, deadline_ms, true);

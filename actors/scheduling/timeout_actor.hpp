@@ -34,6 +34,7 @@ enum class timeout_kind : uint8_t {
   event_ttl,     ///< a kept event expires (owner: its LSN)
   node_loss,     ///< a remote child's node-loss deadline
   schedule,      ///< the recurring schedules' next firing (owner 0: one for them all)
+  task,          ///< a task's lease or retry delay (owner: the procedure waiting for it)
 };
 
 /// The timeout actor's figures (for metrics and proctor-bench).

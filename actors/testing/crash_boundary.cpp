@@ -1,12 +1,25 @@
 #include "actors/testing/crash_boundary.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 #include <proctor/journal.pb.h>
+
+#include "actors/base/messages.hpp"
 
 namespace proctor::testing {
 
 namespace {
+
+/// The procedure of a task's key ("call:<proc id>:..."), or 0 for an event's key.
+uint64_t task_proc_of(const std::string& key) {
+  if (!is_call_key(key))
+    return 0;
+  uint64_t id = 0;
+  auto at = key.data() + call_key_prefix.size();
+  std::from_chars(at, key.data() + key.size(), id);
+  return id;
+}
 
 /// The procedure a record belongs to, or 0 for records of the tree or node (summary, ...).
 uint64_t proc_of(const pb::JournalRecord& r) {
@@ -29,6 +42,10 @@ uint64_t proc_of(const pb::JournalRecord& r) {
       return r.delivered().proc_id();
     case pb::JournalRecord::kCancelled:
       return r.cancelled().parent_id();  // the parent that cancels
+    case pb::JournalRecord::kTask:
+      return r.task().proc_id();  // a task's lease or requeue (docs/workers.md)
+    case pb::JournalRecord::kEvent:
+      return task_proc_of(r.event().event_key());  // a task's end: its procedure's
     default:
       return 0;
   }
@@ -114,7 +131,9 @@ std::optional<boundary> record_namer::name(const std::string& node, const std::s
             + " #" + std::to_string(b.occurrence + 1);
   if (r.has_step() || r.has_undone() || r.has_failed())
     b.label += " (" + state_name(type, b.state) + ")";
-  if (r.has_event()) {
+  if (r.has_event() && id != 0) {
+    b.label += r.event().failure().empty() ? " (task result)" : " (task failure)";
+  } else if (r.has_event()) {
     b.event_key = r.event().event_key();
     b.label += " (" + b.event_key + ")";
   }

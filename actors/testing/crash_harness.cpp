@@ -130,6 +130,54 @@ public:
     }
   }
 
+  /// A task polled and not yet known to be ended: its node and its complete.
+  struct held_task {
+    size_t node = 0;
+    pb::Request complete;
+  };
+
+  /// Works the options' queues as a worker: sends again each complete a crash left
+  /// unanswered, then polls every node's queues and completes what it got.
+  void run_tasks(harness_nodes& nodes, std::vector<held_task>& held, const std::string& label) {
+    if (opts_.tasks.empty())
+      return;
+    auto send = [&](held_task& h) {
+      if (nodes.frozen(h.node))
+        return false;
+      auto r = nodes.call(h.node, h.complete, std::chrono::seconds{1});
+      if (!r)
+        return false;  // a crash: sent again once the node is back
+      if (r->code() != pb::Response::OK && r->code() != pb::Response::REFUSED)
+        throw std::runtime_error(label + ": a task's complete answered " + r->error());
+      return true;  // durable, or ended already (the node says so, and changes nothing)
+    };
+    held.erase(std::remove_if(held.begin(), held.end(), send), held.end());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes.frozen(i))
+        continue;
+      for (const auto& t : opts_.tasks) {
+        pb::Request poll;
+        auto* p = poll.mutable_task();
+        p->set_op(pb::TaskRequest::POLL);
+        p->add_queues(t.queue);
+        p->set_worker("crash-harness");
+        p->set_max(10);
+        auto r = nodes.call(i, poll, std::chrono::seconds{1});
+        if (!r || r->code() != pb::Response::OK)
+          continue;  // a crash: a lease it journaled runs out
+        for (const auto& task : r->task().tasks()) {
+          held_task h{i, {}};
+          auto* c = h.complete.mutable_task();
+          c->set_op(pb::TaskRequest::COMPLETE);
+          c->set_token(task.token());
+          c->set_json(t.result_json);
+          if (!send(h))
+            held.push_back(std::move(h));
+        }
+      }
+    }
+  }
+
   /// Runs the procedure to its end in a fresh directory, on the options' nodes. `crash(n, i,
   /// store)` arms the store of node n's incarnation i (0 = first) or leaves it alone.
   /// `first_records`, if given, receives the records the nodes wrote up to the end (the
@@ -146,6 +194,7 @@ public:
     auto deadline = std::chrono::steady_clock::now() + opts_.run_timeout;
     auto names = opts_.nodes.empty() ? std::vector<std::string>{""} : opts_.nodes;
     std::vector<bool> posted(opts_.events.size(), false);
+    std::vector<held_task> held;
     {
       harness_nodes nodes(types_, names, dir, opts_.workers, std::make_shared<record_namer>(types_),
                           crash);
@@ -178,6 +227,7 @@ public:
       for (;;) {
         restart();
         post_events(nodes, posted, label);
+        run_tasks(nodes, held, label);
         pb::Request req;
         req.mutable_wait()->set_id(id);
         req.mutable_wait()->set_timeout_ms(20);

@@ -421,6 +421,27 @@ TEST_F(crash_harness_test, an_event_is_posted_when_the_procedure_waits_for_it_in
   EXPECT_EQ(rep.runs, 2 * rep.boundaries + 2);
 }
 
+// A procedure whose steps run in an external worker (docs/workers.md) is crashed at every
+// boundary of its tasks (the dispatch, the lease, the result, its delivery): each step's result
+// is journaled exactly once and the procedure ends with both, whatever the crash cut.
+TEST_F(crash_harness_test, a_procedure_whose_steps_run_in_a_worker_survives_every_boundary) {
+  auto o = options("demo.dispatch", R"({"queue":"crash.q","steps":2,"start_to_close_ms":300})");
+  o.tasks = {{"crash.q", R"({"ok":1})"}};
+  o.run_timeout = std::chrono::seconds{30};
+  o.check = [](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::SUCCESS)
+      return "ended " + pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    return r.root.result_json() == R"({"results":[{"ok":1},{"ok":1}]})"
+             ? ""
+             : "ended with " + r.root.result_json();
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  for (const char* b : {"root: suspended #1", "root: task #1", "root: event #1 (task result)",
+                        "root: delivered #1", "root: task #2", "root: delivered #2"})
+    EXPECT_TRUE(has(rep.boundary_labels, b)) << b << " is not a boundary\n" << labels(rep);
+}
+
 // Two events of one key go in their order, each once, whichever of them a crash cut.
 TEST_F(crash_harness_test, events_of_one_key_are_posted_in_order_each_once) {
   auto o = options("test.waits_twice", R"({"key":"k"})");

@@ -60,7 +60,7 @@ struct bench_options {
   double latency_seconds = 3.0;
   double latency_rate = 0;  // one-step procedures/s; 0 = half the measured maximum
   double fanout_timeout = 10.0;
-  std::string phases = "abcdefghijklm";  // which measures to run (d and e are one phase)
+  std::string phases = "abcdefghijklmn";  // which measures to run (d and e are one phase)
   bool ledger = false;             // (b) with demo.ledger (a file per step, on the worker threads)
   size_t remote_children = 10000;  // (g) R
   size_t spread_roots = 100;       // (h) T
@@ -318,6 +318,8 @@ void phase_spread(reporter& r, const bench_options& o, const std::string& dir);
 /// (m) placement by key: balance over 2-16 members, a forwarded submit beside a local one;
 /// and how long a change of the cluster group takes to reach its 5 members.
 void phase_placement(reporter& r, const bench_options& o, const std::string& dir);
+/// (n) steps run by external workers over HTTP beside in-node steps (phases_workers.cpp).
+void phase_workers(reporter& r, const bench_options& o, const std::string& dir);
 /// Part of (m): `changes` changes of a 5-member cluster group in this process, each timed
 /// until every member applied it (group_change_p50_ms, group_change_max_ms).
 void measure_group_propagation(reporter& r, const std::string& dir, size_t changes);

@@ -44,7 +44,7 @@ int report_run(const bench_options& o, bench_run& res) {
   auto &raw = res.raw, &steps = res.steps, &cal = res.cal, &lat = res.lat, &floor = res.floor,
        &pop = res.pop, &rec = res.rec, &fan = res.fan, &remote = res.remote, &spread = res.spread,
        &takeover = res.takeover, &timers = res.timers, &timers_pop = res.timers_pop,
-       &failover = res.failover, &placing = res.placing;
+       &failover = res.failover, &placing = res.placing, &workers = res.workers;
   auto& loop_runs = res.loops;
   const double total_s = res.total_s;
 
@@ -278,6 +278,20 @@ int report_run(const bench_options& o, bench_run& res) {
   } else {
     row("(m) placement by key", failed(placing), "");
   }
+  auto tasks_ps = get(workers, "tasks_per_s");
+  if (!want("n")) {
+  } else if (tasks_ps) {
+    row("(n) tasks through 8 HTTP workers", fmt_num(*tasks_ps) + " /s",
+        fmt_num(*workers.num("tasks")) + " one-task procedures; in-node steps "
+          + fmt_num(*workers.num("in_node_per_s")) + " /s: ratio "
+          + fmt_num(*ratio_of(workers, "tasks_per_s", "in_node_per_s"), 2));
+    row("    dispatch to a waiting worker, p50",
+        fmt_num(*workers.num("dispatch_p50_ms"), 2) + " ms",
+        "p99 " + fmt_num(*workers.num("dispatch_p99_ms"), 2)
+          + " ms (from the submit's answer: the step's commit, the lease, the poll's answer)");
+  } else {
+    row("(n) tasks through HTTP workers", failed(workers), "");
+  }
   auto loops_ok = [&](const std::string& k) { return loop_runs[k].pop.ok && loop_runs[k].rec.ok; };
   if (!want("l")) {
   } else if (loops_ok("big") && loops_ok("small") && loops_ok("uncompacted")) {
@@ -344,13 +358,18 @@ int report_run(const bench_options& o, bench_run& res) {
       << ", \"group_change_p50_ms\": " << json_num(get(placing, "group_change_p50_ms"), 2)
       << ", \"group_change_max_ms\": " << json_num(get(placing, "group_change_max_ms"), 2)
       << ", \"forwarded_submit_p50_us\": " << json_num(fwd_p50)
-      << ", \"local_keyed_submit_p50_us\": " << json_num(local_p50) << "}" << std::endl;
+      << ", \"local_keyed_submit_p50_us\": " << json_num(local_p50)
+      << ", \"worker_tasks_per_s\": " << json_num(tasks_ps) << ", \"worker_tasks_ratio\": "
+      << json_num(ratio_of(workers, "tasks_per_s", "in_node_per_s"), 2)
+      << ", \"worker_dispatch_p50_ms\": " << json_num(get(workers, "dispatch_p50_ms"), 2)
+      << ", \"worker_dispatch_p99_ms\": " << json_num(get(workers, "dispatch_p99_ms"), 2) << "}"
+      << std::endl;
   }
   bool all_ok =
     (raw.ok || !want("a")) && (steps.ok || !want("b")) && (lat.ok || !want("c"))
     && ((pop.ok && rec.ok) || !want("de")) && (fan.ok || !want("f")) && (remote.ok || !want("g"))
     && (spread.ok || !want("h")) && (takeover.ok || !want("i")) && (timers.ok || !want("j"))
-    && (failover.ok || !want("k")) && (placing.ok || !want("m"))
+    && (failover.ok || !want("k")) && (placing.ok || !want("m")) && (workers.ok || !want("n"))
     && (!want("l") || (loops_ok("big") && loops_ok("small") && loops_ok("uncompacted")));
   return all_ok ? 0 : 1;
 }

@@ -22,7 +22,8 @@ struct bench_run {
   phase_result raw = not_run(), steps = not_run(), cal = not_run(), lat = not_run(),
                floor = not_run(), pop = not_run(), rec = not_run(), fan = not_run(),
                remote = not_run(), spread = not_run(), takeover = not_run(), timers = not_run(),
-               timers_pop = not_run(), failover = not_run(), placing = not_run();
+               timers_pop = not_run(), failover = not_run(), placing = not_run(),
+               workers = not_run();
   /// (l): "small", "big" and "uncompacted", each populated then recovered.
   struct loop_run {
     phase_result pop, rec;

@@ -111,6 +111,14 @@ public:
   /// Parses the payload into `m` (cleared first). False, with `*why_not` (if given) saying
   /// why, where event<M>() would throw; never throws.
   bool parse_event(google::protobuf::Message& m, std::string* why_not = nullptr) const;
+  /// The result a worker completed a dispatch's task with (its JSON; docs/workers.md): the
+  /// same text as event_payload(), named for what it is. task_result<M>() parses it as event<M>.
+  const std::string& task_result() const noexcept { return event_payload_; }
+  template <class M>
+  M task_result() const {
+    return event<M>();
+  }
+
   /// True when a suspend's deadline passed before its event arrived.
   bool event_timed_out() const noexcept { return event_timed_out_; }
 

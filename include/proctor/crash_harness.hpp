@@ -81,6 +81,13 @@ struct crash_event {
   std::string payload_json;  ///< the payload (JSON text) the woken step sees
 };
 
+/// A task the harness runs as an external worker would (docs/workers.md): every task of
+/// `queue` it polls, it completes with `result_json`.
+struct crash_task {
+  std::string queue;
+  std::string result_json;
+};
+
 struct crash_matrix_options {
   const registry* types = nullptr;  ///< the procedure's type and every type it spawns
   std::string type;
@@ -101,6 +108,14 @@ struct crash_matrix_options {
   /// arrival ("tree: event #1 (KEY)") and the delivery that consumes it ("root: delivered
   /// #1") are boundaries like any other: the matrix crashes before and after each.
   std::vector<crash_event> events;
+  /// Queues the harness works as a worker: it polls them (on every node) while the tree runs
+  /// and completes each task it gets. A complete that a crash left unanswered is sent again
+  /// once the node is back, as a worker retries (the node answers the same, or that the task
+  /// ended); a task whose lease was journaled but whose poll's answer a crash lost waits for
+  /// its lease to run out (give the dispatch a short start_to_close). The lease, the task's
+  /// end and its delivery are boundaries like any other ("root: task #1", "root: event #1
+  /// (task result)", "root: delivered #1").
+  std::vector<crash_task> tasks;
   /// The names of the nodes of an in-process cluster to run the tree on; the root is submitted
   /// to the first, and `child(...).on_node(name)` places a child on another (ctx.nodes() lists
   /// them). Each node has its own directory and journal; requests between them go straight to

@@ -85,7 +85,15 @@ enum class child_failure : uint8_t {
 
 class outcome {
 public:
-  enum class kind : uint8_t { done, next, fail, yield, spawn, suspend, wait, call };
+  enum class kind : uint8_t { done, next, fail, yield, spawn, suspend, wait, call, dispatch };
+
+  /// A dispatch's task, as its options set it (0: the node's default).
+  struct task_options {
+    std::chrono::milliseconds start_to_close{0};
+    std::chrono::milliseconds heartbeat{0};
+    uint32_t max_attempts = 0;
+    std::chrono::milliseconds retry_delay{0};
+  };
 
   // -- constructors -------------------------------------------------------------------------
 
@@ -156,10 +164,58 @@ public:
     return o;
   }
 
-  /// For a suspend or a call with a timeout: when the deadline passes first, run `state`
-  /// (with `ctx.event_timed_out()` set) instead of the resume state. It is journaled with
-  /// the wait, so a restart keeps it. Without it the type's resume_on_timeout() decides:
-  /// the resume state, or the procedure fails. A failed call counts as a passed deadline.
+  /// Hands `input_json` to the durable task queue `queue`, for an external worker to run
+  /// (docs/workers.md), and runs `state` with the task's result (`ctx.task_result()`), which is
+  /// journaled before the procedure acts on it. The task is journaled with this step's commit;
+  /// a worker polls it over HTTP, runs it and completes it. An attempt that fails, or whose
+  /// lease runs out (`start_to_close`, `heartbeat`), is queued again until `max_attempts`;
+  /// then, or at the dispatch's `timeout` (0: none), the procedure fails unless
+  /// `.on_timeout(state)` or the type's resume_on_timeout(). The procedure only waits: it may
+  /// be passivated meanwhile.
+  ///
+  ///   return dispatch("billing.charge", R"({"cents":120})", CHARGED)
+  ///     .start_to_close(30s).heartbeat(10s).max_attempts(5);
+  static outcome dispatch(std::string queue, std::string input_json, int32_t state,
+                          std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    outcome o(kind::dispatch);
+    o.event_key_ = std::move(queue);
+    o.result_json_ = std::move(input_json);
+    o.state_ = state;
+    o.duration_ = timeout;
+    return o;
+  }
+
+  /// A dispatch whose input is the JSON mapping of a protobuf message (as done(message)).
+  static outcome dispatch(std::string queue, const google::protobuf::Message& input, int32_t state,
+                          std::chrono::milliseconds timeout = std::chrono::milliseconds{0});
+
+  /// For a dispatch: how long one attempt may run from its poll to its complete (its lease).
+  outcome start_to_close(std::chrono::milliseconds d) && {
+    task_.start_to_close = d;
+    return std::move(*this);
+  }
+  /// For a dispatch: a worker must heartbeat at least this often, or its attempt times out.
+  outcome heartbeat(std::chrono::milliseconds d) && {
+    task_.heartbeat = d;
+    return std::move(*this);
+  }
+  /// For a dispatch: how many attempts the task may take in all (1: no retry).
+  outcome max_attempts(uint32_t n) && {
+    task_.max_attempts = n;
+    return std::move(*this);
+  }
+  /// For a dispatch: how long a failed or timed-out attempt waits before it is queued again.
+  outcome retry_delay(std::chrono::milliseconds d) && {
+    task_.retry_delay = d;
+    return std::move(*this);
+  }
+
+  /// For a suspend, a call or a dispatch with a timeout: when the deadline passes first (or a
+  /// call fails, or a dispatch's task fails for good: `ctx.task_result()` is then
+  /// {"error":WHY}), run `state` (with `ctx.event_timed_out()` set) instead of the resume
+  /// state. It is journaled with the wait, so a restart keeps it. Without it the type's
+  /// resume_on_timeout() decides: the resume state, or the procedure fails. A failed call
+  /// counts as a passed deadline.
   ///
   ///   return suspend("payment:" + d.order(), PAID, 30s).on_timeout(CANCEL);
   outcome on_timeout(int32_t state) && {
@@ -194,16 +250,17 @@ public:
   // -- observers ------------------------------------------------------------------------------
 
   kind what() const noexcept { return kind_; }
-  /// The state that runs next (next, yield, spawn, suspend, wait).
+  /// The state that runs next (next, yield, spawn, suspend, wait, call, dispatch).
   int32_t state() const noexcept { return state_; }
   const std::string& result_json() const noexcept { return result_json_; }
   const std::string& error() const noexcept { return error_; }
   const std::vector<child_spec>& children() const noexcept { return children_; }
   std::vector<child_spec>& children() noexcept { return children_; }
   const std::string& event_key() const noexcept { return event_key_; }
-  /// call: the service and the request.
+  /// call: the service and the request; dispatch: the queue and the input.
   const std::string& service() const noexcept { return event_key_; }
   const std::string& request() const noexcept { return result_json_; }
+  const task_options& task() const noexcept { return task_; }
   std::chrono::milliseconds duration() const noexcept { return duration_; }
   /// suspend, call: on_timeout's state, if it was given.
   bool has_timeout_state() const noexcept { return has_timeout_state_; }
@@ -226,6 +283,7 @@ private:
   bool has_timeout_state_ = false;
   join_policy join_{};
   child_failure child_failure_ = child_failure::cancel_siblings;
+  task_options task_{};
 };
 
 /// Thrown by a step (or returned through `outcome::fail`) for a business failure: the

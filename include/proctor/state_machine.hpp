@@ -123,6 +123,15 @@ protected:
                       std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
     return outcome::call(std::move(service), std::move(request), static_cast<int32_t>(s), timeout);
   }
+  static outcome dispatch(std::string queue, std::string input_json, Enum s,
+                          std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    return outcome::dispatch(std::move(queue), std::move(input_json), static_cast<int32_t>(s),
+                             timeout);
+  }
+  static outcome dispatch(std::string queue, const google::protobuf::Message& input, Enum s,
+                          std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+    return outcome::dispatch(std::move(queue), input, static_cast<int32_t>(s), timeout);
+  }
   static outcome wait(std::chrono::milliseconds d, Enum s) {
     return outcome::wait(d, static_cast<int32_t>(s));
   }

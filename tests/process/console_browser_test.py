@@ -325,8 +325,10 @@ def run(node, driver, work):
     count, overlaps = driver.execute_script(OVERLAPS_JS)
     check(count >= 3 and not overlaps, f"timeline labels overlap: {overlaps} of {count}")
 
-    # Locks (none here) and the metrics charts fed by /api/metrics.
+    # Locks and task queues (none here) and the metrics charts fed by /api/metrics.
     css_wait("#locks-none:not([hidden])", "no locks")
+    text_wait("#queues-panel #queues-none:not([hidden])", lambda t: t == "no task queues",
+              "no task queues")
     text_wait("#v-steps", lambda t: t != "", "a steps/s value")
 
     # Abort without the token: refused (401), nothing changes.

@@ -2,8 +2,8 @@
 // Abort and bypass send the token typed at the top as "Authorization: Bearer TOKEN".
 import { Chart, MetricsSeries } from './charts.js';
 import {
-  el, ended, renderHistory, renderLimits, renderLocks, renderNodes, renderProcs, renderSchedules, renderTree,
-  stateBadge,
+  el, ended, renderHistory, renderLimits, renderLocks, renderNodes, renderProcs, renderQueues, renderSchedules,
+  renderTree, stateBadge,
 } from './views.js';
 
 const POLL_MS = 2000;
@@ -197,10 +197,17 @@ async function act(button, what) {
   refreshDetail();
 }
 
-// -- locks, limits, schedules and metrics ---------------------------------------------------
+// -- locks, queues, limits, schedules and metrics -------------------------------------------
 async function refreshLocks() {
   const r = await api('/api/locks');
   if (r.ok) renderLocks($('locks').tBodies[0], $('locks-none'), r.body, select);
+  return r.status !== 0;
+}
+
+// GET /api/queues answers {"queues":[…]} (docs/workers.md).
+async function refreshQueues() {
+  const r = await api('/api/queues');
+  if (r.ok) renderQueues($('queues').tBodies[0], $('queues-none'), r.body.queues || []);
   return r.status !== 0;
 }
 
@@ -291,6 +298,7 @@ async function start() {
   });
   every(METRICS_MS, refreshMetrics);
   every(METRICS_MS, refreshNodes);
+  every(POLL_MS, refreshQueues);
   every(POLL_MS, refreshLimits);
   every(POLL_MS, refreshSchedules);
 }

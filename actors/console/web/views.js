@@ -1,5 +1,6 @@
 // Rendering of the API's JSON into the page: the procedure list, a tree, a history as a
-// timeline and a table, the locks. Text goes in as text (textContent), never as markup.
+// timeline and a table, the locks, the task queues. Text goes in as text (textContent),
+// never as markup.
 
 export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -202,6 +203,30 @@ export function renderLocks(tbody, none, locks, pick) {
     el('td', {}, l.held ? 'held' : 'awaited'), el('td', {}, l.resource), el('td', {}, l.mode),
     el('td', {}, el('a', { href: `#proc=${l.proc_id}`, onclick: () => pick(l.proc_id) }, l.proc_id)),
     el('td', {}, l.root_id), el('td', {}, l.blocked_by))));
+}
+
+// "3s ago" (under a minute), "2m05s ago" (later) for a wall-clock time in ms since the
+// epoch; the node's clock and the browser's may differ a little: never in the future.
+function agoText(atMs, nowMs) {
+  const age = Math.max(0, nowMs - atMs);
+  return age < 60000 ? `${Math.floor(age / 1000)}s ago` : `${humanMs(age)} ago`;
+}
+
+// The task queues of external workers (docs/workers.md): what waits, what is leased, who
+// polls, and the counts since the node started; each worker with the time of its last poll.
+export function renderQueues(tbody, none, queues) {
+  none.hidden = queues.length > 0;
+  tbody.parentElement.hidden = queues.length === 0;
+  const now = Date.now();
+  tbody.replaceChildren(...queues.map((q) => {
+    const workers = (q.workers || [])
+      .map((w) => (w.last_poll_ms ? `${w.worker} ${agoText(w.last_poll_ms, now)}` : w.worker)).join(', ');
+    return el('tr', { 'data-name': q.name, 'data-depth': q.depth },
+      el('td', {}, breakable(q.name)), el('td', {}, q.depth), el('td', {}, q.leased),
+      el('td', {}, q.pollers), el('td', {}, q.depth > 0 ? humanMs(q.oldest_age_ms) : '-'),
+      el('td', {}, q.dispatched), el('td', {}, q.completed), el('td', {}, q.failed),
+      el('td', {}, q.timed_out), el('td', {}, longText(workers || '-', 'note')));
+  }));
 }
 
 // "20 per 1m" for a rate of 20 starts per 60,000 ms.

@@ -21,6 +21,9 @@ struct pending_event {
   uint64_t lsn = 0;
   std::string payload;
   int64_t arrived_at_ms = 0;
+  /// A task's end that fails its wait (executor_tasks.cpp): why; its waiter resumes as from
+  /// a failed call.
+  std::string failure;
 };
 
 /// What wakes a procedure waiting under a key: an event's payload, or a call's reply, or why

@@ -44,6 +44,7 @@
 #include "actors/executor/internal/remote_part.hpp"
 #include "actors/executor/internal/retention_part.hpp"
 #include "actors/executor/internal/schedules_part.hpp"
+#include "actors/executor/internal/tasks_part.hpp"
 #include "actors/executor/metrics.hpp"
 #include "actors/wire/wall_clock.hpp"
 #include "persistence/journal.hpp"
@@ -78,6 +79,7 @@ struct executor_state {
   peer_progress_part progress;        ///< the peers' progress, and this node's as they saw it
   event_ids_part event_ids;           ///< the ids of events sent with one
   nonce_handoff_part handoff;         ///< nonces handed over when slots move
+  tasks_part tasks;                   ///< task queues for external workers (tasks_part.hpp)
   /// Placement by key (executor_placement.cpp): the table, and the members it was built from.
   struct {
     std::shared_ptr<const std::vector<std::string>> names;

@@ -104,6 +104,26 @@ std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>
   return json_writer{}.dump(list);
 }
 
+std::string queues_to_json(const google::protobuf::RepeatedPtrField<pb::QueueInfo>& xs) {
+  auto list = ordered_json::array();
+  for (const auto& q : xs) {
+    auto workers = ordered_json::array();
+    for (const auto& w : q.workers())
+      workers.push_back({{"worker", w.worker()}, {"last_poll_ms", w.at_ms()}});
+    list.push_back({{"name", q.name()},
+                    {"depth", q.depth()},
+                    {"leased", q.leased()},
+                    {"pollers", q.pollers()},
+                    {"oldest_age_ms", q.oldest_age_ms()},
+                    {"dispatched", q.dispatched()},
+                    {"completed", q.completed()},
+                    {"failed", q.failed()},
+                    {"timed_out", q.timed_out()},
+                    {"workers", std::move(workers)}});
+  }
+  return json_writer{}.dump(ordered_json{{"queues", std::move(list)}});
+}
+
 std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimitInfo>& xs) {
   auto list = ordered_json::array();
   for (const auto& l : xs) {

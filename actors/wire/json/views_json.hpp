@@ -35,6 +35,11 @@ std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>
 /// `limits`: a JSON array, one object per type: {type, max_running, rate, per_ms, source
 /// ("code" or "operator"), running, waiting, throttled, code: {max_running, rate, per_ms},
 /// set_at_ms (operator only)}.
+/// The task queues (`proctor queues --json`, GET /api/queues: docs/workers.md):
+/// {"queues":[{"name","depth","leased","pollers","oldest_age_ms","dispatched","completed",
+/// "failed","timed_out","workers":[{"worker","last_poll_ms"}]}]}.
+std::string queues_to_json(const google::protobuf::RepeatedPtrField<pb::QueueInfo>& xs);
+
 std::string limits_to_json(const google::protobuf::RepeatedPtrField<pb::TypeLimitInfo>& xs);
 
 /// `schedule list` / `show`: a JSON array, one object per schedule: {name, cron, zone, type,
