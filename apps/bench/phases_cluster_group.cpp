@@ -47,18 +47,23 @@ cluster_group::result propose_on_leader(std::vector<member_proc>& ms, pb::Cluste
 
 void measure_group_propagation(reporter& r, const std::string& dir, size_t changes) {
   std::vector<member_proc> ms(5);
-  for (size_t i = 0; i < ms.size(); ++i)
-    ms[i].self = {i + 1, "127.0.0.1:" + std::to_string(free_port()),
-                  std::string(1, static_cast<char>('a' + i))};
   for (size_t i = 0; i < ms.size(); ++i) {
-    raft_store_options o;
-    o.id = ms[i].self.id;
-    o.address = ms[i].self.address;
-    o.members = {ms[0].self};  // the founder's one-member group; the others join it
-    o.join = i > 0;
-    o.dir = dir + "/member-" + ms[i].self.label;
+    ms[i].self = {i + 1, {}, std::string(1, static_cast<char>('a' + i))};
+    // Each member's port is picked as it opens, and again if it was taken meanwhile: the
+    // members opened before make connections, whose ephemeral ports come from the same range.
     std::string err;
-    ms[i].group = cluster_group::open(o, &err);
+    for (int attempt = 0; attempt < 5 && !ms[i].group; ++attempt) {
+      ms[i].self.address = "127.0.0.1:" + std::to_string(free_port());
+      raft_store_options o;
+      o.id = ms[i].self.id;
+      o.address = ms[i].self.address;
+      o.members = {ms[0].self};  // the founder's one-member group; the others join it
+      o.join = i > 0;
+      o.dir = dir + "/member-" + ms[i].self.label + "-" + std::to_string(attempt);
+      ms[i].group = cluster_group::open(o, &err);
+      if (!ms[i].group && err.find("cannot listen") == std::string::npos)
+        break;
+    }
     if (!ms[i].group)
       throw std::runtime_error("cluster group member " + ms[i].self.label + ": " + err);
     ms[i].keeper = std::make_unique<cluster_keeper>(*ms[i].group, std::chrono::milliseconds{250});
