@@ -31,6 +31,11 @@ bool parse_token(const std::string& token, std::string* key, uint32_t* attempt) 
   return true;
 }
 
+/// A complete's result as journaled: its JSON, "null" for none.
+std::string result_of(const std::string& json) {
+  return json.empty() ? "null" : json;
+}
+
 /// {"error":TEXT}.
 std::string error_json(const std::string& text) {
   google::protobuf::Struct s;
@@ -75,7 +80,7 @@ void end_task(executor_actor* self, task_entry& t, std::string result, std::stri
   auto* e = rec.mutable_event();
   e->set_event_key(t.key);
   // A failure's payload says why, for the wait's on_timeout state (ctx.task_result()).
-  e->set_payload_json(failure.empty() ? (result.empty() ? "null" : result) : error_json(failure));
+  e->set_payload_json(failure.empty() ? result_of(result) : error_json(failure));
   e->set_failure(failure);
   e->set_arrived_at_ms(wall_ms());
   journal_batch b;
@@ -200,7 +205,7 @@ void handle_report(executor_actor* self, const pb::TaskRequest& req, promise_t r
     }
     // The same complete again answers as the first did; anything else changes nothing.
     if (req.op() == pb::TaskRequest::COMPLETE && end.why.empty() && end.attempt == attempt
-        && end.result == (req.json().empty() ? "null" : req.json())) {
+        && end.result == result_of(req.json())) {
       pb::Response r;
       r.set_text("completed (already)");
       return reply(rp, encode(r));
@@ -220,7 +225,7 @@ void handle_report(executor_actor* self, const pb::TaskRequest& req, promise_t r
   }
   if (t != nullptr && t->busy && why.empty()) {
     if (req.op() == pb::TaskRequest::COMPLETE && !t->ending.empty()
-        && t->ending == (req.json().empty() ? "null" : req.json())) {
+        && t->ending == result_of(req.json())) {
       t->end_waiters.push_back(std::move(rp));  // answered as the first
       return;
     }

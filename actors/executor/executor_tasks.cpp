@@ -470,23 +470,19 @@ void tasks_recovered(executor_actor* self, std::vector<recovered_task>& tasks) {
 void tasks_recovery_end(executor_actor* self) {
   auto& st = self->state;
   auto& tp = st.tasks;
+  journal_batch b;  // every record deleted here, in one write
   // A task whose end came (kept, or handed again at recovery) is not handed out again.
   for (auto i = tp.tasks.begin(); i != tp.tasks.end();) {
     if (still_waits(self, i->second)) {
       ++i;
       continue;
     }
-    if (i->second.state_lsn != 0) {
-      journal_batch b;
-      delete_meta(b, i->second.state_lsn);
-      append(self, std::move(b));
-    }
+    delete_meta(b, i->second.state_lsn);
     auto key = (i++)->first;
     drop_task(self, key);
   }
   // Records whose procedure no longer waits (it ended, or its wait was cut short before the
   // record's delete was durable). A waiting procedure's is claimed when it queues its task.
-  journal_batch b;
   for (auto r = tp.recovered.begin(); r != tp.recovered.end();) {
     auto p = st.procs.find(r->second.rec.proc_id());
     if (p != st.procs.end() && p->second.state == proc_state::waiting) {
