@@ -70,6 +70,15 @@ console_reply node_error(const pb::Response& r);
 /// The node's OK answer to `req`, or the reply that says why there is none.
 std::variant<pb::Response, console_reply> ask_node(const node_caller& ask, const pb::Request& req);
 
+/// The node's answer to `r`, rendered by `render` when it said OK; else the reply that says why.
+template <class Render>
+console_reply rendered(const api_call& c, const pb::Request& r, Render render) {
+  auto got = ask_node(c.ask, r);
+  if (auto* e = std::get_if<console_reply>(&got))
+    return std::move(*e);
+  return render(std::get<pb::Response>(got));
+}
+
 /// The last value of query parameter `key`, "" when absent.
 std::string param(const console_request& req, const std::string& key);
 

@@ -11,19 +11,6 @@
 
 namespace proctor::api_detail {
 
-namespace {
-
-/// The answer to a change, rendered by `render` when the node said OK.
-template <class Render>
-console_reply change(const api_call& c, const pb::Request& r, Render render) {
-  auto got = ask_node(c.ask, r);
-  if (auto* e = std::get_if<console_reply>(&got))
-    return std::move(*e);
-  return render(std::get<pb::Response>(got));
-}
-
-}  // namespace
-
 std::optional<console_reply> priority_field(const json& o, int32_t* out) {
   if (!o.contains("priority"))
     return std::nullopt;
@@ -129,7 +116,7 @@ console_reply submit(const api_call& c) {
       return std::move(*bad);
     s->set_priority(priority);
   }
-  return change(c, r, [](const pb::Response& resp) {
+  return rendered(c, r, [](const pb::Response& resp) {
     json j;
     j["id"] = resp.id();
     auto out = ok_json(dump(j));
@@ -161,7 +148,7 @@ console_reply send_event(const api_call& c) {
   r.mutable_event()->set_payload_json(std::get<std::string>(payload));
   if (o.contains("event_id"))
     r.mutable_event()->set_event_id(o["event_id"].get<std::string>());
-  return change(c, r, [&](const pb::Response& resp) {
+  return rendered(c, r, [&](const pb::Response& resp) {
     json j;
     j["key"] = o["key"];
     j["accepted"] = true;
@@ -173,7 +160,7 @@ console_reply send_event(const api_call& c) {
 console_reply abort_proc(const api_call& c) {
   pb::Request r;
   r.mutable_abort()->set_id(c.id);
-  return change(c, r, [&](const pb::Response& resp) { return done(c.id, "accepted", resp); });
+  return rendered(c, r, [&](const pb::Response& resp) { return done(c.id, "accepted", resp); });
 }
 
 console_reply bypass_proc(const api_call& c) {
@@ -194,19 +181,19 @@ console_reply bypass_proc(const api_call& c) {
   pb::Request r;
   r.mutable_bypass()->set_id(c.id);
   r.mutable_bypass()->set_force(*force);
-  return change(c, r, [&](const pb::Response& resp) { return done(c.id, "bypassed", resp); });
+  return rendered(c, r, [&](const pb::Response& resp) { return done(c.id, "bypassed", resp); });
 }
 
 console_reply retry_proc(const api_call& c) {
   pb::Request r;
   r.mutable_retry()->set_id(c.id);
-  return change(c, r, [&](const pb::Response& resp) { return done(c.id, "retried", resp); });
+  return rendered(c, r, [&](const pb::Response& resp) { return done(c.id, "retried", resp); });
 }
 
 console_reply resubmit_proc(const api_call& c) {
   pb::Request r;
   r.mutable_resubmit()->set_id(c.id);
-  return change(c, r, [&](const pb::Response& resp) {
+  return rendered(c, r, [&](const pb::Response& resp) {
     json j;
     j["id"] = resp.id();
     j["resubmitted_from"] = c.id;
@@ -221,7 +208,7 @@ console_reply resubmit_proc(const api_call& c) {
 console_reply release_proc(const api_call& c) {
   pb::Request r;
   r.mutable_release()->set_id(c.id);
-  return change(c, r, [&](const pb::Response& resp) { return done(c.id, "released", resp); });
+  return rendered(c, r, [&](const pb::Response& resp) { return done(c.id, "released", resp); });
 }
 
 console_reply set_limits(const api_call& c) {
@@ -261,8 +248,8 @@ console_reply set_limits(const api_call& c) {
     l->set_rate(o["rate"].get<uint32_t>());
   if (o.contains("per_ms"))
     l->set_per_ms(o["per_ms"].get<uint64_t>());
-  return change(c, r,
-                [](const pb::Response& resp) { return ok_json(limits_to_json(resp.limits())); });
+  return rendered(c, r,
+                  [](const pb::Response& resp) { return ok_json(limits_to_json(resp.limits())); });
 }
 
 console_reply forget_node(const api_call& c) {
@@ -282,7 +269,7 @@ console_reply forget_node(const api_call& c) {
   pb::Request r;
   r.mutable_forget()->set_name(o["name"].get<std::string>());
   r.mutable_forget()->set_confirm(true);
-  return change(c, r, [&](const pb::Response& resp) {
+  return rendered(c, r, [&](const pb::Response& resp) {
     json j;
     j["node"] = o["name"];
     j["forgotten"] = true;

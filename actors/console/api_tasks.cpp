@@ -58,10 +58,7 @@ console_reply report(const api_call& c, pb::TaskRequest::Op op,
     return console_error(413, "PAYLOAD_TOO_LARGE",
                          "more than the " + std::to_string(c.opts.max_args_bytes)
                            + " bytes the node takes (--max-args-bytes)");
-  auto answer = ask_node(c.ask, r);
-  if (auto* e = std::get_if<console_reply>(&answer))
-    return std::move(*e);
-  return render(std::get<pb::Response>(answer));
+  return rendered(c, r, render);
 }
 
 }  // namespace
@@ -109,15 +106,14 @@ console_reply poll_tasks(const api_call& c) {
     if (auto busy = too_many_waits(*slot, c.opts))
       return std::move(*busy);
   }
-  auto answer = ask_node(c.ask, r);
-  if (auto* e = std::get_if<console_reply>(&answer))
-    return std::move(*e);
-  json tasks = json::array();
-  for (const auto& task : std::get<pb::Response>(answer).task().tasks())
-    tasks.push_back(task_to_json(task));
-  json j;
-  j["tasks"] = std::move(tasks);
-  return ok_json(dump(j));
+  return rendered(c, r, [](const pb::Response& answer) {
+    json tasks = json::array();
+    for (const auto& task : answer.task().tasks())
+      tasks.push_back(task_to_json(task));
+    json j;
+    j["tasks"] = std::move(tasks);
+    return ok_json(dump(j));
+  });
 }
 
 console_reply heartbeat_task(const api_call& c) {
@@ -176,10 +172,9 @@ console_reply fail_task(const api_call& c) {
 console_reply list_queues(const api_call& c) {
   pb::Request r;
   r.mutable_task()->set_op(pb::TaskRequest::QUEUES);
-  auto answer = ask_node(c.ask, r);
-  if (auto* e = std::get_if<console_reply>(&answer))
-    return std::move(*e);
-  return ok_json(queues_to_json(std::get<pb::Response>(answer).task().queues()));
+  return rendered(c, r, [](const pb::Response& answer) {
+    return ok_json(queues_to_json(answer.task().queues()));
+  });
 }
 
 }  // namespace proctor::api_detail
