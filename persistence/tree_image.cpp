@@ -242,6 +242,8 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       auto* p = t.find(s.proc_id());
       if (p == nullptr)
         return missing(s.proc_id());
+      if (!s.remote() && !t.undo_tasks.empty())
+        t.undo_tasks.erase({s.proc_id(), s.undone_lsn()});
       if (s.remote()) {
         p->remote_undone = true;
       } else if (s.undone_lsn() == 0) {
@@ -255,6 +257,15 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
         p->data = s.data();
         p->data_version = data_version_of(*p, s.data_version());  // data versions
       }
+      break;
+    }
+    case pb::JournalRecord::kUndoDispatched: {
+      const auto& s = rec.undo_dispatched();
+      if (t.find(s.proc_id()) == nullptr)
+        return missing(s.proc_id());
+      t.undo_tasks[{s.proc_id(), s.undone_lsn()}] =
+        undo_task_image{s.proc_id(),   s.undone_lsn(), s.state(),       s.task_key(),
+                        s.task_spec(), s.data(),       s.data_version()};
       break;
     }
     case pb::JournalRecord::kFinished: {
@@ -455,6 +466,13 @@ std::vector<undo_item> rollback_plan(const tree_image& tree) {
   plan.insert(plan.end(), std::make_move_iterator(steps.begin()),
               std::make_move_iterator(steps.end()));
   return plan;
+}
+
+const undo_task_image* undo_task_of(const tree_image& tree, const undo_item& item) {
+  if (item.remote || tree.undo_tasks.empty())
+    return nullptr;
+  auto i = tree.undo_tasks.find({item.proc_id, item.lsn});
+  return i == tree.undo_tasks.end() || i->second.state != item.state ? nullptr : &i->second;
 }
 
 size_t undos_done(const tree_image& tree) {

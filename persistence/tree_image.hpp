@@ -125,6 +125,18 @@ struct proc_image {
   bool remote() const noexcept { return !node.empty(); }
 };
 
+/// An undo its handler handed to a task queue (UndoDispatched) whose RollbackStepDone is not
+/// written yet: the rollback waits for that task again rather than run the handler again.
+struct undo_task_image {
+  uint64_t proc_id = 0;
+  uint64_t lsn = 0;  ///< the StepCommitted undone (0: the undo of a partly run state)
+  int32_t state = 0;
+  std::string key;   ///< the task's key (a call key)
+  std::string spec;  ///< its TaskSpec, serialized
+  std::string data;  ///< the procedure's data after the handler
+  uint32_t data_version = 0;
+};
+
 struct tree_image {
   uint64_t root_id = 0;
   std::map<uint64_t, proc_image> procs;
@@ -148,6 +160,8 @@ struct tree_image {
   uint32_t compactions = 0;
   uint64_t records_folded = 0;
   uint64_t undos_dropped = 0;
+  /// Undos waiting for a worker's task, by (procedure, the LSN undone): the latest dispatch.
+  std::map<std::pair<uint64_t, uint64_t>, undo_task_image> undo_tasks;
 
   const proc_image* find(uint64_t id) const {
     auto i = procs.find(id);
@@ -199,6 +213,9 @@ struct undo_item {
   bool remote = false;
   bool committed() const noexcept { return lsn != 0 && !remote; }
 };
+
+/// The task the undo `item` waits for (its UndoDispatched, no RollbackStepDone yet), or null.
+const undo_task_image* undo_task_of(const tree_image& tree, const undo_item& item);
 
 /// What remains to undo in a failed tree, in the order to run: first the states that may
 /// have run partly (of every procedure that had not ended, unless it stopped before that

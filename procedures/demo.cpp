@@ -181,7 +181,7 @@ private:
 class dispatch_tasks : public state_machine<pb::DispatchData, pb::DispatchState> {
 public:
   dispatch_tasks() {
-    on(pb::DISPATCH_SEND, &dispatch_tasks::send, &dispatch_tasks::nothing);
+    on(pb::DISPATCH_SEND, &dispatch_tasks::send, &dispatch_tasks::unsend);
     on(pb::DISPATCH_GOT, &dispatch_tasks::got, &dispatch_tasks::nothing);
   }
 
@@ -197,13 +197,18 @@ public:
   }
 
 private:
-  outcome send(pb::DispatchData& d, context& ctx) {
+  static std::string task_input(const pb::DispatchData& d, const context& ctx, bool undo) {
     google::protobuf::Struct in;
     auto& f = *in.mutable_fields();
     f["proc"].set_number_value(static_cast<double>(ctx.id()));
     f["step"].set_number_value(d.step());
     f["ledger_dir"].set_string_value(d.ledger_dir());
-    return dispatch(d.queue(), message_to_json(in), pb::DISPATCH_GOT,
+    if (undo)
+      f["undo"].set_bool_value(true);
+    return message_to_json(in);
+  }
+  outcome send(pb::DispatchData& d, context& ctx) {
+    return dispatch(d.queue(), task_input(d, ctx, false), pb::DISPATCH_GOT,
                     std::chrono::milliseconds{d.timeout_ms()})
       .start_to_close(std::chrono::milliseconds{d.start_to_close_ms()})
       .heartbeat(std::chrono::milliseconds{d.heartbeat_ms()})
@@ -214,10 +219,21 @@ private:
     d.set_step(d.step() + 1);
     if (d.step() < std::max(1, d.steps()))
       return next(pb::DISPATCH_SEND);
+    if (d.fail_at_end())
+      return fail("demo.dispatch: fails after its last task, as asked (fail_at_end)");
     std::string out = R"({"results":[)";
     for (int i = 0; i < d.results_size(); ++i)
       out += (i == 0 ? "" : ",") + d.results(i);
     return done(out + "]}");
+  }
+  /// The undo of a committed dispatch (its task may have run, its result or not): the
+  /// task's compensation, for a worker too. A partly run SEND dispatched nothing.
+  void unsend(pb::DispatchData& d, context& ctx) {
+    if (d.undo_on_queue() && ctx.undo_of_committed_step())
+      ctx.dispatch_undo(d.queue(), task_input(d, ctx, true),
+                        {std::chrono::milliseconds{d.start_to_close_ms()},
+                         std::chrono::milliseconds{d.heartbeat_ms()}, d.max_attempts(),
+                         std::chrono::milliseconds{0}});
   }
   void nothing(pb::DispatchData&, context&) {}
 };

@@ -13,11 +13,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/build.sh
 
 rc=0
+failed=()  # the phases that failed, named again at the end (a CI log is often read from its tail)
 echo "== lint (scripts/lint.sh: clang-format, includes given twice, clang-tidy's bugprone checks)"
-bash scripts/lint.sh || rc=1
+bash scripts/lint.sh || failed+=(lint)
 
 echo "== ctest"
-ctest --test-dir build --output-on-failure -j2 --timeout 600 || rc=1
+ctest --test-dir build --output-on-failure -j2 --timeout 600 || failed+=(ctest)
 
 echo "== examples/release against the installed package (find_package(Proctor))"
 example=$(mktemp -d)
@@ -36,37 +37,43 @@ if cmake --install build --prefix "$example/prefix" >/dev/null &&
   echo "example: passed"
 else
   echo "example: FAILED" >&2
-  rc=1
+  failed+=(example)
 fi
 rm -rf "$example"
 
 echo "== Debian packages (scripts/package.sh: lintian, contents, the systemd unit, its command line)"
 deb_dir=$(mktemp -d)
-bash scripts/package.sh "$deb_dir/out" || rc=1
+bash scripts/package.sh "$deb_dir/out" || failed+=(package)
 rm -rf "$deb_dir"
 
 acceptance=../shared/acceptance
 if [[ -d $acceptance ]]; then
   echo "== acceptance checks ($acceptance)"
   # The checks run against ./build/bin and must be started from the project's root.
-  bash "$acceptance/run-all" || rc=1
+  bash "$acceptance/run-all" || failed+=(acceptance)
 else
   echo "== acceptance checks: $acceptance not found, skipped"
 fi
 
 echo "== sanitizers (scripts/sanitize.sh asan: ASan+UBSan, the unit suites and the engine suite)"
-bash scripts/sanitize.sh asan || rc=1
+bash scripts/sanitize.sh asan || failed+=(sanitizers)
 
 echo "== fuzzers (journal-record and wire-message decoding, ${FUZZ_SECONDS:-20} s each)"
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || rc=1
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || failed+=(fuzzers)
 
 echo "== benchmark smoke run (proctor-bench --quick; figures are not checked)"
 bench_dir=$(mktemp -d)
-build/bin/proctor-bench --quick --data-dir "$bench_dir/run" >/dev/null || rc=1
+build/bin/proctor-bench --quick --data-dir "$bench_dir/run" >/dev/null || failed+=(benchmark)
 rm -rf "$bench_dir"
 
-if ((rc != 0)); then
-  echo "test: FAILED" >&2
+if ((${#failed[@]} != 0)); then
+  rc=1
+  failed_tests=build/Testing/Temporary/LastTestsFailed.log
+  if [[ " ${failed[*]} " == *" ctest "* && -f $failed_tests ]]; then
+    echo "ctest: these failed (their output is above):" >&2
+    sed 's/^/  /' "$failed_tests" >&2
+  fi
+  echo "test: FAILED: ${failed[*]}" >&2
 else
   echo "test: all passed"
 fi

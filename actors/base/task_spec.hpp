@@ -22,6 +22,15 @@ inline bool is_task_service(const std::string& service) {
   return service.compare(0, task_service_prefix.size(), task_service_prefix) == 0;
 }
 
+/// In the key of an undo's task (context::dispatch_undo): "call:<proc>:undo:<ms>:<n>".
+inline const std::string undo_task_infix = ":undo:";
+
+/// True for the key of an undo's task: its procedure does not wait itself (the actor running
+/// the rollback waits for it on its behalf), so the procedure's status does not end the wait.
+inline bool is_undo_task_key(const std::string& key) {
+  return key.find(undo_task_infix) != std::string::npos;
+}
+
 /// The queue of a task service ("" for another service).
 inline std::string task_queue_of(const std::string& service) {
   return is_task_service(service) ? service.substr(task_service_prefix.size()) : std::string{};

@@ -43,7 +43,7 @@ void record_update(executor_actor* self, proc_update u, update_clock at) {
     rec.ended_at_ms = 0;
     rec.retried = true;
   }
-  if (u.state != proc_state::waiting) {
+  if (u.state != proc_state::waiting && !waits_for_undo_task(self, u.id)) {
     stop_call(self, u.id);
     forget_event_wait(self, u.id);
   }
@@ -440,6 +440,7 @@ caf::behavior serving(executor_actor* self) {
       on_task_timer(self, key, token);
     },
     [self](task_poll_expire_atom, uint64_t token) { on_task_poll_expired(self, token); },
+    [self](task_limit_wake_atom, const std::string& queue) { on_queue_limit_wake(self, queue); },
     [self](event_declined_atom, uint64_t lsn, uint64_t id) { settle_event(self, lsn, id, false); },
   };
 }

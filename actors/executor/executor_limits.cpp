@@ -12,6 +12,7 @@
 
 #include "actors/base/errors.hpp"
 #include "actors/base/rpc.hpp"
+#include "actors/base/task_spec.hpp"
 #include "actors/executor/internal/executor_state.hpp"
 #include "persistence/keys.hpp"
 
@@ -60,10 +61,11 @@ void fill(const type_limit_view& v, pb::TypeLimitInfo* x) {
 void reply_list(executor_actor* self, promise_t rp) {
   self->request(self->state.env->scheduler, std::chrono::seconds{10}, limits_atom::value)
     .then(
-      [rp](std::vector<type_limit_view>& views) mutable {
+      [self, rp](std::vector<type_limit_view>& views) mutable {
         pb::Response r;
         for (const auto& v : views)
           fill(v, r.add_limits());
+        fill_queue_limits(self, r);  // then the task queues' (executor_task_limits.cpp)
         reply(rp, encode(r));
       },
       [self, rp](caf::error& e) mutable {
@@ -77,8 +79,13 @@ std::string refusal(executor_actor* self, const pb::LimitsRequest& req) {
   bool fields = req.has_max_running() || req.has_rate() || req.has_per_ms();
   if (req.type().empty())
     return req.clear() || fields ? "a change of limits names its procedure type" : "";
-  if (self->state.env->types->find(req.type()) == nullptr)
+  if (is_queue_limit_name(req.type())) {
+    // A task queue's (docs/workers.md, "Limits"): max_running bounds its leases at once.
+    if (auto why = task_queue_refusal(task_queue_of(req.type())); !why.empty())
+      return why;
+  } else if (self->state.env->types->find(req.type()) == nullptr) {
     return self->state.env->types->unknown_type_error(req.type());
+  }
   if (req.clear() && fields)
     return "clear takes the type back to its code's limits: it takes no other value";
   if (!req.clear() && !fields)
@@ -126,6 +133,15 @@ void journal_change(executor_actor* self, const std::string& type, std::optional
   append(self, std::move(b), [self, type, now, at, from_cluster, rp](uint64_t lsn) mutable {
     auto& st = self->state;
     st.limits.records[type] = recovered_limit{lsn, now, at, from_cluster};
+    if (is_queue_limit_name(type)) {
+      spdlog::info("task queue {}: limits {} by an operator{}: {}", task_queue_of(type),
+                   now ? "set" : "cleared", from_cluster ? " for the cluster" : "",
+                   type_limiter::describe(now ? *now : type_limits{}));
+      set_queue_limit(self, task_queue_of(type), now, at);
+      if (rp.pending())
+        reply_list(self, rp);
+      return change_done(self);
+    }
     const auto* t = st.env->types->find(type);
     bool any = now ? now->any() : t->limits.any();
     if (auto f = st.env->limited_types.find(type); f != st.env->limited_types.end())
@@ -144,12 +160,13 @@ void journal_change(executor_actor* self, const std::string& type, std::optional
 void apply_change(executor_actor* self, limits_part::change c) {
   auto& st = self->state;
   const auto& req = c.req;
-  const auto* t = st.env->types->find(req.type());
+  const auto* t = st.env->types->find(req.type());  // null for a task queue
   auto old = st.limits.records.find(req.type());
   std::optional<type_limits> now;
   if (!req.clear()) {
-    type_limits l =
-      old != st.limits.records.end() && old->second.limits ? *old->second.limits : t->limits;
+    type_limits l = old != st.limits.records.end() && old->second.limits ? *old->second.limits
+                    : t != nullptr                                       ? t->limits
+                                                                         : type_limits{};
     if (req.has_max_running())
       l.max_running = req.max_running();
     if (req.has_rate())
@@ -216,7 +233,8 @@ void next_change(executor_actor* self) {
 
 void handle_limits(executor_actor* self, const pb::LimitsRequest& req, promise_t rp) {
   if (auto why = refusal(self, req); !why.empty()) {
-    auto code = !req.type().empty() && self->state.env->types->find(req.type()) == nullptr
+    auto code = !req.type().empty() && !is_queue_limit_name(req.type())
+                    && self->state.env->types->find(req.type()) == nullptr
                   ? pb::Response::NOT_FOUND
                   : pb::Response::BAD_REQUEST;
     return reply(rp, error_reply(code, why));
@@ -232,7 +250,7 @@ void on_cluster_limits(executor_actor* self, const std::vector<cluster_limit>& l
   std::set<std::string> held;
   for (const auto& l : limits) {
     held.insert(l.type);
-    if (st.env->types->find(l.type) == nullptr) {
+    if (!is_queue_limit_name(l.type) && st.env->types->find(l.type) == nullptr) {
       spdlog::warn("type {}: the cluster holds limits for it, but no such type is registered in "
                    "this binary",
                    l.type);

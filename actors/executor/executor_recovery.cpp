@@ -123,8 +123,11 @@ void recover_part(executor_actor* self, recovered_state& part) {
   for (auto& ev : part.events)
     st.events.kept[ev.key].push_back(
       pending_event{ev.lsn, std::move(ev.payload_json), ev.arrived_at_ms, std::move(ev.failure)});
-  for (auto& [type, l] : part.limits)
+  for (auto& [type, l] : part.limits) {
     st.limits.records[type] = l;
+    if (is_queue_limit_name(type))  // a task queue's (the scheduler has the types')
+      set_queue_limit(self, task_queue_of(type), l.limits, l.at_ms);
+  }
   for (auto& [name, s] : part.schedules)
     recover_schedule(self, s);
   progress_recovered(self, part.peer_progress);

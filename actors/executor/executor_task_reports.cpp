@@ -101,6 +101,7 @@ void end_task(executor_actor* self, task_entry& t, std::string result, std::stri
              id = i->second.proc_id;
              queue = i->second.spec.queue();
              drop_task(self, key);
+             slot_freed(self, queue);
            }
            auto& fig = tp.figures[queue];
            ++(failure.empty() ? fig.completed : fig.failed);
@@ -152,6 +153,7 @@ void requeue(executor_actor* self, task_entry& t, const std::string& why, promis
       return replay(self, std::move(reports));
     }
     t.attempt = next;
+    const bool held = !t.worker.empty();
     t.worker.clear();
     t.leased_at_ms = t.lease_until_ms = 0;
     t.not_before_ms = wall_ms() + t.spec.retry_delay_ms();
@@ -159,6 +161,7 @@ void requeue(executor_actor* self, task_entry& t, const std::string& why, promis
                  proc_text(self, t.proc_id), key, t.spec.queue(), next, t.spec.max_attempts(),
                  t.spec.retry_delay_ms(), why);
     arm_task_timer(self, t, t.not_before_ms);
+    auto queue = t.spec.queue();
     if (answer) {
       pb::Response r;
       r.set_text("queued again as attempt " + std::to_string(next) + " of "
@@ -166,6 +169,8 @@ void requeue(executor_actor* self, task_entry& t, const std::string& why, promis
       reply(*answer, encode(r));
     }
     replay(self, std::move(reports));  // an earlier attempt's token: refused now
+    if (held)
+      slot_freed(self, queue);  // a poll may take its place
   });
 }
 

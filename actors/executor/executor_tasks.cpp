@@ -45,6 +45,13 @@ bool still_waits(executor_actor* self, const task_entry& t) {
   return k != self->state.events.waiting_key.end() && k->second == t.key;
 }
 
+bool waits_for_undo_task(executor_actor* self, uint64_t id) {
+  if (self->state.tasks.by_proc.empty())
+    return false;
+  auto k = self->state.events.waiting_key.find(id);
+  return k != self->state.events.waiting_key.end() && is_undo_task_key(k->second);
+}
+
 void note_ended(tasks_part& tp, const std::string& key, ended_task e) {
   if (tp.ended.emplace(key, std::move(e)).second)
     tp.ended_order.push_back(key);
@@ -146,6 +153,7 @@ void lease(executor_actor* self, std::vector<std::string> keys, const std::strin
   for (const auto& key : keys) {
     auto& t = tp.tasks.at(key);
     t.busy = true;
+    t.leasing = true;
     unready(tp, t);
     delete_meta(b, t.state_lsn);
     auto rec = state_record(t, t.attempt, worker, t.details);
@@ -165,6 +173,7 @@ void lease(executor_actor* self, std::vector<std::string> keys, const std::strin
         continue;
       auto& t = i->second;
       t.busy = false;
+      t.leasing = false;
       t.state_lsn = this_lsn;
       for (auto& d : std::exchange(t.deferred, {}))  // (none: its token was not out yet)
         reports.push_back(std::move(d));
@@ -191,13 +200,26 @@ std::vector<std::string> take_ready(executor_actor* self, const std::vector<std:
                                     uint32_t max) {
   auto& tp = self->state.tasks;
   std::vector<std::string> out;
+  // What each queue's limits let this poll take (executor_task_limits.cpp); none: no limits.
+  std::map<std::string, uint32_t> allow;
+  if (!tp.limits.empty())
+    for (const auto& q : queues)
+      if (tp.limits.count(q) != 0 && tp.ready.count(q) != 0)
+        allow[q] = queue_allowance(self, q, max);
+  std::map<std::string, uint32_t> took;
   while (out.size() < max) {
     std::map<uint64_t, std::string>* best = nullptr;
+    const std::string* best_q = nullptr;
     for (const auto& q : queues) {
       auto r = tp.ready.find(q);
-      if (r != tp.ready.end() && !r->second.empty()
-          && (best == nullptr || r->second.begin()->first < best->begin()->first))
+      if (r == tp.ready.end() || r->second.empty())
+        continue;
+      if (auto a = allow.find(q); a != allow.end() && a->second == 0)
+        continue;
+      if (best == nullptr || r->second.begin()->first < best->begin()->first) {
         best = &r->second;
+        best_q = &q;
+      }
     }
     if (best == nullptr)
       break;
@@ -213,24 +235,20 @@ std::vector<std::string> take_ready(executor_actor* self, const std::vector<std:
     }
     best->erase(best->begin());
     out.push_back(std::move(key));
+    if (auto a = allow.find(*best_q); a != allow.end()) {
+      --a->second;
+      ++took[*best_q];
+    }
   }
   for (auto r = tp.ready.begin(); r != tp.ready.end();)
     r = r->second.empty() ? tp.ready.erase(r) : std::next(r);
-  return out;
-}
-
-void serve_polls(executor_actor* self) {
-  auto& tp = self->state.tasks;
-  for (auto p = tp.polls.begin(); p != tp.polls.end() && !tp.ready.empty();) {
-    auto keys = take_ready(self, p->queues, p->max);
-    if (keys.empty()) {
-      ++p;
-      continue;
-    }
-    auto poll = std::move(*p);
-    p = tp.polls.erase(p);
-    lease(self, std::move(keys), poll.worker, std::move(poll.rp));
+  for (const auto& [q, n] : allow) {
+    if (auto t = took.find(q); t != took.end())
+      taken_from(self, q, t->second);
+    if (n == 0 && tp.ready.count(q) != 0)
+      held_back(self, q);  // a ready task its limits hold back
   }
+  return out;
 }
 
 void handle_poll(executor_actor* self, const pb::TaskRequest& req, promise_t rp) {
@@ -286,6 +304,20 @@ void handle_queues(executor_actor* self, promise_t rp) {
 
 }  // namespace
 
+void serve_polls(executor_actor* self) {
+  auto& tp = self->state.tasks;
+  for (auto p = tp.polls.begin(); p != tp.polls.end() && !tp.ready.empty();) {
+    auto keys = take_ready(self, p->queues, p->max);
+    if (keys.empty()) {
+      ++p;
+      continue;
+    }
+    auto poll = std::move(*p);
+    p = tp.polls.erase(p);
+    lease(self, std::move(keys), poll.worker, std::move(poll.rp));
+  }
+}
+
 void fill_queues(executor_actor* self, google::protobuf::RepeatedPtrField<pb::QueueInfo>* out) {
   auto& tp = self->state.tasks;
   struct counts {
@@ -294,6 +326,8 @@ void fill_queues(executor_actor* self, google::protobuf::RepeatedPtrField<pb::Qu
   };
   std::map<std::string, counts> by;
   for (const auto& [name, f] : tp.figures)
+    by[name];
+  for (const auto& [name, l] : tp.limits)
     by[name];
   const auto now = wall_ms();
   for (const auto& [key, t] : tp.tasks) {
@@ -322,6 +356,12 @@ void fill_queues(executor_actor* self, google::protobuf::RepeatedPtrField<pb::Qu
     q->set_completed(f->second.completed);
     q->set_failed(f->second.failed);
     q->set_timed_out(f->second.timed_out);
+    if (auto l = tp.limits.find(name); l != tp.limits.end()) {
+      q->set_max_leased(l->second.limits.max_running);
+      q->set_rate(l->second.limits.rate);
+      q->set_per_ms(static_cast<uint64_t>(l->second.limits.per.count()));
+      q->set_throttled(l->second.throttled);
+    }
     for (const auto& [worker, at] : f->second.last_poll) {
       auto* w = q->add_workers();
       w->set_worker(worker);
@@ -402,7 +442,11 @@ void task_stopped(executor_actor* self, uint64_t id) {
     delete_meta(b, t.state_lsn);
     append(self, std::move(b));
   }
+  auto queue = t.spec.queue();
+  const bool held = !t.worker.empty();
   drop_task(self, t.key);
+  if (held)
+    slot_freed(self, queue);
 }
 
 void handle_task_request(executor_actor* self, const pb::TaskRequest& req, promise_t rp) {
@@ -467,6 +511,17 @@ void tasks_recovered(executor_actor* self, std::vector<recovered_task>& tasks) {
   }
 }
 
+namespace {
+
+/// True while the tree of `root_id` rolls back: a task of it may be an undo's
+/// (context::dispatch_undo), whose procedure does not wait itself.
+bool rolls_back(executor_actor* self, uint64_t root_id) {
+  auto r = self->state.procs.find(root_id);
+  return r != self->state.procs.end() && r->second.state == proc_state::failed && !r->second.ended;
+}
+
+}  // namespace
+
 void tasks_recovery_end(executor_actor* self) {
   auto& st = self->state;
   auto& tp = st.tasks;
@@ -485,7 +540,8 @@ void tasks_recovery_end(executor_actor* self) {
   // record's delete was durable). A waiting procedure's is claimed when it queues its task.
   for (auto r = tp.recovered.begin(); r != tp.recovered.end();) {
     auto p = st.procs.find(r->second.rec.proc_id());
-    if (p != st.procs.end() && p->second.state == proc_state::waiting) {
+    if (p != st.procs.end()
+        && (p->second.state == proc_state::waiting || rolls_back(self, p->second.root_id))) {
       ++r;
       continue;
     }

@@ -193,6 +193,21 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
                         : "undid the step at lsn " + std::to_string(s.undone_lsn()));
         break;
       }
+      case pb::JournalRecord::kUndoDispatched: {
+        const auto& s = rec.undo_dispatched();
+        if (s.proc_id() != id)
+          break;
+        auto* e = add(r.lsn, "undo dispatched");
+        e->set_state(s.state());
+        e->set_state_name(name(s.state()));
+        e->set_at_ms(s.at_ms());
+        pb::TaskSpec spec;
+        (void)spec.ParseFromString(s.task_spec());
+        e->set_detail(
+          "its undo" + std::string(s.undone_lsn() == 0 ? " (of a partly run state)" : "")
+          + " is task " + s.task_key() + " on queue " + spec.queue() + ", for a worker");
+        break;
+      }
       case pb::JournalRecord::kFinished: {
         const auto& s = rec.finished();
         if (s.proc_id() != id)

@@ -12,6 +12,7 @@
 #include "actors/base/errors.hpp"
 #include "actors/base/messages.hpp"
 #include "actors/base/peer_status.hpp"
+#include "actors/base/task_spec.hpp"
 #include "actors/cluster/client_server.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/node/node_coordinator.hpp"
@@ -277,6 +278,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
   // An operator's limits hold before any procedure starts (at recover_done, below): the
   // scheduler has them before the executor is told the scan is done.
   for (auto& [type, l] : limits) {
+    if (is_task_service(type))
+      continue;  // a task queue's limits: the executor's (executor_task_limits.cpp)
     auto flag = env->limited_types.find(type);
     if (flag == env->limited_types.end()) {
       spdlog::warn("type {}: limits set by an operator are kept in the journal, but no such "

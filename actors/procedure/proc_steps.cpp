@@ -1,8 +1,6 @@
 // The step side of a procedure actor: once a step ran, its outcome is journaled and acted
 // on (next state, done, children, suspend, call), or its failure is retried, rolled back, or
 // retried forward past a point of no return.
-#include <atomic>
-
 #include "actors/base/errors.hpp"
 #include "actors/base/task_spec.hpp"
 #include "actors/cluster/outbox.hpp"
@@ -22,16 +20,6 @@ void forget_last_spawn(proc_actor_state& st) {
   st.waiting_on.clear();
   st.join_at_least = 0;
   st.join_wait = false;
-}
-
-/// The key a new call of procedure `id` waits under: unique on this node across restarts
-/// (the time, then a count within the process), so that two calls of one procedure in the
-/// same millisecond do not share a call id, which the service would take for one call sent
-/// twice and answer with the first reply.
-std::string new_call_key(uint64_t id) {
-  static std::atomic<uint64_t> calls{0};
-  return call_key_prefix + std::to_string(id) + ":" + std::to_string(wall_ms()) + ":"
-         + std::to_string(calls.fetch_add(1, std::memory_order_relaxed));
 }
 
 /// Its end SUCCESS at `at_ms` (its Finished record's time; 0: its tree's end, stamped by

@@ -1,4 +1,6 @@
 // The waiting side of a procedure actor: timers, external events and calls to services.
+#include <atomic>
+
 #include "actors/base/task_spec.hpp"
 #include "actors/procedure/internal/procedure_actor_state.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
@@ -6,6 +8,17 @@
 #include "persistence/keys.hpp"
 
 namespace proctor {
+
+/// The key a new call of procedure `id` waits under: unique on this node across restarts
+/// (the time, then a count within the process), so that two calls of one procedure in the
+/// same millisecond do not share a call id, which the service would take for one call sent
+/// twice and answer with the first reply.
+std::string new_call_key(uint64_t id, bool undo) {
+  static std::atomic<uint64_t> calls{0};
+  return call_key_prefix + std::to_string(id) + (undo ? undo_task_infix : ":")
+         + std::to_string(wall_ms()) + ":"
+         + std::to_string(calls.fetch_add(1, std::memory_order_relaxed));
+}
 
 void arm_timer(proc_actor* self, int64_t at_ms, bool event_deadline) {
   auto& st = self->state;

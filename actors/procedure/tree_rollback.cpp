@@ -7,6 +7,7 @@
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/timeout_actor.hpp"
 #include "actors/wire/wall_clock.hpp"
+#include "persistence/keys.hpp"
 
 namespace proctor {
 
@@ -135,6 +136,7 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     st.rollback.undo_attempt = 1;
     st.rollback.undone_before = undos_done(*image);
     st.rollback.failure = image->failure;
+    st.rollback.task_key.clear();  // a task an earlier plan waited for: found in `image` again
     PLOG(info, self, "rolling back: {} undo(s) to run, {} done before", st.rollback.plan.size(),
          st.rollback.undone_before);
     // The ends of fragments on other nodes come here from now on (their placeholders
@@ -145,6 +147,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
                    caf::actor_cast<caf::actor>(self));
     self->send(st.env->executor, rollback_atom::value, st.root_id, true);
   }
+  if (!st.rollback.task_key.empty())
+    return;  // the undo under way waits for a worker's task (undo_tasks.cpp)
   publish_rollback(self, rollback_progress(st));
   if (st.rollback.plan_pos == st.rollback.plan.size() && st.cancel_running)
     return finish_cancellation(self);
@@ -200,6 +204,8 @@ void run_rollback(proc_actor* self, std::shared_ptr<const tree_image> image) {
     return;
   }
   st.rollback.undo_state_name = inst->state_name(item.state);
+  if (resume_undo_task(self, item))
+    return;  // a worker's task, dispatched before: waited for again (undo_tasks.cpp)
   step_job job;
   job.proc = caf::actor_cast<caf::actor>(self);
   job.inst = std::move(inst);
@@ -226,42 +232,62 @@ void on_undo_done(proc_actor* self, step_result& r) {
   st.busy = false;
   if (r.tag != st.rollback.plan_pos || st.rollback.plan_pos >= st.rollback.plan.size())
     return;
+  const bool ok = r.what == step_result::kind::ok;
+  if (ok && r.out && r.out->what() == outcome::kind::dispatch)
+    return dispatch_undo_task(self, r);  // a worker runs it (undo_tasks.cpp)
+  self->send(st.env->executor, undo_atom::value, ok);
+  if (!ok)
+    return retry_undo(self, r.error);
   const auto& item = st.rollback.plan[st.rollback.plan_pos];
-  self->send(st.env->executor, undo_atom::value, r.what == step_result::kind::ok);
-  if (r.what != step_result::kind::ok) {
-    // A rollback cannot itself be rolled back: retry it until it succeeds, with back-off,
-    // and say so where an operator looks.
-    retry_policy backoff;
-    backoff.kind = retry_policy::backoff::exponential;
-    backoff.delay = st.ptype->supervision.backoff_min;
-    backoff.max_delay = std::max(st.ptype->supervision.backoff_max, std::chrono::milliseconds{1});
-    backoff.max_attempts = 0;  // never gives up
-    auto delay = retry_delay(backoff, st.rollback.undo_attempt + 1);
-    auto why = "undo of state " + st.rollback.undo_state_name + " of procedure "
-               + std::to_string(item.proc_id) + " failing: " + r.error + ", attempt "
-               + std::to_string(st.rollback.undo_attempt);
-    PLOG(warn, self, "{}; again in {} ms", why, delay.count());
-    publish_rollback(self, std::move(why));
-    ++st.rollback.undo_attempt;
-    arm_timeout(self, st.env->timeout, st.id, timeout_kind::undo_retry, wall_ms() + delay.count(),
-                undo_retry_atom::value);
-    return;
-  }
+  finish_undo(self, std::move(r.data),
+              st.env->types->find(st.rollback.image->find(item.proc_id)->type)->version, 0);
+}
+
+void retry_undo(proc_actor* self, const std::string& error) {
+  auto& st = self->state;
+  const auto& item = st.rollback.plan[st.rollback.plan_pos];
+  // A rollback cannot itself be rolled back: retry it until it succeeds, with back-off,
+  // and say so where an operator looks.
+  retry_policy backoff;
+  backoff.kind = retry_policy::backoff::exponential;
+  backoff.delay = st.ptype->supervision.backoff_min;
+  backoff.max_delay = std::max(st.ptype->supervision.backoff_max, std::chrono::milliseconds{1});
+  backoff.max_attempts = 0;  // never gives up
+  auto delay = retry_delay(backoff, st.rollback.undo_attempt + 1);
+  auto why = "undo of state " + st.rollback.undo_state_name + " of procedure "
+             + std::to_string(item.proc_id) + " failing: " + error + ", attempt "
+             + std::to_string(st.rollback.undo_attempt);
+  PLOG(warn, self, "{}; again in {} ms", why, delay.count());
+  publish_rollback(self, std::move(why));
+  ++st.rollback.undo_attempt;
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::undo_retry, wall_ms() + delay.count(),
+              undo_retry_atom::value);
+}
+
+void finish_undo(proc_actor* self, std::string data, uint32_t data_version, uint64_t event_lsn) {
+  auto& st = self->state;
+  const auto& item = st.rollback.plan[st.rollback.plan_pos];
   st.rollback.undo_attempt = 1;
   pb::JournalRecord rec;
   auto* u = rec.mutable_undone();
   u->set_undone_lsn(item.lsn);
   u->set_proc_id(item.proc_id);
   u->set_state(item.state);
-  u->set_data(r.data);
-  u->set_data_version(st.env->types->find(st.rollback.image->find(item.proc_id)->type)->version);
+  u->set_data(std::move(data));
+  u->set_data_version(data_version);
   u->set_at_ms(wall_ms());
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
+  // The end of its task goes with it: a crash leaves the task's end kept and the undo to
+  // finish, or neither (as a delivered event's, proc_waiting.cpp).
+  if (event_lsn != 0)
+    batch.deletes.push_back({journal_keys::meta_root, event_lsn, event_lsn + 1});
   st.busy = true;
-  journal_append(self, std::move(batch), [self] {
+  journal_append(self, std::move(batch), [self, event_lsn, id = item.proc_id] {
     auto& st = self->state;
     st.busy = false;
+    if (event_lsn != 0)
+      self->send(st.env->executor, event_taken_atom::value, event_lsn, id);
     ++st.rollback.plan_pos;
     run_rollback(self, st.rollback.image);
   });

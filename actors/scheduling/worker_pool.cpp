@@ -52,7 +52,11 @@ step_result worker_pool::run(step_job& job) {
   auto t0 = std::chrono::steady_clock::now();
   try {
     if (job.undo) {
+      job.ctx.in_undo_ = true;
+      job.ctx.undo_task_.reset();
       job.inst->rollback(job.state, job.ctx);
+      if (job.ctx.undo_task_)  // handed to a task queue (context::dispatch_undo)
+        r.out = std::move(job.ctx.undo_task_);
     } else {
       r.out.emplace(job.inst->execute(job.state, job.ctx));
       if (r.out->what() == outcome::kind::fail) {

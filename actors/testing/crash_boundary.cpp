@@ -42,6 +42,8 @@ uint64_t proc_of(const pb::JournalRecord& r) {
       return r.delivered().proc_id();
     case pb::JournalRecord::kCancelled:
       return r.cancelled().parent_id();  // the parent that cancels
+    case pb::JournalRecord::kUndoDispatched:
+      return r.undo_dispatched().proc_id();
     case pb::JournalRecord::kTask:
       return r.task().proc_id();  // a task's lease or requeue (docs/workers.md)
     case pb::JournalRecord::kEvent:
@@ -56,6 +58,8 @@ int32_t state_of(const pb::JournalRecord& r) {
     return r.step().executed_state();
   if (r.has_undone())
     return r.undone().state();
+  if (r.has_undo_dispatched())
+    return r.undo_dispatched().state();
   if (r.has_failed())
     return r.failed().failed_state();
   return 0;

@@ -442,6 +442,29 @@ TEST_F(crash_harness_test, a_procedure_whose_steps_run_in_a_worker_survives_ever
     EXPECT_TRUE(has(rep.boundary_labels, b)) << b << " is not a boundary\n" << labels(rep);
 }
 
+// A procedure that fails after its tasks, whose undos are tasks too (context::dispatch_undo),
+// is crashed at every boundary of its rollback (each undo's dispatch, lease, result and the
+// RollbackStepDone that consumes it): the rollback resumes the undo where the crash cut it and
+// the tree ends ROLLEDBACK every time.
+TEST_F(crash_harness_test, a_rollback_whose_undos_run_in_a_worker_survives_every_boundary) {
+  auto o = options("demo.dispatch", R"({"queue":"crash.u","steps":2,"start_to_close_ms":300,)"
+                                    R"("undo_on_queue":true,"fail_at_end":true})");
+  o.tasks = {{"crash.u", R"({"ok":1})"}};
+  o.run_timeout = std::chrono::seconds{30};
+  o.check = [](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::ROLLEDBACK)
+      return "ended " + pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    return r.root.error().find("fails after its last task") != std::string::npos
+             ? ""
+             : "rolled back for " + r.root.error();
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  for (const char* b : {"root: undo_dispatched #1", "root: undo_dispatched #2",
+                        "root: undone #2 (DISPATCH_SEND)", "root: event #4 (task result)"})
+    EXPECT_TRUE(has(rep.boundary_labels, b)) << b << " is not a boundary\n" << labels(rep);
+}
+
 // Two events of one key go in their order, each once, whichever of them a crash cut.
 TEST_F(crash_harness_test, events_of_one_key_are_posted_in_order_each_once) {
   auto o = options("test.waits_twice", R"({"key":"k"})");

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A worker of Proctor's durable task queues (docs/workers.md), with only `requests`.
 
-Long-polls one queue and, for each task: appends "<proc> <step> <attempt> <worker>" to
-<ledger_dir>/<proc>.ledger (fsynced) when the input names a ledger_dir, as demo.dispatch's
-tasks do; works --hold seconds, heartbeating meanwhile (at least once) when the task asks for
+Long-polls one queue and, for each task: appends "<proc> <step> <attempt> <worker>" (and
+" undo" for an undo's task, whose input has "undo":true) to <ledger_dir>/<proc>.ledger
+(fsynced) when the input names a ledger_dir, as demo.dispatch's tasks do; works --hold seconds, heartbeating meanwhile (at least once) when the task asks for
 heartbeats; completes it with {"step":K,"worker":NAME,"attempt":N}. A refused report (409:
 the lease ran out, the task ended or was cancelled) is logged and the task dropped. SIGTERM
 stops the worker once its poll under way and its task are done.
@@ -73,7 +73,8 @@ def post(session, node, path, body, tries=12):
 def append_ledger(inp, attempt, worker):
     path = os.path.join(inp["ledger_dir"], f"{int(inp['proc'])}.ledger")
     with open(path, "a") as f:
-        f.write(f"{int(inp['proc'])} {int(inp['step'])} {attempt} {worker}\n")
+        undo = " undo" if inp.get("undo") else ""  # a compensation (dispatch_undo)
+        f.write(f"{int(inp['proc'])} {int(inp['step'])} {attempt} {worker}{undo}\n")
         f.flush()
         os.fsync(f.fileno())
 
@@ -104,6 +105,8 @@ def run(session, node, task, args):
     if not work(session, node, path, task, args.hold):
         return
     result = {"step": inp.get("step"), "worker": args.worker, "attempt": attempt}
+    if inp.get("undo"):
+        result["undone"] = True
     code, answer, _ = post(session, node, f"{path}/complete", {"result": result})
     if code == 200:
         log(f"task {token} (proc {task['proc_id']}, attempt {attempt}): {answer['text']}")

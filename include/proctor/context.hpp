@@ -5,6 +5,7 @@
 #include <compare>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -128,6 +129,37 @@ public:
   /// or a stop or crash came while it ran), and the data is what that state started with.
   bool undo_of_committed_step() const noexcept { return undo_committed_; }
 
+  /// In a rollback handler: the undo is work for an external worker (docs/workers.md,
+  /// "Undos run by workers"). The handler returns at once; the task (`input_json` on the task
+  /// queue `queue`, with the leases and attempts `options` set, 0 for the node's defaults) is
+  /// journaled, then handed out as a dispatch's is, and the rollback goes on once a worker
+  /// completed it. A task that fails for good (its attempts ran out, or a worker failed it as
+  /// not retryable) counts as an undo that threw: the handler runs again after a back-off
+  /// and may dispatch again. The data the handler leaves is the undo's. Outside a rollback
+  /// handler it does nothing.
+  ///
+  ///   void undo_charge(Data& d, context& ctx) {
+  ///     ctx.dispatch_undo("billing.refund", R"({"charge":")" + d.charge_id() + R"("})");
+  ///   }
+  void dispatch_undo(std::string queue, std::string input_json,
+                     outcome::task_options options = {}) {
+    if (!in_undo_)
+      return;
+    undo_task_ = outcome::dispatch(std::move(queue), std::move(input_json), 0)
+                   .start_to_close(options.start_to_close)
+                   .heartbeat(options.heartbeat)
+                   .max_attempts(options.max_attempts)
+                   .retry_delay(options.retry_delay);
+  }
+  /// dispatch_undo with the JSON mapping of a protobuf message as its input.
+  void dispatch_undo(std::string queue, const google::protobuf::Message& input,
+                     outcome::task_options options = {}) {
+    if (!in_undo_)
+      return;
+    auto o = outcome::dispatch(std::move(queue), input, 0);
+    dispatch_undo(o.service(), o.request(), options);
+  }
+
   /// The name of the node this step runs on ("" for a node started without --name), and the
   /// names of every node of the cluster as this node knows them (itself and its peers,
   /// sorted): where `child(...).on_node(name)` may place a child.
@@ -166,6 +198,8 @@ public:
   std::string event_payload_;
   bool event_timed_out_ = false;
   bool undo_committed_ = false;
+  bool in_undo_ = false;                ///< a rollback handler runs
+  std::optional<outcome> undo_task_{};  ///< what dispatch_undo handed to a queue
 
 private:
   static const std::string& empty_name() {

@@ -8,7 +8,8 @@ Starts a proctord with --http and a token and runs the example worker
 - a worker SIGKILLed mid-task: its lease runs out (no heartbeat), the next attempt runs in
   another worker, and exactly that attempt's result is journaled;
 - a worker that completes after its lease ran out is refused (409) and its result not used;
-- an abort mid-task: the worker's heartbeat answers cancel_requested;
+- an abort mid-task: the worker's heartbeat answers cancel_requested, and the undo of the
+  task (demo.dispatch's undo_on_queue) runs in a worker before the tree is ROLLEDBACK;
 - the node SIGKILLed again and again while 8 workers run 1,000 tasks (250 procedures of 4
   steps): every procedure ends SUCCESS with each step's result in its place, and every step's
   work is in the ledger the workers write.
@@ -137,18 +138,29 @@ def late_complete_refused(node):
     check(s["result"] == {"results": [{"from": "fresh"}]}, f"the late result was used: {s}")
 
 
-def abort_cancels(node):
-    id_ = submit(node, {"queue": "w.abort", "heartbeat_ms": 5000})
+def abort_cancels(node, workers, ledger_dir):
+    id_ = submit(node, {"queue": "w.abort", "heartbeat_ms": 5000, "undo_on_queue": True,
+                        "ledger_dir": ledger_dir})
     status, body = call(node, "POST", "/api/tasks/poll",
                         {"queues": ["w.abort"], "worker": "x", "wait": "10s"})
     check(status == 200 and len(body["tasks"]) == 1, f"poll answered {status} {body}")
     token = body["tasks"][0]["task_token"]
     r = node.ctl("abort", str(id_))
     check(r.returncode == 0, f"abort failed: {r.stderr}")
-    wait_until(lambda: ended(node, id_), "the aborted procedure to end")
     status, body = call(node, "POST", f"/api/tasks/{token}/heartbeat", {"details": {"at": 1}})
     check(status == 200 and body.get("cancel_requested") is True,
           f"a heartbeat after the abort answered {status} {body}")
+    # The rollback hands the task's undo to the queue (dispatch_undo) and waits for it.
+    s = node.status(id_)
+    check(s["state"] == "FAILED" and "task on queue w.abort" in s.get("waiting_for", ""),
+          f"the rollback does not wait for the undo's task: {s}")
+    workers.start("w.abort", "U", "--once", "1")
+    # (FAILED while it rolls back: only ROLLEDBACK ends it here)
+    s = wait_until(lambda: (node.status(id_) or {}).get("state") == "ROLLEDBACK"
+                   and node.status(id_), "the aborted procedure to roll back")
+    lines = ledger(ledger_dir, id_)
+    check([ln[1:] for ln in lines] == [["0", "1", "U", "undo"]],
+          f"the ledger is not worker U's undo of step 0: {lines}")
 
 
 def node_killed_while_workers_run(node, workers, ledger_dir, rng):
@@ -280,7 +292,7 @@ def run(args):
         node.start()
         worker_killed_mid_task(node, workers, ledger_dir)
         late_complete_refused(node)
-        abort_cancels(node)
+        abort_cancels(node, workers, ledger_dir)
         node_killed_while_workers_run(node, workers, ledger_dir, rng)
         print(f"workers: passed (seed {seed})")
         return 0

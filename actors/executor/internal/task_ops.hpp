@@ -43,6 +43,16 @@ void delete_meta(journal_batch& b, uint64_t lsn);
 /// Its TaskState record at `attempt`, leased to `worker` ("": queued).
 pb::JournalRecord state_record(const task_entry& t, uint32_t attempt, const std::string& worker,
                                const std::string& details);
+/// Hands ready tasks to the polls that wait for them.
+void serve_polls(executor_actor* self);
+/// How many tasks of `queue` a poll may take now, at most `want` (its limits: leased at once,
+/// rate); taken_from() once it took them; held_back() when its limits held a ready task back.
+uint32_t queue_allowance(executor_actor* self, const std::string& queue, uint32_t want);
+void taken_from(executor_actor* self, const std::string& queue, uint32_t n);
+void held_back(executor_actor* self, const std::string& queue);
+/// A lease of a limited queue ended (its task ended, was queued again or withdrawn): a poll
+/// may take its place.
+void slot_freed(executor_actor* self, const std::string& queue);
 /// What a poll answers of it.
 void fill_info(executor_actor* self, const task_entry& t, pb::TaskInfo* out);
 

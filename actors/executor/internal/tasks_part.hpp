@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <caf/all.hpp>
 
 #include <proctor/journal.pb.h>
+#include <proctor/policy.hpp>
 #include <proctor/wire.pb.h>
 
 #include "actors/executor/executor.hpp"
@@ -40,6 +42,7 @@ struct task_entry {
   std::string details;     ///< the last heartbeat's details
   uint64_t timer = 0;      ///< the token of its lease or retry-delay timer
   bool busy = false;       ///< a record of it is being written (lease, heartbeat, end, requeue)
+  bool leasing = false;    ///< its lease is being written (counts as leased for the limits)
   bool stopped = false;    ///< its procedure stopped waiting while it was busy
   std::string ending;      ///< busy with its end: the result (or failure) being written
   std::vector<promise_t> end_waiters;  ///< the same complete sent again meanwhile
@@ -74,6 +77,16 @@ struct queue_figures {
   std::map<std::string, int64_t> last_poll;  ///< by worker (at most 64, the oldest dropped)
 };
 
+/// An operator's limits of one queue (`proctor limits set queue:NAME`) and its rate's bucket.
+struct queue_limit {
+  type_limits limits;  ///< max_running: tasks leased at once; rate: handed out per `per`
+  int64_t set_at_ms = 0;
+  double tokens = 0;
+  int64_t refilled_ms = 0;
+  uint64_t throttled = 0;  ///< polls that found a ready task held back, since start
+  bool wake_armed = false;
+};
+
 struct tasks_part {
   std::unordered_map<std::string, task_entry> tasks;  ///< by key
   std::unordered_map<uint64_t, std::string> by_proc;  ///< each task's key by its procedure
@@ -89,6 +102,7 @@ struct tasks_part {
   std::unordered_map<std::string, ended_task> ended;
   std::deque<std::string> ended_order;
   std::map<std::string, queue_figures> figures;
+  std::map<std::string, queue_limit> limits;  ///< by queue (executor_task_limits.cpp)
 };
 
 /// Procedure `id` waits for the task `key` (a dispatch's: service "queue:" + its queue,
@@ -110,6 +124,20 @@ void on_task_poll_expired(executor_actor* self, uint64_t token);
 void tasks_recovered(executor_actor* self, std::vector<recovered_task>& tasks);
 void tasks_recovery_end(executor_actor* self);
 
+/// The limits of `queue` (nullopt or none: no limit), set by an operator or read back.
+void set_queue_limit(executor_actor* self, const std::string& queue,
+                     const std::optional<type_limits>& limits, int64_t at_ms);
+/// True while `id`'s wait is for an undo's task (the rollback waits for it on its behalf:
+/// the procedure's own status does not end it).
+bool waits_for_undo_task(executor_actor* self, uint64_t id);
+/// True for a limits name that names a task queue ("queue:NAME").
+bool is_queue_limit_name(const std::string& name);
+/// Each limited queue as `proctor limits` lists it (type "queue:NAME").
+void fill_queue_limits(executor_actor* self, pb::Response& r);
+/// A queue held back by its rate may hand out a task again.
+void on_queue_limit_wake(executor_actor* self, const std::string& queue);
+
+using task_limit_wake_atom = caf::atom_constant<caf::atom("tasklimw")>;
 using task_timer_atom = caf::atom_constant<caf::atom("tasktimer")>;
 using task_poll_expire_atom = caf::atom_constant<caf::atom("taskpollx")>;
 

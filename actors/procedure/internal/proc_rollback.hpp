@@ -88,6 +88,29 @@ void abandon_cancellation(proc_actor* self);
 /// Root: an undo job finished.
 void on_undo_done(proc_actor* self, step_result& r);
 
+/// The undo at plan_pos failed (`why`): it runs again after a back-off, for ever.
+void retry_undo(proc_actor* self, const std::string& why);
+
+/// The undo at plan_pos is done, leaving the procedure's `data` (of `data_version`): its
+/// RollbackStepDone is journaled (with the delete of event `event_lsn`, the end of its task,
+/// if not 0), then the plan goes on.
+void finish_undo(proc_actor* self, std::string data, uint32_t data_version, uint64_t event_lsn);
+
+// -- undo_tasks.cpp: undos run by external workers (context::dispatch_undo) --------------------
+
+/// The undo `item` (at plan_pos) was handed to a task queue by an earlier run of its handler
+/// (its UndoDispatched, no RollbackStepDone yet): waits for that task again. False if not.
+bool resume_undo_task(proc_actor* self, const undo_item& item);
+
+/// The handler of the undo at plan_pos handed it to a task queue (`r.out`, a dispatch):
+/// journals that, then waits for the task.
+void dispatch_undo_task(proc_actor* self, step_result& r);
+
+/// The end of the task the undo at plan_pos waits for (an event under its key) came: a
+/// result ends the undo, a failure retries it.
+void on_undo_task_end(proc_actor* self, const std::string& payload, const std::string& failure,
+                      uint64_t event_lsn, bool consume);
+
 /// The records saying that the procedures `clean` (those of them `in_scope` accepts, if given)
 /// stopped before their current state started: nothing partly run of them to undo, so that
 /// a crash during the undos does not undo what never ran either. Marks them so in `image`.

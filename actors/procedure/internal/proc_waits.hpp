@@ -30,6 +30,10 @@ void wait_for_event(proc_actor* self, int64_t deadline_ms);
 /// made unless it is under way.
 void wait_for_call(proc_actor* self, int64_t deadline_ms);
 
+/// The key a new call (or task) of procedure `id` waits under: unique on this node across
+/// restarts. `undo`: a rollback's task (undo_tasks.cpp), which is_undo_task_key() tells.
+std::string new_call_key(uint64_t id, bool undo = false);
+
 /// Registers with the executor that procedure `id` waits under `key`: for an event, or for
 /// the reply of its call to `call_service` (which the executor then makes, unless it is
 /// under way). `via`: `id` is a passivated child of this actor, which the answer reaches
