@@ -316,7 +316,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](delivered_atom, std::string& key, std::string& payload, std::string& failure,
            uint64_t event_lsn, bool consume) {
       auto& st = self->state;
-      if (!st.rollback.task_key.empty() && key == st.rollback.task_key && !st.busy)
+      if (!st.rollback.task_key.empty() && key == st.rollback.task_key)
         return on_undo_task_end(self, payload, failure, event_lsn, consume);  // undo_tasks.cpp
       // It no longer waits for this (it timed out, or was bypassed): an event goes back.
       if (st.bypassing || key != st.event_key)

@@ -239,8 +239,11 @@ void on_undo_done(proc_actor* self, step_result& r) {
   if (!ok)
     return retry_undo(self, r.error);
   const auto& item = st.rollback.plan[st.rollback.plan_pos];
-  finish_undo(self, std::move(r.data),
-              st.env->types->find(st.rollback.image->find(item.proc_id)->type)->version, 0);
+  finish_undo(self, std::move(r.data), undone_data_version(st, item), 0);
+}
+
+uint32_t undone_data_version(const proc_actor_state& st, const undo_item& item) {
+  return st.env->types->find(st.rollback.image->find(item.proc_id)->type)->version;
 }
 
 void retry_undo(proc_actor* self, const std::string& error) {

@@ -23,7 +23,6 @@ void await_undo_task(proc_actor* self, const std::string& key, const std::string
   auto& st = self->state;
   const auto& item = st.rollback.plan[st.rollback.plan_pos];
   st.rollback.task_key = key;
-  st.rollback.task_queue = queue;
   st.rollback.task_data = std::move(data);
   st.rollback.task_data_version = data_version;
   // The executor queues it (executor_tasks.cpp) and hands its end here: this actor waits for
@@ -63,7 +62,7 @@ void dispatch_undo_task(proc_actor* self, step_result& r) {
   const auto& item = st.rollback.plan[st.rollback.plan_pos];
   auto key = new_call_key(item.proc_id, true);
   auto spec = task_spec_of(out).SerializeAsString();
-  auto version = st.env->types->find(st.rollback.image->find(item.proc_id)->type)->version;
+  auto version = undone_data_version(st, item);
   pb::JournalRecord rec;
   auto* u = rec.mutable_undo_dispatched();
   u->set_undone_lsn(item.lsn);

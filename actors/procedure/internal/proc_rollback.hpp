@@ -91,6 +91,10 @@ void on_undo_done(proc_actor* self, step_result& r);
 /// The undo at plan_pos failed (`why`): it runs again after a back-off, for ever.
 void retry_undo(proc_actor* self, const std::string& why);
 
+/// The version of the data of `item`'s procedure (its type's, as registered now): what an
+/// undo's data is journaled with.
+uint32_t undone_data_version(const proc_actor_state& st, const undo_item& item);
+
 /// The undo at plan_pos is done, leaving the procedure's `data` (of `data_version`): its
 /// RollbackStepDone is journaled (with the delete of event `event_lsn`, the end of its task,
 /// if not 0), then the plan goes on.

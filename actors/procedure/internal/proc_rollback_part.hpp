@@ -41,9 +41,8 @@ struct rollback_part {
   /// point of no return there), with the error: they stay FAILED in the tree's summary.
   std::unordered_map<uint64_t, std::string> remote_failed;
   /// The undo at plan_pos waits for a worker's task (context::dispatch_undo; undo_tasks.cpp):
-  /// its key ("" when it does not), its queue, and the data its handler left.
+  /// its key ("" when it does not) and the data its handler left.
   std::string task_key;
-  std::string task_queue;
   std::string task_data;
   uint32_t task_data_version = 0;
   /// The last such task that failed for good: its UndoDispatched record is not waited for
