@@ -30,6 +30,15 @@ std::string queues_text(const google::protobuf::RepeatedPtrField<pb::QueueInfo>&
       static_cast<unsigned long long>(q.completed()), static_cast<unsigned long long>(q.failed()),
       static_cast<unsigned long long>(q.timed_out()));
     out += line;
+    if (q.max_leased() > 0 || q.rate() > 0) {
+      out += "    limits (proctor limits set queue:" + q.name() + "):";
+      if (q.max_leased() > 0)
+        out += " at most " + std::to_string(q.max_leased()) + " leased";
+      if (q.rate() > 0)
+        out += std::string(q.max_leased() > 0 ? "," : "") + " at most " + std::to_string(q.rate())
+               + " per " + period_ms_text(q.per_ms());
+      out += "; " + std::to_string(q.throttled()) + " poll(s) held back since the node started\n";
+    }
     for (const auto& w : q.workers())
       out += "    worker " + w.worker() + ": last poll " + human_ms(now - w.at_ms()) + " ago\n";
   }

@@ -1,13 +1,54 @@
 // Any node answers (docs/cluster.md, "Any node answers"): a status, wait, abort, release, history,
 // bypass, retry or resubmit of a procedure another node holds goes to that node, and its answer
 // comes back unchanged; a child placed on another node is asked where it runs (its status and its
-// history). (A tree is gathered across nodes by executor_views.cpp.)
+// history). A worker's heartbeat, complete or fail goes to the node that holds its task, which
+// its token names (the procedure's id; docs/workers.md, "Any node takes a report"). (A tree is
+// gathered across nodes by executor_views.cpp.)
 #include "actors/base/errors.hpp"
 #include "actors/cluster/outbox.hpp"
 #include "actors/executor/internal/executor_state.hpp"
+#include "actors/executor/internal/task_ops.hpp"
 #include "actors/procedure/remote.hpp"
 
 namespace proctor::exec_detail {
+
+namespace {
+
+/// The procedure whose task a worker's report names, if the task is not here (0: it is, or
+/// the request is no report: answered here, a malformed token too).
+uint64_t report_elsewhere(executor_actor* self, const pb::TaskRequest& t) {
+  if (t.op() != pb::TaskRequest::HEARTBEAT && t.op() != pb::TaskRequest::COMPLETE
+      && t.op() != pb::TaskRequest::FAIL)
+    return 0;
+  std::string key;
+  uint32_t attempt = 0;
+  if (!parse_token(t.token(), &key, &attempt))
+    return 0;
+  const auto& tp = self->state.tasks;
+  if (tp.tasks.count(key) != 0 || tp.ended.count(key) != 0)
+    return 0;
+  return task_proc_id(key);
+}
+
+/// Sends the request to node `name`, which holds its procedure, and its answer back unchanged.
+void pass_on(executor_actor* self, const std::string& name, const std::string& bytes,
+             std::chrono::milliseconds timeout, promise_t& rp) {
+  self
+    ->request(self->state.env->transport, timeout + std::chrono::seconds{1},
+              peer_request_atom::value, name, bytes, static_cast<uint32_t>(timeout.count()))
+    .then([rp](std::string& answer) mutable { reply(rp, std::move(answer)); },
+          [self, rp, name](caf::error& e) mutable {
+            // "node a unreachable since T (why)" reads as "... is unreachable since T (why)".
+            auto why = error_text(self->system(), e);
+            auto prefix = "node " + name + " unreachable ";
+            why = why.rfind(prefix, 0) == 0 ? " " + why.substr(prefix.size()) : ": " + why;
+            reply(rp, error_reply(pb::Response::UNREACHABLE,
+                                  "node " + name + ", which holds the procedure, is unreachable"
+                                    + why));
+          });
+}
+
+}  // namespace
 
 bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::string& in_bytes,
                       promise_t& rp) {
@@ -48,6 +89,11 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
     case pb::Request::kResubmit:
       id = req.resubmit().id();
       break;
+    case pb::Request::kTask:
+      id = report_elsewhere(self, req.task());
+      if (id == 0)
+        return false;
+      break;
     case pb::Request::kWait:
       id = req.wait().id();
       // The client's bound on a wait is its timeout plus a grace (client_server.hpp).
@@ -64,7 +110,7 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
     // its history too, which the placeholder does not have (its node's journal has the
     // steps), so a node that does not answer is said to be unreachable.
     if (held->second.node().empty() || !st.env->transport)
-      return false;
+      return false;  // (a report of a task not here: refused here, its task has ended)
     // Its node was forgotten and it ended here as lost: what is known of it is here.
     if (held->second.ended) {
       auto s = st.env->cluster->get(held->second.node());
@@ -95,6 +141,10 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
           });
       return true;
     }
+    if (req.has_task()) {
+      pass_on(self, held->second.node(), bytes, timeout, rp);
+      return true;
+    }
     if (!req.has_status())
       return false;
     auto local = status_reply(held->second);
@@ -115,6 +165,8 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
   // Ids this node handed out are answered here.
   if (owner == 0 || owner == st.env->node_number)
     return false;
+  if (from_peer && req.has_task())
+    return false;  // refused here: no open task (a second hop would be a loop)
   if (from_peer) {
     reply(rp, error_reply(pb::Response::NOT_FOUND,
                           "no procedure " + std::to_string(id) + " on node " + st.env->node_name));
@@ -127,19 +179,7 @@ bool forward_to_owner(executor_actor* self, const pb::Request& req, const std::s
                                                      + " is not among this node's peers)"));
     return true;
   }
-  self
-    ->request(st.env->transport, timeout + std::chrono::seconds{1}, peer_request_atom::value, name,
-              bytes, static_cast<uint32_t>(timeout.count()))
-    .then([rp](std::string& answer) mutable { reply(rp, std::move(answer)); },
-          [self, rp, name](caf::error& e) mutable {
-            // "node a unreachable since T (why)" reads as "... is unreachable since T (why)".
-            auto why = error_text(self->system(), e);
-            auto prefix = "node " + name + " unreachable ";
-            why = why.rfind(prefix, 0) == 0 ? " " + why.substr(prefix.size()) : ": " + why;
-            reply(rp, error_reply(pb::Response::UNREACHABLE,
-                                  "node " + name + ", which holds the procedure, is unreachable"
-                                    + why));
-          });
+  pass_on(self, name, bytes, timeout, rp);
   return true;
 }
 

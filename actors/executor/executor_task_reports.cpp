@@ -17,9 +17,6 @@
 
 namespace proctor::exec_detail {
 
-namespace {
-
-/// The key and attempt a token names; false if it names none.
 bool parse_token(const std::string& token, std::string* key, uint32_t* attempt) {
   auto dot = token.rfind('.');
   if (dot == std::string::npos || dot == 0 || dot + 1 == token.size() || token.size() > 200)
@@ -30,6 +27,18 @@ bool parse_token(const std::string& token, std::string* key, uint32_t* attempt) 
   *key = call_key_prefix + token.substr(0, dot);
   return true;
 }
+
+uint64_t task_proc_id(const std::string& key) {
+  if (!is_call_key(key))
+    return 0;
+  uint64_t id = 0;
+  const char* from = key.data() + call_key_prefix.size();
+  const char* to = key.data() + key.size();
+  auto [end, ec] = std::from_chars(from, to, id);
+  return ec == std::errc{} && end != from && end != to && *end == ':' ? id : 0;
+}
+
+namespace {
 
 /// A complete's result as journaled: its JSON, "null" for none.
 std::string result_of(const std::string& json) {

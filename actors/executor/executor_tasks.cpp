@@ -349,6 +349,13 @@ void fill_queues(executor_actor* self, google::protobuf::RepeatedPtrField<pb::Qu
     q->set_leased(c.leased);
     q->set_pollers(c.pollers);
     q->set_oldest_age_ms(c.oldest);
+    // A queue limited before any task or poll came has limits and no figures yet.
+    if (auto l = tp.limits.find(name); l != tp.limits.end()) {
+      q->set_max_leased(l->second.limits.max_running);
+      q->set_rate(l->second.limits.rate);
+      q->set_per_ms(static_cast<uint64_t>(l->second.limits.per.count()));
+      q->set_throttled(l->second.throttled);
+    }
     auto f = tp.figures.find(name);
     if (f == tp.figures.end())
       continue;
@@ -356,12 +363,6 @@ void fill_queues(executor_actor* self, google::protobuf::RepeatedPtrField<pb::Qu
     q->set_completed(f->second.completed);
     q->set_failed(f->second.failed);
     q->set_timed_out(f->second.timed_out);
-    if (auto l = tp.limits.find(name); l != tp.limits.end()) {
-      q->set_max_leased(l->second.limits.max_running);
-      q->set_rate(l->second.limits.rate);
-      q->set_per_ms(static_cast<uint64_t>(l->second.limits.per.count()));
-      q->set_throttled(l->second.throttled);
-    }
     for (const auto& [worker, at] : f->second.last_poll) {
       auto* w = q->add_workers();
       w->set_worker(worker);

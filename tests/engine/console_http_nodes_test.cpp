@@ -1,7 +1,7 @@
 // The HTTP API of one node of a cluster, about procedures another node holds: a status, a
 // wait, an abort and a history go to the node that holds the procedure, as the CLI's
 // requests do (actors/executor/executor_forward.cpp), and a node that does not answer is a
-// 502.
+// 502. A worker's heartbeat and complete, sent to any node, reach the one holding the task.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -40,6 +40,35 @@ protected:
 
   std::unique_ptr<console_http> console_;
 };
+
+// A worker polls node b (its own HTTP API here is b's executor through an RPC, as the CLI
+// would: the test serves one HTTP API) and reports to node a's HTTP API with the token it got.
+TEST_F(console_http_nodes_test, a_worker_reports_to_any_node_over_http) {
+  auto c = serve("a");
+  auto id = submit("b", R"({"queue":"ship","steps":1,"heartbeat_ms":10000})", "demo.dispatch");
+  pb::Request poll;
+  poll.mutable_task()->set_op(pb::TaskRequest::POLL);
+  poll.mutable_task()->add_queues("ship");
+  poll.mutable_task()->set_worker("w");
+  poll.mutable_task()->set_max(1);
+  poll.mutable_task()->set_wait_ms(5000);
+  auto got = call("b", poll);
+  ASSERT_EQ(got.task().tasks_size(), 1) << got.error();
+  auto path = "/api/tasks/" + got.task().tasks(0).token();
+  auto beat = c.Post((path + "/heartbeat").c_str(), R"({"details":{"n":1}})", "application/json");
+  ASSERT_TRUE(beat);
+  EXPECT_EQ(beat->status, 200) << beat->body;
+  auto done =
+    c.Post((path + "/complete").c_str(), R"({"result":{"shipped":true}})", "application/json");
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->status, 200) << done->body;
+  auto late = c.Post((path + "/fail").c_str(), R"({"error":"too late"})", "application/json");
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->status, 409) << late->body;
+  auto s = wait("b", id);
+  EXPECT_EQ(s.state(), pb::SUCCESS) << s.error();
+  EXPECT_NE(s.result_json().find(R"("shipped":true)"), std::string::npos) << s.result_json();
+}
 
 TEST_F(console_http_nodes_test, requests_about_another_nodes_procedure_are_forwarded) {
   auto c = serve("a");

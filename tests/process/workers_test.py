@@ -8,6 +8,7 @@ Starts a proctord with --http and a token and runs the example worker
 - a worker SIGKILLed mid-task: its lease runs out (no heartbeat), the next attempt runs in
   another worker, and exactly that attempt's result is journaled;
 - a worker that completes after its lease ran out is refused (409) and its result not used;
+- a queue's limits (`proctor limits set queue:NAME`) show in `proctor queues` and GET /api/queues;
 - an abort mid-task: the worker's heartbeat answers cancel_requested, and the undo of the
   task (demo.dispatch's undo_on_queue) runs in a worker before the tree is ROLLEDBACK;
 - the node SIGKILLed again and again while 8 workers run 1,000 tasks (250 procedures of 4
@@ -136,6 +137,28 @@ def late_complete_refused(node):
     check(status == 200, f"attempt 2's complete answered {status} {body}")
     s = wait_until(lambda: ended(node, id_), "the procedure to end")
     check(s["result"] == {"results": [{"from": "fresh"}]}, f"the late result was used: {s}")
+
+
+def queue_limits_shown(node):
+    """A queue's limits, set through `proctor limits`, in `proctor queues` (text and --json)
+    and GET /api/queues."""
+    r = node.ctl("limits", "set", "queue:w.limited", "--max-running", "2", "--rate", "5/1s")
+    check(r.returncode == 0, f"limits set failed: {r.stderr}")
+    want = {"max_leased": 2, "rate": 5, "per_ms": 1000}
+    qs = {q["name"]: q for q in node.json("queues", "--json")["queues"]}
+    check(qs.get("w.limited", {}).get("limits") == want,
+          f"proctor queues --json does not show the limits: {qs}")
+    check("limits" not in qs.get("w.late", {"limits": None}),
+          f"a queue without limits shows some: {qs.get('w.late')}")
+    status, body = call(node, "GET", "/api/queues")
+    got = {q["name"]: q for q in body.get("queues", [])}
+    check(status == 200 and got.get("w.limited", {}).get("limits") == want,
+          f"GET /api/queues does not show the limits: {status} {body}")
+    text = node.ctl("queues").stdout
+    check("at most 2 leased, at most 5 per 1s" in text,
+          f"proctor queues does not show the limits:\n{text}")
+    r = node.ctl("limits", "clear", "queue:w.limited")
+    check(r.returncode == 0, f"limits clear failed: {r.stderr}")
 
 
 def abort_cancels(node, workers, ledger_dir):
@@ -292,6 +315,7 @@ def run(args):
         node.start()
         worker_killed_mid_task(node, workers, ledger_dir)
         late_complete_refused(node)
+        queue_limits_shown(node)
         abort_cancels(node, workers, ledger_dir)
         node_killed_while_workers_run(node, workers, ledger_dir, rng)
         print(f"workers: passed (seed {seed})")

@@ -110,16 +110,20 @@ std::string queues_to_json(const google::protobuf::RepeatedPtrField<pb::QueueInf
     auto workers = ordered_json::array();
     for (const auto& w : q.workers())
       workers.push_back({{"worker", w.worker()}, {"last_poll_ms", w.at_ms()}});
-    list.push_back({{"name", q.name()},
-                    {"depth", q.depth()},
-                    {"leased", q.leased()},
-                    {"pollers", q.pollers()},
-                    {"oldest_age_ms", q.oldest_age_ms()},
-                    {"dispatched", q.dispatched()},
-                    {"completed", q.completed()},
-                    {"failed", q.failed()},
-                    {"timed_out", q.timed_out()},
-                    {"workers", std::move(workers)}});
+    ordered_json x = {{"name", q.name()},
+                      {"depth", q.depth()},
+                      {"leased", q.leased()},
+                      {"pollers", q.pollers()},
+                      {"oldest_age_ms", q.oldest_age_ms()},
+                      {"dispatched", q.dispatched()},
+                      {"completed", q.completed()},
+                      {"failed", q.failed()},
+                      {"timed_out", q.timed_out()},
+                      {"throttled", q.throttled()},
+                      {"workers", std::move(workers)}};
+    if (q.max_leased() > 0 || q.rate() > 0)
+      x["limits"] = {{"max_leased", q.max_leased()}, {"rate", q.rate()}, {"per_ms", q.per_ms()}};
+    list.push_back(std::move(x));
   }
   return json_writer{}.dump(ordered_json{{"queues", std::move(list)}});
 }
