@@ -263,6 +263,10 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       const auto& s = rec.undo_dispatched();
       if (t.find(s.proc_id()) == nullptr)
         return missing(s.proc_id());
+      if (!s.failed().empty()) {  // that task failed for good: none pending
+        t.undo_tasks.erase({s.proc_id(), s.undone_lsn()});
+        break;
+      }
       t.undo_tasks[{s.proc_id(), s.undone_lsn()}] =
         undo_task_image{s.proc_id(),   s.undone_lsn(), s.state(),       s.task_key(),
                         s.task_spec(), s.data(),       s.data_version()};

@@ -121,6 +121,22 @@ public:
     return add(r);
   }
 
+  /// An UndoDispatched of the undo of step `undone_lsn` (task `key`); `failed`: that task
+  /// failed for good.
+  uint64_t undo_dispatched(uint64_t undone_lsn, uint64_t id, int32_t state, std::string key,
+                           std::string failed = {}) {
+    pb::JournalRecord r;
+    auto* s = r.mutable_undo_dispatched();
+    s->set_undone_lsn(undone_lsn);
+    s->set_proc_id(id);
+    s->set_state(state);
+    s->set_task_key(std::move(key));
+    s->set_task_spec("spec");
+    s->set_data("handler's data");
+    s->set_failed(std::move(failed));
+    return add(r);
+  }
+
   uint64_t finished(uint64_t id, pb::ProcState state, std::string result = {},
                     std::string error = {}) {
     pb::JournalRecord r;
@@ -463,6 +479,40 @@ TEST(tree_image_test, rollback_step_done_marks_steps_and_partial_undos) {
   EXPECT_TRUE(t.finished);
   EXPECT_EQ(t.root()->status, proc_state::rolledback);
   EXPECT_EQ(t.root()->error, "boom");
+}
+
+// An undo handed to a worker waits for its task until its RollbackStepDone; one whose task
+// failed for good waits for none (its handler runs again and dispatches a new one), and the
+// new dispatch is the one waited for.
+TEST(tree_image_test, an_undo_waits_for_its_last_dispatched_task_unless_that_one_failed) {
+  journal_builder j(1);
+  j.submitted(1, 0, "r0");
+  auto s1 = j.step(1, 1, 2, "r1");
+  j.failed(1, 2, "boom");
+  auto plan = rollback_plan(j.fold());
+  ASSERT_EQ(plan.size(), 2U);  // the partly run state 2, then the step of state 1
+  const auto& item = plan[1];
+  ASSERT_EQ(item.lsn, s1);
+  EXPECT_EQ(undo_task_of(j.fold(), item), nullptr);
+  j.undo_dispatched(s1, 1, 1, "call:1:undo:5:1");
+  {
+    auto t = j.fold();
+    const auto* u = undo_task_of(t, item);
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(u->key, "call:1:undo:5:1");
+    EXPECT_EQ(u->data, "handler's data");
+  }
+  j.undo_dispatched(s1, 1, 1, "call:1:undo:5:1", "refund service down");
+  EXPECT_EQ(undo_task_of(j.fold(), item), nullptr);
+  j.undo_dispatched(s1, 1, 1, "call:1:undo:9:2");
+  {
+    auto t = j.fold();
+    const auto* u = undo_task_of(t, item);
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(u->key, "call:1:undo:9:2");
+  }
+  j.undone(s1, 1, 1, "r0");
+  EXPECT_EQ(undo_task_of(j.fold(), item), nullptr);
 }
 
 TEST(tree_image_test, rolled_back_ends_every_procedure) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -62,6 +63,16 @@ using wait_call_atom = caf::atom_constant<caf::atom("waitcall")>;
 inline const std::string call_key_prefix = "call:";
 inline bool is_call_key(const std::string& key) {
   return key.compare(0, call_key_prefix.size(), call_key_prefix) == 0;
+}
+/// The procedure whose call (or task) key `key` is ("call:<id>:..."); 0 if it names none.
+inline uint64_t call_key_proc(const std::string& key) {
+  if (!is_call_key(key))
+    return 0;
+  uint64_t id = 0;
+  const char* from = key.data() + call_key_prefix.size();
+  const char* to = key.data() + key.size();
+  auto [end, ec] = std::from_chars(from, to, id);
+  return ec == std::errc{} && end != from && end != to && *end == ':' ? id : 0;
 }
 /// Why event key `key` (is_call_key) cannot be posted or waited for.
 inline std::string call_key_refusal(const std::string& key) {

@@ -27,7 +27,7 @@ uint64_t report_elsewhere(executor_actor* self, const pb::TaskRequest& t) {
   const auto& tp = self->state.tasks;
   if (tp.tasks.count(key) != 0 || tp.ended.count(key) != 0)
     return 0;
-  return task_proc_id(key);
+  return call_key_proc(key);
 }
 
 /// Sends the request to node `name`, which holds its procedure, and its answer back unchanged.

@@ -28,16 +28,6 @@ bool parse_token(const std::string& token, std::string* key, uint32_t* attempt) 
   return true;
 }
 
-uint64_t task_proc_id(const std::string& key) {
-  if (!is_call_key(key))
-    return 0;
-  uint64_t id = 0;
-  const char* from = key.data() + call_key_prefix.size();
-  const char* to = key.data() + key.size();
-  auto [end, ec] = std::from_chars(from, to, id);
-  return ec == std::errc{} && end != from && end != to && *end == ':' ? id : 0;
-}
-
 namespace {
 
 /// A complete's result as journaled: its JSON, "null" for none.

@@ -538,11 +538,13 @@ void tasks_recovery_end(executor_actor* self) {
     drop_task(self, key);
   }
   // Records whose procedure no longer waits (it ended, or its wait was cut short before the
-  // record's delete was durable). A waiting procedure's is claimed when it queues its task.
+  // record's delete was durable). A waiting procedure's is claimed when it queues its task;
+  // so is an undo's (a rollback's, or a cancellation's of a procedure that has not ended).
   for (auto r = tp.recovered.begin(); r != tp.recovered.end();) {
     auto p = st.procs.find(r->second.rec.proc_id());
     if (p != st.procs.end()
-        && (p->second.state == proc_state::waiting || rolls_back(self, p->second.root_id))) {
+        && (p->second.state == proc_state::waiting || rolls_back(self, p->second.root_id)
+            || (is_undo_task_key(r->first) && !p->second.ended))) {
       ++r;
       continue;
     }

@@ -197,10 +197,15 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
         const auto& s = rec.undo_dispatched();
         if (s.proc_id() != id)
           break;
-        auto* e = add(r.lsn, "undo dispatched");
+        auto* e = add(r.lsn, s.failed().empty() ? "undo dispatched" : "undo task failed");
         e->set_state(s.state());
         e->set_state_name(name(s.state()));
         e->set_at_ms(s.at_ms());
+        if (!s.failed().empty()) {
+          e->set_detail("its undo's task " + s.task_key() + " failed for good: " + s.failed()
+                        + "; the undo's handler runs again");
+          break;
+        }
         pb::TaskSpec spec;
         (void)spec.ParseFromString(s.task_spec());
         e->set_detail(

@@ -99,21 +99,30 @@ void on_undo_task_end(proc_actor* self, const std::string& payload, const std::s
                        taken);
   }
   // Failed for good: the handler runs again (after a back-off) rather than wait for this
-  // task again; its end is deleted first, so that a restart does not hand it again.
+  // task again. That it failed is journaled first, with the delete of its end: a restart
+  // then runs the handler again too, rather than wait for the same key, whose token the
+  // worker that failed it still holds.
   st.rollback.task_failed = key;
-  auto then = [self, event_lsn, id = item.proc_id, key, failure] {
+  pb::JournalRecord rec;
+  auto* u = rec.mutable_undo_dispatched();
+  u->set_undone_lsn(item.lsn);
+  u->set_proc_id(item.proc_id);
+  u->set_state(item.state);
+  u->set_task_key(key);
+  u->set_failed(failure);
+  u->set_at_ms(wall_ms());
+  journal_batch batch;
+  batch.entries.push_back(make_entry(st.root_id, rec));
+  if (taken != 0)
+    batch.deletes.push_back({journal_keys::meta_root, taken, taken + 1});
+  st.busy = true;
+  journal_append(self, std::move(batch), [self, event_lsn, id = item.proc_id, key, failure] {
     auto& st = self->state;
     st.busy = false;
     if (event_lsn != 0)
       self->send(st.env->executor, event_taken_atom::value, event_lsn, id);
     retry_undo(self, "its task " + key + " failed: " + failure);
-  };
-  st.busy = true;
-  if (taken == 0)
-    return then();
-  journal_batch batch;
-  batch.deletes.push_back({journal_keys::meta_root, taken, taken + 1});
-  journal_append(self, std::move(batch), std::move(then));
+  });
 }
 
 }  // namespace proctor

@@ -1,7 +1,6 @@
 #include "actors/testing/crash_boundary.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include <proctor/journal.pb.h>
 
@@ -10,16 +9,6 @@
 namespace proctor::testing {
 
 namespace {
-
-/// The procedure of a task's key ("call:<proc id>:..."), or 0 for an event's key.
-uint64_t task_proc_of(const std::string& key) {
-  if (!is_call_key(key))
-    return 0;
-  uint64_t id = 0;
-  auto at = key.data() + call_key_prefix.size();
-  std::from_chars(at, key.data() + key.size(), id);
-  return id;
-}
 
 /// The procedure a record belongs to, or 0 for records of the tree or node (summary, ...).
 uint64_t proc_of(const pb::JournalRecord& r) {
@@ -47,7 +36,7 @@ uint64_t proc_of(const pb::JournalRecord& r) {
     case pb::JournalRecord::kTask:
       return r.task().proc_id();  // a task's lease or requeue (docs/workers.md)
     case pb::JournalRecord::kEvent:
-      return task_proc_of(r.event().event_key());  // a task's end: its procedure's
+      return call_key_proc(r.event().event_key());  // a task's end: its procedure's
     default:
       return 0;
   }

@@ -2,12 +2,42 @@
 // workers"): a rollback hands each undo to a task queue, waits for a worker's result before
 // the next undo, retries a failed one by running its handler again, and after a restart waits
 // for the same task (the same token) rather than dispatch it again.
+#include <proctor/demo.pb.h>
+#include <proctor/state_machine.hpp>
+
 #include "tests/engine/task_engine.hpp"
 
 namespace proctor::testing {
 namespace {
 
 using undo_tasks_test = task_engine;
+
+/// Races two demo.dispatch children under join::any: one on queue "slow" whose undo is a task
+/// too, one on queue "fast". The first to end wins; the other is cancelled, and undone.
+class race_tasks : public state_machine<pb::WaitEventData, pb::WaitEventState> {
+public:
+  race_tasks() {
+    on(pb::WAIT_EVENT_SUSPEND, &race_tasks::race, &race_tasks::nothing);
+    on(pb::WAIT_EVENT_RESUME, &race_tasks::joined, &race_tasks::nothing);
+  }
+
+private:
+  outcome race(pb::WaitEventData&, context&) {
+    pb::DispatchData slow;
+    slow.set_queue("slow");
+    slow.set_steps(1);
+    slow.set_undo_on_queue(true);
+    slow.set_start_to_close_ms(60'000);
+    pb::DispatchData fast;
+    fast.set_queue("fast");
+    fast.set_steps(1);
+    return spawn({child("demo.dispatch", slow), child("demo.dispatch", fast)},
+                 pb::WAIT_EVENT_RESUME)
+      .join(join::any());
+  }
+  outcome joined(pb::WaitEventData&, context&) { return done(); }
+  void nothing(pb::WaitEventData&, context&) {}
+};
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -83,6 +113,57 @@ TEST_F(undo_tasks_test, an_undo_task_that_fails_is_dispatched_again_until_a_work
     }
   // Its records may have been folded into the summary by now; if not, both dispatches show.
   EXPECT_TRUE(dispatched == 0 || dispatched == 2) << dispatched;
+}
+
+// An undo's task failed for good, and the node restarts (before or after the handler ran again):
+// that the task failed is journaled with its end's delete, so the restarted rollback runs the
+// handler again and hands out a new task, never the failed one under its old token.
+TEST_F(undo_tasks_test, after_a_restart_a_failed_undo_task_is_not_handed_out_again) {
+  start();
+  auto id = submit("demo.dispatch", R"({"queue":"f","undo_on_queue":true,"fail_at_end":true,)"
+                                    R"("max_attempts":1})");
+  ASSERT_EQ(complete(poll_one("f").token(), "{}").code(), pb::Response::OK);
+  auto u = poll_one("f");
+  ASSERT_TRUE(has(u.input_json(), R"("undo":true)")) << u.input_json();
+  ASSERT_EQ(report(pb::TaskRequest::FAIL, u.token(), {}, "refund service down", false).code(),
+            pb::Response::OK);
+  pb::Request h;
+  h.mutable_history()->set_id(id);
+  ASSERT_TRUE(eventually([&] {
+    auto hist = call(h);  // held: a range-for over a temporary's field would dangle
+    for (const auto& e : hist.history().entries())
+      if (e.kind() == "undo task failed" && has(e.detail(), "refund service down"))
+        return true;
+    return false;
+  }))
+    << "no 'undo task failed' in the history";
+  restart();
+  auto again = poll_one("f");
+  EXPECT_NE(again.token(), u.token());
+  EXPECT_EQ(again.attempt(), 1U);
+  EXPECT_TRUE(has(again.input_json(), R"("undo":true)")) << again.input_json();
+  EXPECT_EQ(complete(u.token(), "{}").code(), pb::Response::REFUSED);
+  ASSERT_EQ(complete(again.token(), R"({"refunded":true})").code(), pb::Response::OK);
+  EXPECT_EQ(wait(id).state(), pb::ROLLEDBACK);
+}
+
+// A join policy cancels a child whose undo is a task, and the node restarts while a worker holds
+// that task: the parent's cancellation waits for the same task, whose lease goes on with the
+// same token (its TaskState is kept at recovery, as a rolling-back tree's is).
+TEST_F(undo_tasks_test, a_restart_during_a_cancellations_undo_task_keeps_its_lease) {
+  types_.add<race_tasks>("test.race_tasks");
+  start();
+  auto id = submit("test.race_tasks", "{}");
+  auto slow = poll_one("slow", "w0");  // the slow child's task, leased: not handed out again
+  ASSERT_FALSE(has(slow.input_json(), R"("undo":true)")) << slow.input_json();
+  ASSERT_EQ(complete(poll_one("fast").token(), R"({"fast":1})").code(), pb::Response::OK);
+  auto u = poll_one("slow", "w1");  // the cancelled child's undo
+  ASSERT_TRUE(has(u.input_json(), R"("undo":true)")) << u.input_json();
+  EXPECT_EQ(u.proc_id(), slow.proc_id());
+  restart();
+  EXPECT_EQ(poll("slow", "w2", 1, 300).task().tasks_size(), 0);  // still leased to w1
+  ASSERT_EQ(complete(u.token(), R"({"refunded":true})").code(), pb::Response::OK);
+  EXPECT_EQ(wait(id).state(), pb::SUCCESS);
 }
 
 // A restart while a worker holds an undo's task: the rollback waits for the same task, whose

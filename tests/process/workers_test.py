@@ -11,9 +11,11 @@ Starts a proctord with --http and a token and runs the example worker
 - a queue's limits (`proctor limits set queue:NAME`) show in `proctor queues` and GET /api/queues;
 - an abort mid-task: the worker's heartbeat answers cancel_requested, and the undo of the
   task (demo.dispatch's undo_on_queue) runs in a worker before the tree is ROLLEDBACK;
-- the node SIGKILLed again and again while 8 workers run 1,000 tasks (250 procedures of 4
-  steps): every procedure ends SUCCESS with each step's result in its place, and every step's
-  work is in the ledger the workers write.
+- the node SIGKILLed again and again while 8 workers run 1,000 tasks and 200 undos (250
+  procedures of 4 steps, every fifth failing after its last step, its undos dispatched to the
+  same queue): every procedure ends SUCCESS with each step's result in its place, or
+  ROLLEDBACK with each step undone newest first, and all of that work is in the ledger the
+  workers write.
 
 With --replicas, the node is a replica group of three (docs/replication.md): the workers
 are given every replica's URL, and the leader is SIGKILLed while they run 60 procedures of 2
@@ -187,9 +189,14 @@ def abort_cancels(node, workers, ledger_dir):
 
 
 def node_killed_while_workers_run(node, workers, ledger_dir, rng):
-    ids = [submit(node, {"queue": "w.chaos", "steps": 4, "ledger_dir": ledger_dir,
-                         "start_to_close_ms": 3000, "max_attempts": 10})
-           for _ in range(250)]
+    # Every fifth procedure fails after its last task, and its undos are tasks too: it rolls
+    # back through the same workers and kills.
+    args = {"queue": "w.chaos", "steps": 4, "ledger_dir": ledger_dir,
+            "start_to_close_ms": 3000, "max_attempts": 10}
+    ids = [submit(node, dict(args, **({"undo_on_queue": True, "fail_at_end": True}
+                                      if n % 5 == 4 else {})))
+           for n in range(250)]
+    undone = set(ids[4::5])
     for i in range(8):
         workers.start("w.chaos", f"C{i}", "--hold", "0.02")
     for _ in range(4):
@@ -200,12 +207,21 @@ def node_killed_while_workers_run(node, workers, ledger_dir, rng):
     wait_until(lambda: all(ended(node, i) for i in ids), "every procedure to end", limit=180)
     for i in ids:
         s = node.status(i)
+        lines = ledger(ledger_dir, i)
+        done = {int(ln[1]) for ln in lines if len(ln) == 4}
+        check(done == {0, 1, 2, 3}, f"procedure {i}'s ledger lacks a step: {lines}")
+        undos = [int(ln[1]) for ln in lines if len(ln) == 5 and ln[4] == "undo"]
+        if i in undone:
+            check(s["state"] == "ROLLEDBACK", f"procedure {i} ended {s}")
+            # One undo at a time, newest first: each undo's first run comes after the
+            # next step's; a worker killed mid-undo or a lost lease runs one again later.
+            first = list(dict.fromkeys(undos))
+            check(first == [3, 2, 1, 0], f"procedure {i}'s undos are not 3, 2, 1, 0: {lines}")
+            continue
         check(s["state"] == "SUCCESS", f"procedure {i} ended {s}")
         steps = [r["step"] for r in s["result"]["results"]]
         check(steps == [0, 1, 2, 3], f"procedure {i}'s results are out of place: {s['result']}")
-        done = {int(ln[1]) for ln in ledger(ledger_dir, i)}
-        check(done == {0, 1, 2, 3},
-              f"procedure {i}'s ledger lacks a step: {ledger(ledger_dir, i)}")
+        check(not undos, f"procedure {i} succeeded, yet a worker undid a step: {lines}")
 
 
 class Group:

@@ -59,8 +59,6 @@ void fill_info(executor_actor* self, const task_entry& t, pb::TaskInfo* out);
 // -- executor_task_reports.cpp -----------------------------------------------------------------
 /// The key and attempt a worker's token names; false if it names none.
 bool parse_token(const std::string& token, std::string* key, uint32_t* attempt);
-/// The procedure whose task `key` is (the id in "call:<id>:..."); 0 if it names none.
-uint64_t task_proc_id(const std::string& key);
 /// A heartbeat, complete or fail: answered once journaled (or refused, changing nothing).
 void handle_report(executor_actor* self, const pb::TaskRequest& req, promise_t rp);
 /// The reports that waited for a write of a task to end, answered now.
