@@ -120,7 +120,7 @@ void fill_queues(executor_actor* self, google::protobuf::RepeatedPtrField<pb::Qu
 /// A poll's bound passed with nothing for it.
 void on_task_poll_expired(executor_actor* self, uint64_t token);
 /// The TaskState records read back (recover_part), and the end of the take-over: records of
-/// procedures that no longer wait are deleted.
+/// procedures that no longer wait are deleted (executor_task_recovery.cpp).
 void tasks_recovered(executor_actor* self, std::vector<recovered_task>& tasks);
 void tasks_recovery_end(executor_actor* self);
 
