@@ -33,6 +33,19 @@ void await_undo_task(proc_actor* self, const std::string& key, const std::string
                            + queue);
 }
 
+/// An UndoDispatched record of the undo `item` and its task `key`, stamped now: a dispatch
+/// adds the task's spec and the handler's data, a failure for good why it failed.
+pb::JournalRecord undo_dispatched(const undo_item& item, const std::string& key) {
+  pb::JournalRecord rec;
+  auto* u = rec.mutable_undo_dispatched();
+  u->set_undone_lsn(item.lsn);
+  u->set_proc_id(item.proc_id);
+  u->set_state(item.state);
+  u->set_task_key(key);
+  u->set_at_ms(wall_ms());
+  return rec;
+}
+
 }  // namespace
 
 bool resume_undo_task(proc_actor* self, const undo_item& item) {
@@ -63,16 +76,11 @@ void dispatch_undo_task(proc_actor* self, step_result& r) {
   auto key = new_call_key(item.proc_id, true);
   auto spec = task_spec_of(out).SerializeAsString();
   auto version = undone_data_version(st, item);
-  pb::JournalRecord rec;
+  auto rec = undo_dispatched(item, key);
   auto* u = rec.mutable_undo_dispatched();
-  u->set_undone_lsn(item.lsn);
-  u->set_proc_id(item.proc_id);
-  u->set_state(item.state);
-  u->set_task_key(key);
   u->set_task_spec(spec);
   u->set_data(r.data);
   u->set_data_version(version);
-  u->set_at_ms(wall_ms());
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
   st.busy = true;
@@ -103,14 +111,8 @@ void on_undo_task_end(proc_actor* self, const std::string& payload, const std::s
   // then runs the handler again too, rather than wait for the same key, whose token the
   // worker that failed it still holds.
   st.rollback.task_failed = key;
-  pb::JournalRecord rec;
-  auto* u = rec.mutable_undo_dispatched();
-  u->set_undone_lsn(item.lsn);
-  u->set_proc_id(item.proc_id);
-  u->set_state(item.state);
-  u->set_task_key(key);
-  u->set_failed(failure);
-  u->set_at_ms(wall_ms());
+  auto rec = undo_dispatched(item, key);
+  rec.mutable_undo_dispatched()->set_failed(failure);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
   if (taken != 0)
