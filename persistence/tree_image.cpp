@@ -159,6 +159,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->event_delivered = false;
       p->event_payload.clear();
       p->event_timed_out = false;
+      p->event_failure.clear();
       p->timeout_state.reset();
       p->deadline_ms = p->wake_at_ms = 0;
       if (s.children_size() > 0) {
@@ -215,6 +216,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
       p->event_delivered = true;
       p->event_payload = s.payload_json();
       p->event_timed_out = s.timed_out();
+      p->event_failure = s.failure();
       if (s.timed_out() && p->timeout_state)
         p->state = *p->timeout_state;  // the wait's on_timeout state runs, not its resume
       if (s.event_lsn() != 0)

@@ -93,6 +93,7 @@ struct proc_image {
   std::string call_request;
   bool event_delivered = false;
   bool event_timed_out = false;
+  std::string event_failure;  ///< EventDelivered.failure: why a timed-out wait fails it
   /// The wait's on_timeout state (Suspended.timeout_state), kept until the next step
   /// commits: the state a passed deadline runs, and that it may run.
   std::optional<int32_t> timeout_state;

@@ -89,6 +89,7 @@ bool init_from_image(proc_actor* self, proc_start& s) {
   st.call_request = p->call_request;
   st.event_payload = p->event_payload;
   st.event_timed_out = p->event_timed_out;
+  st.event_failure = p->event_failure;
   st.timeout_state = p->timeout_state;
   st.rollback.past_no_return = s.image->past_no_return;
   st.waiting_on = p->last_spawned;

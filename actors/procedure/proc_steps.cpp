@@ -177,6 +177,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
         forget_last_spawn(st);
         st.event_payload.clear();
         st.event_timed_out = false;
+        st.event_failure.clear();
         proceed(self);
       });
       return;
@@ -408,6 +409,7 @@ void commit_outcome(proc_actor* self, step_result& r) {
                        forget_last_spawn(st);  // its resume step follows this one
                        st.event_payload.clear();
                        st.event_timed_out = false;
+                       st.event_failure.clear();
                        if (st.stopping)
                          return maybe_finish_stop(self);
                        set_status(self, proc_state::waiting, at);

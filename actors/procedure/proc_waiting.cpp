@@ -72,17 +72,23 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
   const auto at = wall_ms();
   d->set_at_ms(at);
   d->set_event_lsn(event_lsn);
+  // Why it fails, unless an on_timeout state or the type resumes it: journaled, so that a
+  // restart before the Failed record gives this reason and not a generic one.
+  const bool fails = timed_out && !st.timeout_state && !st.inst->resume_on_timeout();
+  if (fails && why.empty())
+    why = "timed out waiting for event '" + st.event_key + "'";
+  if (fails)
+    d->set_failure(why);
   journal_batch batch;
   batch.entries.push_back(make_entry(st.root_id, rec));
   // Its only taker consumes the event: its record goes with this one, so that a crash leaves
   // the event kept and this procedure waiting for it, or neither (docs/concepts.md, "Events").
   if (consume && event_lsn != 0)
     batch.deletes.push_back({journal_keys::meta_root, event_lsn, event_lsn + 1});
-  journal_append(self, std::move(batch), [self, payload, timed_out, why, at, event_lsn] {
+  journal_append(self, std::move(batch), [self, payload, timed_out, fails, why, at, event_lsn] {
     auto& st = self->state;
     if (event_lsn != 0)
       self->send(st.env->executor, event_taken_atom::value, event_lsn, st.id);
-    auto key = std::move(st.event_key);
     st.event_key.clear();
     st.call_service.clear();
     st.call_request.clear();
@@ -92,9 +98,8 @@ void on_wake(proc_actor* self, const std::string& payload, bool timed_out, std::
       st.state = *st.timeout_state;  // the wait's on_timeout state (the journal folds so too)
     set_status(self, proc_state::runnable, at);
     publish(self);
-    if (timed_out && !st.timeout_state && !st.inst->resume_on_timeout())
-      return on_business_failure(self, st.state,
-                                 why.empty() ? "timed out waiting for event '" + key + "'" : why);
+    if (fails)
+      return on_business_failure(self, st.state, why);
     proceed(self);
   });
 }

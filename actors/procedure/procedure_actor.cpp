@@ -230,7 +230,10 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
           st.event_key.clear();
           if (st.event_timed_out && !st.timeout_state && !st.inst->resume_on_timeout()) {
             st.busy = true;
-            on_business_failure(self, st.state, "timed out waiting for an event");
+            // (journals older than EventDelivered.failure give no reason)
+            on_business_failure(self, st.state,
+                                st.event_failure.empty() ? "timed out waiting for an event"
+                                                         : st.event_failure);
             break;
           }
         }

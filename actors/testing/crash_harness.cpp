@@ -168,9 +168,14 @@ public:
         for (const auto& task : r->task().tasks()) {
           held_task h{i, {}};
           auto* c = h.complete.mutable_task();
-          c->set_op(pb::TaskRequest::COMPLETE);
           c->set_token(task.token());
-          c->set_json(t.result_json);
+          if (t.fail_error.empty()) {
+            c->set_op(pb::TaskRequest::COMPLETE);
+            c->set_json(t.result_json);
+          } else {
+            c->set_op(pb::TaskRequest::FAIL);
+            c->set_error(t.fail_error);
+          }
           if (!send(h))
             held.push_back(std::move(h));
         }

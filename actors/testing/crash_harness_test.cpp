@@ -426,7 +426,7 @@ TEST_F(crash_harness_test, an_event_is_posted_when_the_procedure_waits_for_it_in
 // is journaled exactly once and the procedure ends with both, whatever the crash cut.
 TEST_F(crash_harness_test, a_procedure_whose_steps_run_in_a_worker_survives_every_boundary) {
   auto o = options("demo.dispatch", R"({"queue":"crash.q","steps":2,"start_to_close_ms":300})");
-  o.tasks = {{"crash.q", R"({"ok":1})"}};
+  o.tasks = {{"crash.q", R"({"ok":1})", ""}};
   o.run_timeout = std::chrono::seconds{30};
   o.check = [](const crash_run& r) -> std::string {
     if (r.root.state() != pb::SUCCESS)
@@ -442,6 +442,28 @@ TEST_F(crash_harness_test, a_procedure_whose_steps_run_in_a_worker_survives_ever
     EXPECT_TRUE(has(rep.boundary_labels, b)) << b << " is not a boundary\n" << labels(rep);
 }
 
+// A task its worker fails for good fails its procedure with the task's reason, whatever the
+// crash cut: a restart between its delivery and the Failed record reads the reason back from
+// the EventDelivered record (not a generic "timed out waiting for an event").
+TEST_F(crash_harness_test, a_task_failed_for_good_fails_its_procedure_with_its_reason_every_run) {
+  auto o = options("demo.dispatch",
+                   R"({"queue":"crash.f","steps":1,"start_to_close_ms":300,"max_attempts":1})");
+  o.tasks = {{"crash.f", "", "the worker refuses"}};
+  o.run_timeout = std::chrono::seconds{30};
+  o.check = [](const crash_run& r) -> std::string {
+    if (r.root.state() != pb::ROLLEDBACK)
+      return "ended " + pb::ProcState_Name(r.root.state()) + ": " + r.root.error();
+    return r.root.error().find("failed on attempt 1 of 1 (not retryable): worker "
+                               "'crash-harness': the worker refuses")
+               != std::string::npos
+             ? ""
+             : "rolled back for " + r.root.error();
+  };
+  auto rep = run_crash_matrix(o);
+  EXPECT_TRUE(rep.ok()) << rep.summary();
+  EXPECT_TRUE(has(rep.boundary_labels, "root: delivered #1")) << labels(rep);
+}
+
 // A procedure that fails after its tasks, whose undos are tasks too (context::dispatch_undo),
 // is crashed at every boundary of its rollback (each undo's dispatch, lease, result and the
 // RollbackStepDone that consumes it): the rollback resumes the undo where the crash cut it and
@@ -449,7 +471,7 @@ TEST_F(crash_harness_test, a_procedure_whose_steps_run_in_a_worker_survives_ever
 TEST_F(crash_harness_test, a_rollback_whose_undos_run_in_a_worker_survives_every_boundary) {
   auto o = options("demo.dispatch", R"({"queue":"crash.u","steps":2,"start_to_close_ms":300,)"
                                     R"("undo_on_queue":true,"fail_at_end":true})");
-  o.tasks = {{"crash.u", R"({"ok":1})"}};
+  o.tasks = {{"crash.u", R"({"ok":1})", ""}};
   o.run_timeout = std::chrono::seconds{30};
   o.check = [](const crash_run& r) -> std::string {
     if (r.root.state() != pb::ROLLEDBACK)

@@ -86,6 +86,7 @@ struct crash_event {
 struct crash_task {
   std::string queue;
   std::string result_json;
+  std::string fail_error;  ///< if set, each task is failed (not retryable) with it instead
 };
 
 struct crash_matrix_options {

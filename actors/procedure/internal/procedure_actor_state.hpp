@@ -108,6 +108,7 @@ struct proc_actor_state {
   std::string call_request;
   std::string event_payload;
   bool event_timed_out = false;
+  std::string event_failure;  ///< read back from EventDelivered.failure (a restart's reason)
   /// The current wait's on_timeout state (outcome::on_timeout), if its step gave one.
   std::optional<int32_t> timeout_state;
   uint64_t timer_token = 0;       ///< stale timer/retry messages carry an older token
