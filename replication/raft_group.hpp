@@ -28,6 +28,7 @@
 #include <rocksdb/status.h>
 
 #include "replication/raft_state_machine.hpp"
+#include "tls/tls_in_use.hpp"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
@@ -137,6 +138,13 @@ struct raft_store_options {
   /// (make_tls_context, tls/tls_options.hpp). Every replica of the group must have
   /// one, with certificates from one CA. Null: plain TCP (raft_uv_tcp).
   std::shared_ptr<ssl_ctx_st> tls;
+  /// With `tls`: the node every other member's certificate must name (a replica group: its
+  /// own node's name), or "" for any node's certificate (the cluster group, whose members
+  /// are nodes); a client's certificate never joins a Raft group (docs/security.md).
+  std::string tls_peer_node;
+  /// With `tls`: where a reload (SIGHUP) puts the node's new context; each new connection
+  /// takes the current one (null: `tls` always).
+  std::shared_ptr<tls_context_slot> tls_reload;
 };
 
 /// A member of a Raft group. Closing it (destroying it) fails pending proposals

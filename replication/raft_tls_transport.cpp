@@ -152,10 +152,13 @@ void t_close(struct raft_uv_transport* uv, raft_uv_transport_close_cb cb) {
 
 }  // namespace
 
-tls_transport* tls_transport_new(struct uv_loop_s* loop, std::shared_ptr<ssl_ctx_st> ctx) {
+tls_transport* tls_transport_new(struct uv_loop_s* loop, std::shared_ptr<ssl_ctx_st> ctx,
+                                 std::string peer_node, std::shared_ptr<tls_context_slot> reload) {
   auto* t = new tls_transport{};
   t->loop = loop;
   t->ctx = std::move(ctx);
+  t->peer_node = std::move(peer_node);
+  t->reload = std::move(reload);
   t->uv.impl = t;
   t->uv.init = t_init;
   t->uv.listen = t_listen;

@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "replication/raft_c.hpp"
+#include "tls/tls_in_use.hpp"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
@@ -28,8 +29,11 @@ namespace proctor {
 struct tls_transport;
 
 /// A transport on `loop` whose connections use `ctx` (a context that presents this
-/// replica's certificate and verifies the peer's, make_tls_context).
-tls_transport* tls_transport_new(struct uv_loop_s* loop, std::shared_ptr<ssl_ctx_st> ctx);
+/// replica's certificate and verifies the peer's, make_tls_context), and refuse a peer whose
+/// certificate does not name node `peer_node` ("": any node; tls/tls_options.hpp).
+tls_transport* tls_transport_new(struct uv_loop_s* loop, std::shared_ptr<ssl_ctx_st> ctx,
+                                 std::string peer_node,
+                                 std::shared_ptr<tls_context_slot> reload = nullptr);
 
 /// What raft_uv_init is given.
 struct raft_uv_transport* tls_transport_uv(tls_transport* t);

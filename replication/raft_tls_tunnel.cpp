@@ -320,6 +320,8 @@ void drive_handshake(tunnel* c) {
   long verify = SSL_get_verify_result(c->ssl);
   if (verify != X509_V_OK)
     why += std::string(": ") + X509_verify_cert_error_string(verify);
+  if (!c->refused.empty())
+    why += ": its certificate " + c->refused;
   fail(c, why);
 }
 
@@ -367,7 +369,9 @@ tunnel* new_tunnel(tls_transport* t, bool outgoing) {
 /// Starts TLS on `c`'s connected TCP stream.
 bool start_tls(tunnel* c) {
   uv_tcp_nodelay(&c->tcp, 1);  // latency (raft_transport.hpp); a failure only costs that
-  c->ssl = SSL_new(c->t->ctx.get());
+  // A reload (SIGHUP) replaces the context for connections made after it.
+  std::shared_ptr<SSL_CTX> ctx = c->t->reload ? c->t->reload->current.load() : nullptr;
+  c->ssl = SSL_new(ctx ? ctx.get() : c->t->ctx.get());
   c->rbio = BIO_new(BIO_s_mem());
   c->wbio = BIO_new(BIO_s_mem());
   if (c->ssl == nullptr || c->rbio == nullptr || c->wbio == nullptr) {
@@ -379,6 +383,8 @@ bool start_tls(tunnel* c) {
     return false;
   }
   SSL_set_bio(c->ssl, c->rbio, c->wbio);
+  note_refused_certificate(c->ssl, &c->refused);
+  expect_peer_node(c->ssl, &c->t->peer_node);
   if (c->outgoing)
     SSL_set_connect_state(c->ssl);
   else

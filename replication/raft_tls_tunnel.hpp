@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "replication/raft_c.hpp"
+#include "tls/tls_in_use.hpp"
 
 namespace proctor {
 
@@ -27,6 +28,8 @@ struct tls_transport {
   struct raft_uv_transport uv {};
   uv_loop_t* loop = nullptr;
   std::shared_ptr<SSL_CTX> ctx;
+  std::string peer_node;  // every peer's certificate names this node ("": any node)
+  std::shared_ptr<tls_context_slot> reload;  // if set: its current context, not ctx
   raft_id id = 0;
   std::string address;
   uv_tcp_t listener{};
@@ -58,6 +61,7 @@ struct tunnel {
   uv_connect_t connect_req{};
 
   SSL* ssl = nullptr;
+  std::string refused;  // the peer's certificate, if refused (note_refused_certificate)
   BIO* rbio = nullptr;  // TLS bytes from the network, for OpenSSL (owned by ssl)
   BIO* wbio = nullptr;  // TLS bytes from OpenSSL, for the network (owned by ssl)
 

@@ -14,7 +14,7 @@ if [[ ! $seconds =~ ^[1-9][0-9]*$ ]]; then
   echo "usage: bash scripts/fuzz.sh [SECONDS]  (SECONDS per target, default 20)" >&2
   exit 2
 fi
-targets=(journal_record wire_message cron)
+targets=(journal_record wire_message cron auth_policy)
 
 # -- toolchain -----------------------------------------------------------------------------
 export DEBIAN_FRONTEND=noninteractive
@@ -22,7 +22,7 @@ export DEBIAN_FRONTEND=noninteractive
 # that are not one line.
 export PROCTOR_FUZZ_STRICT=${PROCTOR_FUZZ_STRICT:-1}
 packages=(clang libclang-rt-14-dev cmake make libprotobuf-dev protobuf-compiler librocksdb-dev
-  libhowardhinnant-date-dev tzdata)
+  libhowardhinnant-date-dev tzdata libssl-dev libtomlplusplus-dev)
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do

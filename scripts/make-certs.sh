@@ -4,14 +4,16 @@
 # key lies beside its certificate, and every run makes a new CA. Operators make a CA once and
 # issue from it with scripts/proctor-certs (/usr/bin/proctor-certs), which this script runs.
 #
-#   scripts/make-certs.sh DIR [NODE ...]      (nodes default to: a b c)
+#   scripts/make-certs.sh DIR [NODE | NODE/REPLICA ...]      (nodes default to: a b c)
 #
 # DIR/ca.pem ca.key                 the CA
 # DIR/NODE.pem NODE.key             one per node (server and client use: nodes connect too)
+# DIR/REPLICA.pem REPLICA.key       one per NODE/REPLICA: replica REPLICA of node NODE
 # DIR/client.pem client.key         for the proctor CLI
 # DIR/other-ca.pem other-ca.key     a second, unrelated CA ...
 # DIR/other-client.pem .key         ... a client certificate from it (refused by nodes)
-# DIR/other-node.pem .key           ... and a node certificate from it (refused as a peer)
+# DIR/other-node.pem .key           ... and a node certificate from it (refused as a peer),
+#                                   naming node b, replica b3 (as the process tests run it)
 #
 # Needs Debian's openssl (scripts/setup.sh installs it).
 set -euo pipefail
@@ -40,7 +42,11 @@ certs() { bash "$here/proctor-certs" "$@" --days "$days" --force >/dev/null; }
 
 certs init . --cn "Proctor throw-away CA"
 for n in "${nodes[@]}"; do
-  certs node . "$n"
+  if [[ $n == */* ]]; then
+    certs node . "${n%%/*}" --replica "${n#*/}"
+  else
+    certs node . "$n"
+  fi
 done
 certs client . client
 # proctor-certs calls every CA ca.pem: the other CA is made in a directory of its own and
@@ -48,9 +54,11 @@ certs client . client
 other=$(mktemp -d .other-ca.XXXXXX)
 certs init "$other" --cn "Another throw-away CA"
 certs client "$other" other-client
-certs node "$other" other-node
+certs node "$other" b --replica b3
 mv -f "$other/ca.pem" other-ca.pem
 mv -f "$other/ca.key" other-ca.key
-mv -f "$other"/other-client.* "$other"/other-node.* .
+mv -f "$other/b3.pem" other-node.pem
+mv -f "$other/b3.key" other-node.key
+mv -f "$other"/other-client.* .
 rmdir "$other"
 echo "make-certs: CA, node(s) ${nodes[*]}, client and other-CA client and node in $(pwd)"

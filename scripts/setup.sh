@@ -14,6 +14,7 @@ packages=(
   libspdlog-dev
   libgtest-dev libgmock-dev
   libcli11-dev libcpp-httplib-dev
+  libtomlplusplus-dev  # the --auth-policy file (actors/base/auth_policy.cpp; header-only use)
   libjemalloc-dev
   lintian curl  # the Debian packages' check (scripts/package.sh)
   ccache  # rebuilds, and a fresh clone of the project, find their objects again

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <exception>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,6 +21,8 @@
 #include <caf/openssl/manager.hpp>
 #include <caf/openssl/session.hpp>
 #include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 
 namespace proctor {
@@ -53,12 +57,49 @@ std::string remote_of(native_socket fd) {
          + std::to_string(*port);
 }
 
+/// The identities of the accepted and connected TLS connections' other sides, by connection
+/// handle (a socket's number: unique while it is open). A scribe enters its own once its
+/// handshake is over and takes it out when it goes, before its socket's number can be reused.
+struct identity_table {
+  std::mutex mutex;
+  std::unordered_map<int64_t, std::pair<const void*, cert_identity>> by_hdl;
+};
+
+identity_table& identities() {
+  static identity_table t;
+  return t;
+}
+
 /// What a connection's policy and scribe share: whether the handshake is over (the first
 /// application byte moved) or its failure logged.
 struct handshake_state {
   std::string peer;  ///< names the other side in logs
   bool over = false;
-  std::string refused;  ///< the other side's certificate, if refused (subject, issuer, why)
+  std::string refused;        ///< the other side's certificate, if refused (subject, issuer, why)
+  std::string expected_node;  ///< the node the other side's certificate must name, if set
+  int64_t hdl = -1;           ///< the connection's handle, entered into identities()
+
+  /// The handshake succeeded: the other side's identity is entered for the broker.
+  void succeeded(SSL* ssl) {
+    over = true;
+    std::string why;
+    X509* cert = SSL_get1_peer_certificate(ssl);
+    auto id = identity_of(cert, &why);
+    X509_free(cert);
+    if (!why.empty())
+      spdlog::warn("TLS with {}: its certificate names no usable identity ({}); it may act as "
+                   "an anonymous client only",
+                   peer, why);
+    std::lock_guard<std::mutex> lock{identities().mutex};
+    identities().by_hdl[hdl] = {this, std::move(id)};
+  }
+  /// The connection is gone: its identity with it.
+  void forget() const {
+    std::lock_guard<std::mutex> lock{identities().mutex};
+    auto& t = identities().by_hdl;
+    if (auto i = t.find(hdl); i != t.end() && i->second.first == this)
+      t.erase(i);
+  }
 
   void fail(const std::string& why) {
     if (over)
@@ -74,7 +115,9 @@ struct handshake_state {
 
 /// `s`, which notes in `hs` the other side's certificate should it refuse it.
 caf::openssl::session_ptr noting(caf::openssl::session_ptr s, handshake_state* hs) {
-  note_refused_certificate(s.get()->*member_of(session_ssl{}), &hs->refused);
+  SSL* ssl = s.get()->*member_of(session_ssl{});
+  note_refused_certificate(ssl, &hs->refused);
+  expect_peer_node(ssl, hs->expected_node.empty() ? nullptr : &hs->expected_node);
   return s;
 }
 
@@ -106,8 +149,8 @@ private:
   rw_state note(rw_state r, size_t moved) {
     if (r == rw_state::failure)
       hs_->fail(tls_error_text("closed during the handshake"));
-    else if (moved > 0)
-      hs_->over = true;
+    else if (moved > 0 && !hs_->over)
+      hs_->succeeded(session_.get()->*member_of(session_ssl{}));
     return r;
   }
 
@@ -118,9 +161,16 @@ private:
 class tls_scribe : public caf::io::scribe {
 public:
   tls_scribe(net::default_multiplexer& mpx, native_socket fd, caf::openssl::session_ptr s,
-             std::string peer)
-      : scribe(net::conn_hdl_from_socket(fd)), hs_{std::move(peer), false, {}},
+             std::string peer, std::string expected_node)
+      : scribe(net::conn_hdl_from_socket(fd)), hs_{std::move(peer),
+                                                   false,
+                                                   {},
+                                                   std::move(expected_node),
+                                                   static_cast<int64_t>(fd)},
         stream_(mpx, fd, noting(std::move(s), &hs_), &hs_) {}
+  ~tls_scribe() override { hs_.forget(); }
+  tls_scribe(const tls_scribe&) = delete;
+  tls_scribe& operator=(const tls_scribe&) = delete;
 
   void configure_read(caf::io::receive_policy::config config) override {
     stream_.configure_read(config);
@@ -151,6 +201,7 @@ protected:
   // the policy: one during the handshake is logged here.
   caf::message detach_message() override {
     hs_.fail("the connection ended during the handshake");
+    hs_.forget();
     return scribe::detach_message();
   }
 
@@ -170,7 +221,8 @@ private:
 
 /// A session over `fd`, or nullptr and `*why` (logged: `what` names the connection).
 caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd, bool accepted,
-                                       const std::string& what, std::string* why) {
+                                       const std::string& what, std::string* why,
+                                       const std::string& expected_node = {}) {
   ERR_clear_error();
   try {
     // caf::openssl::make_session, with the verify callback set before the handshake's first
@@ -180,6 +232,8 @@ caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd,
     bool ok = s->init();
     if (ok) {
       note_refused_certificate(s.get()->*member_of(session_ssl{}), &refused);
+      expect_peer_node(s.get()->*member_of(session_ssl{}),
+                       expected_node.empty() ? nullptr : &expected_node);
       ok = accepted ? s->try_accept(fd) : s->try_connect(fd);
     }
     if (!ok) {
@@ -219,7 +273,8 @@ public:
     auto session = make_session(parent()->system(), fd, true, peer, &why);
     if (!session)
       return false;
-    auto scribe = caf::make_counted<tls_scribe>(mpx, fd, std::move(session), std::move(peer));
+    auto scribe =
+      caf::make_counted<tls_scribe>(mpx, fd, std::move(session), std::move(peer), std::string{});
     guard.release();  // the scribe owns the socket
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
@@ -269,20 +324,29 @@ caf::expected<caf::io::doorman_ptr> new_tls_doorman(caf::actor_system& sys, uint
 }
 
 caf::expected<caf::io::scribe_ptr> new_tls_scribe(caf::actor_system& sys, int fd,
-                                                  const std::string& peer) {
+                                                  const std::string& peer,
+                                                  const std::string& expected_node) {
   if (!tls_enabled(sys)) {
     ::close(fd);
     return not_configured();
   }
   net::nonblocking(fd, true);
   std::string why;
-  auto session = make_session(sys, fd, false, peer, &why);
+  auto session = make_session(sys, fd, false, peer, &why, expected_node);
   if (!session) {
     ::close(fd);
     return caf::make_error(caf::sec::cannot_connect_to_node, "TLS handshake failed: " + why);
   }
-  return caf::io::scribe_ptr{
-    caf::make_counted<tls_scribe>(multiplexer_of(sys), fd, std::move(session), peer)};
+  return caf::io::scribe_ptr{caf::make_counted<tls_scribe>(
+    multiplexer_of(sys), fd, std::move(session), peer, expected_node)};
+}
+
+std::optional<cert_identity> tls_peer_identity(caf::io::connection_handle hdl) {
+  std::lock_guard<std::mutex> lock{identities().mutex};
+  auto& t = identities().by_hdl;
+  if (auto i = t.find(hdl.id()); i != t.end())
+    return i->second.second;
+  return std::nullopt;
 }
 
 }  // namespace proctor

@@ -14,11 +14,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <caf/all.hpp>
 #include <caf/io/fwd.hpp>
 
+#include "tls/cert_identity.hpp"
 #include "tls/tls_options.hpp"
 
 namespace proctor {
@@ -42,8 +44,15 @@ caf::expected<caf::io::doorman_ptr> new_tls_doorman(caf::actor_system& sys, uint
 
 /// The client end of TLS over `fd`, a connected nonblocking socket (taken over, closed on
 /// failure), for a broker's add_scribe. `peer` ("node b at 10.0.0.2:7002") names the other
-/// side in logs.
+/// side in logs. With `expected_node` set, the handshake fails (logged) unless the other
+/// side's certificate names that node (tls/cert_identity.hpp).
 caf::expected<caf::io::scribe_ptr> new_tls_scribe(caf::actor_system& sys, int fd,
-                                                  const std::string& peer);
+                                                  const std::string& peer,
+                                                  const std::string& expected_node = {});
+
+/// The identity the certificate of the other side of TLS connection `hdl` names, once its
+/// handshake is over (a connection's first bytes come after it); nullopt for a connection
+/// that is not TLS or not known here.
+std::optional<cert_identity> tls_peer_identity(caf::io::connection_handle hdl);
 
 }  // namespace proctor

@@ -9,6 +9,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "tls/cert_identity.hpp"
+
 namespace proctor {
 
 namespace {
@@ -44,15 +46,37 @@ std::string name_text(const X509_NAME* n) {
   return out;
 }
 
-/// OpenSSL's verify callback: keeps its decision, and notes the first certificate refused.
+/// The SSL object's slot for the node name expect_peer_node wants.
+int expected_slot() {
+  static const int slot = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
+/// OpenSSL's verify callback: keeps its decision, and notes the first certificate refused;
+/// refuses the other side's own certificate (depth 0) unless it names the node expected.
 int verify_noting(int ok, X509_STORE_CTX* x) {
-  if (ok != 0)
-    return ok;
   auto* ssl =
     static_cast<SSL*>(X509_STORE_CTX_get_ex_data(x, SSL_get_ex_data_X509_STORE_CTX_idx()));
   auto* out =
     ssl != nullptr ? static_cast<std::string*>(SSL_get_ex_data(ssl, refused_slot())) : nullptr;
   const X509* cert = X509_STORE_CTX_get_current_cert(x);
+  const auto* node = ssl != nullptr
+                       ? static_cast<const std::string*>(SSL_get_ex_data(ssl, expected_slot()))
+                       : nullptr;
+  if (ok != 0 && node != nullptr && X509_STORE_CTX_get_error_depth(x) == 0) {
+    std::string why;
+    auto id = identity_of(cert, &why);
+    if (id.is_node() && (node->empty() || id.name == *node))
+      return ok;
+    if (out != nullptr && out->empty())
+      *out = name_text(X509_get_subject_name(cert)) + " names "
+             + (why.empty() ? id.text() : "nothing usable (" + why + ")") + ", not "
+             + (node->empty() ? std::string{"a node"} : "node " + *node);
+    X509_STORE_CTX_set_error(x, X509_V_ERR_APPLICATION_VERIFICATION);
+    return 0;
+  }
+  if (ok != 0)
+    return ok;
   if (out != nullptr && out->empty() && cert != nullptr)
     *out = name_text(X509_get_subject_name(cert)) + " issued by "
            + name_text(X509_get_issuer_name(cert)) + ": "
@@ -65,6 +89,10 @@ int verify_noting(int ok, X509_STORE_CTX* x) {
 void note_refused_certificate(ssl_st* ssl, std::string* out) {
   SSL_set_ex_data(ssl, refused_slot(), out);
   SSL_set_verify(ssl, SSL_get_verify_mode(ssl), verify_noting);
+}
+
+void expect_peer_node(ssl_st* ssl, const std::string* node) {
+  SSL_set_ex_data(ssl, expected_slot(), const_cast<std::string*>(node));
 }
 
 std::string tls_error_text(const std::string& fallback) {

@@ -42,4 +42,10 @@ std::string tls_error_text(const std::string& fallback);
 /// `out` must outlive the handshake. Keeps `ssl`'s verify mode.
 void note_refused_certificate(ssl_st* ssl, std::string* out);
 
+/// From now on (with note_refused_certificate called before), `ssl` refuses the other
+/// side's certificate unless it names node `*node` (tls/cert_identity.hpp; "": any node),
+/// noting why as note_refused_certificate does. `node` must outlive the handshake; nullptr:
+/// no such check.
+void expect_peer_node(ssl_st* ssl, const std::string* node);
+
 }  // namespace proctor

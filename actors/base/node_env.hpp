@@ -16,6 +16,7 @@
 
 #include <proctor/registry.hpp>
 
+#include "actors/base/auth_policy.hpp"
 #include "actors/base/cluster_view.hpp"
 
 namespace proctor {
@@ -116,6 +117,11 @@ struct node_env {
   uint64_t compact_after = 0;
   /// Compactions of trees' journals, and the records they replaced (metrics).
   mutable std::atomic<uint64_t> compactions{0};
+  /// The --auth-policy in force (actors/base/auth_policy.hpp), read by the client door.
+  std::shared_ptr<auth_policy_slot> policy = std::make_shared<auth_policy_slot>();
+  /// Requests the authoriser refused at the client door (actors/base/authoriser.hpp).
+  std::shared_ptr<std::atomic<uint64_t>> refused_requests =
+    std::make_shared<std::atomic<uint64_t>>(0);
   mutable std::atomic<uint64_t> compacted_records{0};
   /// Children cancelled by their parent's join policy, and children's failures a join policy
   /// contained (actors/procedure/proc_cancel.cpp; metrics).

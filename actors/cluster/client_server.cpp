@@ -11,7 +11,9 @@
 
 #include <proctor/wire.pb.h>
 
+#include "actors/base/authoriser.hpp"
 #include "actors/base/errors.hpp"
+#include "actors/base/log_rate.hpp"
 #include "actors/base/rpc.hpp"
 #include "actors/wire/wire_frame.hpp"
 #include "tls/caf_tls.hpp"
@@ -46,6 +48,9 @@ struct client_conn {
   std::chrono::milliseconds bound{0};
   std::deque<std::string> queued;
   std::unordered_map<uint64_t, tagged_request> tagged;  ///< by seq
+  /// What the certificate of its other side names (known from its first request on: its
+  /// TLS handshake is over by then); nullopt until then, and without TLS.
+  std::optional<cert_identity> id;
 };
 
 /// Requests a client may send ahead of its answers; more is refused (the node would
@@ -104,6 +109,44 @@ void refuse(client_broker* self, connection_handle hdl, const std::string& why) 
 }
 
 void forward(client_broker* self, connection_handle hdl, std::string bytes);
+
+/// Who the other side of `hdl` is: anyone without TLS, else what its certificate names,
+/// with the role the policy in force gives it (read for each request: a reload applies to
+/// the connections open too).
+caller caller_of(client_broker* self, connection_handle hdl, client_conn& c) {
+  if (!tls_enabled(self->system()))
+    return caller::anyone();
+  if (!c.id) {
+    c.id = tls_peer_identity(hdl);
+    if (!c.id) {  // not met: the scribe enters it before the first byte reaches this broker
+      spdlog::error("client connection {}: no identity known for its certificate; it acts "
+                    "as an anonymous client",
+                    hdl.id());
+      c.id = cert_identity{};
+    }
+  }
+  auto policy = self->state.cfg.policy->current.load();
+  return caller::with_certificate(*c.id, policy.get());
+}
+
+/// "" if the connection's caller may send `req` (authoriser.hpp); else the refusal's answer
+/// (PERMISSION_DENIED), logged at a falling rate and counted. Malformed bytes pass: the
+/// executor answers them BAD_REQUEST.
+std::string authorisation_refusal(client_broker* self, connection_handle hdl, client_conn& c,
+                                  const pb::Request* req) {
+  if (req == nullptr)
+    return {};
+  const auto who = caller_of(self, hdl, c);
+  auto why = authorise(who, *req);
+  if (why.empty())
+    return {};
+  auto n = ++*self->state.cfg.refused_requests;
+  if (log_nth(n))
+    spdlog::warn("refused a request from {}:{} ({}): {} ({} refused so far; logged at a "
+                 "falling rate)",
+                 self->remote_addr(hdl), self->remote_port(hdl), who.text(), why, n);
+  return error_response(pb::Response::PERMISSION_DENIED, why);
+}
 
 /// Writes `reply` if the connection that asked is still there and still waits for request
 /// `seq`, then sends its next queued request on.
@@ -188,6 +231,8 @@ void forward(client_broker* self, connection_handle hdl, std::string bytes) {
   bool parsed = req.ParseFromString(bytes);
   c.busy = true;
   c.seq = ++st.next_seq;
+  if (auto refusal = authorisation_refusal(self, hdl, c, parsed ? &req : nullptr); !refusal.empty())
+    return answer(self, hdl, c.generation, c.seq, std::move(refusal));  // in its turn
   c.bound = parsed ? bound_request(st.cfg, req, bytes) : st.cfg.request_timeout;
   c.deadline = std::chrono::steady_clock::now() + c.bound;
   ask_executor(self, hdl, c.generation, c.seq, std::move(bytes));
@@ -299,6 +344,9 @@ caf::behavior client_server(client_broker* self, caf::io::doorman_ptr door, caf:
                              with_varint_field(error_response(pb::Response::REFUSED, why),
                                                response_tag_field, req.tag()));
         }
+        if (auto refusal = authorisation_refusal(self, m.handle, c, &req); !refusal.empty())
+          return write_frame(self, m.handle,
+                             with_varint_field(refusal, response_tag_field, req.tag()));
         return forward_tagged(self, m.handle, req, std::move(bytes));
       }
       if (!c.busy)
@@ -343,6 +391,11 @@ spawn_client_server(caf::actor_system& sys, caf::actor executor, const std::stri
   if (!tls_enabled(sys) && !loopback)
     spdlog::warn("serving {}:{} without TLS: whoever reaches it can submit, abort and pose as "
                  "a peer (docs/tls.md)",
+                 host, bound);
+  if (tls_enabled(sys) && !loopback && !cfg.policy->current.load())
+    spdlog::warn("serving {}:{} without --auth-policy: any client certificate the CA signed may "
+                 "do everything a client can, as before (nodes act only as themselves; "
+                 "docs/security.md)",
                  host, bound);
   auto broker =
     sys.middleman().spawn_broker(client_server, std::move(*door), std::move(executor), cfg);

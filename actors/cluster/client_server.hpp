@@ -10,12 +10,16 @@
 // answer for a connection that is gone is dropped, even when a new connection got the same handle).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include <caf/all.hpp>
+
+#include "actors/base/auth_policy.hpp"
 
 namespace proctor {
 
@@ -29,6 +33,11 @@ struct client_server_config {
   /// A `wait` without a timeout (0), or a longer one, is sent on with this one: the
   /// executor then answers TIMEOUT and the client polls again (as the CLI does).
   uint64_t max_wait_ms = 600'000;
+  /// The --auth-policy in force (none: the authoriser's defaults).
+  std::shared_ptr<auth_policy_slot> policy = std::make_shared<auth_policy_slot>();
+  /// Counts the requests the authoriser refused (proctor_refused_requests_total).
+  std::shared_ptr<std::atomic<uint64_t>> refused_requests =
+    std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 /// The frame limit for a node whose submits may carry `max_args_bytes` of args JSON: that

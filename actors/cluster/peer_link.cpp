@@ -170,8 +170,11 @@ void start_connect(link_actor* self) {
 void on_connected(link_actor* self, int fd) {
   auto& st = self->state;
   if (tls_enabled(self->system())) {
+    // Its certificate must name the node this link is to (docs/security.md), or no request
+    // of this node's goes to it and no answer of it is taken.
     auto scribe =
-      new_tls_scribe(self->system(), fd, "node " + st.cfg.peer_name + " at " + st.status.address);
+      new_tls_scribe(self->system(), fd, "node " + st.cfg.peer_name + " at " + st.status.address,
+                     st.cfg.peer_name);
     if (!scribe)
       return go_down(self, "TLS with " + st.status.address + " failed (the log says why)", true);
     st.hdl = (*scribe)->hdl();

@@ -55,6 +55,9 @@ console_reply node_error(const pb::Response& r) {
     case pb::Response::NOT_LEADER:
       status = 503;
       break;
+    case pb::Response::PERMISSION_DENIED:
+      status = 403;
+      break;
     default:
       status = 500;
       break;

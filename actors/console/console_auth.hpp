@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "actors/base/auth_policy.hpp"
+
 namespace proctor {
 
 /// What a request's credentials amount to.
@@ -21,6 +23,13 @@ enum class console_auth : uint8_t {
 /// Checks an Authorization header's value against `token` ("" = none configured). The
 /// comparison takes the same time wherever the two first differ.
 console_auth check_bearer(std::string_view authorization, const std::string& token);
+
+/// Who an HTTP request is, by its Authorization header: the holder of `node_token`
+/// (--http-token: admin, as before), of one of the policy's tokens (its role), or nobody
+/// with a token (reader, or nothing at all when `read_token_required`). `*auth` says how the
+/// header fared against every token configured (not_configured: there is none).
+caller http_caller(std::string_view authorization, const std::string& node_token,
+                   const auth_policy* policy, bool read_token_required, console_auth* auth);
 
 /// True if `a` and `b` are equal, in a time that depends only on their lengths.
 bool equal_in_constant_time(std::string_view a, std::string_view b);

@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/console/api_internal.hpp"
 #include "actors/console/console_api.hpp"
 #include "actors/console/embedded_files.hpp"
 #include "actors/http/http_serve.hpp"
@@ -93,8 +94,29 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
     cr.path = req.path;
     cr.params = req.params;
     cr.body = std::move(body);
-    cr.auth = check_bearer(req.get_header_value("Authorization"), opts_.token);
-    auto ask = [this](const pb::Request& r) {
+    auto policy = opts_.policy ? opts_.policy->current.load() : nullptr;
+    auto who = http_caller(req.get_header_value("Authorization"), opts_.token, policy.get(),
+                           opts_.read_token_required, &cr.auth);
+    if (who.granted == role::none) {  // --http-read-token-required, and no token that does
+      auto refused = api_detail::check_change_allowed(cr);
+      auto reply = refused ? std::move(*refused)
+                           : console_error(403, "PERMISSION_DENIED", "this token has no role");
+      res.status = reply.status;
+      for (auto& [k, v] : reply.headers)
+        res.set_header(k.c_str(), v);
+      res.set_content(reply.body, reply.content_type.c_str());
+      return;
+    }
+    auto ask = [this, who](const pb::Request& r) {
+      // The same authoriser as the client port's (actors/base/authoriser.hpp): a refusal is
+      // the node's PERMISSION_DENIED, a 403.
+      if (auto why = authorise(who, r); !why.empty()) {
+        executor_answer refused;
+        refused.response.emplace();
+        refused.response->set_code(pb::Response::PERMISSION_DENIED);
+        refused.response->set_error(why);
+        return refused;
+      }
       auto bound = opts_.node_timeout;
       if (r.has_wait())
         bound += std::chrono::milliseconds{r.wait().timeout_ms()};

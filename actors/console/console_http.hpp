@@ -13,6 +13,8 @@
 
 #include <caf/all.hpp>
 
+#include "actors/base/auth_policy.hpp"
+
 namespace httplib {
 class Server;
 }
@@ -23,6 +25,10 @@ struct console_http_options {
   /// The token POSTs must carry ("Authorization: Bearer TOKEN"); "" makes the console
   /// read-only.
   std::string token;
+  /// The --auth-policy in force (its tokens and their roles; null or empty: none).
+  std::shared_ptr<auth_policy_slot> policy;
+  /// --http-read-token-required: reads need a token too.
+  bool read_token_required = false;
   /// Bound on the node's answer to one API call (a `?wait=` long-poll: its wait plus this).
   std::chrono::milliseconds node_timeout{10'000};
   /// The node's --max-args-bytes: the largest args a submit may carry; request bodies are

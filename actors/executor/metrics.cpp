@@ -239,6 +239,10 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
           "Wake-ups of passivated procedures that waited until a sibling's actor went down (a "
           "parent spawns at most max_live_children of its children for them at once).",
           g.queued_wakes);
+  counter("proctor_refused_requests_total",
+          "Requests refused because the certificate that sent them may not (its role, or a "
+          "node it claims to be and is not: docs/security.md); each is logged at a falling rate.",
+          g.refused_requests);
   counter("proctor_tree_compactions_total",
           "Trees' journals compacted into one record each (--compact-after, a type's "
           "compact_after).",

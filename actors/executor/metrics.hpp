@@ -68,6 +68,7 @@ struct executor_gauges {
   int64_t passivated_procedures = 0;  ///< held passivated by a live parent, without an actor
   size_t calls_in_flight = 0;         ///< calls made for waiting procedures, not answered yet
   uint64_t compactions = 0;           ///< counter: trees' journals compacted into one record
+  uint64_t refused_requests = 0;      ///< counter: requests the authoriser refused
   uint64_t compacted_records = 0;     ///< counter: records those compactions replaced
   uint64_t cancelled_children = 0;    ///< counter: children cancelled by a join policy
   uint64_t contained_failures = 0;    ///< counter: children's failures a join policy contained

@@ -133,6 +133,7 @@ bool cluster_member::core::open(bool join, std::string* error) {
       return false;
     }
     o.tls = std::shared_ptr<ssl_ctx_st>(ctx, SSL_CTX_free);
+    o.tls_reload = setup.tls_reload;
   }
   std::string why;
   auto g = cluster_group::open(o, &why);

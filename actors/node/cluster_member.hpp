@@ -37,6 +37,7 @@
 
 #include <caf/all.hpp>
 
+#include "tls/tls_in_use.hpp"
 #include "tls/tls_options.hpp"
 
 namespace proctor {
@@ -73,6 +74,8 @@ struct cluster_member_setup {
   std::vector<std::string> seeds;
   bool init = false;  ///< --cluster-init: found the cluster on this node if not founded yet
   tls_options tls;    ///< the node's: on the group's port, and to seeds and leaders
+  /// Where a reload (SIGHUP) puts the node's new TLS context for the group's port (null: none).
+  std::shared_ptr<tls_context_slot> tls_reload;
   /// A node run as replicas (docs/cluster-group.md, "A node run as replicas"): it has no
   /// member of the group's Raft (group_address is ""), joins through the seeds and follows
   /// the group's state by asking its members (cluster_follower.hpp).

@@ -121,6 +121,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
   // The node's environment and the actors that need nothing of the journal first, among
   // them the executor, which takes the trees over while the scan folds the next ones.
   auto env = std::make_shared<node_env>();
+  if (opts.auth_policy)
+    env->policy = opts.auth_policy;
   env->types = &types_;
   env->next_id = std::make_shared<std::atomic<uint64_t>>(0);  // set once the scan is done
   env->stuck_after = opts.stuck_after;
@@ -417,6 +419,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
 caf::expected<uint16_t> node::serve_clients(const std::string& host, uint16_t port) {
   client_server_config cfg;
   cfg.max_frame_bytes = client_frame_limit(max_args_bytes_);
+  cfg.refused_requests = env_->refused_requests;
+  cfg.policy = env_->policy;
   auto s = spawn_client_server(sys_, executor_, host, port, cfg);
   if (!s)
     return std::move(s.error());

@@ -22,6 +22,9 @@ namespace proctor {
 
 struct node_options {
   std::string data_dir;
+  /// The --auth-policy in force, shared with the caller, which replaces it on SIGHUP (null:
+  /// none).
+  std::shared_ptr<auth_policy_slot> auth_policy;
   size_t workers = 8;  ///< run slots: steps running at once
   executor_config executor;
   std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};

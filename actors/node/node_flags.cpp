@@ -27,6 +27,11 @@ void add_node_flags(CLI::App& app, node_flags* f) {
                  "the console is read-only");
   app.add_option("--http-token-file", f->http_token_file,
                  "A file holding --http-token (so it is not on the command line)");
+  app.add_option("--auth-policy", f->auth_policy,
+                 "A TOML file giving client certificates, node certificates used as clients "
+                 "and HTTP tokens their roles (docs/security.md); read again on SIGHUP");
+  app.add_flag("--http-read-token-required", f->http_read_token_required,
+               "The HTTP API's reads need a token too (of --http-token or the policy's)");
   app.add_option("--result-ttl-s", f->result_ttl_s, "Seconds a finished tree's result is kept")
     ->check(CLI::Range(1, 365 * 24 * 3600));
   app

@@ -27,6 +27,8 @@ struct node_flags {
   bool standby = false;
   int64_t fence_after_ms = 0;
   std::string http_addr, http_token, http_token_file;  // docs/web-console.md
+  std::string auth_policy;                             // docs/security.md: who has which role
+  bool http_read_token_required = false;
   uint64_t history_keep_records = executor_config{}.history_keep_records;
   std::string replica, replicas_text;  // docs/replication.md
   unsigned election_timeout_ms = 1000;

@@ -147,6 +147,8 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
       return nullptr;
     }
     o.tls = std::shared_ptr<ssl_ctx_st>(ctx, SSL_CTX_free);
+    o.tls_peer_node = s.node_name;  // every replica of the group is this node's
+    o.tls_reload = s.tls_reload;
   }
   if (s.recover) {
     if (fresh) {
@@ -217,6 +219,8 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   r->front_ = spawn_replica_front(sys, std::move(answers));
   client_server_config cfg;
   cfg.max_frame_bytes = s.max_frame_bytes;
+  if (s.auth_policy)
+    cfg.policy = s.auth_policy;
   auto served =
     spawn_client_server(sys, r->front_, r->self_->client.host, r->self_->client.port, cfg);
   if (!served) {

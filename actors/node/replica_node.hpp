@@ -28,6 +28,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/base/auth_policy.hpp"
 #include "actors/node/replica_front.hpp"
 #include "actors/node/replica_group.hpp"
 #include "actors/node/replica_identity.hpp"
@@ -41,6 +42,7 @@ struct replica_setup {
   std::string node_name;  ///< the node the group is (--name)
   std::string data_dir;   ///< dir/raft: libraft's files, dir/db: the replica's RocksDB
   size_t max_frame_bytes = size_t{2} << 20;
+  std::shared_ptr<auth_policy_slot> auth_policy;  ///< the --auth-policy in force (null: none)
   /// This process's command line, to re-execute it with (null-terminated, as main's argv).
   char** argv = nullptr;
   unsigned election_timeout_ms = 1000;
@@ -54,6 +56,8 @@ struct replica_setup {
   /// The node's TLS (docs/tls.md): how this replica asks the others which data directory
   /// they know it by (replica_identity.hpp).
   tls_options tls;
+  /// Where a reload (SIGHUP) puts the node's new TLS context for the Raft port (null: none).
+  std::shared_ptr<tls_context_slot> tls_reload;
   /// Its --http address as clients reach it ("" without --http): recorded in the group, so
   /// that the followers' HTTP API names the leader's (docs/http-api.md).
   std::string http_address;

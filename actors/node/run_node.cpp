@@ -35,6 +35,7 @@
 #include "actors/node/standby.hpp"
 #include "actors/wire/endpoint.hpp"
 #include "tls/caf_tls.hpp"
+#include "tls/tls_in_use.hpp"
 
 #ifdef PROCTOR_HAVE_HTTPLIB
 #include "actors/console/console_http.hpp"
@@ -52,6 +53,42 @@ public:
     tune_actor_system(*this);
   }
 };
+
+/// SIGHUP: the TLS files read again (docs/security.md): new connections use them, those
+/// open run on; files that do not do are refused with one line and the old ones stay.
+void reload_tls(tls_in_use* files,
+                const std::function<std::string(const tls_options&)>& own_identity) {
+  if (files == nullptr)
+    return;
+  if (auto why = files->reload(own_identity); !why.empty()) {
+    spdlog::error("SIGHUP: the TLS files were not taken: {}; the ones in use stay", why);
+    return;
+  }
+  std::string id_why;
+  auto id = identity_of_file(files->options().cert, &id_why);
+  spdlog::info("SIGHUP: --tls-cert {}, --tls-key {} and --tls-ca {} read again ({}); new "
+               "connections use them",
+               files->given().cert, files->given().key, files->given().ca, id.text());
+}
+
+/// SIGHUP: the policy file read again (docs/security.md). A file that does not do is
+/// refused with one line, and the policy in force stays.
+void reload_policy(const std::string& path, auth_policy_slot& slot) {
+  if (path.empty()) {
+    spdlog::info("SIGHUP: no --auth-policy to read again");
+    return;
+  }
+  std::string why;
+  auto p = load_auth_policy(path, &why);
+  if (!p) {
+    spdlog::error("SIGHUP: {}; the policy in force stays", why);
+    return;
+  }
+  spdlog::info("SIGHUP: --auth-policy {} read again: {} client(s), {} node entr(ies), {} "
+               "token(s)",
+               path, p->clients.size(), p->nodes.size(), p->tokens.size());
+  slot.current.store(std::make_shared<const auth_policy>(std::move(*p)));
+}
 
 }  // namespace
 
@@ -143,6 +180,32 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     std::cerr << program << ": " << why << "\n";
     return 64;
   }
+  // Its peers take it for the node its certificate names (docs/security.md): a node that
+  // would go by another name than its certificate's is refused before it starts.
+  if (f.tls.enabled() && !f.name.empty()) {
+    if (auto why = check_own_identity(f.tls.cert, f.name, f.replica); !why.empty()) {
+      std::cerr << program << ": " << why << "\n";
+      return 64;
+    }
+  }
+  // Who has which role (docs/security.md): read now, and again on SIGHUP.
+  auto policy = std::make_shared<auth_policy_slot>();
+  if (!f.auth_policy.empty()) {
+    if (!f.tls.enabled()) {
+      std::cerr << program
+                << ": --auth-policy needs --tls-cert, --tls-key and --tls-ca: "
+                   "without TLS nobody on the client port is known, and anyone "
+                   "could do everything (docs/security.md)\n";
+      return 64;
+    }
+    std::string why;
+    auto p = load_auth_policy(f.auth_policy, &why);
+    if (!p) {
+      std::cerr << program << ": " << why << "\n";
+      return 64;
+    }
+    policy->current.store(std::make_shared<const auth_policy>(std::move(*p)));
+  }
   if (auto why = check_cluster_options(&f.cluster, f.name, !group.empty(), listen_ep->host);
       !why.empty()) {
     std::cerr << program << ": " << why << "\n";
@@ -163,6 +226,15 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   auto console_token = load_console_token(f.http_token, f.http_token_file, &token_error);
   if (!console_token) {
     std::cerr << program << ": " << token_error << "\n";
+    return 64;
+  }
+  if (f.http_read_token_required
+      && (f.http_addr.empty()
+          || (console_token->empty()
+              && (!policy->current.load() || policy->current.load()->tokens.empty())))) {
+    std::cerr << program
+              << ": --http-read-token-required needs --http and a token to read with "
+                 "(--http-token, --http-token-file or [tokens] in --auth-policy)\n";
     return 64;
   }
   if (f.http_addr.empty() && !console_token->empty()) {
@@ -212,7 +284,25 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  const sigset_t stop_sigs = sigs;
+  sigaddset(&sigs, SIGHUP);  // a reload (docs/security.md), never a stop
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  // The node uses copies of its TLS files, replaced only by a reload that found the new
+  // ones good (tls/tls_in_use.hpp); everything below takes the copies' paths.
+  std::unique_ptr<tls_in_use> tls_files;
+  if (f.tls.enabled()) {
+    std::string why;
+    tls_files = tls_in_use::make(f.tls, &why);
+    if (!tls_files) {
+      std::cerr << program << ": " << why << "\n";
+      return 1;
+    }
+    f.tls = tls_files->options();
+  }
+  const auto own_identity = [&f](const tls_options& t) {
+    return f.name.empty() ? std::string{} : check_own_identity(t.cert, f.name, f.replica);
+  };
 
   daemon_config cfg;
   configure_tls(cfg, f.tls);
@@ -226,7 +316,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     so.data_dir = f.data_dir;
     if (f.fence_after_ms > 0)
       so.fence_after = std::chrono::milliseconds{f.fence_after_ms};
-    so.stop_requested = [&sigs] { return signal_pending(sigs); };
+    so.stop_requested = [&stop_sigs] { return signal_pending(stop_sigs); };
     so.tls = f.tls;
     if (f.standby) {
       // What a standby can check before it waits, so that a wrong --name is refused now and
@@ -256,6 +346,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       if (!f.http_addr.empty()) {
         console_http_options co;
         co.token = *console_token;
+        co.policy = policy;
+        co.read_token_required = f.http_read_token_required;
         co.max_args_bytes = f.max_args;
         console = std::make_unique<console_http>(sys, target, co);
         std::string err;
@@ -299,11 +391,13 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       rs.node_name = f.name;
       rs.data_dir = f.data_dir;
       rs.max_frame_bytes = client_frame_limit(f.max_args);
+      rs.auth_policy = policy;
       rs.argv = argv;
       rs.election_timeout_ms = f.election_timeout_ms;
       rs.join = f.join;
       rs.recover = f.recover_group;
       rs.tls = f.tls;
+      rs.tls_reload = tls_files ? tls_files->context() : nullptr;
       rs.http_address = f.http_addr;
       std::string err;
       rn = replica_node::open(sys, std::move(rs), &err);
@@ -371,6 +465,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       opts.services[service] = services.back();
     }
     opts.name = f.name;
+    opts.auth_policy = policy;
     opts.lock = dir.lock;
     opts.id_floor = group_id_floor;
     opts.ask_id_floor = floor_of_seeds(f.cluster, f.name, f.tls);  // a node run as replicas
@@ -450,6 +545,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     if (member) {
       // The node serves: its member of the cluster group opens (docs/cluster-group.md).
       auto cs = member_setup(f.cluster, n, f.data_dir, who.listen, listen_ep->host, f.tls);
+      cs.tls_reload = tls_files ? tls_files->context() : nullptr;
       if (rn)  // peers reach it at every replica's address, this one first
         cs.peer_address = [r = rn.get()] { return r->peer_addresses(); };
       cs.on_refused = [&member_refused](const std::string& why) {
@@ -466,10 +562,16 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       }
     }
     int sig = 0;
-    if (rn)
-      sigwait(&sigs, &sig);
-    else
-      sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
+    for (;;) {
+      if (rn)
+        sigwait(&sigs, &sig);
+      else
+        sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
+      if (sig != SIGHUP)
+        break;
+      reload_tls(tls_files.get(), own_identity);
+      reload_policy(f.auth_policy, *policy);
+    }
     spdlog::info("signal {}: shutting down", sig);
     if (member_refused)
       rc = 1;

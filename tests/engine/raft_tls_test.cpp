@@ -1,8 +1,9 @@
 // The Raft store over mutual TLS (replication/raft_tls_transport.hpp): three replicas in this
 // process on 127.0.0.1 (tests/support/raft_test_group.hpp), each with its own certificate from
 // scripts/make-certs.sh. The group replicates and fails over; a replica whose certificate the
-// CA did not sign, or one without TLS, gets nothing while the majority goes on, and catches up
-// once it has a good certificate; a connection that never starts its handshake is closed.
+// CA did not sign, one whose certificate names another node or a client, or one without TLS,
+// gets nothing while the majority goes on, and catches up once it has a good certificate; a
+// connection that never starts its handshake is closed.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -20,10 +21,11 @@ namespace {
 
 using namespace raft_test;
 
-/// Certificates for replicas r1 r2 r3 (and the other CA's) under `dir`; false without openssl.
+/// Certificates for replicas r1 r2 r3 of node g, for node h (and the other CA's) under
+/// `dir`; false without openssl.
 bool make_certs(const std::string& dir) {
   std::string cmd = "bash " + std::string(PROCTOR_SOURCE_DIR) + "/scripts/make-certs.sh " + dir
-                    + " r1 r2 r3 >/dev/null 2>&1";
+                    + " g/r1 g/r2 g/r3 h >/dev/null 2>&1";
   return std::system(cmd.c_str()) == 0;
 }
 
@@ -45,8 +47,10 @@ struct tls_group : group {
       return;
     certs = root.path + "/certs";
     usable = make_certs(certs);
-    // Replica i presents r(i+1)'s certificate, unless `cert_of` says otherwise.
+    // Replica i presents r(i+1)'s certificate, unless `cert_of` says otherwise; each takes
+    // only node g's certificates (a replica group's rule: docs/security.md).
     adjust = [this](size_t i, raft_store_options& o) {
+      o.tls_peer_node = "g";
       auto it = cert_of.find(i);
       if (it == cert_of.end())
         o.tls = context(certs, "r" + std::to_string(i + 1));
@@ -119,6 +123,20 @@ TEST(raft_tls, a_replica_whose_certificate_the_ca_did_not_sign_gets_nothing) {
   tls_group g;
   SKIP_WITHOUT_CERTS(g);
   g.cert_of[2] = {"other-node", "other-ca"};
+  set_apart(g);
+}
+
+TEST(raft_tls, a_replica_whose_certificate_names_another_node_gets_nothing) {
+  tls_group g;
+  SKIP_WITHOUT_CERTS(g);
+  g.cert_of[2] = {"h", "ca"};  // the cluster's CA signed it, but for node h
+  set_apart(g);
+}
+
+TEST(raft_tls, a_replica_with_a_clients_certificate_gets_nothing) {
+  tls_group g;
+  SKIP_WITHOUT_CERTS(g);
+  g.cert_of[2] = {"client", "ca"};
   set_apart(g);
 }
 

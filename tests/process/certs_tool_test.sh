@@ -111,7 +111,7 @@ fi
 [[ -z $(find certs -name '.proctor-certs.*') ]] || fail "scratch directories left in certs/"
 
 # -- make-certs.sh, the tests' throw-away set, made by proctor-certs ------------------------
-if expect 0 bash "$src/scripts/make-certs.sh" set r1 r2; then
+if expect 0 bash "$src/scripts/make-certs.sh" set r1 x/r2; then
   got=$(find set -mindepth 1 -printf '%P\n' | sort | tr '\n' ' ')
   want="ca.key ca.pem client.key client.pem other-ca.key other-ca.pem other-client.key \
 other-client.pem other-node.key other-node.pem r1.key r1.pem r2.key r2.pem "
@@ -119,13 +119,18 @@ other-client.pem other-node.key other-node.pem r1.key r1.pem r2.key r2.pem "
   for c in r1 r2 client; do
     openssl verify -CAfile set/ca.pem "set/$c.pem" >/dev/null 2>&1 || fail "set/$c.pem does not verify"
   done
+  # NODE/REPLICA: replica r2 of node x; the other CA's node is node b's replica b3.
+  openssl x509 -in set/r2.pem -noout -ext subjectAltName | grep -q "URI:proctor://node/x/replica/r2" ||
+    fail "set/r2.pem does not name replica r2 of node x"
+  openssl x509 -in set/other-node.pem -noout -ext subjectAltName |
+    grep -q "URI:proctor://node/b/replica/b3" || fail "set/other-node.pem does not name node b's b3"
   for c in other-client other-node; do
     openssl verify -CAfile set/other-ca.pem "set/$c.pem" >/dev/null 2>&1 ||
       fail "set/$c.pem does not verify against other-ca.pem"
     openssl verify -CAfile set/ca.pem "set/$c.pem" >/dev/null 2>&1 &&
       fail "set/$c.pem verifies against ca.pem"
   done
-  expect 0 bash "$src/scripts/make-certs.sh" set r1 r2 || true # a new set over the old one
+  expect 0 bash "$src/scripts/make-certs.sh" set r1 x/r2 || true # a new set over the old one
 fi
 expect 64 bash "$src/scripts/make-certs.sh" || true
 

@@ -64,7 +64,7 @@ protected:
     if (const char* ms = std::getenv("PROCTOR_DRILL_LOAD_MS"))
       load_for_ = std::chrono::milliseconds{std::max(100, std::atoi(ms))};
     fs::create_directories(ledger());
-    auto certs = make_certs(certs_dir(), {"b1", "b2", "b3", "b4", "b5", "w1", "w2"});
+    auto certs = make_certs(certs_dir(), {"b/b1", "b/b2", "b/b3", "b/b4", "b/b5", "w1", "w2"});
     ASSERT_EQ(certs.exit_code, 0) << describe(certs);
     set_cli_tls(certs_dir() / "client.pem", certs_dir() / "client.key", certs_dir() / "ca.pem");
     w_ports_ = {free_port(), free_port()};

@@ -554,7 +554,7 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
   std::printf("  %s\n", tls ? "with TLS" : "without TLS");
   if (tls) {
     std::string why;
-    ASSERT_TRUE(use_tls({"a", "b1", "b2", "b3"}, &why)) << why;
+    ASSERT_TRUE(use_tls({"a", "b/b1", "b/b2", "b/b3"}, &why)) << why;
   }
   auto with_tls = [&](std::vector<std::string> args, const std::string& who) {
     if (tls)

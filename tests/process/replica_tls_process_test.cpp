@@ -33,7 +33,7 @@ protected:
     if (run_program("/bin/sh", {"-c", "command -v openssl"}, 10s).exit_code != 0)
       GTEST_SKIP() << "openssl not found: the TLS tests need it (apt-get install openssl)";
     std::string why;
-    ASSERT_TRUE(use_tls({"b1", "b2", "b3"}, &why)) << why;
+    ASSERT_TRUE(use_tls({"b/b1", "b/b2", "b/b3"}, &why)) << why;
   }
 
   /// Replica `i` presenting certificate `cert` and trusting CA `ca`.

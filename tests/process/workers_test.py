@@ -175,10 +175,13 @@ def abort_cancels(node, workers, ledger_dir):
     status, body = call(node, "POST", f"/api/tasks/{token}/heartbeat", {"details": {"at": 1}})
     check(status == 200 and body.get("cancel_requested") is True,
           f"a heartbeat after the abort answered {status} {body}")
-    # The rollback hands the task's undo to the queue (dispatch_undo) and waits for it.
-    s = node.status(id_)
-    check(s["state"] == "FAILED" and "task on queue w.abort" in s.get("waiting_for", ""),
-          f"the rollback does not wait for the undo's task: {s}")
+    # The rollback hands the task's undo to the queue (dispatch_undo) and waits for it: once
+    # it got there (the abort's answer comes before the rollback's first undo is journaled).
+    def waits_for_undo():
+        s = node.status(id_) or {}
+        return s.get("state") == "FAILED" and "task on queue w.abort" in s.get("waiting_for", "")
+    wait_until(waits_for_undo, "the rollback to wait for the undo's task",
+               limit=30)
     workers.start("w.abort", "U", "--once", "1")
     # (FAILED while it rolls back: only ROLLEDBACK ends it here)
     s = wait_until(lambda: (node.status(id_) or {}).get("state") == "ROLLEDBACK"

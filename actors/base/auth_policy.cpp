@@ -1,0 +1,261 @@
+#include "actors/base/auth_policy.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <openssl/evp.h>
+
+// toml++ 3.3.0 asserts things of its input that malformed files break (`[` then a line end:
+// tests/fuzz/auth_policy_fuzzer.cpp found it), and with NDEBUG turns those asserts into
+// assumptions (__builtin_assume, where the compiler has it): undefined behaviour on a bad
+// file. Its asserts are made no-ops here, whatever NDEBUG says, so that a bad file is a parse
+// error (the fuzzer runs this configuration under ASan and UBSan). Included last.
+#pragma push_macro("NDEBUG")
+#undef NDEBUG
+#define TOML_ASSERT(expr) static_assert(true)
+#include <toml++/toml.h>
+#pragma pop_macro("NDEBUG")
+
+namespace proctor {
+
+namespace {
+
+const char* const role_list = "reader, submitter, operator, admin";
+
+std::string where(const std::string& source, const toml::node& n) {
+  return source + ":" + std::to_string(n.source().begin.line);
+}
+
+/// The role a TOML value names, or nullopt and `*why`.
+std::optional<role> role_value(const toml::node& n, const std::string& source,
+                               const std::string& what, std::string* why) {
+  const auto* s = n.as_string();
+  if (s == nullptr) {
+    *why = where(source, n) + ": " + what + ": a role is a string (" + role_list + ")";
+    return std::nullopt;
+  }
+  auto r = parse_role(s->get());
+  if (!r)
+    *why =
+      where(source, n) + ": " + what + ": '" + s->get() + "' is not a role (" + role_list + ")";
+  return r;
+}
+
+std::optional<std::array<uint8_t, 32>> hex_sha256(std::string_view hex) {
+  if (hex.size() != 64)
+    return std::nullopt;
+  std::array<uint8_t, 32> out{};
+  for (size_t i = 0; i < 64; ++i) {
+    char c = hex[i];
+    int v = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (v < 0)
+      return std::nullopt;
+    out[i / 2] = static_cast<uint8_t>(out[i / 2] << 4 | v);
+  }
+  return out;
+}
+
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > 64)
+    return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
+          || c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+/// [clients] or [nodes]: NAME = "role".
+bool read_roles(const toml::table& t, const std::string& section, const std::string& source,
+                bool star, std::map<std::string, role>* out, std::string* why) {
+  for (const auto& [k, v] : t) {
+    std::string name{k.str()};
+    if (!valid_name(name) && !(star && name == "*")) {
+      *why = where(source, v) + ": [" + section + "] '" + name
+             + "' is not a name (1-64 letters, digits, '-', '_', '.')";
+      return false;
+    }
+    auto r = role_value(v, source, "[" + section + "] " + name, why);
+    if (!r)
+      return false;
+    (*out)[name] = *r;
+  }
+  return true;
+}
+
+bool read_tokens(const toml::table& t, const std::string& source, auth_policy* p,
+                 std::string* why) {
+  for (const auto& [k, v] : t) {
+    std::string name{k.str()};
+    std::string what = "[tokens." + name + "]";
+    const auto* tt = v.as_table();
+    if (!valid_name(name) || tt == nullptr) {
+      *why = where(source, v) + ": " + what
+             + ": a token is a table named by a name (1-64 letters, digits, '-', '_', '.') with "
+               "sha256 and role";
+      return false;
+    }
+    for (const auto& [field, _] : *tt)
+      if (field.str() != "sha256" && field.str() != "role") {
+        *why = where(source, v) + ": " + what + ": unknown field '" + std::string{field.str()}
+               + "' (sha256, role)";
+        return false;
+      }
+    auth_policy::token tok;
+    tok.name = name;
+    const auto* hash = tt->get("sha256");
+    const auto* hs = hash != nullptr ? hash->as_string() : nullptr;
+    auto digest = hs != nullptr ? hex_sha256(hs->get()) : std::nullopt;
+    if (!digest) {
+      *why = where(source, v) + ": " + what
+             + ": sha256 must be the token's SHA-256 in 64 hex digits (printf %s \"$TOKEN\" | "
+               "sha256sum); the token itself is never written here";
+      return false;
+    }
+    tok.sha256 = *digest;
+    const auto* r = tt->get("role");
+    if (r == nullptr) {
+      *why = where(source, v) + ": " + what + ": role is missing (" + role_list + ")";
+      return false;
+    }
+    auto granted = role_value(*r, source, what + " role", why);
+    if (!granted)
+      return false;
+    tok.granted = *granted;
+    for (const auto& other : p->tokens)
+      if (other.sha256 == tok.sha256) {
+        *why = where(source, v) + ": " + what + ": the same token as [tokens." + other.name + "]";
+        return false;
+      }
+    p->tokens.push_back(std::move(tok));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<role> parse_role(std::string_view text) {
+  for (auto r : {role::reader, role::submitter, role::operator_, role::admin, role::none})
+    if (text == role_name(r))
+      return r;
+  return std::nullopt;
+}
+
+role auth_policy::role_of(const cert_identity& id) const {
+  if (id.is_client()) {
+    auto i = clients.find(id.name);
+    return i != clients.end() ? i->second : unnamed;
+  }
+  if (id.is_node()) {
+    if (auto i = nodes.find(id.name); i != nodes.end())
+      return i->second;
+    auto any = nodes.find("*");
+    return any != nodes.end() ? any->second : role::reader;
+  }
+  return unnamed;
+}
+
+const auth_policy::token* auth_policy::token_of(std::string_view bearer) const {
+  std::array<uint8_t, 32> digest{};
+  unsigned int len = 0;
+  if (EVP_Digest(bearer.data(), bearer.size(), digest.data(), &len, EVP_sha256(), nullptr) != 1
+      || len != digest.size())
+    return nullptr;
+  const token* found = nullptr;
+  for (const auto& t : tokens) {
+    // Every token compared whole: how long this takes says nothing of which one matched.
+    uint8_t diff = 0;
+    for (size_t i = 0; i < digest.size(); ++i)
+      diff = static_cast<uint8_t>(diff | (digest[i] ^ t.sha256[i]));
+    if (diff == 0)
+      found = &t;
+  }
+  return found;
+}
+
+namespace {
+
+std::optional<auth_policy> parse_policy(std::string_view toml_text, const std::string& source,
+                                        std::string* why) {
+  // Printable ASCII, tabs and line ends only. TOML allows no other control character, and
+  // a policy's names, roles and hashes are ASCII; and toml++ 3.3.0 reaches
+  // __builtin_unreachable() on some non-ASCII white space (U+FEFB after a key: found by
+  // tests/fuzz/auth_policy_fuzzer.cpp), undefined behaviour that no input may reach.
+  size_t line = 1;
+  for (char ch : toml_text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      ++line;
+    } else if ((c < 0x20 && c != '\t' && c != '\r') || c >= 0x7f) {
+      *why = source + ":" + std::to_string(line) + ": byte " + printable(std::string_view{&ch, 1})
+             + ": a policy file is printable ASCII (tabs and line ends apart)";
+      return std::nullopt;
+    }
+  }
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    *why =
+      source + ":" + std::to_string(e.source().begin.line) + ": " + std::string{e.description()};
+    return std::nullopt;
+  }
+  auth_policy p;
+  for (const auto& [k, v] : root) {
+    auto key = std::string{k.str()};
+    if (key == "unnamed") {
+      auto r = role_value(v, source, "unnamed", why);
+      if (!r)
+        return std::nullopt;
+      p.unnamed = *r;
+    } else if (key == "clients" || key == "nodes" || key == "tokens") {
+      const auto* t = v.as_table();
+      if (t == nullptr) {
+        *why = where(source, v) + ": " + key + " must be a table ([" + key + "])";
+        return std::nullopt;
+      }
+      bool ok = key == "tokens" ? read_tokens(*t, source, &p, why)
+                                : read_roles(*t, key, source, key == "nodes",
+                                             key == "nodes" ? &p.nodes : &p.clients, why);
+      if (!ok)
+        return std::nullopt;
+    } else {
+      *why = where(source, v) + ": unknown key '" + key
+             + "' (unnamed, [clients], [nodes], [tokens.NAME])";
+      return std::nullopt;
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+std::optional<auth_policy> parse_auth_policy(std::string_view toml_text, const std::string& source,
+                                             std::string* why) {
+  auto p = parse_policy(toml_text, source, why);
+  if (!p)
+    *why = printable(*why, 1000);  // the file's own text in it may hold anything
+  return p;
+}
+
+std::optional<auth_policy> load_auth_policy(const std::string& path, std::string* why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *why = "cannot read --auth-policy " + path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto text = ss.str();
+  if (text.size() > (size_t{1} << 20)) {
+    *why = "--auth-policy " + path + " is larger than 1 MiB";
+    return std::nullopt;
+  }
+  return parse_auth_policy(text, path, why);
+}
+
+}  // namespace proctor

@@ -1,0 +1,168 @@
+// Roles from --auth-policy (docs/security.md) on a real proctord over mutual TLS: each client
+// certificate and each HTTP token has its role at every door (the CLI's client port, the
+// HTTP API), a refusal names the role needed (CLI: exit 1, one line; HTTP: 403), and SIGHUP
+// reads the policy again: a good one applies to connections made after it, a bad one is
+// refused with one line and the old one stays.
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "tests/process/process_harness.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using proctor::test::bin_path;
+using proctor::test::clear_cli_tls;
+using proctor::test::describe;
+using proctor::test::eventually;
+using proctor::test::free_port;
+using proctor::test::make_certs;
+using proctor::test::node;
+using proctor::test::parse_id;
+using proctor::test::read_file;
+using proctor::test::run_program;
+using proctor::test::set_cli_tls;
+using proctor::test::temp_dir;
+namespace fs = std::filesystem;
+
+// printf %s s3cret | sha256sum
+constexpr const char* s3cret_sha256 =
+  "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0";
+
+class policy : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (run_program("/bin/sh", {"-c", "command -v openssl"}, 10s).exit_code != 0)
+      GTEST_SKIP() << "openssl not found: the TLS tests need it (apt-get install openssl)";
+    auto r = make_certs(certs(), {"a"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    auto tool = (fs::path{PROCTOR_SOURCE_DIR} / "scripts" / "proctor-certs").string();
+    r = run_program("/bin/bash", {tool, "client", certs().string(), "reporting"}, 60s);
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    as("client");
+  }
+  void TearDown() override { clear_cli_tls(); }
+
+  fs::path certs() const { return dir_.path() / "certs"; }
+  void as(const std::string& who) {
+    set_cli_tls(certs() / (who + ".pem"), certs() / (who + ".key"), certs() / "ca.pem");
+  }
+  fs::path policy_file() const { return dir_.path() / "policy.toml"; }
+  void write_policy(const std::string& text) const { std::ofstream(policy_file()) << text; }
+  static std::string roles(const std::string& client_role) {
+    return "[clients]\nclient = \"" + client_role + "\"\nreporting = \"reader\"\n"
+           + "[tokens.ci]\nsha256 = \"" + s3cret_sha256 + "\"\nrole = \"operator\"\n";
+  }
+
+  temp_dir dir_;
+};
+
+TEST_F(policy, each_certificate_and_token_has_its_role_at_every_door_and_sighup_reloads_it) {
+  write_policy(roles("submitter"));
+  auto http_port = free_port();
+  node n{dir_.path() / "a",
+         free_port(),
+         {"--name", "a", "--tls-cert", (certs() / "a.pem").string(), "--tls-key",
+          (certs() / "a.key").string(), "--tls-ca", (certs() / "ca.pem").string(), "--auth-policy",
+          policy_file().string(), "--http", std::to_string(http_port)}};
+  ASSERT_TRUE(n.start()) << n.log_tail();
+
+  // client: a submitter. It submits; it may not abort.
+  auto r = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":"k1"})"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  auto id = std::to_string(parse_id(r.out).value_or(0));
+  r = n.ctl({"abort", id});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("abort needs the operator role; client client has submitter"),
+            std::string::npos)
+    << describe(r);
+  // reporting: a reader. It lists; it may not submit.
+  as("reporting");
+  r = n.ctl({"list", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  r = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":"k2"})"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("submit needs the submitter role; client reporting has reader"),
+            std::string::npos)
+    << describe(r);
+  as("client");
+
+  // HTTP: reads without a token (as before); token ci is an operator: it aborts, it may not
+  // forget a node.
+  httplib::Client c("127.0.0.1", http_port);
+  c.set_connection_timeout(5s);
+  c.set_read_timeout(20s);
+  auto got = c.Get("/api/procs/" + id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, 200) << got->body;
+  auto forget = c.Post("/api/nodes/forget", {{"Authorization", "Bearer s3cret"}},
+                       R"({"name":"b","confirm_lost":true})", "application/json");
+  ASSERT_TRUE(forget);
+  EXPECT_EQ(forget->status, 403) << forget->body;
+  EXPECT_NE(forget->body.find("forget needs the admin role; token ci has operator"),
+            std::string::npos)
+    << forget->body;
+  auto wrong = c.Post("/api/procs/" + id + "/abort", {{"Authorization", "Bearer nope"}}, "",
+                      "application/json");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401) << wrong->body;
+  auto aborted = c.Post("/api/procs/" + id + "/abort", {{"Authorization", "Bearer s3cret"}}, "",
+                        "application/json");
+  ASSERT_TRUE(aborted);
+  EXPECT_EQ(aborted->status, 200) << aborted->body;
+
+  // SIGHUP with client an operator: its next abort is taken.
+  r = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":"k3"})"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  auto id2 = std::to_string(parse_id(r.out).value_or(0));
+  write_policy(roles("operator"));
+  ASSERT_EQ(::kill(n.pid(), SIGHUP), 0);
+  ASSERT_TRUE(eventually(
+    [&] { return read_file(n.log_file()).find("read again: 2 client(s)") != std::string::npos; },
+    10s))
+    << n.log_tail();
+  r = n.ctl({"abort", id2});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+
+  // A bad policy is refused with one line; the one in force stays.
+  write_policy("[clients]\nclient = \"root\"\n");
+  ASSERT_EQ(::kill(n.pid(), SIGHUP), 0);
+  ASSERT_TRUE(eventually(
+    [&] { return read_file(n.log_file()).find("the policy in force stays") != std::string::npos; },
+    10s))
+    << n.log_tail();
+  EXPECT_NE(read_file(n.log_file()).find("'root' is not a role"), std::string::npos);
+  r = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":"k4"})"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  r = n.ctl({"abort", std::to_string(parse_id(r.out).value_or(0))});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(n.running());
+}
+
+TEST_F(policy, a_policy_without_tls_or_a_bad_policy_is_refused_at_start) {
+  write_policy(roles("reader"));
+  auto base = std::vector<std::string>{"--data-dir", (dir_.path() / "x").string(), "--listen",
+                                       "127.0.0.1:" + std::to_string(free_port())};
+  auto args = base;
+  args.insert(args.end(), {"--auth-policy", policy_file().string()});
+  auto r = run_program(bin_path("proctord").string(), args, 30s);
+  EXPECT_EQ(r.exit_code, 64) << describe(r);
+  EXPECT_NE(r.err.find("--auth-policy needs --tls-cert"), std::string::npos) << r.err;
+  write_policy("[clients]\nclient = \"root\"\n");
+  args.insert(args.end(),
+              {"--tls-cert", (certs() / "a.pem").string(), "--tls-key",
+               (certs() / "a.key").string(), "--tls-ca", (certs() / "ca.pem").string()});
+  r = run_program(bin_path("proctord").string(), args, 30s);
+  EXPECT_EQ(r.exit_code, 64) << describe(r);
+  EXPECT_NE(r.err.find("policy.toml:2: [clients] client: 'root' is not a role"), std::string::npos)
+    << r.err;
+}
+
+}  // namespace
