@@ -13,18 +13,6 @@ namespace {
 
 constexpr std::string_view scheme = "proctor://";
 
-bool valid_name(std::string_view s) {
-  if (s.empty() || s.size() > 64)
-    return false;
-  for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
-              || c == '_' || c == '.';
-    if (!ok)
-      return false;
-  }
-  return true;
-}
-
 /// `s` split at '/'.
 std::vector<std::string_view> segments(std::string_view s) {
   std::vector<std::string_view> out;
@@ -45,6 +33,18 @@ cert_identity anonymous(std::string* why, std::string text) {
 }
 
 }  // namespace
+
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 64)
+    return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
+              || c == '_' || c == '.';
+    if (!ok)
+      return false;
+  }
+  return true;
+}
 
 std::string printable(std::string_view text, size_t max) {
   static constexpr char hex[] = "0123456789abcdef";

@@ -28,6 +28,12 @@ struct cert_identity {
   friend bool operator==(const cert_identity&, const cert_identity&) = default;
 };
 
+/// What a name of a node, a replica, a client or a token may be: 1-64 letters, digits, '-',
+/// '_', '.' (`proctord --name`, the `proctor://` URIs, the policy's names).
+bool valid_name(std::string_view name);
+/// valid_name's rule, for the messages that refuse a name.
+inline constexpr std::string_view valid_name_rule = "1-64 letters, digits, '-', '_', '.'";
+
 /// `text` for a one-line message: at most `max` bytes of it, each byte outside printable
 /// ASCII shown as "\xNN" (a certificate's or a file's text may hold anything).
 std::string printable(std::string_view text, size_t max = 200);

@@ -52,7 +52,7 @@ std::unique_ptr<tls_in_use> tls_in_use::make(const tls_options& given, std::stri
   t->dir_ = pattern;
   t->in_use_ = {t->dir_ + "/current/cert.pem", t->dir_ + "/current/key.pem",
                 t->dir_ + "/current/ca.pem"};
-  *why = t->install([](const tls_options&) { return std::string{}; });
+  *why = t->reload([](const tls_options&) { return std::string{}; });
   if (!why->empty())
     return nullptr;
   return t;
@@ -64,7 +64,8 @@ tls_in_use::~tls_in_use() {
     fs::remove_all(dir_, ec);
 }
 
-std::string tls_in_use::install(const std::function<std::string(const tls_options&)>& check) {
+// The given files copied into a new version directory, checked there, and made current.
+std::string tls_in_use::reload(const std::function<std::string(const tls_options&)>& check) {
   if (auto bad = check_tls_options(given_); !bad.empty())
     return bad;
   const std::string version = "v" + std::to_string(++version_);
@@ -116,10 +117,6 @@ std::string tls_in_use::install(const std::function<std::string(const tls_option
   for (unsigned v = 1; v + 1 < version_; ++v)
     fs::remove_all(dir_ + "/v" + std::to_string(v), ec);
   return {};
-}
-
-std::string tls_in_use::reload(const std::function<std::string(const tls_options&)>& check) {
-  return install(check);
 }
 
 }  // namespace proctor

@@ -32,12 +32,12 @@ public:
 
   /// The copies' paths, for the actor system, the calls to other nodes and the Raft ports.
   const tls_options& options() const noexcept { return in_use_; }
-  /// The files as given (their paths, read again by reload()).
+  /// The files as given (their paths, read again by each reload()).
   const tls_options& given() const noexcept { return given_; }
   /// A context of the copies, replaced by each reload (for the Raft ports).
   std::shared_ptr<tls_context_slot> context() const noexcept { return context_; }
 
-  /// Reads the given files again. They are taken when check_tls_options and `check` (run on
+  /// Reads the given files (again). They are taken when check_tls_options and `check` (run on
   /// their copies before they are used: the node's own name, say) find nothing wrong: the
   /// copies and the context are replaced, and "" is returned; otherwise one line saying why,
   /// and nothing changes.
@@ -45,8 +45,6 @@ public:
 
 private:
   tls_in_use() = default;
-  /// Copies the given files into a new version directory and makes it current.
-  std::string install(const std::function<std::string(const tls_options&)>& check);
 
   tls_options given_;
   tls_options in_use_;  ///< dir_/current/{cert,key,ca}.pem (current: a symlink)

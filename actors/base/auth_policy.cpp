@@ -6,6 +6,8 @@
 
 #include <openssl/evp.h>
 
+#include "tls/cert_identity.hpp"
+
 // toml++ 3.3.0 asserts things of its input that malformed files break (`[` then a line end:
 // tests/fuzz/auth_policy_fuzzer.cpp found it), and with NDEBUG turns those asserts into
 // assumptions (__builtin_assume, where the compiler has it): undefined behaviour on a bad
@@ -59,24 +61,14 @@ std::optional<std::array<uint8_t, 32>> hex_sha256(std::string_view hex) {
   return out;
 }
 
-bool valid_name(std::string_view s) {
-  if (s.empty() || s.size() > 64)
-    return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
-          || c == '_' || c == '.'))
-      return false;
-  return true;
-}
-
 /// [clients] or [nodes]: NAME = "role".
 bool read_roles(const toml::table& t, const std::string& section, const std::string& source,
                 bool star, std::map<std::string, role>* out, std::string* why) {
   for (const auto& [k, v] : t) {
     std::string name{k.str()};
     if (!valid_name(name) && !(star && name == "*")) {
-      *why = where(source, v) + ": [" + section + "] '" + name
-             + "' is not a name (1-64 letters, digits, '-', '_', '.')";
+      *why = where(source, v) + ": [" + section + "] '" + name + "' is not a name ("
+             + std::string{valid_name_rule} + ")";
       return false;
     }
     auto r = role_value(v, source, "[" + section + "] " + name, why);
@@ -94,8 +86,9 @@ bool read_tokens(const toml::table& t, const std::string& source, auth_policy* p
     std::string what = "[tokens." + name + "]";
     const auto* tt = v.as_table();
     if (!valid_name(name) || tt == nullptr) {
-      *why = where(source, v) + ": " + what
-             + ": a token is a table named by a name (1-64 letters, digits, '-', '_', '.') with "
+      *why = where(source, v) + ": " + what + ": a token is a table named by a name ("
+             + std::string{valid_name_rule}
+             + ") with "
                "sha256 and role";
       return false;
     }

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tls/cert_identity.hpp"
+
 namespace proctor {
 
 uint16_t node_number_of(const std::string& name) {
@@ -43,21 +45,13 @@ bool write_durably(const std::string& dir, const std::string& path, const std::s
   return ok;
 }
 
-bool valid_name(const std::string& name) {
-  if (name.empty() || name.size() > 64)
-    return false;
-  for (unsigned char c : name)
-    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.')
-      return false;
-  return true;
-}
-
 }  // namespace
 
 caf::expected<node_identity> stored_identity(const std::string& data_dir,
                                              const std::string& requested) {
   if (!requested.empty() && !valid_name(requested))
-    return fail("node name '" + requested + "' is not valid (1-64 letters, digits, '-', '_', '.')");
+    return fail("node name '" + requested + "' is not valid (" + std::string{valid_name_rule}
+                + ")");
   auto path = data_dir + "/NODE";
   node_identity stored;
   std::ifstream in(path);
