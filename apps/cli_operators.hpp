@@ -83,10 +83,11 @@ std::string progress_bar(size_t done, size_t total, size_t width = 20);
 // -- the commands (cli_tree.cpp, cli_watch.cpp, cli_history.cpp) ------------------------------
 void add_tree_command(CLI::App& app, runner* run);
 void add_watch_command(CLI::App& app, runner* run);
-void add_history_commands(CLI::App& app, runner* run);  ///< history, locks, bypass
-void add_limits_command(CLI::App& app, runner* run);    ///< limits [set|clear] (cli_limits.cpp)
-void add_retry_commands(CLI::App& app, runner* run);    ///< retry, resubmit (cli_retry.cpp)
-void add_queues_command(CLI::App& app, runner* run);    ///< queues (cli_queues.cpp)
+void add_history_commands(CLI::App& app, runner* run);   ///< history, locks, bypass
+void add_security_commands(CLI::App& app, runner* run);  ///< audit, tls reload (cli_security.cpp)
+void add_limits_command(CLI::App& app, runner* run);     ///< limits [set|clear] (cli_limits.cpp)
+void add_retry_commands(CLI::App& app, runner* run);     ///< retry, resubmit (cli_retry.cpp)
+void add_queues_command(CLI::App& app, runner* run);     ///< queues (cli_queues.cpp)
 /// schedule add|list|show|pause|resume|delete|trigger (cli_schedule.cpp)
 void add_schedule_command(CLI::App& app, runner* run);
 

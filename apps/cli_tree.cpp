@@ -200,6 +200,7 @@ void add_operator_commands(CLI::App& app, runner* run) {
   add_tree_command(app, run);
   add_watch_command(app, run);
   add_history_commands(app, run);
+  add_security_commands(app, run);
   add_limits_command(app, run);
   add_retry_commands(app, run);
   add_queues_command(app, run);

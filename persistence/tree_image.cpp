@@ -392,6 +392,7 @@ void tree_folder::add(uint64_t lsn, const pb::JournalRecord& rec) {
     case pb::JournalRecord::kIncarnation:
     case pb::JournalRecord::kPeerIncarnation:
     case pb::JournalRecord::kTypeLimits:
+    case pb::JournalRecord::kAudit:
     case pb::JournalRecord::kSchedule:
     case pb::JournalRecord::kNodeForgotten:
     case pb::JournalRecord::kPeerProgress:

@@ -180,8 +180,10 @@ role required_role(const pb::Request& req) {
     case R::kBypass:
     case R::kRetry:
     case R::kResubmit:
+    case R::kAudit:  // who did what (docs/security.md, "Audit")
       return role::operator_;
     case R::kForget:
+    case R::kTlsReload:
     case R::kBackup:  // writes a copy of the journal where it is told, on the node
       return role::admin;
     case R::kReplicas:

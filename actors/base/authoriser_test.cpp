@@ -41,6 +41,8 @@ std::vector<row> table() {
     {"history", [](Request& r) { r.mutable_history()->set_id(1); }, role::reader},
     {"locks", [](Request& r) { r.mutable_locks(); }, role::reader},
     {"bypass", [](Request& r) { r.mutable_bypass()->set_id(1); }, role::operator_},
+    {"audit", [](Request& r) { r.mutable_audit(); }, role::operator_},
+    {"tls reload", [](Request& r) { r.mutable_tls_reload(); }, role::admin},
     {"replicas", [](Request& r) { r.mutable_replicas(); }, role::reader},
     {"replicas add", [](Request& r) { r.mutable_replicas()->set_add("r=h:1/2"); }, role::admin},
     {"replicas remove", [](Request& r) { r.mutable_replicas()->set_remove("r"); }, role::admin},

@@ -119,6 +119,10 @@ struct node_env {
   mutable std::atomic<uint64_t> compactions{0};
   /// The --auth-policy in force (actors/base/auth_policy.hpp), read by the client door.
   std::shared_ptr<auth_policy_slot> policy = std::make_shared<auth_policy_slot>();
+  /// `proctor tls reload`: what SIGHUP does (actors/node/node_security.hpp): true and what
+  /// was read again in `*text`, or false and why not (null: a node run without run_node, as
+  /// in tests). Safe from any thread.
+  std::function<bool(std::string* text)> reload_security;
   /// Requests the authoriser refused at the client door (actors/base/authoriser.hpp).
   std::shared_ptr<std::atomic<uint64_t>> refused_requests =
     std::make_shared<std::atomic<uint64_t>>(0);

@@ -11,6 +11,7 @@
 
 #include <proctor/wire.pb.h>
 
+#include "actors/base/audit.hpp"
 #include "actors/base/authoriser.hpp"
 #include "actors/base/errors.hpp"
 #include "actors/base/log_rate.hpp"
@@ -148,6 +149,21 @@ std::string authorisation_refusal(client_broker* self, connection_handle hdl, cl
   return error_response(pb::Response::PERMISSION_DENIED, why);
 }
 
+/// Who sent `req`, for its audit record (actors/base/audit.hpp), as its connection knows
+/// it; `bytes` re-encoded if that changed it. A peer's link (`tagged`) from a node's
+/// certificate forwards its own clients' requests: what their door said stays.
+void stamp_actor(client_broker* self, connection_handle hdl, client_conn& c, pb::Request& req,
+                 std::string& bytes, bool tagged) {
+  const bool submits = self->state.cfg.audit_submits;
+  if (!req.has_actor() && !audited(req, submits))
+    return;  // the common case: nothing to say, nothing re-encoded
+  const auto who = caller_of(self, hdl, c);
+  const bool forwarder = tagged && (who.node || !tls_enabled(self->system()));
+  auto address = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));
+  if (set_actor(req, who, address, submits, forwarder))
+    bytes = req.SerializeAsString();
+}
+
 /// Writes `reply` if the connection that asked is still there and still waits for request
 /// `seq`, then sends its next queued request on.
 void answer(client_broker* self, connection_handle hdl, uint64_t generation, uint64_t seq,
@@ -233,6 +249,8 @@ void forward(client_broker* self, connection_handle hdl, std::string bytes) {
   c.seq = ++st.next_seq;
   if (auto refusal = authorisation_refusal(self, hdl, c, parsed ? &req : nullptr); !refusal.empty())
     return answer(self, hdl, c.generation, c.seq, std::move(refusal));  // in its turn
+  if (parsed)
+    stamp_actor(self, hdl, c, req, bytes, false);
   c.bound = parsed ? bound_request(st.cfg, req, bytes) : st.cfg.request_timeout;
   c.deadline = std::chrono::steady_clock::now() + c.bound;
   ask_executor(self, hdl, c.generation, c.seq, std::move(bytes));
@@ -347,6 +365,7 @@ caf::behavior client_server(client_broker* self, caf::io::doorman_ptr door, caf:
         if (auto refusal = authorisation_refusal(self, m.handle, c, &req); !refusal.empty())
           return write_frame(self, m.handle,
                              with_varint_field(refusal, response_tag_field, req.tag()));
+        stamp_actor(self, m.handle, c, req, bytes, true);
         return forward_tagged(self, m.handle, req, std::move(bytes));
       }
       if (!c.busy)

@@ -38,6 +38,8 @@ struct client_server_config {
   /// Counts the requests the authoriser refused (proctor_refused_requests_total).
   std::shared_ptr<std::atomic<uint64_t>> refused_requests =
     std::make_shared<std::atomic<uint64_t>>(0);
+  /// Submits are audited (--audit-submits): the door says who sent them (actors/base/audit.hpp).
+  bool audit_submits = false;
 };
 
 /// The frame limit for a node whose submits may carry `max_args_bytes` of args JSON: that

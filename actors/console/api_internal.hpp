@@ -113,6 +113,7 @@ console_reply proc_status(const api_call& c);  ///< with ?wait=: a bounded long-
 console_reply proc_history(const api_call& c);
 console_reply proc_tree(const api_call& c);
 console_reply locks(const api_call& c);
+console_reply audit(const api_call& c);
 console_reply limits(const api_call& c);
 console_reply nodes(const api_call& c);
 /// `proctor cluster nodes --json` (docs/cluster-group.md).

@@ -12,6 +12,7 @@
 #include "actors/wire/json/cluster_json.hpp"
 #include "actors/wire/json/status_json.hpp"
 #include "actors/wire/json/views_json.hpp"
+#include "actors/wire/wall_clock.hpp"
 
 namespace proctor::api_detail {
 
@@ -191,6 +192,49 @@ console_reply proc_tree(const api_call& c) {
   return read(
     c, [&](pb::Request& r) { r.mutable_tree()->set_id(c.id); },
     [&](const pb::Response& r) { return ok_json(tree_to_json(r.list(), c.now_ms)); });
+}
+
+namespace {
+
+/// A period back for `since`: a duration (parse_duration: ms, s, m) or whole hours or days
+/// ("2h", "7d"; a wait's duration takes neither).
+std::optional<int64_t> period_back_ms(std::string_view s) {
+  if (auto d = parse_duration(s))
+    return d->count();
+  if (s.size() < 2 || (s.back() != 'h' && s.back() != 'd'))
+    return std::nullopt;
+  uint64_t n = 0;
+  auto digits = s.substr(0, s.size() - 1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || n > 100'000)
+    return std::nullopt;
+  return static_cast<int64_t>(n) * (s.back() == 'h' ? 3'600'000 : 86'400'000);
+}
+
+}  // namespace
+
+/// GET /api/audit?since=&limit=: `proctor audit --json` (docs/security.md, "Audit"). `since`
+/// is a time (2026-12-01T10:00:00Z) or a period back (15m).
+console_reply audit(const api_call& c) {
+  int64_t since_ms = 0;
+  if (auto since = param(c.req, "since"); !since.empty()) {
+    if (auto at = parse_utc(since))
+      since_ms = *at;
+    else if (auto back = period_back_ms(since))
+      since_ms = c.now_ms - *back;
+    else
+      return bad_field("since", "a time (2026-12-01T10:00:00Z) or a period back (15m) is wanted");
+  }
+  auto limit = count(c.req, "limit", 0);
+  if (!limit || *limit > std::numeric_limits<uint32_t>::max())
+    return bad_field("limit", "a number is wanted");
+  return read(
+    c,
+    [&](pb::Request& r) {
+      r.mutable_audit()->set_since_ms(since_ms);
+      r.mutable_audit()->set_limit(static_cast<uint32_t>(*limit));
+    },
+    [](const pb::Response& r) { return ok_json(audit_to_json(r.audit())); });
 }
 
 console_reply locks(const api_call& c) {

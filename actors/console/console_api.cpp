@@ -41,6 +41,7 @@ const std::vector<route>& routes() {
     {{"POST", "/api/tasks/{token}/fail", true}, fail_task},
     {{"GET", "/api/queues", false}, list_queues},
     {{"GET", "/api/locks", false}, locks},
+    {{"GET", "/api/audit", false}, audit},
     {{"GET", "/api/limits", false}, limits},
     {{"POST", "/api/limits", true}, set_limits},
     {{"GET", "/api/nodes", false}, nodes},

@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/base/audit.hpp"
 #include "actors/console/api_internal.hpp"
 #include "actors/console/console_api.hpp"
 #include "actors/console/embedded_files.hpp"
@@ -107,16 +108,21 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
       res.set_content(reply.body, reply.content_type.c_str());
       return;
     }
-    auto ask = [this, who](const pb::Request& r) {
+    auto ask = [this, who, from = "http " + req.remote_addr](const pb::Request& asked) {
       // The same authoriser as the client port's (actors/base/authoriser.hpp): a refusal is
       // the node's PERMISSION_DENIED, a 403.
-      if (auto why = authorise(who, r); !why.empty()) {
+      if (auto why = authorise(who, asked); !why.empty()) {
+        if (opts_.refused)
+          ++*opts_.refused;
         executor_answer refused;
         refused.response.emplace();
         refused.response->set_code(pb::Response::PERMISSION_DENIED);
         refused.response->set_error(why);
         return refused;
       }
+      // Who asked, for the node's audit (actors/base/audit.hpp): this door says it.
+      pb::Request r = asked;
+      set_actor(r, who, from, true, false);
       auto bound = opts_.node_timeout;
       if (r.has_wait())
         bound += std::chrono::milliseconds{r.wait().timeout_ms()};

@@ -27,6 +27,8 @@ struct console_http_options {
   std::string token;
   /// The --auth-policy in force (its tokens and their roles; null or empty: none).
   std::shared_ptr<auth_policy_slot> policy;
+  /// Counts the requests the authoriser refused (proctor_refused_requests_total; null: none).
+  std::shared_ptr<std::atomic<uint64_t>> refused;
   /// --http-read-token-required: reads need a token too.
   bool read_token_required = false;
   /// Bound on the node's answer to one API call (a `?wait=` long-poll: its wait plus this).

@@ -283,20 +283,32 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
   };
 }
 
+namespace {
+
+/// `handle`'s answer to `bytes`; a request must never take the node's front door down with
+/// it: an exception is answered INTERNAL.
+promise_t answer_guarded(executor_actor* self, const std::string& bytes,
+                         void (*handle)(executor_actor*, const std::string&, promise_t)) {
+  auto rp = self->make_response_promise<std::string>();
+  try {
+    handle(self, bytes, rp);
+  } catch (const std::exception& e) {
+    spdlog::error("request failed: {}", e.what());
+    if (rp.pending())
+      reply(rp, error_reply(pb::Response::INTERNAL, std::string("request failed: ") + e.what()));
+  }
+  return rp;
+}
+
+}  // namespace
+
 caf::behavior serving(executor_actor* self) {
   return {
     [self](rpc_atom, const std::string& bytes) {
-      auto rp = self->make_response_promise<std::string>();
-      try {
-        handle_request(self, bytes, rp);
-      } catch (const std::exception& e) {
-        // A request must never take the node's front door down with it.
-        spdlog::error("request failed: {}", e.what());
-        if (rp.pending())
-          reply(rp,
-                error_reply(pb::Response::INTERNAL, std::string("request failed: ") + e.what()));
-      }
-      return rp;
+      return answer_guarded(self, bytes, handle_request);
+    },
+    [self](audit_act_atom, const std::string& bytes) {
+      return answer_guarded(self, bytes, act_audited);  // executor_audit.cpp
     },
     [self](update_atom, proc_update& u) { record_update(self, std::move(u)); },
     [self](progress_hold_atom) { progress_bound(self); },

@@ -55,6 +55,10 @@ struct executor_config {
   /// not waiting for its children, and has waited (for an event, a timer, a retry, a lock,
   /// a node) or retried in the same state for at least this long.
   std::chrono::milliseconds stuck_after{std::chrono::seconds{60}};
+  /// Submits are audited too (docs/security.md, "Audit"); the other acts always are.
+  bool audit_submits = false;
+  /// An audit record is dropped this long after its act (--audit-keep-days).
+  std::chrono::hours audit_keep{24 * 90};
 };
 
 /// An event kept in the journal's node range.
@@ -110,6 +114,12 @@ struct recovered_nonce {
   pb::NonceTaken rec;
 };
 
+/// An audited act, as the journal holds it (journal.proto AuditEntry).
+struct recovered_audit {
+  uint64_t lsn = 0;
+  pb::AuditEntry rec;
+};
+
 struct recovered_state {
   std::vector<tree_image> trees;
   std::vector<recovered_event> events;
@@ -119,6 +129,7 @@ struct recovered_state {
   std::vector<recovered_event_id> event_ids;  ///< (in the first part, with the events)
   std::vector<recovered_nonce> nonces_taken;  ///< (in the first part)
   std::vector<recovered_task> tasks;          ///< (in the first part)
+  std::vector<recovered_audit> audit;         ///< (in the first part)
 };
 
 /// Spawns the executor; it fills `env->executor` with itself before starting any tree.

@@ -134,6 +134,7 @@ void recover_part(executor_actor* self, recovered_state& part) {
   event_ids_recovered(self, part.event_ids);
   nonces_taken_recovered(self, part.nonces_taken);
   tasks_recovered(self, part.tasks);
+  recover_audit(self, part.audit);
   auto& trees = part.trees;
   // Sized by the first part (all of it, from recover()): rehashing tables of a million
   // entries at once is most of a large recovery. A scan's later parts let the tables grow

@@ -264,10 +264,34 @@ void handle_event(executor_actor* self, const pb::EventRequest& req, promise_t r
          });
 }
 
+/// `proctor tls reload`: what SIGHUP does, on a thread of its own (files are read and a TLS
+/// context made), answered REFUSED with why when a file does not do.
+void handle_tls_reload(executor_actor* self, promise_t& rp) {
+  auto reload = self->state.env->reload_security;
+  if (!reload)
+    return reply(rp, error_reply(pb::Response::BAD_REQUEST,
+                                 "this node was not started by proctord: it has no TLS files or "
+                                 "policy to read again"));
+  auto worker = self->spawn<caf::detached>([reload](caf::event_based_actor* w) -> caf::behavior {
+    return {
+      [w, reload](rpc_atom) -> std::string {
+        std::string text;
+        bool taken = reload(&text);
+        w->quit();
+        if (!taken)
+          return error_reply(pb::Response::REFUSED, text);
+        pb::Response r;
+        r.set_text(text);
+        return encode(r);
+      },
+    };
+  });
+  rp.delegate(worker, rpc_atom::value);
+}
+
 }  // namespace
 
 void handle_request(executor_actor* self, const std::string& bytes, promise_t rp) {
-  auto& st = self->state;
   pb::Request req;
   if (!req.ParseFromString(bytes))
     return reply(rp, error_reply(pb::Response::BAD_REQUEST, "malformed request payload"));
@@ -277,6 +301,14 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     return;  // its key's slot is another node's (executor_placement.cpp)
   if (hold_for_ids(self, req, bytes, rp))
     return;  // a new journal waits for its peers (executor_progress.cpp)
+  if (audit_then_act(self, req, bytes, rp))
+    return;  // journaled with who asked, then done (executor_audit.cpp)
+  run_request(self, req, bytes, rp);
+}
+
+void run_request(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                 promise_t rp) {
+  auto& st = self->state;
   switch (req.body_case()) {
     case pb::Request::kSubmit:
       return handle_submit(self, req.submit(), rp);
@@ -400,6 +432,10 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
       return handle_history(self, req.history(), rp);
     case pb::Request::kLocks:
       return handle_locks(self, rp);
+    case pb::Request::kAudit:
+      return answer_audit(self, req.audit(), rp);
+    case pb::Request::kTlsReload:
+      return handle_tls_reload(self, rp);
     case pb::Request::kBypass:
       return handle_bypass(self, req.bypass(), rp);
     case pb::Request::kLimits:

@@ -324,6 +324,8 @@ void handle_history(executor_actor* self, const pb::HistoryRequest& req, promise
             e->set_lsn(l->second);  // the new root's Submitted record
           e->set_detail("by an operator as procedure " + std::to_string(as));
         }
+        // Who asked for what of it (docs/security.md, "Audit"): among the others, by LSN.
+        add_audit_history(self, status.id(), r.mutable_history());
         // A child on another node is asked there (forward_to_owner); this is what is left
         // without a transport (a node outside any cluster holds none).
         auto node = status.node().empty() ? std::optional<peer_status>{}

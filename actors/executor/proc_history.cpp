@@ -315,6 +315,7 @@ pb::History history_of(uint64_t id, const journal_records& records, const regist
       case pb::JournalRecord::kIncarnation:
       case pb::JournalRecord::kPeerIncarnation:
       case pb::JournalRecord::kTypeLimits:
+      case pb::JournalRecord::kAudit:
       case pb::JournalRecord::kSchedule:
       case pb::JournalRecord::kNodeForgotten:
       case pb::JournalRecord::kPeerProgress:

@@ -123,6 +123,9 @@ caf::expected<recovery_report> node::start(node_options opts) {
   auto env = std::make_shared<node_env>();
   if (opts.auth_policy)
     env->policy = opts.auth_policy;
+  env->reload_security = opts.reload_security;
+  if (opts.refused_requests)
+    env->refused_requests = opts.refused_requests;
   env->types = &types_;
   env->next_id = std::make_shared<std::atomic<uint64_t>>(0);  // set once the scan is done
   env->stuck_after = opts.stuck_after;
@@ -266,6 +269,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
         part->nonces_taken.push_back(recovered_nonce{r.lsn, m.nonce_taken()});
       else if (m.has_task())
         part->tasks.push_back(recovered_task{r.lsn, m.task()});
+      else if (m.has_audit())
+        part->audit.push_back(recovered_audit{r.lsn, m.audit()});
       return true;
     }
     if (!folder || r.root_id != current_root) {
@@ -332,6 +337,7 @@ caf::expected<recovery_report> node::start(node_options opts) {
   env->durable_lsn->store(max_lsn);
   env->recovered_lsn = max_lsn;
   max_args_bytes_ = opts.executor.max_args_bytes;
+  audit_submits_ = opts.executor.audit_submits;
   journal_config jc;
   jc.store = store;
   jc.next_lsn = max_lsn + 1;
@@ -421,6 +427,7 @@ caf::expected<uint16_t> node::serve_clients(const std::string& host, uint16_t po
   cfg.max_frame_bytes = client_frame_limit(max_args_bytes_);
   cfg.refused_requests = env_->refused_requests;
   cfg.policy = env_->policy;
+  cfg.audit_submits = audit_submits_;
   auto s = spawn_client_server(sys_, executor_, host, port, cfg);
   if (!s)
     return std::move(s.error());

@@ -25,6 +25,11 @@ struct node_options {
   /// The --auth-policy in force, shared with the caller, which replaces it on SIGHUP (null:
   /// none).
   std::shared_ptr<auth_policy_slot> auth_policy;
+  /// `proctor tls reload` (node_env::reload_security; null: refused, nothing to reload).
+  std::function<bool(std::string* text)> reload_security;
+  /// Counts the requests refused at every door of the process (proctor_refused_requests_total;
+  /// null: the node's own).
+  std::shared_ptr<std::atomic<uint64_t>> refused_requests;
   size_t workers = 8;  ///< run slots: steps running at once
   executor_config executor;
   std::chrono::milliseconds stuck_after{std::chrono::seconds{30}};
@@ -135,6 +140,7 @@ private:
   caf::actor client_server_;  ///< the client protocol's broker (serve_clients)
   caf::actor outbox_;
   size_t max_args_bytes_ = 0;
+  bool audit_submits_ = false;  ///< its door says who sent submits too (--audit-submits)
 };
 
 }  // namespace proctor

@@ -19,6 +19,9 @@ void add_node_flags(CLI::App& app, node_flags* f) {
   app.add_option("--log-level", f->log_level, "trace, debug, info, warn, error, critical, off")
     ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_option("--metrics", f->metrics_addr, "HOST:PORT to serve Prometheus metrics on");
+  app.add_flag("--metrics-tls", f->metrics_tls,
+               "Serve --metrics over HTTPS with the node's certificate: scrapers show a client "
+               "certificate of --tls-ca with the reader role (docs/security.md)");
   app.add_option("--http", f->http_addr,
                  "HOST:PORT to serve the web console and its JSON API on (PORT alone: "
                  "127.0.0.1:PORT)");
@@ -32,6 +35,13 @@ void add_node_flags(CLI::App& app, node_flags* f) {
                  "and HTTP tokens their roles (docs/security.md); read again on SIGHUP");
   app.add_flag("--http-read-token-required", f->http_read_token_required,
                "The HTTP API's reads need a token too (of --http-token or the policy's)");
+  app.add_flag("--audit-submits", f->audit_submits,
+               "Journal each submit with who sent it, as the other acts are (docs/security.md, "
+               "\"Audit\"); set it on every node alike");
+  app
+    .add_option("--audit-keep-days", f->audit_keep_days,
+                "Days an audit record is kept (at most the newest 100,000 are)")
+    ->check(CLI::Range(1, 3650));
   app.add_option("--result-ttl-s", f->result_ttl_s, "Seconds a finished tree's result is kept")
     ->check(CLI::Range(1, 365 * 24 * 3600));
   app

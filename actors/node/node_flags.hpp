@@ -29,6 +29,9 @@ struct node_flags {
   std::string http_addr, http_token, http_token_file;  // docs/web-console.md
   std::string auth_policy;                             // docs/security.md: who has which role
   bool http_read_token_required = false;
+  bool audit_submits = false;  // docs/security.md, "Audit"
+  bool metrics_tls = false;    // --metrics over HTTPS with the node's certificate
+  int audit_keep_days = 90;
   uint64_t history_keep_records = executor_config{}.history_keep_records;
   std::string replica, replicas_text;  // docs/replication.md
   unsigned election_timeout_ms = 1000;

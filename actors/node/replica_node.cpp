@@ -221,6 +221,9 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
   cfg.max_frame_bytes = s.max_frame_bytes;
   if (s.auth_policy)
     cfg.policy = s.auth_policy;
+  cfg.audit_submits = s.audit_submits;
+  if (s.refused_requests)
+    cfg.refused_requests = s.refused_requests;
   auto served =
     spawn_client_server(sys, r->front_, r->self_->client.host, r->self_->client.port, cfg);
   if (!served) {

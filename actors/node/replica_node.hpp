@@ -43,6 +43,9 @@ struct replica_setup {
   std::string data_dir;   ///< dir/raft: libraft's files, dir/db: the replica's RocksDB
   size_t max_frame_bytes = size_t{2} << 20;
   std::shared_ptr<auth_policy_slot> auth_policy;  ///< the --auth-policy in force (null: none)
+  bool audit_submits = false;  ///< its door says who sent submits too (--audit-submits)
+  /// Counts the requests its door refuses (null: its own count, not exported).
+  std::shared_ptr<std::atomic<uint64_t>> refused_requests;
   /// This process's command line, to re-execute it with (null-terminated, as main's argv).
   char** argv = nullptr;
   unsigned election_timeout_ms = 1000;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -31,6 +32,7 @@
 #include "actors/node/node_flags.hpp"
 #include "actors/node/node_identity.hpp"
 #include "actors/node/node_restore.hpp"
+#include "actors/node/node_security.hpp"
 #include "actors/node/replica_node.hpp"
 #include "actors/node/standby.hpp"
 #include "actors/wire/endpoint.hpp"
@@ -53,42 +55,6 @@ public:
     tune_actor_system(*this);
   }
 };
-
-/// SIGHUP: the TLS files read again (docs/security.md): new connections use them, those
-/// open run on; files that do not do are refused with one line and the old ones stay.
-void reload_tls(tls_in_use* files,
-                const std::function<std::string(const tls_options&)>& own_identity) {
-  if (files == nullptr)
-    return;
-  if (auto why = files->reload(own_identity); !why.empty()) {
-    spdlog::error("SIGHUP: the TLS files were not taken: {}; the ones in use stay", why);
-    return;
-  }
-  std::string id_why;
-  auto id = identity_of_file(files->options().cert, &id_why);
-  spdlog::info("SIGHUP: --tls-cert {}, --tls-key {} and --tls-ca {} read again ({}); new "
-               "connections use them",
-               files->given().cert, files->given().key, files->given().ca, id.text());
-}
-
-/// SIGHUP: the policy file read again (docs/security.md). A file that does not do is
-/// refused with one line, and the policy in force stays.
-void reload_policy(const std::string& path, auth_policy_slot& slot) {
-  if (path.empty()) {
-    spdlog::info("SIGHUP: no --auth-policy to read again");
-    return;
-  }
-  std::string why;
-  auto p = load_auth_policy(path, &why);
-  if (!p) {
-    spdlog::error("SIGHUP: {}; the policy in force stays", why);
-    return;
-  }
-  spdlog::info("SIGHUP: --auth-policy {} read again: {} client(s), {} node entr(ies), {} "
-               "token(s)",
-               path, p->clients.size(), p->nodes.size(), p->tokens.size());
-  slot.current.store(std::make_shared<const auth_policy>(std::move(*p)));
-}
 
 }  // namespace
 
@@ -180,31 +146,12 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     std::cerr << program << ": " << why << "\n";
     return 64;
   }
-  // Its peers take it for the node its certificate names (docs/security.md): a node that
-  // would go by another name than its certificate's is refused before it starts.
-  if (f.tls.enabled() && !f.name.empty()) {
-    if (auto why = check_own_identity(f.tls.cert, f.name, f.replica); !why.empty()) {
-      std::cerr << program << ": " << why << "\n";
-      return 64;
-    }
-  }
-  // Who has which role (docs/security.md): read now, and again on SIGHUP.
+  // Its own certificate, and who has which role (docs/security.md): read now, and again on
+  // SIGHUP.
   auto policy = std::make_shared<auth_policy_slot>();
-  if (!f.auth_policy.empty()) {
-    if (!f.tls.enabled()) {
-      std::cerr << program
-                << ": --auth-policy needs --tls-cert, --tls-key and --tls-ca: "
-                   "without TLS nobody on the client port is known, and anyone "
-                   "could do everything (docs/security.md)\n";
-      return 64;
-    }
-    std::string why;
-    auto p = load_auth_policy(f.auth_policy, &why);
-    if (!p) {
-      std::cerr << program << ": " << why << "\n";
-      return 64;
-    }
-    policy->current.store(std::make_shared<const auth_policy>(std::move(*p)));
+  if (auto why = start_security(f, policy.get()); !why.empty()) {
+    std::cerr << program << ": " << why << "\n";
+    return 64;
   }
   if (auto why = check_cluster_options(&f.cluster, f.name, !group.empty(), listen_ep->host);
       !why.empty()) {
@@ -228,13 +175,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     std::cerr << program << ": " << token_error << "\n";
     return 64;
   }
-  if (f.http_read_token_required
-      && (f.http_addr.empty()
-          || (console_token->empty()
-              && (!policy->current.load() || policy->current.load()->tokens.empty())))) {
-    std::cerr << program
-              << ": --http-read-token-required needs --http and a token to read with "
-                 "(--http-token, --http-token-file or [tokens] in --auth-policy)\n";
+  if (auto why = check_read_token(f, *console_token, *policy); !why.empty()) {
+    std::cerr << program << ": " << why << "\n";
     return 64;
   }
   if (f.http_addr.empty() && !console_token->empty()) {
@@ -303,6 +245,19 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   const auto own_identity = [&f](const tls_options& t) {
     return f.name.empty() ? std::string{} : check_own_identity(t.cert, f.name, f.replica);
   };
+  // SIGHUP (this thread) and `proctor tls reload` (the executor's): one at a time. What they
+  // use outlives the actor system below.
+  std::mutex reload_mutex;
+  // Refusals at every door of this process (client port, HTTP, /metrics over TLS), one count.
+  auto refused = std::make_shared<std::atomic<uint64_t>>(0);
+  const auto reload = [&](const char* by, std::string* text = nullptr) {
+    std::lock_guard<std::mutex> g(reload_mutex);
+    std::string done;
+    auto why = reload_security(by, tls_files.get(), own_identity, f.auth_policy, *policy, &done);
+    if (text != nullptr)
+      *text = why.empty() ? done : why;
+    return why.empty();
+  };
 
   daemon_config cfg;
   configure_tls(cfg, f.tls);
@@ -337,7 +292,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       if (!f.metrics_addr.empty()) {
         http = std::make_unique<metrics_http>(sys, target);
         std::string err;
-        if (!http->start(metrics_ep->host, metrics_ep->port, &err)) {
+        std::optional<metrics_tls> mt;
+        if (f.metrics_tls)
+          mt = metrics_tls{f.tls, tls_files->context(), policy, refused};
+        if (!http->start(metrics_ep->host, metrics_ep->port, &err, mt ? &*mt : nullptr)) {
           std::cerr << program << ": cannot serve metrics on " << f.metrics_addr << ": " << err
                     << "\n";
           return false;
@@ -347,6 +305,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         console_http_options co;
         co.token = *console_token;
         co.policy = policy;
+        co.refused = refused;
         co.read_token_required = f.http_read_token_required;
         co.max_args_bytes = f.max_args;
         console = std::make_unique<console_http>(sys, target, co);
@@ -392,6 +351,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
       rs.data_dir = f.data_dir;
       rs.max_frame_bytes = client_frame_limit(f.max_args);
       rs.auth_policy = policy;
+      rs.audit_submits = f.audit_submits;
+      rs.refused_requests = refused;
       rs.argv = argv;
       rs.election_timeout_ms = f.election_timeout_ms;
       rs.join = f.join;
@@ -459,6 +420,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     opts.executor.passivate_after = std::chrono::milliseconds{f.passivate_after_ms};
     opts.executor.compact_after = f.compact_after;
     opts.executor.stuck_after = std::chrono::seconds{f.stuck_after_s};
+    opts.executor.audit_submits = f.audit_submits;
+    opts.executor.audit_keep = std::chrono::hours{24 * f.audit_keep_days};
     std::vector<caf::actor> services;
     for (const auto& [service, spawn] : node_opts.services) {
       services.push_back(spawn(sys));
@@ -466,6 +429,10 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
     }
     opts.name = f.name;
     opts.auth_policy = policy;
+    opts.refused_requests = refused;
+    opts.reload_security = [&reload](std::string* text) {
+      return reload("proctor tls reload", text);
+    };
     opts.lock = dir.lock;
     opts.id_floor = group_id_floor;
     opts.ask_id_floor = floor_of_seeds(f.cluster, f.name, f.tls);  // a node run as replicas
@@ -569,8 +536,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         sig = wait_for_signal_unless_fenced(sigs, *dir.lock);
       if (sig != SIGHUP)
         break;
-      reload_tls(tls_files.get(), own_identity);
-      reload_policy(f.auth_policy, *policy);
+      reload("SIGHUP");
     }
     spdlog::info("signal {}: shutting down", sig);
     if (member_refused)

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
+#include <optional>
 #include <string>
 
 namespace proctor {
@@ -32,6 +34,23 @@ inline std::string utc_ms_text(int64_t ms) {
   auto text = utc_text(ms);  // ...:12Z
   auto frac = std::to_string(1000 + ms % 1000).substr(1);
   return text.substr(0, text.size() - 1) + "." + frac + "Z";
+}
+
+/// "2026-11-25T06:40:12Z" (as utc_text writes it; no other zone) as milliseconds since the
+/// epoch; nullopt when it is not that.
+inline std::optional<int64_t> parse_utc(const std::string& text) {
+  std::tm tm{};
+  int used = 0;
+  if (text.size() != 20
+      || std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon,
+                     &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used)
+           != 6
+      || used != 20 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31
+      || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(::timegm(&tm)) * 1000;
 }
 
 }  // namespace proctor

@@ -14,54 +14,35 @@
 #include <httplib.h>
 
 #include "tests/process/process_harness.hpp"
+#include "tests/process/tls_fixture.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using proctor::test::bin_path;
-using proctor::test::clear_cli_tls;
 using proctor::test::describe;
 using proctor::test::eventually;
 using proctor::test::free_port;
-using proctor::test::make_certs;
 using proctor::test::node;
 using proctor::test::parse_id;
 using proctor::test::read_file;
 using proctor::test::run_program;
-using proctor::test::set_cli_tls;
-using proctor::test::temp_dir;
 namespace fs = std::filesystem;
 
 // printf %s s3cret | sha256sum
 constexpr const char* s3cret_sha256 =
   "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0";
 
-class policy : public ::testing::Test {
+class policy : public proctor::test::tls_fixture {
 protected:
-  void SetUp() override {
-    if (run_program("/bin/sh", {"-c", "command -v openssl"}, 10s).exit_code != 0)
-      GTEST_SKIP() << "openssl not found: the TLS tests need it (apt-get install openssl)";
-    auto r = make_certs(certs(), {"a"});
-    ASSERT_EQ(r.exit_code, 0) << describe(r);
-    auto tool = (fs::path{PROCTOR_SOURCE_DIR} / "scripts" / "proctor-certs").string();
-    r = run_program("/bin/bash", {tool, "client", certs().string(), "reporting"}, 60s);
-    ASSERT_EQ(r.exit_code, 0) << describe(r);
-    as("client");
-  }
-  void TearDown() override { clear_cli_tls(); }
+  policy() : tls_fixture("reporting") {}
 
-  fs::path certs() const { return dir_.path() / "certs"; }
-  void as(const std::string& who) {
-    set_cli_tls(certs() / (who + ".pem"), certs() / (who + ".key"), certs() / "ca.pem");
-  }
   fs::path policy_file() const { return dir_.path() / "policy.toml"; }
   void write_policy(const std::string& text) const { std::ofstream(policy_file()) << text; }
   static std::string roles(const std::string& client_role) {
     return "[clients]\nclient = \"" + client_role + "\"\nreporting = \"reader\"\n"
            + "[tokens.ci]\nsha256 = \"" + s3cret_sha256 + "\"\nrole = \"operator\"\n";
   }
-
-  temp_dir dir_;
 };
 
 TEST_F(policy, each_certificate_and_token_has_its_role_at_every_door_and_sighup_reloads_it) {

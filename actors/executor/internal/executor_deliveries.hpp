@@ -86,6 +86,10 @@ void reload_root(executor_actor* self, uint64_t root_id);
 // -- requests and events (executor_requests.cpp) ----------------------------------------------
 /// Answers one wire request (rpc.hpp).
 void handle_request(executor_actor* self, const std::string& bytes, promise_t rp);
+/// Answers `req` here, past handle_request's checks (its owner, its placement, the ids it
+/// waits for) and its audit record (executor_audit.cpp).
+void run_request(executor_actor* self, const pb::Request& req, const std::string& bytes,
+                 promise_t rp);
 /// A status, wait, abort or release of an id another node handed out (and not held here)
 /// goes to that node, its answer back unchanged; UNREACHABLE when it does not answer. False:
 /// answer it here (executor_forward.cpp).

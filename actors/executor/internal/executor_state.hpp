@@ -28,6 +28,7 @@
 #include "actors/base/messages.hpp"
 #include "actors/cluster/peer_link.hpp"
 #include "actors/executor/executor.hpp"
+#include "actors/executor/internal/audit_part.hpp"
 #include "actors/executor/internal/event_ids.hpp"
 #include "actors/executor/internal/events_part.hpp"
 #include "actors/executor/internal/executor_bookkeeping.hpp"
@@ -72,6 +73,7 @@ struct executor_state {
   events_part events;                 ///< events and calls (events_part.hpp)
   schedules_part schedules;           ///< recurring schedules (schedules_part.hpp)
   limits_part limits;                 ///< per-type limits (limits_part.hpp)
+  audit_part audit;                   ///< the acts audited (audit_part.hpp)
   retention_part retention;           ///< ended trees' results and history (retention_part.hpp)
   remote_part remote;                 ///< trees across nodes (remote_part.hpp)
   recovery_part recovery;             ///< the take-over at start (recovery_part.hpp)

@@ -104,6 +104,23 @@ std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>
   return json_writer{}.dump(list);
 }
 
+std::string audit_to_json(const google::protobuf::RepeatedPtrField<pb::AuditEntry>& xs) {
+  auto list = ordered_json::array();
+  for (const auto& e : xs)
+    list.push_back({{"at", time_field(e.at_ms())},
+                    {"at_ms", e.at_ms()},
+                    {"who", e.who()},
+                    {"address", e.address()},
+                    {"act", e.act()},
+                    {"proc_id", e.proc_id()},
+                    {"detail", e.detail()},
+                    {"answered", !e.outcome().empty()},
+                    {"outcome", e.outcome()},
+                    {"answered_at", time_field(e.answered_at_ms())},
+                    {"answered_at_ms", e.answered_at_ms()}});
+  return json_writer{}.dump(list);
+}
+
 std::string queues_to_json(const google::protobuf::RepeatedPtrField<pb::QueueInfo>& xs) {
   auto list = ordered_json::array();
   for (const auto& q : xs) {

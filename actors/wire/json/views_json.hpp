@@ -35,6 +35,8 @@ std::string locks_to_json(const google::protobuf::RepeatedPtrField<pb::LockInfo>
 /// `limits`: a JSON array, one object per type: {type, max_running, rate, per_ms, source
 /// ("code" or "operator"), running, waiting, throttled, code: {max_running, rate, per_ms},
 /// set_at_ms (operator only)}.
+/// `proctor audit --json`, GET /api/audit: the acts audited, oldest first (docs/security.md).
+std::string audit_to_json(const google::protobuf::RepeatedPtrField<pb::AuditEntry>& xs);
 /// The task queues (`proctor queues --json`, GET /api/queues: docs/workers.md):
 /// {"queues":[{"name","depth","leased","pollers","oldest_age_ms","dispatched","completed",
 /// "failed","timed_out","workers":[{"worker","last_poll_ms"}]}]}.
