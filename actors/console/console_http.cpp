@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include <httplib.h>
@@ -120,9 +121,14 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
         refused.response->set_error(why);
         return refused;
       }
-      // Who asked, for the node's audit (actors/base/audit.hpp): this door says it.
-      pb::Request r = asked;
-      set_actor(r, who, from, true, false);
+      // Who asked, for the node's audit (actors/base/audit.hpp): this door says it, on a copy
+      // of the requests audited only (a read, or a submit's args, is not copied for nothing).
+      std::optional<pb::Request> stamped;
+      if (asked.has_actor() || audited(asked, true)) {
+        stamped = asked;
+        set_actor(*stamped, who, from, true, false);
+      }
+      const pb::Request& r = stamped ? *stamped : asked;
       auto bound = opts_.node_timeout;
       if (r.has_wait())
         bound += std::chrono::milliseconds{r.wait().timeout_ms()};

@@ -28,9 +28,7 @@ using proctor::test::parse_json;
 using proctor::test::temp_dir;
 namespace gp = google::protobuf;
 
-// printf %s s3cret | sha256sum
-constexpr const char* s3cret_sha256 =
-  "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0";
+using proctor::test::s3cret_sha256;
 
 /// The entries of `proctor audit --json` (or GET /api/audit's body).
 std::vector<gp::Value> entries(const std::string& json) {

@@ -29,9 +29,7 @@ using proctor::test::read_file;
 using proctor::test::run_program;
 namespace fs = std::filesystem;
 
-// printf %s s3cret | sha256sum
-constexpr const char* s3cret_sha256 =
-  "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0";
+using proctor::test::s3cret_sha256;
 
 class policy : public proctor::test::tls_fixture {
 protected:

@@ -14,6 +14,10 @@
 
 namespace proctor::test {
 
+/// The policy tests' HTTP token "s3cret", as a policy stores it: printf %s s3cret | sha256sum
+constexpr const char* s3cret_sha256 =
+  "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0";
+
 class tls_fixture : public ::testing::Test {
 protected:
   /// `extra_client`: the name of a client certificate issued besides `client`.
