@@ -101,6 +101,11 @@ static int run_main(int argc, char** argv) {
     ->envname("PROCTOR_TLS_KEY");
   app.add_option("--tls-ca", cmd.tls.ca, "PEM CA the node's certificate must chain to")
     ->envname("PROCTOR_TLS_CA");
+  app
+    .add_flag("--tls-check-host", cmd.tls.check_host,
+              "Require the node's certificate to carry the host of --node (IP or DNS "
+              "subjectAltName)")
+    ->envname("PROCTOR_TLS_CHECK_HOST");
 
   // Each subcommand's callback runs after a successful parse and fills in the request.
   bool json = false;  // accepted for the contract; JSON is the only format

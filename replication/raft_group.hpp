@@ -145,6 +145,9 @@ struct raft_store_options {
   /// With `tls`: where a reload (SIGHUP) puts the node's new context; each new connection
   /// takes the current one (null: `tls` always).
   std::shared_ptr<tls_context_slot> tls_reload;
+  /// With `tls`: a member dialled must carry the host dialled in its certificate
+  /// (--tls-check-host, tls/tls_options.hpp).
+  bool tls_check_host = false;
 };
 
 /// A member of a Raft group. Closing it (destroying it) fails pending proposals

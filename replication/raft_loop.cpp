@@ -111,7 +111,8 @@ std::string raft_store_impl::init_loop() {
   if (int rv = nodelay_transport_init(&transport_, &loop_); rv != 0)
     return abandon(std::string("raft transport: ") + raft_strerror(rv));
   if (opts_.tls)
-    tls_ = tls_transport_new(&loop_, opts_.tls, opts_.tls_peer_node, opts_.tls_reload);
+    tls_ = tls_transport_new(&loop_, opts_.tls, opts_.tls_peer_node, opts_.tls_reload,
+                             opts_.tls_check_host);
   std::memset(&io_, 0, sizeof(io_));
   if (int rv = raft_uv_init(&io_, &loop_, raft_dir.c_str(), transport()); rv != 0) {
     std::string why = std::string("raft I/O in ") + raft_dir + ": " + io_.errmsg;

@@ -128,6 +128,7 @@ int t_connect(struct raft_uv_transport* uv, struct raft_uv_connect* req, raft_id
   }
   tunnel* c = new_tunnel(t, true);
   c->peer = c->log_key = "to " + plain;
+  c->host = plain.substr(0, plain.rfind(':'));
   c->connect_req.data = c;
   if (int rv = uv_tcp_connect(&c->connect_req, &c->tcp,
                               reinterpret_cast<const struct sockaddr*>(&addr), on_connected);
@@ -153,8 +154,10 @@ void t_close(struct raft_uv_transport* uv, raft_uv_transport_close_cb cb) {
 }  // namespace
 
 tls_transport* tls_transport_new(struct uv_loop_s* loop, std::shared_ptr<ssl_ctx_st> ctx,
-                                 std::string peer_node, std::shared_ptr<tls_context_slot> reload) {
+                                 std::string peer_node, std::shared_ptr<tls_context_slot> reload,
+                                 bool check_host) {
   auto* t = new tls_transport{};
+  t->check_host = check_host;
   t->loop = loop;
   t->ctx = std::move(ctx);
   t->peer_node = std::move(peer_node);

@@ -30,10 +30,13 @@ struct tls_transport;
 
 /// A transport on `loop` whose connections use `ctx` (a context that presents this
 /// replica's certificate and verifies the peer's, make_tls_context), and refuse a peer whose
-/// certificate does not name node `peer_node` ("": any node; tls/tls_options.hpp).
+/// certificate does not name node `peer_node` ("": any node; tls/tls_options.hpp), and
+/// with `check_host` (--tls-check-host) a peer it dials whose certificate does not carry the
+/// host dialled (expect_peer_host).
 tls_transport* tls_transport_new(struct uv_loop_s* loop, std::shared_ptr<ssl_ctx_st> ctx,
                                  std::string peer_node,
-                                 std::shared_ptr<tls_context_slot> reload = nullptr);
+                                 std::shared_ptr<tls_context_slot> reload = nullptr,
+                                 bool check_host = false);
 
 /// What raft_uv_init is given.
 struct raft_uv_transport* tls_transport_uv(tls_transport* t);

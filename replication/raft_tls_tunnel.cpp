@@ -385,6 +385,14 @@ bool start_tls(tunnel* c) {
   SSL_set_bio(c->ssl, c->rbio, c->wbio);
   note_refused_certificate(c->ssl, &c->refused);
   expect_peer_node(c->ssl, &c->t->peer_node);
+  if (c->outgoing && c->t->check_host) {
+    tls_options check;
+    check.check_host = true;
+    if (auto bad = expect_peer_host(c->ssl, check, c->host); !bad.empty()) {
+      fail(c, bad);
+      return false;
+    }
+  }
   if (c->outgoing)
     SSL_set_connect_state(c->ssl);
   else

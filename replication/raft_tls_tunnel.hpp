@@ -30,6 +30,7 @@ struct tls_transport {
   std::shared_ptr<SSL_CTX> ctx;
   std::string peer_node;  // every peer's certificate names this node ("": any node)
   std::shared_ptr<tls_context_slot> reload;  // if set: its current context, not ctx
+  bool check_host = false;                   // --tls-check-host: see tunnel::host
   raft_id id = 0;
   std::string address;
   uv_tcp_t listener{};
@@ -52,6 +53,7 @@ struct tunnel {
   state st = state::connecting;
   std::string peer;     // for the log: "to ADDRESS", or "from HOST:PORT"
   std::string log_key;  // rate limit: "to ADDRESS", or "from HOST"
+  std::string host;     // outgoing: the host dialled, its certificate's to carry (check_host)
 
   uv_tcp_t tcp{};
   uv_pipe_t pipe{};  // our end of the socket pair, once open

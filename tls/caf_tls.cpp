@@ -222,7 +222,8 @@ private:
 /// A session over `fd`, or nullptr and `*why` (logged: `what` names the connection).
 caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd, bool accepted,
                                        const std::string& what, std::string* why,
-                                       const std::string& expected_node = {}) {
+                                       const std::string& expected_node = {},
+                                       const std::string& dialled_host = {}) {
   ERR_clear_error();
   try {
     // caf::openssl::make_session, with the verify callback set before the handshake's first
@@ -234,6 +235,13 @@ caf::openssl::session_ptr make_session(caf::actor_system& sys, native_socket fd,
       note_refused_certificate(s.get()->*member_of(session_ssl{}), &refused);
       expect_peer_node(s.get()->*member_of(session_ssl{}),
                        expected_node.empty() ? nullptr : &expected_node);
+      if (auto bad =
+            expect_peer_host(s.get()->*member_of(session_ssl{}), tls_options_of(sys), dialled_host);
+          !bad.empty()) {
+        *why = bad;
+        spdlog::warn("TLS with {}: {}; connection closed", what, bad);
+        return nullptr;
+      }
       ok = accepted ? s->try_accept(fd) : s->try_connect(fd);
     }
     if (!ok) {
@@ -286,6 +294,9 @@ net::default_multiplexer& multiplexer_of(caf::actor_system& sys) {
   return static_cast<net::default_multiplexer&>(sys.middleman().backend());
 }
 
+/// Where configure_tls keeps tls_options::check_host (CAF has no field for it).
+constexpr const char* check_host_key = "proctor.tls-check-host";
+
 caf::error not_configured() {
   return caf::make_error(caf::sec::runtime_error,
                          "TLS wanted but the actor system was not configured for it");
@@ -299,6 +310,8 @@ void configure_tls(caf::actor_system_config& cfg, const tls_options& tls) {
   cfg.openssl_certificate = tls.cert;
   cfg.openssl_key = tls.key;
   cfg.openssl_cafile = tls.ca;
+  // CAF's set() takes only options it declared; its settings take any key.
+  caf::put(cfg.content, check_host_key, tls.check_host);
   cfg.load<caf::openssl::manager>();
 }
 
@@ -310,7 +323,8 @@ tls_options tls_options_of(const caf::actor_system& sys) {
   if (!tls_enabled(sys))
     return {};
   const auto& cfg = sys.config();
-  return tls_options{cfg.openssl_certificate, cfg.openssl_key, cfg.openssl_cafile};
+  return tls_options{cfg.openssl_certificate, cfg.openssl_key, cfg.openssl_cafile,
+                     caf::get_or(cfg, check_host_key, false)};
 }
 
 caf::expected<caf::io::doorman_ptr> new_tls_doorman(caf::actor_system& sys, uint16_t port,
@@ -325,14 +339,15 @@ caf::expected<caf::io::doorman_ptr> new_tls_doorman(caf::actor_system& sys, uint
 
 caf::expected<caf::io::scribe_ptr> new_tls_scribe(caf::actor_system& sys, int fd,
                                                   const std::string& peer,
-                                                  const std::string& expected_node) {
+                                                  const std::string& expected_node,
+                                                  const std::string& dialled_host) {
   if (!tls_enabled(sys)) {
     ::close(fd);
     return not_configured();
   }
   net::nonblocking(fd, true);
   std::string why;
-  auto session = make_session(sys, fd, false, peer, &why, expected_node);
+  auto session = make_session(sys, fd, false, peer, &why, expected_node, dialled_host);
   if (!session) {
     ::close(fd);
     return caf::make_error(caf::sec::cannot_connect_to_node, "TLS handshake failed: " + why);

@@ -45,10 +45,12 @@ caf::expected<caf::io::doorman_ptr> new_tls_doorman(caf::actor_system& sys, uint
 /// The client end of TLS over `fd`, a connected nonblocking socket (taken over, closed on
 /// failure), for a broker's add_scribe. `peer` ("node b at 10.0.0.2:7002") names the other
 /// side in logs. With `expected_node` set, the handshake fails (logged) unless the other
-/// side's certificate names that node (tls/cert_identity.hpp).
+/// side's certificate names that node (tls/cert_identity.hpp); with --tls-check-host
+/// (tls_options::check_host) and `dialled_host` set, unless it carries that host.
 caf::expected<caf::io::scribe_ptr> new_tls_scribe(caf::actor_system& sys, int fd,
                                                   const std::string& peer,
-                                                  const std::string& expected_node = {});
+                                                  const std::string& expected_node = {},
+                                                  const std::string& dialled_host = {});
 
 /// The identity the certificate of the other side of TLS connection `hdl` names, once its
 /// handshake is over (a connection's first bytes come after it); nullopt for a connection

@@ -43,8 +43,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<tls_client_session> tls_client_session::make(const tls_options& o, int fd,
-                                                             std::string* why) {
+std::unique_ptr<tls_client_session>
+tls_client_session::make(const tls_options& o, int fd, const std::string& host, std::string* why) {
   auto* ctx = make_tls_context(o, why);
   if (ctx == nullptr)
     return nullptr;
@@ -58,6 +58,10 @@ std::unique_ptr<tls_client_session> tls_client_session::make(const tls_options& 
   SSL_set_connect_state(ssl);
   std::unique_ptr<tls_client_session> out{new tls_client_session(ctx, ssl)};
   note_refused_certificate(ssl, &out->refused_);
+  if (auto bad = expect_peer_host(ssl, o, host); !bad.empty()) {
+    *why = bad;
+    return nullptr;
+  }
   return out;
 }
 

@@ -23,9 +23,11 @@ public:
     failed,      ///< see error()
   };
 
-  /// A session over `fd` (not owned) with the context of `o` (make_tls_context); nullptr and
-  /// `*why` when the options do not do.
-  static std::unique_ptr<tls_client_session> make(const tls_options& o, int fd, std::string* why);
+  /// A session over `fd` (not owned) with the context of `o` (make_tls_context), to `host`
+  /// (checked with o.check_host: expect_peer_host); nullptr and `*why` when the options do
+  /// not do.
+  static std::unique_ptr<tls_client_session> make(const tls_options& o, int fd,
+                                                  const std::string& host, std::string* why);
   ~tls_client_session();
   tls_client_session(const tls_client_session&) = delete;
   tls_client_session& operator=(const tls_client_session&) = delete;

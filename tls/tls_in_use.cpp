@@ -51,7 +51,7 @@ std::unique_ptr<tls_in_use> tls_in_use::make(const tls_options& given, std::stri
   }
   t->dir_ = pattern;
   t->in_use_ = {t->dir_ + "/current/cert.pem", t->dir_ + "/current/key.pem",
-                t->dir_ + "/current/ca.pem"};
+                t->dir_ + "/current/ca.pem", given.check_host};
   *why = t->reload([](const tls_options&) { return std::string{}; });
   if (!why->empty())
     return nullptr;

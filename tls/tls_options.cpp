@@ -8,6 +8,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "tls/cert_identity.hpp"
 
@@ -52,6 +53,17 @@ int expected_slot() {
   return slot;
 }
 
+/// The host expect_peer_host set on `ssl`, for the refusal's text.
+std::string dialled_host(SSL* ssl) {
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  if (const char* h = X509_VERIFY_PARAM_get0_host(param, 0); h != nullptr)
+    return h;
+  char* ip = X509_VERIFY_PARAM_get1_ip_asc(param);
+  std::string out = ip != nullptr ? ip : "?";
+  OPENSSL_free(ip);
+  return out;
+}
+
 /// OpenSSL's verify callback: keeps its decision, and notes the first certificate refused;
 /// refuses the other side's own certificate (depth 0) unless it names the node expected.
 int verify_noting(int ok, X509_STORE_CTX* x) {
@@ -77,10 +89,13 @@ int verify_noting(int ok, X509_STORE_CTX* x) {
   }
   if (ok != 0)
     return ok;
-  if (out != nullptr && out->empty() && cert != nullptr)
+  if (out != nullptr && out->empty() && cert != nullptr) {
+    const int err = X509_STORE_CTX_get_error(x);
     *out = name_text(X509_get_subject_name(cert)) + " issued by "
-           + name_text(X509_get_issuer_name(cert)) + ": "
-           + X509_verify_cert_error_string(X509_STORE_CTX_get_error(x));
+           + name_text(X509_get_issuer_name(cert)) + ": " + X509_verify_cert_error_string(err);
+    if (err == X509_V_ERR_HOSTNAME_MISMATCH || err == X509_V_ERR_IP_ADDRESS_MISMATCH)
+      *out += " (--tls-check-host: it does not carry " + dialled_host(ssl) + ", the host dialled)";
+  }
   return ok;
 }
 
@@ -93,6 +108,23 @@ void note_refused_certificate(ssl_st* ssl, std::string* out) {
 
 void expect_peer_node(ssl_st* ssl, const std::string* node) {
   SSL_set_ex_data(ssl, expected_slot(), const_cast<std::string*>(node));
+}
+
+std::string expect_peer_host(ssl_st* ssl, const tls_options& o, const std::string& host) {
+  if (!o.check_host || host.empty())
+    return {};
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  // An address is matched against the certificate's IP entries: set1_ip_asc takes only
+  // an address, so whatever it refuses is a name.
+  if (X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1)
+    return {};
+  ERR_clear_error();
+  // The common name is a person's reading (docs/tls.md): only subjectAltNames count.
+  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS
+                                           | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+  if (X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size()) == 1)
+    return {};
+  return "--tls-check-host: cannot check host '" + host + "': " + tls_error_text("not a host");
 }
 
 std::string tls_error_text(const std::string& fallback) {
@@ -109,7 +141,7 @@ std::string tls_error_text(const std::string& fallback) {
 
 std::string check_tls_options(const tls_options& o) {
   if (!o.enabled())
-    return {};
+    return o.check_host ? "--tls-check-host needs --tls-cert, --tls-key and --tls-ca" : "";
   std::string why;
   auto* ctx = make_tls_context(o, &why);
   if (ctx != nullptr)

@@ -44,6 +44,35 @@ std::optional<role> role_value(const toml::node& n, const std::string& source,
   return r;
 }
 
+/// `types = ["billing.", ...]` of a grant (`what` names it): each a prefix of procedure
+/// types, 1-128 printable characters; nullopt and `*why` otherwise. They limit the submitter
+/// and operator roles only (docs/security.md, "Type prefixes").
+std::optional<std::vector<std::string>> types_value(const toml::node& n, role granted,
+                                                    const std::string& source,
+                                                    const std::string& what, std::string* why) {
+  const auto* a = n.as_array();
+  if (a == nullptr || a->empty()) {
+    *why = where(source, n) + ": " + what
+           + ": types is a list of type prefixes, e.g. types = [\"billing.\"]";
+    return std::nullopt;
+  }
+  if (granted != role::submitter && granted != role::operator_) {
+    *why = where(source, n) + ": " + what + ": types limit the submitter and operator roles, not "
+           + role_name(granted);
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& e : *a) {
+    const auto* s = e.as_string();
+    if (s == nullptr || s->get().empty() || s->get().size() > 128) {
+      *why = where(source, e) + ": " + what + ": a type prefix is a string of 1-128 characters";
+      return std::nullopt;
+    }
+    out.push_back(s->get());
+  }
+  return out;
+}
+
 std::optional<std::array<uint8_t, 32>> hex_sha256(std::string_view hex) {
   if (hex.size() != 64)
     return std::nullopt;
@@ -61,20 +90,47 @@ std::optional<std::array<uint8_t, 32>> hex_sha256(std::string_view hex) {
   return out;
 }
 
-/// [clients] or [nodes]: NAME = "role".
+/// [clients] or [nodes]: NAME = "role", or NAME = { role = "role", types = ["prefix", ...] }.
 bool read_roles(const toml::table& t, const std::string& section, const std::string& source,
-                bool star, std::map<std::string, role>* out, std::string* why) {
+                bool star, std::map<std::string, role>* out,
+                std::map<std::string, std::vector<std::string>>* types, std::string* why) {
   for (const auto& [k, v] : t) {
     std::string name{k.str()};
+    const std::string what = "[" + section + "] " + name;
     if (!valid_name(name) && !(star && name == "*")) {
       *why = where(source, v) + ": [" + section + "] '" + name + "' is not a name ("
              + std::string{valid_name_rule} + ")";
       return false;
     }
-    auto r = role_value(v, source, "[" + section + "] " + name, why);
+    const auto* grant = v.as_table();
+    if (grant == nullptr) {
+      auto r = role_value(v, source, what, why);
+      if (!r)
+        return false;
+      (*out)[name] = *r;
+      continue;
+    }
+    for (const auto& [field, _] : *grant)
+      if (field.str() != "role" && field.str() != "types") {
+        *why = where(source, v) + ": " + what + ": unknown field '" + std::string{field.str()}
+               + "' (role, types)";
+        return false;
+      }
+    const auto* rn = grant->get("role");
+    if (rn == nullptr) {
+      *why = where(source, v) + ": " + what + ": role is missing (" + role_list + ")";
+      return false;
+    }
+    auto r = role_value(*rn, source, what + " role", why);
     if (!r)
       return false;
     (*out)[name] = *r;
+    if (const auto* tn = grant->get("types"); tn != nullptr) {
+      auto prefixes = types_value(*tn, *r, source, what, why);
+      if (!prefixes)
+        return false;
+      (*types)[name] = std::move(*prefixes);
+    }
   }
   return true;
 }
@@ -93,9 +149,9 @@ bool read_tokens(const toml::table& t, const std::string& source, auth_policy* p
       return false;
     }
     for (const auto& [field, _] : *tt)
-      if (field.str() != "sha256" && field.str() != "role") {
+      if (field.str() != "sha256" && field.str() != "role" && field.str() != "types") {
         *why = where(source, v) + ": " + what + ": unknown field '" + std::string{field.str()}
-               + "' (sha256, role)";
+               + "' (sha256, role, types)";
         return false;
       }
     auth_policy::token tok;
@@ -119,6 +175,12 @@ bool read_tokens(const toml::table& t, const std::string& source, auth_policy* p
     if (!granted)
       return false;
     tok.granted = *granted;
+    if (const auto* tn = tt->get("types"); tn != nullptr) {
+      auto prefixes = types_value(*tn, tok.granted, source, what, why);
+      if (!prefixes)
+        return false;
+      tok.types = std::move(*prefixes);
+    }
     for (const auto& other : p->tokens)
       if (other.sha256 == tok.sha256) {
         *why = where(source, v) + ": " + what + ": the same token as [tokens." + other.name + "]";
@@ -150,6 +212,18 @@ role auth_policy::role_of(const cert_identity& id) const {
     return any != nodes.end() ? any->second : role::reader;
   }
   return unnamed;
+}
+
+const std::vector<std::string>& auth_policy::types_of(const cert_identity& id) const {
+  static const std::vector<std::string> every;
+  const auto& m = id.is_client() ? client_types : node_types;
+  if (!id.is_client() && !id.is_node())
+    return every;  // an unnamed certificate: `unnamed` has no types
+  // A node's certificate not listed by name has the role of "*", and so its types.
+  const auto& roles = id.is_client() ? clients : nodes;
+  const std::string& key = id.is_node() && roles.count(id.name) == 0 ? std::string{"*"} : id.name;
+  auto i = m.find(key);
+  return i != m.end() ? i->second : every;
 }
 
 const auth_policy::token* auth_policy::token_of(std::string_view bearer) const {
@@ -213,7 +287,8 @@ std::optional<auth_policy> parse_policy(std::string_view toml_text, const std::s
       }
       bool ok = key == "tokens" ? read_tokens(*t, source, &p, why)
                                 : read_roles(*t, key, source, key == "nodes",
-                                             key == "nodes" ? &p.nodes : &p.clients, why);
+                                             key == "nodes" ? &p.nodes : &p.clients,
+                                             key == "nodes" ? &p.node_types : &p.client_types, why);
       if (!ok)
         return std::nullopt;
     } else {

@@ -6,12 +6,14 @@
 //   [clients]                   # by the name in proctor://client/NAME
 //   ops = "admin"
 //   billing-svc = "submitter"
+//   billing-ops = { role = "operator", types = ["billing."] }   # billing.* procedures only
 //   [nodes]                     # node certificates used as a client (the CLI on a node)
 //   a = "operator"
 //   "*" = "reader"              # any other node's (the default: reader)
 //   [tokens.ci]                 # HTTP bearer tokens, by name: only the SHA-256 is kept
 //   sha256 = "5f4dcc3b..."      # `printf %s "$TOKEN" | sha256sum`
 //   role = "operator"
+//   types = ["ci."]             # optional, as for clients
 #pragma once
 
 #include <array>
@@ -31,16 +33,22 @@ namespace proctor {
 struct auth_policy {
   std::map<std::string, role> clients;
   std::map<std::string, role> nodes;  ///< "*": any node's not listed
+  /// The type prefixes a client or node (as `clients`/`nodes`) is limited to; absent: every
+  /// type (docs/security.md, "Type prefixes").
+  std::map<std::string, std::vector<std::string>> client_types, node_types;
   role unnamed = role::none;
   struct token {
     std::string name;
     std::array<uint8_t, 32> sha256{};
     role granted = role::none;
+    std::vector<std::string> types;  ///< empty: every type
   };
   std::vector<token> tokens;
 
   /// What a certificate naming `id` may do as a client (a node's own acts apart).
   role role_of(const cert_identity& id) const;
+  /// The type prefixes a certificate naming `id` is limited to as a client (empty: none).
+  const std::vector<std::string>& types_of(const cert_identity& id) const;
   /// The token whose hash is SHA-256(`bearer`), compared in constant time; nullptr if none.
   const token* token_of(std::string_view bearer) const;
 };

@@ -1,6 +1,7 @@
 #include "actors/base/auth_policy.hpp"
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,20 @@ TEST(auth_policy, names_the_line_and_what_is_wrong) {
     {"[clients]\nops = \"admin\"\n[\x01x]\n",
      "policy.toml:3: byte \\x01: a policy file is printable ASCII"},
     {"[clients]\n\"a\\nb\" = \"reader\"\n", "policy.toml:2: [clients] 'a\\x0ab' is not a name"},
+    {"[clients]\nops = { role = \"admin\", types = [\"b.\"] }\n",
+     "policy.toml:2: [clients] ops: types limit the submitter and operator roles, not admin"},
+    {"[clients]\nops = { role = \"operator\", types = [] }\n",
+     "[clients] ops: types is a list of type prefixes"},
+    {"[clients]\nops = { role = \"operator\", types = [\"\"] }\n",
+     "[clients] ops: a type prefix is a string of 1-128 characters"},
+    {"[clients]\nops = { role = \"operator\", types = \"b.\" }\n",
+     "[clients] ops: types is a list of type prefixes"},
+    {"[clients]\nops = { types = [\"b.\"] }\n", "[clients] ops: role is missing"},
+    {"[clients]\nops = { role = \"operator\", type = [\"b.\"] }\n",
+     "[clients] ops: unknown field 'type' (role, types)"},
+    {"[tokens.ci]\nsha256 = \"" + std::string{s3cret_sha256}
+       + "\"\nrole = \"reader\"\ntypes = [\"b.\"]\n",
+     "[tokens.ci]: types limit the submitter and operator roles, not reader"},
   };
   for (const auto& c : cases) {
     std::string why;
@@ -129,6 +144,105 @@ TEST(auth_policy, a_policy_gives_certificates_their_roles_and_nodes_their_own_ac
   forwarded.mutable_cluster()->set_forwarded(true);
   EXPECT_EQ(authorise(a, forwarded), "");
   EXPECT_NE(authorise(reporting, forwarded), "");
+}
+
+TEST(auth_policy, type_prefixes_limit_a_submitter_or_operator_to_its_types) {
+  std::string why;
+  auto p = parse(R"(
+[clients]
+billing = { role = "operator", types = ["billing.", "invoice."] }
+ops = "operator"
+[nodes]
+"*" = { role = "submitter", types = ["node."] }
+[tokens.ci]
+sha256 = ")" + std::string{s3cret_sha256}
+                   + R"("
+role = "submitter"
+types = ["ci."]
+)",
+                 &why);
+  ASSERT_TRUE(p) << why;
+  using kind = cert_identity::kind;
+  auto billing = caller::with_certificate({kind::client, "billing", {}}, &*p);
+  auto ops = caller::with_certificate({kind::client, "ops", {}}, &*p);
+  EXPECT_EQ(billing.granted, role::operator_);
+  EXPECT_EQ(billing.types, (std::vector<std::string>{"billing.", "invoice."}));
+  EXPECT_TRUE(ops.types.empty());
+  EXPECT_EQ(p->types_of({kind::node, "z", {}}), std::vector<std::string>{"node."});
+  ASSERT_EQ(p->tokens.size(), 1U);
+  EXPECT_EQ(p->tokens[0].types, std::vector<std::string>{"ci."});
+
+  auto submit = [](const std::string& type) {
+    pb::Request r;
+    r.mutable_submit()->set_type(type);
+    return r;
+  };
+  EXPECT_EQ(authorise(billing, submit("billing.charge")), "");
+  EXPECT_EQ(authorise(billing, submit("invoice.send")), "");
+  EXPECT_EQ(authorise(billing, submit("orders.create")),
+            "client billing may act on types billing.*, invoice.* only; submit concerns type "
+            "'orders.create'");
+  EXPECT_EQ(authorise(ops, submit("orders.create")), "");
+  pb::Request event;
+  event.mutable_event()->set_key("billing.paid/7");
+  EXPECT_EQ(authorise(billing, event), "");
+  event.mutable_event()->set_key("orders.paid/7");
+  EXPECT_NE(authorise(billing, event).find("event concerns event key 'orders.paid/7'"),
+            std::string::npos);
+  pb::Request limits;
+  limits.mutable_limits()->set_type("orders.create");
+  EXPECT_EQ(authorise(billing, limits), "");  // a read
+  limits.mutable_limits()->set_max_running(3);
+  EXPECT_NE(authorise(billing, limits), "");
+  limits.mutable_limits()->set_type("billing.charge");
+  EXPECT_EQ(authorise(billing, limits), "");
+  pb::Request add;
+  add.mutable_schedule()->set_op(pb::ScheduleRequest::ADD);
+  add.mutable_schedule()->mutable_spec()->set_type("orders.nightly");
+  EXPECT_NE(authorise(billing, add), "");
+  // By id or name: the executor checks (stamp_types); what concerns no type is refused.
+  pb::Request abort;
+  abort.mutable_abort()->set_id(7);
+  EXPECT_EQ(authorise(billing, abort), "");
+  pb::Request audit;
+  audit.mutable_audit();
+  EXPECT_EQ(authorise(billing, audit),
+            "client billing may act on types billing.*, invoice.* only; audit concerns no "
+            "procedure type");
+  pb::Request list;
+  list.mutable_list();
+  EXPECT_EQ(authorise(billing, list), "");  // reads are not limited
+}
+
+TEST(auth_policy, a_door_says_the_types_for_what_the_executor_checks_and_nothing_else) {
+  caller billing = caller::with_token("billing", role::operator_, {"billing."});
+  pb::Request abort;
+  abort.mutable_abort()->set_id(7);
+  EXPECT_TRUE(stamp_types(abort, billing, false));
+  ASSERT_EQ(abort.only_types_size(), 1);
+  EXPECT_EQ(abort.only_types(0), "billing.");
+  // What a client wrote there is replaced, or cleared.
+  caller ops = caller::with_token("ops", role::operator_);
+  abort.add_only_types("x.");
+  EXPECT_TRUE(stamp_types(abort, ops, false));
+  EXPECT_EQ(abort.only_types_size(), 0);
+  pb::Request submit;
+  submit.mutable_submit()->set_type("billing.charge");
+  submit.add_only_types("x.");
+  EXPECT_TRUE(stamp_types(submit, billing, false));
+  EXPECT_EQ(submit.only_types_size(), 0);  // the door checked its type itself
+  // A node forwarding its client's request keeps what the first door said.
+  abort.add_only_types("billing.");
+  EXPECT_FALSE(stamp_types(abort, ops, true));
+  EXPECT_EQ(abort.only_types_size(), 1);
+  pb::Request pause;
+  pause.mutable_schedule()->set_op(pb::ScheduleRequest::PAUSE);
+  EXPECT_TRUE(stamp_types(pause, billing, false));
+  EXPECT_EQ(pause.only_types_size(), 1);
+  EXPECT_TRUE(type_allowed({}, "anything"));
+  EXPECT_TRUE(type_allowed({"a.", "b."}, "b.x"));
+  EXPECT_FALSE(type_allowed({"a.", "b."}, "c.x"));
+  EXPECT_FALSE(type_allowed({"a."}, "a"));
 }
 
 }  // namespace

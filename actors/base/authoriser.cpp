@@ -94,7 +94,82 @@ bool node_act(const pb::Request& req) {
   }
 }
 
+/// Whether the executor checks `req` against the type of what it names (stamp_types).
+bool checked_by_executor(const pb::Request& req) {
+  switch (req.body_case()) {
+    case R::kAbort:
+    case R::kBypass:
+    case R::kRetry:
+    case R::kResubmit:
+    case R::kRelease:
+      return true;
+    case R::kSchedule:
+      return req.schedule().op() != pb::ScheduleRequest::LIST
+             && req.schedule().op() != pb::ScheduleRequest::SHOW
+             && req.schedule().op() != pb::ScheduleRequest::ADD;
+    default:
+      return false;
+  }
+}
+
+/// For a caller limited to type prefixes: "" if the door may let `req` on (the executor
+/// checks what checked_by_executor says), else what it concerns that is not the caller's.
+std::string outside_types(const caller& who, const pb::Request& req) {
+  auto check = [&](std::string_view type, const char* what) -> std::string {
+    return type_allowed(who.types, type)
+             ? std::string{}
+             : request_kind(req) + " concerns " + what + " '" + std::string{type} + "'";
+  };
+  switch (req.body_case()) {
+    case R::kSubmit:
+      return check(req.submit().type(), "type");
+    case R::kEvent:
+      return check(req.event().key(), "event key");
+    case R::kLimits:
+      return check(req.limits().type(), "type");
+    case R::kSchedule:
+      if (req.schedule().op() == pb::ScheduleRequest::ADD)
+        return check(req.schedule().spec().type(), "type");
+      return {};
+    default:
+      return checked_by_executor(req) ? std::string{}
+                                      : request_kind(req) + " concerns no procedure type";
+  }
+}
+
 }  // namespace
+
+bool type_allowed(const std::vector<std::string>& prefixes, std::string_view type) {
+  if (prefixes.empty())
+    return true;
+  for (const auto& p : prefixes)
+    if (type.substr(0, p.size()) == p)
+      return true;
+  return false;
+}
+
+std::string types_text(const std::string& who, const std::vector<std::string>& prefixes) {
+  std::string list;
+  for (const auto& p : prefixes)
+    list += (list.empty() ? "" : ", ") + p + "*";
+  return who + " may act on types " + list + " only";
+}
+
+bool stamp_types(pb::Request& req, const caller& who, bool forwarder) {
+  if (forwarder)
+    return false;
+  const bool want = !who.types.empty() && checked_by_executor(req);
+  if (!want) {
+    if (req.only_types().empty())
+      return false;
+    req.clear_only_types();
+    return true;
+  }
+  req.clear_only_types();
+  for (const auto& p : who.types)
+    req.add_only_types(p);
+  return true;
+}
 
 const char* role_name(role r) {
   switch (r) {
@@ -125,19 +200,22 @@ caller caller::with_certificate(cert_identity id, const auth_policy* policy) {
   caller c;
   c.authenticated = true;
   c.node = id.is_node();
-  if (policy != nullptr)
+  if (policy != nullptr) {
     c.granted = policy->role_of(id);
-  else
+    c.types = policy->types_of(id);
+  } else {
     c.granted = c.node ? role::node : role::admin;
+  }
   c.id = std::move(id);
   return c;
 }
 
-caller caller::with_token(std::string name, role r) {
+caller caller::with_token(std::string name, role r, std::vector<std::string> types) {
   caller c;
   c.authenticated = !name.empty();
   c.token = std::move(name);
   c.granted = r;
+  c.types = std::move(types);
   return c;
 }
 
@@ -212,6 +290,11 @@ std::string authorise(const caller& who, const pb::Request& req) {
   if (need > has)
     return request_kind(req) + " needs the " + role_name(need) + " role; " + who.text() + " has "
            + role_name(has);
+  // Type prefixes limit what a submitter or an operator does beyond reading; a node's own
+  // acts are the node's.
+  if (!who.types.empty() && has != role::node && need > role::reader)
+    if (auto other = outside_types(who, req); !other.empty())
+      return types_text(who.text(), who.types) + "; " + other;
   if (!who.authenticated || !who.token.empty())
     return {};
   auto claimed = claimed_node(req);

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <proctor/wire.pb.h>
 
@@ -36,6 +38,9 @@ struct caller {
   std::string token;           ///< the name of the HTTP token it presented, if that
   role granted = role::none;   ///< what it may do as a client
   bool node = false;           ///< its certificate names a node: that node's own acts too
+  /// The type prefixes its submitter or operator acts are limited to (empty: every type;
+  /// docs/security.md, "Type prefixes").
+  std::vector<std::string> types;
 
   /// Anyone on a door without TLS: may do everything (today's behaviour, docs/tls.md).
   static caller anyone();
@@ -44,7 +49,7 @@ struct caller {
   /// admin client, as before; with one, the policy's role (auth_policy::role_of).
   static caller with_certificate(cert_identity id, const auth_policy* policy = nullptr);
   /// An HTTP client known by its token's name (or "" for none), with the role it has.
-  static caller with_token(std::string name, role r);
+  static caller with_token(std::string name, role r, std::vector<std::string> types = {});
   /// "node b", "client ops", "token ci", "an anonymous client", "anyone (no TLS)".
   std::string text() const;
 };
@@ -57,6 +62,21 @@ role required_role(const pb::Request& req);
 /// "" if `who` may send `req`; else one line saying why not, naming the role needed
 /// ("abort needs the operator role; client billing has submitter").
 std::string authorise(const caller& who, const pb::Request& req);
+
+/// Whether `type` (a procedure type, or an event key) begins with one of `prefixes`; every
+/// type when there are none.
+bool type_allowed(const std::vector<std::string>& prefixes, std::string_view type);
+
+/// "client billing may act on types billing.*, ci.* only": the refusal's start (`who` as
+/// caller::text() says it).
+std::string types_text(const std::string& who, const std::vector<std::string>& prefixes);
+
+/// The door's part of the type check: `req.only_types` becomes `who.types` for an act the
+/// executor checks against what it names (a procedure or schedule by id or name: abort,
+/// bypass, retry, resubmit, release, a schedule's pause, resume, delete, trigger), and is
+/// cleared otherwise — whatever the client put there. A node forwarding its client's request
+/// (`forwarder`) keeps what the first door set. True if `req` changed.
+bool stamp_types(pb::Request& req, const caller& who, bool forwarder);
 
 /// The name of the request's kind, as in wire.proto's Request ("abort", "peer", ...).
 std::string request_kind(const pb::Request& req);

@@ -149,18 +149,22 @@ std::string authorisation_refusal(client_broker* self, connection_handle hdl, cl
   return error_response(pb::Response::PERMISSION_DENIED, why);
 }
 
-/// Who sent `req`, for its audit record (actors/base/audit.hpp), as its connection knows
-/// it; `bytes` re-encoded if that changed it. A peer's link (`tagged`) from a node's
+/// Who sent `req`, for its audit record (actors/base/audit.hpp), and the types it is limited
+/// to (authoriser.hpp, stamp_types), as its connection knows them; `bytes` re-encoded if
+/// that changed it. A peer's link (`tagged`) from a node's
 /// certificate forwards its own clients' requests: what their door said stays.
 void stamp_actor(client_broker* self, connection_handle hdl, client_conn& c, pb::Request& req,
                  std::string& bytes, bool tagged) {
   const bool submits = self->state.cfg.audit_submits;
-  if (!req.has_actor() && !audited(req, submits))
-    return;  // the common case: nothing to say, nothing re-encoded
+  // Every act checked against a caller's types is audited (operator acts): the common case,
+  // a read or a submit, has nothing to say and is not re-encoded.
+  if (!req.has_actor() && !audited(req, submits) && req.only_types().empty())
+    return;
   const auto who = caller_of(self, hdl, c);
   const bool forwarder = tagged && (who.node || !tls_enabled(self->system()));
   auto address = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));
-  if (set_actor(req, who, address, submits, forwarder))
+  const bool actor_changed = set_actor(req, who, address, submits, forwarder);
+  if (stamp_types(req, who, forwarder) || actor_changed)
     bytes = req.SerializeAsString();
 }
 

@@ -171,10 +171,11 @@ void on_connected(link_actor* self, int fd) {
   auto& st = self->state;
   if (tls_enabled(self->system())) {
     // Its certificate must name the node this link is to (docs/security.md), or no request
-    // of this node's goes to it and no answer of it is taken.
+    // of this node's goes to it and no answer of it is taken; with --tls-check-host, carry
+    // the host dialled too.
     auto scribe =
       new_tls_scribe(self->system(), fd, "node " + st.cfg.peer_name + " at " + st.status.address,
-                     st.cfg.peer_name);
+                     st.cfg.peer_name, st.cfg.addresses[st.address_index].host);
     if (!scribe)
       return go_down(self, "TLS with " + st.status.address + " failed (the log says why)", true);
     st.hdl = (*scribe)->hdl();

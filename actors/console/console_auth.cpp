@@ -73,7 +73,7 @@ caller http_caller(std::string_view authorization, const std::string& node_token
   }
   if (tok != nullptr) {
     *auth = console_auth::granted;
-    return caller::with_token(tok->name, tok->granted);
+    return caller::with_token(tok->name, tok->granted, tok->types);
   }
   *auth = console_auth::wrong;
   return nobody;

@@ -121,12 +121,15 @@ uint16_t console_http::start(const std::string& host, uint16_t port, std::string
         refused.response->set_error(why);
         return refused;
       }
-      // Who asked, for the node's audit (actors/base/audit.hpp): this door says it, on a copy
-      // of the requests audited only (a read, or a submit's args, is not copied for nothing).
+      // Who asked, for the node's audit (actors/base/audit.hpp), and the types its caller is
+      // limited to, for the executor (authoriser.hpp): this door says both, on a copy of the
+      // requests audited only (a read, or a submit's args, is not copied for nothing; every
+      // act checked against types is audited).
       std::optional<pb::Request> stamped;
-      if (asked.has_actor() || audited(asked, true)) {
+      if (asked.has_actor() || audited(asked, true) || !asked.only_types().empty()) {
         stamped = asked;
         set_actor(*stamped, who, from, true, false);
+        stamp_types(*stamped, who, false);
       }
       const pb::Request& r = stamped ? *stamped : asked;
       auto bound = opts_.node_timeout;

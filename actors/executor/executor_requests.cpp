@@ -301,6 +301,8 @@ void handle_request(executor_actor* self, const std::string& bytes, promise_t rp
     return;  // its key's slot is another node's (executor_placement.cpp)
   if (hold_for_ids(self, req, bytes, rp))
     return;  // a new journal waits for its peers (executor_progress.cpp)
+  if (refuse_other_types(self, req, rp))
+    return;  // a caller limited to other types (executor_type_prefixes.cpp)
   if (audit_then_act(self, req, bytes, rp))
     return;  // journaled with who asked, then done (executor_audit.cpp)
   run_request(self, req, bytes, rp);

@@ -134,6 +134,7 @@ bool cluster_member::core::open(bool join, std::string* error) {
     }
     o.tls = std::shared_ptr<ssl_ctx_st>(ctx, SSL_CTX_free);
     o.tls_reload = setup.tls_reload;
+    o.tls_check_host = setup.tls.check_host;
   }
   std::string why;
   auto g = cluster_group::open(o, &why);

@@ -114,6 +114,9 @@ void add_node_flags(CLI::App& app, node_flags* f) {
   app.add_option("--tls-key", f->tls.key, "PEM private key of --tls-cert");
   app.add_option("--tls-ca", f->tls.ca,
                  "PEM CA every client's and peer's certificate must chain to");
+  app.add_flag("--tls-check-host", f->tls.check_host,
+               "Require a node this one dials (peer links, calls, Raft) to present a "
+               "certificate carrying the host dialled (IP or DNS subjectAltName)");
   // docs/command-line.md#configuration-file: every option above, by its long name.
   app.set_config("--config", "",
                  "A TOML file of options, KEY = VALUE with each option's long name (e.g. "

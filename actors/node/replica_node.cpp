@@ -149,6 +149,7 @@ std::unique_ptr<replica_node> replica_node::open(caf::actor_system& sys, replica
     o.tls = std::shared_ptr<ssl_ctx_st>(ctx, SSL_CTX_free);
     o.tls_peer_node = s.node_name;  // every replica of the group is this node's
     o.tls_reload = s.tls_reload;
+    o.tls_check_host = s.tls.check_host;
   }
   if (s.recover) {
     if (fresh) {
@@ -265,7 +266,7 @@ std::string replica_node::peer_addresses() const {
   return out;
 }
 
-bool replica_node::wait_to_lead(const sigset_t& sigs) {
+bool replica_node::wait_to_lead(const sigset_t& sigs, const std::function<void()>& on_hangup) {
   bool waited = false;
   auto said = std::chrono::steady_clock::now();
   // Since when no replica leads, as seen here (not since this replica started: a follower
@@ -310,7 +311,9 @@ bool replica_node::wait_to_lead(const sigset_t& sigs) {
       waited = true;
     }
     timespec t{0, 100'000'000};
-    if (sigtimedwait(&sigs, nullptr, &t) > 0)
+    if (int sig = sigtimedwait(&sigs, nullptr, &t); sig == SIGHUP)
+      on_hangup();  // a reload, never a stop
+    else if (sig > 0)
       return false;
   }
 }

@@ -22,6 +22,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,9 +75,10 @@ public:
                                             std::string* error);
   ~replica_node();
 
-  /// Waits until this replica leads (true) or one of `sigs` is pending (false). Wakes every
-  /// 100 ms to check both.
-  bool wait_to_lead(const sigset_t& sigs);
+  /// Waits until this replica leads (true) or one of `sigs` but SIGHUP is pending (false).
+  /// A SIGHUP meanwhile runs `on_hangup` (the reload of the TLS files and the policy: a
+  /// follower keeps its Raft port and its door) and the wait goes on. Wakes every 100 ms.
+  bool wait_to_lead(const sigset_t& sigs, const std::function<void()>& on_hangup);
 
   /// The replicated journal, for node_options::store.
   std::shared_ptr<raft_store> store() const { return store_; }

@@ -374,7 +374,7 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
         std::_Exit(1);
       }
 #endif
-      if (!rn->wait_to_lead(sigs)) {
+      if (!rn->wait_to_lead(sigs, [&reload] { reload("SIGHUP", nullptr); })) {
         spdlog::info("replica {}: stopped before it led", f.replica);
 #ifdef PROCTOR_HAVE_HTTPLIB
         stop_http();

@@ -265,7 +265,7 @@ wire_result wire_call(const std::string& host, uint16_t port, std::string_view r
   channel ch{sock.get()};
   if (opts.tls.enabled()) {
     std::string err;
-    auto session = tls_client_session::make(opts.tls, sock.get(), &err);
+    auto session = tls_client_session::make(opts.tls, sock.get(), host, &err);
     if (!session)
       return fail(wire_result::kind::unreachable, err);
     ch.use_tls(std::move(session));

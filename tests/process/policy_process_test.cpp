@@ -125,6 +125,70 @@ TEST_F(policy, each_certificate_and_token_has_its_role_at_every_door_and_sighup_
   EXPECT_TRUE(n.running());
 }
 
+// Type prefixes (docs/security.md, "Type prefixes"): client and token ci may act on demo.noop
+// alone. The door refuses a submit of another type; the executor an abort or a release of a
+// procedure of another type (it alone knows it), at the client port and the HTTP API alike;
+// their own are theirs (a release of an ended demo.noop root is done).
+TEST_F(policy, type_prefixes_limit_a_client_and_a_token_to_their_types_at_every_door) {
+  write_policy("[clients]\nclient = { role = \"operator\", types = [\"demo.noop\"] }\n"
+               "reporting = \"operator\"\n[tokens.ci]\nsha256 = \""
+               + std::string{s3cret_sha256} + "\"\nrole = \"operator\"\ntypes = [\"demo.noop\"]\n");
+  auto http_port = free_port();
+  auto args = node_a_tls();
+  args.insert(args.end(),
+              {"--auth-policy", policy_file().string(), "--http", std::to_string(http_port)});
+  node n{dir_.path() / "a", free_port(), args};
+  ASSERT_TRUE(n.start()) << n.log_tail();
+
+  as("reporting");
+  auto r = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":"k1"})"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  auto other = std::to_string(parse_id(r.out).value_or(0));
+  as("client");
+  r = n.ctl({"submit", "demo.wait_event", "--args-json", R"({"key":"k2"})"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("client client may act on types demo.noop* only; submit concerns type "
+                       "'demo.wait_event'"),
+            std::string::npos)
+    << describe(r);
+  r = n.ctl({"abort", other});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("client client may act on types demo.noop* only; abort concerns procedure "
+                       + other + ", of the tree of type demo.wait_event"),
+            std::string::npos)
+    << describe(r);
+  r = n.ctl({"release", other});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("release concerns procedure " + other), std::string::npos) << describe(r);
+  // Its own type: submitted, waited for, released.
+  r = n.ctl({"submit", "demo.noop"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  auto mine = std::to_string(parse_id(r.out).value_or(0));
+  r = n.ctl({"wait", mine, "--timeout-s", "30"}, 60s);
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  r = n.ctl({"release", mine});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+
+  // The HTTP API: token ci the same.
+  httplib::Client c("127.0.0.1", http_port);
+  c.set_connection_timeout(5s);
+  c.set_read_timeout(20s);
+  auto aborted = c.Post("/api/procs/" + other + "/abort", {{"Authorization", "Bearer s3cret"}}, "",
+                        "application/json");
+  ASSERT_TRUE(aborted);
+  EXPECT_EQ(aborted->status, 403) << aborted->body;
+  EXPECT_NE(aborted->body.find("token ci may act on types demo.noop* only"), std::string::npos)
+    << aborted->body;
+  // Untouched by both; an operator of every type aborts it.
+  as("reporting");
+  r = n.ctl({"status", other, "--json"});
+  EXPECT_NE(r.out.find("WAITING"), std::string::npos) << describe(r);
+  r = n.ctl({"abort", other});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  auto log = read_file(n.log_file());
+  EXPECT_NE(log.find("refused a request from client client"), std::string::npos) << n.log_tail();
+}
+
 TEST_F(policy, a_policy_without_tls_or_a_bad_policy_is_refused_at_start) {
   write_policy(roles("reader"));
   auto base = std::vector<std::string>{"--data-dir", (dir_.path() / "x").string(), "--listen",

@@ -524,6 +524,7 @@ void clear_cli_tls() {
   unsetenv("PROCTOR_TLS_CERT");
   unsetenv("PROCTOR_TLS_KEY");
   unsetenv("PROCTOR_TLS_CA");
+  unsetenv("PROCTOR_TLS_CHECK_HOST");
 }
 
 }  // namespace proctor::test

@@ -97,6 +97,10 @@ void handle_retry(executor_actor* self, const pb::RetryRequest& req, promise_t r
 void handle_resubmit(executor_actor* self, const pb::ResubmitRequest& req, promise_t rp);
 /// Root `new_root` runs again the ROLLEDBACK tree of `old_root` (a resubmit, or read back).
 void note_resubmit(executor_actor* self, uint64_t old_root, uint64_t new_root, uint64_t lsn);
+/// A request its door limited to type prefixes (Request.only_types) that names a procedure or
+/// schedule of another type: answered PERMISSION_DENIED, true (executor_type_prefixes.cpp).
+bool refuse_other_types(executor_actor* self, const pb::Request& req, promise_t& rp);
+
 // -- recurring schedules (executor_schedules.cpp, executor_schedule_firing.cpp,
 // -- executor_schedules_cluster.cpp) ------------------------------------------------------------
 void handle_schedule(executor_actor* self, const pb::ScheduleRequest& req, promise_t rp);
