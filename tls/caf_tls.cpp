@@ -295,7 +295,7 @@ net::default_multiplexer& multiplexer_of(caf::actor_system& sys) {
 }
 
 /// Where configure_tls keeps tls_options::check_host (CAF has no field for it).
-constexpr const char* check_host_key = "proctor.tls-check-host";
+constexpr const char check_host_key[] = "proctor.tls-check-host";
 
 caf::error not_configured() {
   return caf::make_error(caf::sec::runtime_error,

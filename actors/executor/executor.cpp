@@ -310,6 +310,13 @@ caf::behavior serving(executor_actor* self) {
     [self](audit_act_atom, const std::string& bytes) {
       return answer_guarded(self, bytes, act_audited);  // executor_audit.cpp
     },
+    [self](audit_outside_atom, const std::string& bytes, caf::actor& doer) {
+      auto rp = self->make_response_promise<std::string>();
+      pb::Request req;
+      if (!req.ParseFromString(bytes) || !audit_then_act(self, req, bytes, rp, doer))
+        rp.delegate(doer, rpc_atom::value, bytes);
+      return rp;
+    },
     [self](update_atom, proc_update& u) { record_update(self, std::move(u)); },
     [self](progress_hold_atom) { progress_bound(self); },
     [self](event_id_sweep_atom) { sweep_event_ids(self); },

@@ -136,6 +136,13 @@ struct recovered_state {
 caf::actor spawn_executor(caf::actor_system& sys, std::shared_ptr<node_env> env,
                           executor_config cfg, recovered_state recovered);
 
+/// (audit_outside_atom, std::string request, caf::actor doer) -> std::string: a request the
+/// executor audits (docs/security.md, "Audit") but another actor does — a replica group's
+/// `replicas add` or `remove`, done by its front. Journaled with who asked, then asked of
+/// `doer` as (rpc_atom, request), its answer journaled as the outcome, then returned; a
+/// request not audited goes to `doer` as it is.
+using audit_outside_atom = caf::atom_constant<caf::atom("auditout")>;
+
 using recover_part_atom = caf::atom_constant<caf::atom("recpart")>;
 using recover_done_atom = caf::atom_constant<caf::atom("recdone")>;
 

@@ -67,7 +67,7 @@ void record_outcome(executor_actor* self, uint64_t first_lsn, std::string outcom
 }  // namespace
 
 bool audit_then_act(executor_actor* self, const pb::Request& req, const std::string& bytes,
-                    promise_t& rp) {
+                    promise_t& rp, const caf::actor& doer) {
   auto& st = self->state;
   // A request no door said who sent comes from inside the process (an embedding program's
   // own calls to the executor, the tests'): it is not a client's act. Every door stamps the
@@ -80,7 +80,7 @@ bool audit_then_act(executor_actor* self, const pb::Request& req, const std::str
   journal_batch b;
   b.entries.push_back(make_entry(journal_keys::meta_root, rec));
   trim(self, now, b);
-  append(self, std::move(b), [self, bytes, entry = rec.audit(), rp](uint64_t lsn) mutable {
+  append(self, std::move(b), [self, bytes, entry = rec.audit(), rp, doer](uint64_t lsn) mutable {
     auto& items = self->state.audit.items;
     items.push_back(audit_part::item{lsn, lsn, entry});
     spdlog::info("audit: {} asked {}{}{} from {}", entry.who(), entry.act(),
@@ -91,19 +91,21 @@ bool audit_then_act(executor_actor* self, const pb::Request& req, const std::str
     // (client_server.cpp), the HTTP API's ask; past it the asker hears INTERNAL and the
     // record stays without an outcome. (A CAF 0.17 request timeout would stay in the clock
     // for its whole length after the answer, for each event: client_server.cpp.)
-    self->request(caf::actor_cast<caf::actor>(self), caf::infinite, audit_act_atom::value, bytes)
-      .then(
-        [self, lsn, rp](std::string& answer) mutable {
-          pb::Response r;
-          auto outcome = r.ParseFromString(answer) ? audit_outcome(r) : "an answer not understood";
-          record_outcome(self, lsn, std::move(outcome), std::move(answer), rp);
-        },
-        [self, lsn, rp](caf::error& e) mutable {
-          auto why = "the act failed: " + error_text(self->system(), e);
-          spdlog::error("audit: the act journaled at lsn {}: {}", lsn, why);
-          record_outcome(self, lsn, "INTERNAL: " + why, error_reply(pb::Response::INTERNAL, why),
-                         rp);
-        });
+    auto done = [self, lsn, rp](std::string& answer) mutable {
+      pb::Response r;
+      auto outcome = r.ParseFromString(answer) ? audit_outcome(r) : "an answer not understood";
+      record_outcome(self, lsn, std::move(outcome), std::move(answer), rp);
+    };
+    auto failed = [self, lsn, rp](caf::error& e) mutable {
+      auto why = "the act failed: " + error_text(self->system(), e);
+      spdlog::error("audit: the act journaled at lsn {}: {}", lsn, why);
+      record_outcome(self, lsn, "INTERNAL: " + why, error_reply(pb::Response::INTERNAL, why), rp);
+    };
+    if (doer)
+      self->request(doer, caf::infinite, rpc_atom::value, bytes).then(done, failed);
+    else
+      self->request(caf::actor_cast<caf::actor>(self), caf::infinite, audit_act_atom::value, bytes)
+        .then(done, failed);
   });
   return true;
 }

@@ -1,6 +1,7 @@
 #include "actors/node/replica_front.hpp"
 
 #include "actors/base/rpc.hpp"
+#include "actors/executor/executor.hpp"
 
 namespace proctor {
 
@@ -51,6 +52,13 @@ caf::behavior replica_front(caf::stateful_actor<front_state>* self, front_answer
               },
             };
           });
+        // Journaled with who asked before it is done, and its outcome before the client hears
+        // it, as the node's other acts (docs/security.md, "Audit"): the executor audits it
+        // and has the worker do it.
+        if (req.has_actor()) {
+          self->delegate(self->state.executor, audit_outside_atom::value, std::move(bytes), worker);
+          return caf::delegated<std::string>{};
+        }
         self->delegate(worker, a, std::move(bytes));
         return caf::delegated<std::string>{};
       }

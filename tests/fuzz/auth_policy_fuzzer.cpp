@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "actors/base/auth_policy.hpp"
 #include "tls/cert_identity.hpp"
@@ -47,9 +48,36 @@ void check_policy(std::string_view text) {
   if (p->role_of({cert_identity::kind::client, "a b", {}}) != p->unnamed
       || p->role_of({}) != p->unnamed)
     fail("an unlisted client not unnamed", text, role_name(p->unnamed));
-  for (const auto& t : p->tokens)
+  // Type prefixes: only on a submitter or an operator, each 1-128 characters, and given to
+  // what the policy lists.
+  auto check_types = [&](const std::vector<std::string>& types, role r, const std::string& who) {
+    if (types.empty())
+      return;
+    if (r != role::submitter && r != role::operator_)
+      fail("types on a role that is not submitter or operator", text, who);
+    for (const auto& prefix : types)
+      if (prefix.empty() || prefix.size() > 128)
+        fail("a type prefix of a bad length", text, who);
+  };
+  for (const auto& [name, types] : p->client_types) {
+    auto i = p->clients.find(name);
+    if (i == p->clients.end())
+      fail("types for a client not listed", text, name);
+    check_types(types, i->second, name);
+    if (p->types_of({cert_identity::kind::client, name, {}}) != types)
+      fail("a listed client without its types", text, name);
+  }
+  for (const auto& [name, types] : p->node_types) {
+    auto i = p->nodes.find(name);
+    if (i == p->nodes.end())
+      fail("types for a node not listed", text, name);
+    check_types(types, i->second, name);
+  }
+  for (const auto& t : p->tokens) {
     if (t.name.empty())
       fail("a token without a name", text, "");
+    check_types(t.types, t.granted, t.name);
+  }
 }
 
 void check_uri(std::string_view text) {
@@ -103,6 +131,11 @@ int main(int argc, char** argv) {
              "[nodes]\na = \"operator\"\n\"*\" = \"none\"\n[tokens.ci]\nsha256 = "
              "\"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0\"\n"
              "role = \"operator\"\n")},
+     {"policy-types",
+      policy("[clients]\nbilling = { role = \"operator\", types = [\"billing.\", \"inv.\"] }\n"
+             "[nodes]\n\"*\" = { role = \"submitter\", types = [\"n.\"] }\n[tokens.ci]\nsha256 = "
+             "\"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0\"\n"
+             "role = \"submitter\"\ntypes = [\"ci.\"]\n")},
      {"policy-empty", policy("")},
      {"policy-bad-role", policy("[clients]\nops = \"root\"\n")},
      {"policy-inline", policy("clients = { ops = \"admin\", x = \"reader\" }\n")},

@@ -734,6 +734,14 @@ TEST_F(replicas, a_lost_machine_is_replaced_by_a_new_replica_that_catches_up) {
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count()),
     added.out.c_str());
   EXPECT_NE(added.out.find("replica b4"), std::string::npos) << added.out;
+  // Both changes are in the node's audit trail, with who asked and their outcomes (the
+  // refused ones too: an act done, answered no).
+  auto audit = ctl({"audit", "--json"});
+  ASSERT_EQ(audit.exit_code, 0) << describe(audit);
+  EXPECT_NE(audit.out.find("remove: \\\"" + name(l) + "\\\""), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("add: \\\"" + spec4), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("\"outcome\":\"ok\""), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("anyone (no TLS)"), std::string::npos) << audit.out;
   // The leader's log names the replicas by name, not only by their Raft ids.
   EXPECT_NE(b_[l2]->log_tail(1'000'000).find("raft replica " + name(l2) + " (#"), std::string::npos)
     << b_[l2]->log_tail(40);

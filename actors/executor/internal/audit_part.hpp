@@ -34,11 +34,13 @@ struct audit_part {
 /// At most this many records are kept (the oldest beyond go, whatever their age).
 constexpr size_t max_audit_records = 100'000;
 
-/// If `req` is audited (actors/base/audit.hpp) and a door said who sent it: journals its record, then does it (an
-/// audit_act_atom to itself), journals its outcome, and only then answers `rp`. False if
-/// it is not audited (nothing done).
+/// If `req` is audited (actors/base/audit.hpp) and a door said who sent it: journals its
+/// record, then has it done — an audit_act_atom to itself, or with `doer` an (rpc_atom,
+/// bytes) to it (audit_outside_atom: a replica group's change, done by its front) —,
+/// journals its outcome, and only then answers `rp`. False if it is not audited (nothing
+/// done).
 bool audit_then_act(executor_actor* self, const pb::Request& req, const std::string& bytes,
-                    promise_t& rp);
+                    promise_t& rp, const caf::actor& doer = {});
 /// The audit_act_atom's handler: the request done, as handle_request would past its checks.
 void act_audited(executor_actor* self, const std::string& bytes, promise_t rp);
 /// The records found by recovery (in the first part).
