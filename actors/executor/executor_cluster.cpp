@@ -210,6 +210,7 @@ void reply_metrics(executor_actor* self, promise_t rp, const step_scheduler_stat
   g->queued_wakes = st.env->queued_wakes.load();
   g->compactions = st.env->compactions.load();
   g->refused_requests = st.env->refused_requests->load();
+  g->actors_started = procedure_actors_started();
   g->compacted_records = st.env->compacted_records.load();
   g->cancelled_children = st.env->cancelled_children.load();
   g->contained_failures = st.env->contained_failures.load();

@@ -243,6 +243,10 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
           "Requests refused because the certificate that sent them may not (its role, or a "
           "node it claims to be and is not: docs/security.md); each is logged at a falling rate.",
           g.refused_requests);
+  counter("proctor_procedure_actors_started_total",
+          "Procedure actors started in this process: one per procedure run, and one more each "
+          "time a passivated or recovered one is woken.",
+          g.actors_started);
   counter("proctor_tree_compactions_total",
           "Trees' journals compacted into one record each (--compact-after, a type's "
           "compact_after).",

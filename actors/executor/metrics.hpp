@@ -69,6 +69,7 @@ struct executor_gauges {
   size_t calls_in_flight = 0;         ///< calls made for waiting procedures, not answered yet
   uint64_t compactions = 0;           ///< counter: trees' journals compacted into one record
   uint64_t refused_requests = 0;      ///< counter: requests the authoriser refused
+  uint64_t actors_started = 0;        ///< counter: procedure actors started (this process)
   uint64_t compacted_records = 0;     ///< counter: records those compactions replaced
   uint64_t cancelled_children = 0;    ///< counter: children cancelled by a join policy
   uint64_t contained_failures = 0;    ///< counter: children's failures a join policy contained

@@ -177,7 +177,16 @@ void maybe_join(proc_actor* self) {
   publish(self);
 }
 
+namespace {
+std::atomic<uint64_t> actors_started{0};
+}  // namespace
+
+uint64_t procedure_actors_started() {
+  return actors_started.load(std::memory_order_relaxed);
+}
+
 caf::behavior procedure_actor(proc_actor* self, proc_start start) {
+  actors_started.fetch_add(1, std::memory_order_relaxed);
   // Its parent's end comes as a down_msg too (watch_children). A child gone leaves room
   // for a queued wake-up (max_live_children).
   self->set_down_handler([self](caf::down_msg& m) {

@@ -36,6 +36,10 @@ struct tree_journal_count {
   std::atomic<uint64_t> next_at{0};
 };
 
+/// Procedure actors started in this process so far (a metric and proctor-bench's count of
+/// spawns per procedure: docs/benchmarks.md). One relaxed increment per spawn.
+uint64_t procedure_actors_started();
+
 /// How a procedure actor starts.
 struct proc_start {
   env_ptr env;

@@ -227,6 +227,20 @@ double percentile(const std::vector<double>& sorted, double q);
 void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec,
                     const std::string& prefix);
 
+/// What the engine has done so far in this process, as counted (docs/benchmarks.md, "What
+/// a procedure costs"): journal records, RocksDB writes (the journal's batches), procedure
+/// actors started, and the process's C++ heap allocations (alloc_count.hpp).
+struct work_counts {
+  double records = 0, writes = 0, spawns = 0, allocations = 0;
+};
+work_counts count_work(caf::scoped_actor& self, const caf::actor& exec);
+
+/// Puts what was done between `before` and `after`, per procedure (`procs`) and per step
+/// (`steps` in all): cost_records, cost_writes, cost_spawns, cost_allocations and the same
+/// with step_.
+void report_costs(reporter& r, const work_counts& before, const work_counts& after, double procs,
+                  double steps);
+
 // -- the phases (each runs in its own child process) ---------------------------------------
 
 // phases_write.cpp

@@ -16,6 +16,7 @@
 
 #include <proctor/wire.pb.h>
 
+#include "alloc_count.hpp"
 #include "bench.hpp"
 
 namespace proctor::bench {
@@ -254,6 +255,30 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
       slowest_us = std::strtod(line.c_str() + bucket.size(), nullptr) * 1e6;
   r.put(prefix + "journal_max_fsync_us", slowest_us);
   r.put(prefix + "journal_slow_writes", metric(m, "proctor_journal_slow_writes_total"));
+}
+
+work_counts count_work(caf::scoped_actor& self, const caf::actor& exec) {
+  auto m = call(self, exec, metrics_req()).text();
+  work_counts c;
+  c.records = metric(m, "proctor_journal_records_total");
+  c.writes = metric(m, "proctor_journal_batches_total");
+  c.spawns = metric(m, "proctor_procedure_actors_started_total");
+  c.allocations = static_cast<double>(heap_allocations());
+  return c;
+}
+
+void report_costs(reporter& r, const work_counts& before, const work_counts& after, double procs,
+                  double steps) {
+  const std::pair<const char*, double work_counts::*> counts[] = {
+    {"records", &work_counts::records},
+    {"writes", &work_counts::writes},
+    {"spawns", &work_counts::spawns},
+    {"allocations", &work_counts::allocations}};
+  for (const auto& [name, field] : counts) {
+    double done = after.*field - before.*field;
+    r.put(std::string{"cost_"} + name, procs > 0 ? done / procs : 0);
+    r.put(std::string{"step_cost_"} + name, steps > 0 ? done / steps : 0);
+  }
 }
 
 }  // namespace proctor::bench
