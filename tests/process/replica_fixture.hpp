@@ -4,11 +4,15 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -133,6 +137,57 @@ protected:
       s += "--- " + name(i) + "\n" + b_[i]->log_tail(40);
     return s;
   }
+
+  /// Submits, until stopped, trees from node `a` placed on b (3 steps, 2 children, 50 ms a
+  /// step) and procedures to b (3 steps, 30 ms a step), each writing to ledger(); keeps the
+  /// ids acknowledged. Stopped and joined by stop() or, at the latest, its destructor.
+  class load {
+  public:
+    load(replicas& t, node& a) {
+      const std::string ledger_arg = R"("ledger_dir":")" + t.ledger().string() + "\"}";
+      threads_.emplace_back([this, &a, ledger_arg] {
+        while (!stop_) {
+          auto r = a.ctl({"submit", "demo.ledger", "--args-json",
+                          R"({"steps":3,"children":2,"depth":1,"spread":false,"place_on":"b",)"
+                          R"("step_sleep_ms":50,)"
+                            + ledger_arg},
+                         60s);
+          std::lock_guard<std::mutex> g(mu_);
+          if (r.exit_code == 0)
+            trees_.push_back(trim(r.out));
+        }
+      });
+      threads_.emplace_back([this, &t, ledger_arg] {
+        while (!stop_) {
+          auto r = t.ctl({"submit", "demo.ledger", "--args-json",
+                          R"({"steps":3,"step_sleep_ms":30,)" + ledger_arg},
+                         60s);
+          std::lock_guard<std::mutex> g(mu_);
+          if (r.exit_code == 0)
+            direct_.push_back(trim(r.out));
+        }
+      });
+    }
+    load(const load&) = delete;
+    load& operator=(const load&) = delete;
+    ~load() { stop(); }
+
+    /// Stops and joins; the ids acknowledged: {trees from a, procedures on b}.
+    std::pair<std::vector<std::string>, std::vector<std::string>> stop() {
+      stop_ = true;
+      for (auto& th : threads_)
+        th.join();
+      threads_.clear();
+      std::lock_guard<std::mutex> g(mu_);
+      return {trees_, direct_};
+    }
+
+  private:
+    std::atomic<bool> stop_{false};
+    std::mutex mu_;
+    std::vector<std::string> trees_, direct_;
+    std::vector<std::thread> threads_;
+  };
 
   temp_dir dir_;
   std::array<uint16_t, 3> ports_{}, raft_ports_{};

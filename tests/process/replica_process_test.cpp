@@ -577,32 +577,7 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
   ASSERT_TRUE(a.start()) << a.log_tail();
   ASSERT_GE(leader(), 0) << logs();
 
-  std::atomic<bool> stop{false};
-  std::mutex mu;
-  std::vector<std::string> trees, direct;
-  const std::string ledger_arg = R"("ledger_dir":")" + ledger().string() + "\"}";
-  std::thread from_a([&] {
-    while (!stop) {
-      auto r = a.ctl({"submit", "demo.ledger", "--args-json",
-                      R"({"steps":3,"children":2,"depth":1,"spread":false,"place_on":"b",)"
-                      R"("step_sleep_ms":50,)"
-                        + ledger_arg},
-                     60s);
-      std::lock_guard<std::mutex> g(mu);
-      if (r.exit_code == 0)
-        trees.push_back(trim(r.out));
-    }
-  });
-  std::thread to_b([&] {
-    while (!stop) {
-      auto r = ctl(
-        {"submit", "demo.ledger", "--args-json", R"({"steps":3,"step_sleep_ms":30,)" + ledger_arg},
-        60s);
-      std::lock_guard<std::mutex> g(mu);
-      if (r.exit_code == 0)
-        direct.push_back(trim(r.out));
-    }
-  });
+  load running{*this, a};
   for (int round = 0; round < rounds; ++round) {
     int l = leader();
     ASSERT_GE(l, 0) << logs();
@@ -627,9 +602,9 @@ TEST_F(replicas, random_kills_and_freezes_of_replicas_during_trees_across_nodes)
       ASSERT_TRUE(b_[victim]->launch());
     }
   }
-  stop = true;
-  from_a.join();
-  to_b.join();
+  const auto ids = running.stop();
+  const auto& trees = ids.first;
+  const auto& direct = ids.second;
   ASSERT_GE(leader(), 0) << logs();
   std::printf("  %zu trees from a, %zu procedures on b acknowledged\n", trees.size(),
               direct.size());

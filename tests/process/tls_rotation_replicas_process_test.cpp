@@ -8,10 +8,8 @@
 // the old CA is refused at the end; every acknowledged tree and procedure ends SUCCESS.
 #include <signal.h>
 
-#include <atomic>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,73 +73,43 @@ protected:
     ASSERT_EQ(::kill(n.pid(), SIGHUP), 0);
     ASSERT_TRUE(eventually(
       [&] {
-        return read_file(n.log_file()).find("--tls-ca", before) != std::string::npos
-               && read_file(n.log_file()).find("read again", before) != std::string::npos;
+        auto log = read_file(n.log_file());
+        return log.find("--tls-ca", before) != std::string::npos
+               && log.find("read again", before) != std::string::npos;
       },
       15s))
       << n.log_tail();
   }
   /// SIGKILLs b's leader; another is elected; the killed one comes back (on the files in
-  /// live/ now). The index of the new leader.
-  int kill_leader() {
+  /// live/ now).
+  void kill_leader() {
     int l = leader();
     EXPECT_GE(l, 0) << logs();
     if (l < 0)
-      return -1;
+      return;
     b_[l]->kill();
-    int l2 = leader(30s, l);
-    EXPECT_GE(l2, 0) << logs();
+    EXPECT_GE(leader(30s, l), 0) << logs();
     EXPECT_TRUE(b_[l]->launch()) << b_[l]->log_tail();
-    return l2;
   }
 
-  /// Submits, until stopped, trees from a placed on b and procedures to b; keeps the ids.
-  class load {
-  public:
-    load(rotation_replicas& t, node& a) {
-      const std::string ledger_arg = R"("ledger_dir":")" + t.ledger().string() + "\"}";
-      threads_.emplace_back([this, &a, ledger_arg] {
-        while (!stop_) {
-          auto r = a.ctl({"submit", "demo.ledger", "--args-json",
-                          R"({"steps":3,"children":2,"depth":1,"spread":false,"place_on":"b",)"
-                          R"("step_sleep_ms":50,)"
-                            + ledger_arg},
-                         60s);
-          std::lock_guard<std::mutex> g(mu_);
-          if (r.exit_code == 0)
-            trees_.push_back(trim(r.out));
-        }
-      });
-      threads_.emplace_back([this, &t, ledger_arg] {
-        while (!stop_) {
-          auto r = t.ctl({"submit", "demo.ledger", "--args-json",
-                          R"({"steps":3,"step_sleep_ms":30,)" + ledger_arg},
-                         60s);
-          std::lock_guard<std::mutex> g(mu_);
-          if (r.exit_code == 0)
-            direct_.push_back(trim(r.out));
-        }
-      });
-    }
-    /// Stops and joins; the ids acknowledged: {trees from a, procedures on b}.
-    std::pair<std::vector<std::string>, std::vector<std::string>> stop() {
-      stop_ = true;
-      for (auto& th : threads_)
-        th.join();
-      threads_.clear();
-      return {trees_, direct_};
-    }
-    ~load() {
-      if (!threads_.empty())
-        stop();
-    }
-
-  private:
-    std::atomic<bool> stop_{false};
-    std::mutex mu_;
-    std::vector<std::string> trees_, direct_;
-    std::vector<std::thread> threads_;
-  };
+  /// One step of the rotation under load: every process's files become the new
+  /// certificates trusting the CAs of `cas`, read again by SIGHUP; then b's leader is
+  /// SIGKILLed. The ids acknowledged meanwhile are added to `trees` and `direct`.
+  void rotate_under_load(node& a, const std::vector<std::string>& cas,
+                         std::vector<std::string>* trees, std::vector<std::string>* direct) {
+    load running{*this, a};
+    std::this_thread::sleep_for(1s);
+    for (const auto& who : everyone())
+      use(who, "new", cas);
+    ASSERT_NO_FATAL_FAILURE(reload(a));
+    for (auto& b : b_)
+      ASSERT_NO_FATAL_FAILURE(reload(*b));
+    kill_leader();
+    std::this_thread::sleep_for(1s);
+    const auto ids = running.stop();
+    trees->insert(trees->end(), ids.first.begin(), ids.first.end());
+    direct->insert(direct->end(), ids.second.begin(), ids.second.end());
+  }
 };
 
 TEST_F(rotation_replicas, a_node_and_a_replica_group_move_to_a_new_ca_under_load_by_sighup) {
@@ -163,37 +131,10 @@ TEST_F(rotation_replicas, a_node_and_a_replica_group_move_to_a_new_ca_under_load
 
   // The CLI's environment changes only while no load runs (setenv is not thread-safe).
   std::vector<std::string> trees, direct;
-  auto keep = [&](std::pair<std::vector<std::string>, std::vector<std::string>> ids) {
-    trees.insert(trees.end(), ids.first.begin(), ids.first.end());
-    direct.insert(direct.end(), ids.second.begin(), ids.second.end());
-  };
-  {
-    load running{*this, a};
-    std::this_thread::sleep_for(1s);
-    // Step 1: the new certificates, both CAs trusted.
-    for (const auto& who : everyone())
-      use(who, "new", {"old", "new"});
-    ASSERT_NO_FATAL_FAILURE(reload(a));
-    for (auto& b : b_)
-      ASSERT_NO_FATAL_FAILURE(reload(*b));
-    kill_leader();
-    std::this_thread::sleep_for(1s);
-    keep(running.stop());
-  }
+  // Step 1: the new certificates, both CAs trusted. Step 2: the new CA alone.
+  ASSERT_NO_FATAL_FAILURE(rotate_under_load(a, {"old", "new"}, &trees, &direct));
   cli("new");
-  {
-    load running{*this, a};
-    std::this_thread::sleep_for(1s);
-    // Step 2: the new CA alone.
-    for (const auto& who : everyone())
-      use(who, "new", {"new"});
-    ASSERT_NO_FATAL_FAILURE(reload(a));
-    for (auto& b : b_)
-      ASSERT_NO_FATAL_FAILURE(reload(*b));
-    kill_leader();
-    std::this_thread::sleep_for(1s);
-    keep(running.stop());
-  }
+  ASSERT_NO_FATAL_FAILURE(rotate_under_load(a, {"new"}, &trees, &direct));
   std::printf("  %zu trees from a, %zu procedures on b acknowledged\n", trees.size(),
               direct.size());
   ASSERT_GE(leader(), 0) << logs();
