@@ -10,6 +10,7 @@
 
 #include <proctor/journal.pb.h>
 
+#include "persistence/counted_actor.hpp"
 #include "persistence/id_floor.hpp"
 #include "persistence/keys.hpp"
 
@@ -57,7 +58,7 @@ struct journal_state {
   static inline const char* name = "proctor.journal";
 };
 
-using journal_actor = caf::stateful_actor<journal_state>;
+using journal_actor = caf::stateful_actor<journal_state, counted_actor<actor_kind::journal>>;
 
 void fail_stop(journal_state& st, const std::string& msg) {
   st.failed = true;

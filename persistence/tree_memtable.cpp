@@ -110,6 +110,8 @@ public:
     const auto* e = static_cast<const char*>(handle);
     std::unique_lock g(mu_);
     auto [v, created] = list(UserKey(e));
+    if (created)
+      v->reserve(first_capacity);
     // A tree's records come in key order: append. Anything else (the same key again with a
     // newer sequence number, which sorts first) goes where it belongs.
     if (v->empty() || cmp_(v->back(), e) < 0) {
@@ -155,6 +157,10 @@ public:
 private:
   /// Per tree: the map node, its vector, some of the vector's unused capacity.
   static constexpr size_t tree_overhead = 96;
+  /// A tree's vector starts with room for this many records: one allocation where growing
+  /// from one took four for the 6 records of proctor-bench (b)'s 5-step procedure (a
+  /// Submitted, a record per step; docs/benchmarks.md, "What a procedure costs").
+  static constexpr size_t first_capacity = 8;
 
   entry_less less() const { return {&cmp_}; }
 

@@ -61,8 +61,11 @@ void restore_locks(executor_actor* self, const tree_image& t) {
     if (!inst)
       continue;  // the tree's own start reports it
     auto locks = inst->locks();
-    if (!locks.empty())
-      self->send(st.env->scheduler, restore_locks_atom::value, id, t.root_id, std::move(locks));
+    if (locks.empty())
+      continue;
+    // Before the tree's actors start: its end must tell the scheduler (node_env::locks_taken).
+    st.env->locks_taken->store(true, std::memory_order_release);
+    self->send(st.env->scheduler, restore_locks_atom::value, id, t.root_id, std::move(locks));
   }
 }
 

@@ -29,10 +29,16 @@ void fill_status(const proc_record& u, pb::ProcStatus* s) {
   s->set_parent_id(u.parent_id);
   for (auto c : u.children())
     s->add_children(c);
-  s->set_error(u.error());
-  s->set_result_json(u.result_json());
-  s->set_waiting_for(u.waiting_for);
-  s->set_node(u.node());
+  // An empty string is what an unset field reads and writes as; setting one allocates a
+  // string all the same (protobuf 3.21): every wait's answer paid for three or four.
+  if (!u.error().empty())
+    s->set_error(u.error());
+  if (!u.result_json().empty())
+    s->set_result_json(u.result_json());
+  if (!u.waiting_for.empty())
+    s->set_waiting_for(u.waiting_for);
+  if (!u.node().empty())
+    s->set_node(u.node());
   s->set_started_at_ms(u.started_at_ms);
   s->set_since_ms(u.since_ms);
   s->set_ended_at_ms(u.ended_at_ms);

@@ -85,7 +85,8 @@ void submit_root(executor_actor* self, const std::string& type, std::unique_ptr<
   s->set_type_version(st.env->types->find(type)->version);
   s->set_data(inst->data().SerializeAsString());
   s->set_state(inst->initial_state());
-  s->set_nonce(nonce);
+  if (!nonce.empty())  // (an empty string set is an allocation all the same)
+    s->set_nonce(nonce);
   s->set_priority(priority);
   s->set_submitted_at_ms(wall_ms());
   s->set_resubmitted_from(resubmitted_from);

@@ -12,6 +12,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "actors/executor/process_metrics.hpp"
+#include "persistence/actor_messages.hpp"
 
 namespace proctor {
 
@@ -247,6 +248,20 @@ std::string type_metrics::render(const step_scheduler_stats& s, const journal_st
           "Procedure actors started in this process: one per procedure run, and one more each "
           "time a passivated or recovered one is woken.",
           g.actors_started);
+  {
+    MetricFamily f{"proctor_actor_messages_total",
+                   "Messages taken by this process's engine actors, by kind of actor (requests, "
+                   "answers, down and exit messages alike).",
+                   MetricType::Counter,
+                   {}};
+    for (size_t k = 0; k < actor_kinds; ++k) {
+      ClientMetric m;
+      m.label.push_back({"actor", actor_kind_name(static_cast<actor_kind>(k))});
+      m.counter.value = static_cast<double>(actor_messages(static_cast<actor_kind>(k)));
+      f.metric.push_back(std::move(m));
+    }
+    out.push_back(std::move(f));
+  }
   counter("proctor_tree_compactions_total",
           "Trees' journals compacted into one record each (--compact-after, a type's "
           "compact_after).",

@@ -155,7 +155,8 @@ caf::expected<recovery_report> node::start(node_options opts) {
     declared[name] = l;
     env->limited_types.try_emplace(name, l.any());
   }
-  env->scheduler = spawn_step_scheduler(sys_, opts.workers, opts.stuck_after, declared);
+  env->scheduler =
+    spawn_step_scheduler(sys_, opts.workers, opts.stuck_after, declared, env->locks_taken);
   env->timeout = spawn_timeout(sys_);
   auto executor = spawn_recovering_executor(sys_, env, opts.executor);
   // However start() is left before the node runs (a refusal below, an exception from the

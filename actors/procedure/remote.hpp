@@ -21,6 +21,7 @@
 #include <proctor/outcome.hpp>
 
 #include "actors/procedure/procedure_actor.hpp"
+#include "persistence/actor_messages.hpp"
 
 namespace proctor {
 
@@ -54,7 +55,7 @@ using remote_lost_atom = caf::atom_constant<caf::atom("rmtlost")>;
 using fragment_done_atom = caf::atom_constant<caf::atom("fragdone")>;
 
 struct proc_actor_state;
-using proc_actor = caf::stateful_actor<proc_actor_state>;
+using proc_actor = caf::stateful_actor<proc_actor_state, counted_actor<actor_kind::procedure>>;
 
 /// The records a spawn step writes for child `c` placed on another node: its placeholder's
 /// Submitted and the RemoteSpawn for the outbox. A non-empty result is why it cannot be

@@ -11,6 +11,18 @@
 
 namespace proctor {
 
+namespace {
+
+/// The tree (or this node's fragment of it) ended: the scheduler releases the locks its
+/// procedures hold, if any may (node_env::locks_taken).
+void unlock_tree(proc_actor* self) {
+  auto& st = self->state;
+  if (st.env->locks_taken->load(std::memory_order_acquire))
+    self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
+}
+
+}  // namespace
+
 bool proc_actor_state::parent_lost() const noexcept {
   return is_fragment() && env->cluster->lost(parent_node, fragment_lsn);
 }
@@ -351,7 +363,7 @@ void finish_fragment(proc_actor* self, pb::JournalRecord step, std::string resul
       u.ended = true;
       u.since_ms = u.ended_at_ms = at;
       procs.push_back(std::move(u));
-      self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
+      unlock_tree(self);
       self->send(st.env->executor, fragment_done_atom::value,
                  tree_done{st.root_id, std::move(procs), {}});
       self->quit();
@@ -377,17 +389,24 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
     ps->set_parent_id(u.parent_id);
     ps->set_type(u.type);
     ps->set_state(to_pb(u.state));
-    ps->set_result_json(u.result_json);
-    ps->set_error(u.error);
+    // An empty string is what an unset field reads and writes as; setting one allocates a
+    // string all the same (protobuf 3.21), and most of these are empty.
+    if (!u.result_json.empty())
+      ps->set_result_json(u.result_json);
+    if (!u.error.empty())
+      ps->set_error(u.error);
     for (auto c : u.children)
       ps->add_children(c);
-    ps->set_nonce(u.nonce);
-    ps->set_node(u.node);
+    if (!u.nonce.empty())
+      ps->set_nonce(u.nonce);
+    if (!u.node.empty())
+      ps->set_node(u.node);
     ps->set_bypassed(u.bypassed);
     ps->set_started_at_ms(u.started_at_ms);
     ps->set_ended_at_ms(u.ended_at_ms);
     if (u.id == st.id && !st.is_fragment()) {
-      ps->set_args(st.args);
+      if (!st.args.empty())
+        ps->set_args(st.args);
       ps->set_type_version(st.args_version);
       ps->set_priority(st.priority);
       ps->set_resubmitted_from(st.resubmitted_from);
@@ -422,7 +441,7 @@ void finish_tree(proc_actor* self, std::vector<proc_update> procs, bool rolled_b
       staged->hand_over(st.env->outbox, lsn, n);
       st.busy = false;
       PLOG(debug, self, "tree finished ({})", rolled_back ? "ROLLEDBACK" : "SUCCESS");
-      self->send(st.env->scheduler, unlock_tree_atom::value, st.root_id);
+      unlock_tree(self);
       self->send(st.env->executor, tree_done_atom::value,
                  tree_done{st.root_id, std::move(procs), std::move(summary), st.parent_lost(),
                            st.tree_records ? st.tree_records->records.load() : 0});

@@ -1,6 +1,7 @@
 #include "actors/scheduling/step_scheduler.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -14,6 +15,7 @@
 #include "actors/base/messages.hpp"
 #include "actors/scheduling/lock_table.hpp"
 #include "actors/scheduling/worker_pool.hpp"
+#include "persistence/counted_actor.hpp"
 
 namespace proctor {
 
@@ -85,6 +87,9 @@ struct scheduler_state {
   std::unordered_map<std::string, held_jobs> held;  // by type
   size_t held_total = 0;
   std::unordered_multimap<uint64_t, uint64_t> owners_by_root;
+  /// Set (for good) when a lock is first held here: until then a tree's end has no locks to
+  /// release, and its procedures send no unlock_tree_atom (spawn_step_scheduler).
+  std::shared_ptr<std::atomic<bool>> locks_taken;
   /// The jobs dispatched and not ended, by ticket (step_job::ticket): not by procedure, whose
   /// next job may be dispatched before the slot of its last one comes back.
   std::unordered_map<uint64_t, running_job> running;
@@ -101,12 +106,19 @@ struct scheduler_state {
   }
 };
 
-using sched_actor = caf::stateful_actor<scheduler_state>;
+using sched_actor = caf::stateful_actor<scheduler_state, counted_actor<actor_kind::scheduler>>;
 
 void enqueue(scheduler_state& st, step_job job, bool front = false) {
   auto prio = job.priority;
   st.levels[prio].push(std::move(job), front);
   ++st.queued;
+}
+
+/// `owner` holds locks for tree `root` until the tree's unlock_tree_atom. The flag is set
+/// before the step that holds them is dispatched (or, restored, before the tree may end).
+void held_by_tree(scheduler_state& st, uint64_t root, uint64_t owner) {
+  st.owners_by_root.emplace(root, owner);
+  st.locks_taken->store(true, std::memory_order_release);
 }
 
 /// True if the job may run now (it needs no locks, holds them already, or got them).
@@ -116,7 +128,7 @@ bool lock_ok(sched_actor* self, step_job& job) {
     return true;
   std::string blocker;
   if (st.locks.try_acquire(job.ctx.id(), job.ancestors, job.locks, &blocker)) {
-    st.owners_by_root.emplace(job.ctx.root_id(), job.ctx.id());
+    held_by_tree(st, job.ctx.root_id(), job.ctx.id());
     return true;
   }
   spdlog::debug("[proc {} root {}] waits for lock {}", job.ctx.id(), job.ctx.root_id(), blocker);
@@ -338,8 +350,10 @@ bool drop_job(scheduler_state& st, Pick mine) {
 
 caf::behavior scheduler_actor(sched_actor* self, size_t workers,
                               std::chrono::milliseconds stuck_after,
-                              std::map<std::string, type_limits> declared) {
+                              std::map<std::string, type_limits> declared,
+                              std::shared_ptr<std::atomic<bool>> locks_taken) {
   auto& st = self->state;
+  st.locks_taken = std::move(locks_taken);
   for (const auto& [type, l] : declared)
     st.limiter.declare(type, l);
   st.slots = st.free = workers;
@@ -430,7 +444,7 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
     [=](restore_locks_atom, uint64_t owner, uint64_t root, lock_set& locks) {
       auto& st = self->state;
       st.locks.force_acquire(owner, locks);
-      st.owners_by_root.emplace(root, owner);
+      held_by_tree(st, root, owner);
     },
     [=](cancel_atom, uint64_t proc) {
       return drop_job(self->state,
@@ -495,9 +509,12 @@ caf::behavior scheduler_actor(sched_actor* self, size_t workers,
 
 caf::actor spawn_step_scheduler(caf::actor_system& sys, size_t workers,
                                 std::chrono::milliseconds stuck_after,
-                                std::map<std::string, type_limits> declared) {
+                                std::map<std::string, type_limits> declared,
+                                std::shared_ptr<std::atomic<bool>> locks_taken) {
+  if (!locks_taken)
+    locks_taken = std::make_shared<std::atomic<bool>>(false);
   return sys.spawn(scheduler_actor, workers == 0 ? size_t{1} : workers, stuck_after,
-                   std::move(declared));
+                   std::move(declared), std::move(locks_taken));
 }
 
 }  // namespace proctor

@@ -25,9 +25,11 @@
 // and the stuck_steps gauge).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,9 +53,13 @@ struct step_scheduler_stats {
 
 /// Spawns the scheduler with `workers` run slots. `declared`: the limits each registered
 /// type declares (registry; types without limits too, so that their steps are counted).
+/// `locks_taken` (node_env::locks_taken) is set, for good, before the first lock is held
+/// here (taken by a step or restored at recovery): while it is false no tree holds one, and
+/// a tree's end need not tell the scheduler.
 caf::actor spawn_step_scheduler(caf::actor_system& sys, size_t workers,
                                 std::chrono::milliseconds stuck_after = std::chrono::seconds{30},
-                                std::map<std::string, type_limits> declared = {});
+                                std::map<std::string, type_limits> declared = {},
+                                std::shared_ptr<std::atomic<bool>> locks_taken = nullptr);
 
 }  // namespace proctor
 

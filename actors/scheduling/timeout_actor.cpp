@@ -10,6 +10,7 @@
 #include "actors/base/incremental_map.hpp"
 #include "actors/scheduling/deadline_queue.hpp"
 #include "actors/wire/wall_clock.hpp"
+#include "persistence/counted_actor.hpp"
 
 namespace proctor {
 
@@ -67,7 +68,7 @@ struct timeout_state {
   std::vector<fired_deadline> due;
 };
 
-using timeout_actor = caf::stateful_actor<timeout_state>;
+using timeout_actor = caf::stateful_actor<timeout_state, counted_actor<actor_kind::timeout>>;
 
 uint64_t key_of(uint64_t owner, uint8_t kind) {
   return (owner << 4) | (kind & 0xF);

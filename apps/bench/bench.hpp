@@ -229,15 +229,18 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
 
 /// What the engine has done so far in this process, as counted (docs/benchmarks.md, "What
 /// a procedure costs"): journal records, RocksDB writes (the journal's batches), procedure
-/// actors started, and the process's C++ heap allocations (alloc_count.hpp).
+/// actors started, the process's C++ heap allocations (alloc_count.hpp), and the messages its
+/// engine actors took (proctor_actor_messages_total), by kind of actor and in all.
 struct work_counts {
-  double records = 0, writes = 0, spawns = 0, allocations = 0;
+  double records = 0, writes = 0, spawns = 0, allocations = 0, messages = 0;
+  double messages_procedure = 0, messages_executor = 0, messages_journal = 0,
+         messages_scheduler = 0, messages_timeout = 0;
 };
 work_counts count_work(caf::scoped_actor& self, const caf::actor& exec);
 
 /// Puts what was done between `before` and `after`, per procedure (`procs`) and per step
-/// (`steps` in all): cost_records, cost_writes, cost_spawns, cost_allocations and the same
-/// with step_.
+/// (`steps` in all): cost_records, cost_writes, cost_spawns, cost_allocations, cost_messages,
+/// cost_messages_procedure (and the other kinds of actor) and the same with step_.
 void report_costs(reporter& r, const work_counts& before, const work_counts& after, double procs,
                   double steps);
 

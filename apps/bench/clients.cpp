@@ -264,6 +264,16 @@ work_counts count_work(caf::scoped_actor& self, const caf::actor& exec) {
   c.writes = metric(m, "proctor_journal_batches_total");
   c.spawns = metric(m, "proctor_procedure_actors_started_total");
   c.allocations = static_cast<double>(heap_allocations());
+  auto messages = [&m](const char* actor) {
+    return metric(m, std::string{"proctor_actor_messages_total{actor=\""} + actor + "\"}");
+  };
+  c.messages_procedure = messages("procedure");
+  c.messages_executor = messages("executor");
+  c.messages_journal = messages("journal");
+  c.messages_scheduler = messages("scheduler");
+  c.messages_timeout = messages("timeout");
+  c.messages = c.messages_procedure + c.messages_executor + c.messages_journal
+               + c.messages_scheduler + c.messages_timeout;
   return c;
 }
 
@@ -273,7 +283,13 @@ void report_costs(reporter& r, const work_counts& before, const work_counts& aft
     {"records", &work_counts::records},
     {"writes", &work_counts::writes},
     {"spawns", &work_counts::spawns},
-    {"allocations", &work_counts::allocations}};
+    {"allocations", &work_counts::allocations},
+    {"messages", &work_counts::messages},
+    {"messages_procedure", &work_counts::messages_procedure},
+    {"messages_executor", &work_counts::messages_executor},
+    {"messages_journal", &work_counts::messages_journal},
+    {"messages_scheduler", &work_counts::messages_scheduler},
+    {"messages_timeout", &work_counts::messages_timeout}};
   for (const auto& [name, field] : counts) {
     double done = after.*field - before.*field;
     r.put(std::string{"cost_"} + name, procs > 0 ? done / procs : 0);

@@ -108,7 +108,10 @@ int report_run(const bench_options& o, bench_run& res) {
         return fmt_num(steps.num(std::string{prefix} + what).value_or(0), 2);
       };
       return one("records") + " records, " + one("writes") + " writes, " + one("spawns")
-             + " actors, " + one("allocations") + " allocations";
+             + " actors, " + one("allocations") + " allocations, " + one("messages")
+             + " messages (procedure " + one("messages_procedure") + ", executor "
+             + one("messages_executor") + ", journal " + one("messages_journal") + ", scheduler "
+             + one("messages_scheduler") + ", timeout " + one("messages_timeout") + ")";
     };
     row("    each procedure cost", cost("cost_"), "");
     row("    each step cost", cost("step_cost_"), "");
@@ -338,13 +341,21 @@ int report_run(const bench_options& o, bench_run& res) {
   out << "total " << fmt_num(total_s, 1) << " s\n";
 
   // What each procedure and each step of (b) cost (docs/benchmarks.md, "What a procedure
-  // costs"); messages are not counted (CAF 0.17 keeps no count of them).
+  // costs"): messages in all, and by kind of actor under messages_by_actor.
   auto costs = [&](const char* prefix) {
+    auto value = [&](const std::string& what) {
+      return json_num(get(steps, (prefix + what).c_str()), 2);
+    };
     std::string out = "{";
-    for (const char* what : {"records", "writes", "spawns", "allocations"})
-      out += std::string{out.size() > 1 ? ", " : ""} + "\"" + what
-             + "\": " + json_num(get(steps, (std::string{prefix} + what).c_str()), 2);
-    return out + "}";
+    for (const char* what : {"records", "writes", "spawns", "allocations", "messages"})
+      out += std::string{out.size() > 1 ? ", " : ""} + "\"" + what + "\": " + value(what);
+    out += ", \"messages_by_actor\": {";
+    const char* sep = "";
+    for (const char* actor : {"procedure", "executor", "journal", "scheduler", "timeout"}) {
+      out += std::string{sep} + "\"" + actor + "\": " + value(std::string{"messages_"} + actor);
+      sep = ", ";
+    }
+    return out + "}}";
   };
   if (o.json) {
     std::cout

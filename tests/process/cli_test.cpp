@@ -642,6 +642,18 @@ TEST(cli, metrics_histogram_counts_finished_procedures) {
   f.n.kill();
 }
 
+/// `text` without the samples of proctor_actor_messages_total: every read of the metrics is
+/// itself messages to the executor, the scheduler and the journal (their stats), so two reads
+/// never agree on them.
+std::string without_message_counts(const std::string& text) {
+  std::istringstream in(text);
+  std::string out;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("proctor_actor_messages_total{", 0) != 0)
+      out += line + "\n";
+  return trim(out);
+}
+
 TEST(cli, metrics_over_http_serves_the_same_text) {
   auto metrics_port = free_port();
   fixture f{{"--metrics", "127.0.0.1:" + std::to_string(metrics_port)}};
@@ -665,12 +677,16 @@ TEST(cli, metrics_over_http_serves_the_same_text) {
       auto again = http_get(metrics_port, "/metrics");
       if (again)
         got = again;
-      return cli.exit_code == 0 && trim(got->second) == trim(cli.out);
+      return cli.exit_code == 0
+             && without_message_counts(got->second) == without_message_counts(cli.out);
     },
     30s, 100ms);
   ASSERT_EQ(cli.exit_code, 0) << describe(cli);
   expect_prometheus_text(got->second);
-  EXPECT_EQ(trim(got->second), trim(cli.out));
+  EXPECT_EQ(without_message_counts(got->second), without_message_counts(cli.out));
+  EXPECT_GT(
+    sample_value(got->second, R"(proctor_actor_messages_total{actor="procedure"})").value_or(0), 0)
+    << got->second;
   EXPECT_EQ(sample_value(got->second, R"(proctor_procedures_succeeded_total{type="demo.ledger"})"),
             1.0)
     << got->second;

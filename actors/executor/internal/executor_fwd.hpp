@@ -5,9 +5,11 @@
 
 #include <caf/fwd.hpp>
 
+#include "persistence/actor_messages.hpp"
+
 namespace proctor::exec_detail {
 
 struct executor_state;
-using executor_actor = caf::stateful_actor<executor_state>;
+using executor_actor = caf::stateful_actor<executor_state, counted_actor<actor_kind::executor>>;
 
 }  // namespace proctor::exec_detail

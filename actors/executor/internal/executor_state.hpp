@@ -48,6 +48,7 @@
 #include "actors/executor/internal/tasks_part.hpp"
 #include "actors/executor/metrics.hpp"
 #include "actors/wire/wall_clock.hpp"
+#include "persistence/counted_actor.hpp"
 #include "persistence/journal.hpp"
 
 namespace proctor::placement {

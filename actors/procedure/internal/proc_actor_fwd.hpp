@@ -4,9 +4,11 @@
 
 #include <caf/fwd.hpp>
 
+#include "persistence/actor_messages.hpp"
+
 namespace proctor {
 
 struct proc_actor_state;
-using proc_actor = caf::stateful_actor<proc_actor_state>;
+using proc_actor = caf::stateful_actor<proc_actor_state, counted_actor<actor_kind::procedure>>;
 
 }  // namespace proctor

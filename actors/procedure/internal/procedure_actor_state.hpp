@@ -32,6 +32,7 @@
 #include "actors/procedure/internal/proc_waits.hpp"
 #include "actors/procedure/procedure_actor.hpp"
 #include "actors/procedure/tree_status.hpp"
+#include "persistence/counted_actor.hpp"
 #include "persistence/journal.hpp"
 #include "supervision/restart_tracker.hpp"
 
