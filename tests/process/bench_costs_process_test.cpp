@@ -45,9 +45,13 @@ TEST(bench_costs, a_procedure_stays_within_its_budget_of_records_messages_and_al
     EXPECT_NEAR(num(per, "spawns"), 1, 0.01);
     // Seven fixed messages (submit, wait, the Submitted's append and acknowledgement, the
     // first step's turn, the tree's end, its actor's down) and two per step (the append and
-    // its acknowledgement); the journal's batches add a few hundredths.
-    EXPECT_GE(num(per, "messages"), 7 + 2 * steps - 0.01);
-    EXPECT_LE(num(per, "messages"), 7 + 2 * steps + 0.3);
+    // its acknowledgement). Besides, the journal takes one message per batch (its flush),
+    // however many records a batch gathers (fewer on a loaded machine), and the executor its
+    // periodic ticks: those are not per procedure.
+    const double messages = num(per, "messages") - num(per, "writes");
+    EXPECT_GE(messages, 7 + 2 * steps - 0.01);
+    EXPECT_LE(messages, 7 + 2 * steps + 0.2);
+    EXPECT_NEAR(num(by_actor, "procedure"), 1 + steps, 0.01);
     // A tree that never held a lock does not message the scheduler at its end.
     EXPECT_EQ(num(by_actor, "scheduler"), 0);
     EXPECT_EQ(num(by_actor, "timeout"), 0);
