@@ -68,8 +68,14 @@ def submit(node, args):
 
 
 def ended(node, id_):
+    """Its status once it has ended: SUCCESS, ROLLEDBACK, or FAILED for good. A root is FAILED
+    while its tree rolls back too ("rolling back: ...", "rollback (...)"), and that is no end:
+    taking it for one let the SIGKILL run look at a tree half undone."""
     s = node.status(id_)
-    return s if s and s["state"] in ("SUCCESS", "FAILED", "ROLLEDBACK") else None
+    if not s or s["state"] not in ("SUCCESS", "FAILED", "ROLLEDBACK"):
+        return None
+    rolling_back = s.get("waiting_for", "").startswith(("rolling back", "rollback"))
+    return None if s["state"] == "FAILED" and rolling_back else s
 
 
 def ledger(ledger_dir, id_):
