@@ -10,6 +10,7 @@
 #include "actors/procedure/remote.hpp"
 #include "actors/scheduling/worker_pool.hpp"
 #include "actors/wire/wall_clock.hpp"
+#include "persistence/thread_counters.hpp"
 
 namespace proctor {
 
@@ -178,15 +179,17 @@ void maybe_join(proc_actor* self) {
 }
 
 namespace {
-std::atomic<uint64_t> actors_started{0};
+// Per thread, like the actors' message counts: no locked instruction per spawn.
+struct actors_started_tag {};
+using actors_started = thread_counters<actors_started_tag, 1>;
 }  // namespace
 
 uint64_t procedure_actors_started() {
-  return actors_started.load(std::memory_order_relaxed);
+  return actors_started::sum(0);
 }
 
 caf::behavior procedure_actor(proc_actor* self, proc_start start) {
-  actors_started.fetch_add(1, std::memory_order_relaxed);
+  actors_started::add(0);
   // Its parent's end comes as a down_msg too (watch_children). A child gone leaves room
   // for a queued wake-up (max_live_children).
   self->set_down_handler([self](caf::down_msg& m) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstddef>
@@ -33,6 +34,7 @@
 #include "actors/base/errors.hpp"
 #include "actors/base/rpc.hpp"
 #include "actors/node/node.hpp"
+#include "persistence/actor_messages.hpp"
 #include "procedures/demo.hpp"
 
 namespace proctor::bench {
@@ -233,14 +235,13 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
 /// engine actors took (proctor_actor_messages_total), by kind of actor and in all.
 struct work_counts {
   double records = 0, writes = 0, spawns = 0, allocations = 0, messages = 0;
-  double messages_procedure = 0, messages_executor = 0, messages_journal = 0,
-         messages_scheduler = 0, messages_timeout = 0;
+  std::array<double, actor_kinds> messages_by_actor{};  ///< by actor_kind
 };
 work_counts count_work(caf::scoped_actor& self, const caf::actor& exec);
 
 /// Puts what was done between `before` and `after`, per procedure (`procs`) and per step
 /// (`steps` in all): cost_records, cost_writes, cost_spawns, cost_allocations, cost_messages,
-/// cost_messages_procedure (and the other kinds of actor) and the same with step_.
+/// cost_messages_KIND for each kind of actor (actor_kind_name) and the same with step_.
 void report_costs(reporter& r, const work_counts& before, const work_counts& after, double procs,
                   double steps);
 

@@ -264,16 +264,11 @@ work_counts count_work(caf::scoped_actor& self, const caf::actor& exec) {
   c.writes = metric(m, "proctor_journal_batches_total");
   c.spawns = metric(m, "proctor_procedure_actors_started_total");
   c.allocations = static_cast<double>(heap_allocations());
-  auto messages = [&m](const char* actor) {
-    return metric(m, std::string{"proctor_actor_messages_total{actor=\""} + actor + "\"}");
-  };
-  c.messages_procedure = messages("procedure");
-  c.messages_executor = messages("executor");
-  c.messages_journal = messages("journal");
-  c.messages_scheduler = messages("scheduler");
-  c.messages_timeout = messages("timeout");
-  c.messages = c.messages_procedure + c.messages_executor + c.messages_journal
-               + c.messages_scheduler + c.messages_timeout;
+  for (size_t k = 0; k < actor_kinds; ++k) {
+    c.messages_by_actor[k] = metric(m, std::string{"proctor_actor_messages_total{actor=\""}
+                                         + actor_kind_name(static_cast<actor_kind>(k)) + "\"}");
+    c.messages += c.messages_by_actor[k];
+  }
   return c;
 }
 
@@ -284,17 +279,16 @@ void report_costs(reporter& r, const work_counts& before, const work_counts& aft
     {"writes", &work_counts::writes},
     {"spawns", &work_counts::spawns},
     {"allocations", &work_counts::allocations},
-    {"messages", &work_counts::messages},
-    {"messages_procedure", &work_counts::messages_procedure},
-    {"messages_executor", &work_counts::messages_executor},
-    {"messages_journal", &work_counts::messages_journal},
-    {"messages_scheduler", &work_counts::messages_scheduler},
-    {"messages_timeout", &work_counts::messages_timeout}};
-  for (const auto& [name, field] : counts) {
-    double done = after.*field - before.*field;
-    r.put(std::string{"cost_"} + name, procs > 0 ? done / procs : 0);
-    r.put(std::string{"step_cost_"} + name, steps > 0 ? done / steps : 0);
-  }
+    {"messages", &work_counts::messages}};
+  auto put = [&](const std::string& name, double done) {
+    r.put("cost_" + name, procs > 0 ? done / procs : 0);
+    r.put("step_cost_" + name, steps > 0 ? done / steps : 0);
+  };
+  for (const auto& [name, field] : counts)
+    put(name, after.*field - before.*field);
+  for (size_t k = 0; k < actor_kinds; ++k)
+    put(std::string{"messages_"} + actor_kind_name(static_cast<actor_kind>(k)),
+        after.messages_by_actor[k] - before.messages_by_actor[k]);
 }
 
 }  // namespace proctor::bench

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <string>
+
+#include "persistence/actor_messages.hpp"
 
 namespace proctor::bench {
 
@@ -107,11 +110,14 @@ int report_run(const bench_options& o, bench_run& res) {
       auto one = [&](const char* what) {
         return fmt_num(steps.num(std::string{prefix} + what).value_or(0), 2);
       };
+      std::string by_actor;
+      for (size_t k = 0; k < actor_kinds; ++k) {
+        std::string actor = actor_kind_name(static_cast<actor_kind>(k));
+        by_actor += (k == 0 ? "" : ", ") + actor + " " + one(("messages_" + actor).c_str());
+      }
       return one("records") + " records, " + one("writes") + " writes, " + one("spawns")
-             + " actors, " + one("allocations") + " allocations, " + one("messages")
-             + " messages (procedure " + one("messages_procedure") + ", executor "
-             + one("messages_executor") + ", journal " + one("messages_journal") + ", scheduler "
-             + one("messages_scheduler") + ", timeout " + one("messages_timeout") + ")";
+             + " actors, " + one("allocations") + " allocations, " + one("messages") + " messages ("
+             + by_actor + ")";
     };
     row("    each procedure cost", cost("cost_"), "");
     row("    each step cost", cost("step_cost_"), "");
@@ -350,10 +356,9 @@ int report_run(const bench_options& o, bench_run& res) {
     for (const char* what : {"records", "writes", "spawns", "allocations", "messages"})
       out += std::string{out.size() > 1 ? ", " : ""} + "\"" + what + "\": " + value(what);
     out += ", \"messages_by_actor\": {";
-    const char* sep = "";
-    for (const char* actor : {"procedure", "executor", "journal", "scheduler", "timeout"}) {
-      out += std::string{sep} + "\"" + actor + "\": " + value(std::string{"messages_"} + actor);
-      sep = ", ";
+    for (size_t k = 0; k < actor_kinds; ++k) {
+      std::string actor = actor_kind_name(static_cast<actor_kind>(k));
+      out += (k == 0 ? "\"" : ", \"") + actor + "\": " + value("messages_" + actor);
     }
     return out + "}}";
   };

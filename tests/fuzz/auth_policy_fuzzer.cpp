@@ -59,20 +59,18 @@ void check_policy(std::string_view text) {
       if (prefix.empty() || prefix.size() > 128)
         fail("a type prefix of a bad length", text, who);
   };
-  for (const auto& [name, types] : p->client_types) {
-    auto i = p->clients.find(name);
-    if (i == p->clients.end())
-      fail("types for a client not listed", text, name);
-    check_types(types, i->second, name);
-    if (p->types_of({cert_identity::kind::client, name, {}}) != types)
-      fail("a listed client without its types", text, name);
-  }
-  for (const auto& [name, types] : p->node_types) {
-    auto i = p->nodes.find(name);
-    if (i == p->nodes.end())
-      fail("types for a node not listed", text, name);
-    check_types(types, i->second, name);
-  }
+  auto check_listed = [&](cert_identity::kind kind, const auto& types_by_name, const auto& roles) {
+    for (const auto& [name, types] : types_by_name) {
+      auto i = roles.find(name);
+      if (i == roles.end())
+        fail("types for a certificate not listed", text, name);
+      check_types(types, i->second, name);
+      if (p->types_of({kind, name, {}}) != types)
+        fail("a listed certificate without its types", text, name);
+    }
+  };
+  check_listed(cert_identity::kind::client, p->client_types, p->clients);
+  check_listed(cert_identity::kind::node, p->node_types, p->nodes);
   for (const auto& t : p->tokens) {
     if (t.name.empty())
       fail("a token without a name", text, "");
