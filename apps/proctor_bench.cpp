@@ -115,6 +115,15 @@ static int run_main(int argc, char** argv) {
     .add_option("--loop-compact-after", o.loop_compact_after,
                 "(l) records its tree holds before it is compacted (default 1000)")
     ->check(CLI::Range(uint64_t{2}, uint64_t{1} << 40));
+  app
+    .add_option("--election-timeout-ms", o.election_timeout_ms,
+                "(k) the replicas' --election-timeout-ms (default: proctord's)")
+    ->check(CLI::Range(100u, 60'000u));
+  app
+    .add_option("--soak-seconds", o.soak_seconds,
+                "(k) steps driven through the group for this long before the SIGKILL, its "
+                "elections counted (default 0)")
+    ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--quick", o.quick,
                "Small sizes for CI: N=2000, M=5000, C=1000, R=1000, T=10, L=20000");
   CLI11_PARSE(app, argc, argv);

@@ -89,8 +89,12 @@ struct raft_store_options {
   std::string dir;
 
   /// A follower that hears no leader for 1-2x this long starts an election; a leader that
-  /// hears from no majority for this long steps down.
-  unsigned election_timeout_ms = 1000;
+  /// hears from no majority for this long steps down. 500 ms (libraft's default is 1000):
+  /// the election is most of a failover (proctor-bench (k), 100,000 waiting: elected after
+  /// 1.94 s and the first step at 2.37 s with 1000 ms; 0.89 s and 1.19 s with 500 ms), and
+  /// ten minutes of steps through the group with a compile on both cores beside it began no
+  /// election with 500 ms (docs/benchmarks.md, "A replica group's failover").
+  unsigned election_timeout_ms = 500;
   unsigned heartbeat_timeout_ms = 100;
   /// Pre-vote: a candidate first asks whether it could win. Halves failover here (a follower
   /// that still trusts the old leader does not split the vote): 1.2-1.9 s instead of 2.3-3.2.

@@ -12,6 +12,7 @@
 
 #include "actors/executor/executor.hpp"
 #include "actors/node/node_cluster_options.hpp"
+#include "replication/raft_group.hpp"
 #include "tls/tls_options.hpp"
 
 namespace proctor {
@@ -34,7 +35,7 @@ struct node_flags {
   int audit_keep_days = 90;
   uint64_t history_keep_records = executor_config{}.history_keep_records;
   std::string replica, replicas_text;  // docs/replication.md
-  unsigned election_timeout_ms = 1000;
+  unsigned election_timeout_ms = raft_store_options{}.election_timeout_ms;
   bool join = false;
   std::string restore_from;
   bool recover_group = false;

@@ -49,7 +49,7 @@ struct replica_setup {
   std::shared_ptr<std::atomic<uint64_t>> refused_requests;
   /// This process's command line, to re-execute it with (null-terminated, as main's argv).
   char** argv = nullptr;
-  unsigned election_timeout_ms = 1000;
+  unsigned election_timeout_ms = raft_store_options{}.election_timeout_ms;
   /// An empty data directory joins the existing group (proctord --join) instead of founding
   /// it with `group`.
   bool join = false;

@@ -71,6 +71,8 @@ struct bench_options {
   size_t timers = 1000000;         // (j) timers due within one second
   size_t loops = 100000;           // (l) passes of the self-compacting loop
   uint64_t loop_compact_after = 1000;  // (l) the tree's threshold
+  unsigned election_timeout_ms = 0;    // (k) the replicas' --election-timeout-ms (0: default)
+  double soak_seconds = 0;             // (k) load on the group before the SIGKILL
 };
 
 // -- child processes (children.cpp) ---------------------------------------------------------
@@ -119,6 +121,10 @@ phase_result run_phase(const std::string& name, double timeout_s, bool kill_afte
 // -- helpers used inside children (children.cpp) --------------------------------------------
 
 size_t rss_bytes();
+
+/// CPU time this process (the node in the child) used so far, user and system, in
+/// microseconds: steadier on a shared machine than wall-clock rates.
+double cpu_us();
 
 /// Returns the allocator's free pages to the OS (phases_wait.cpp): what stays resident is
 /// what the node still holds.
@@ -201,6 +207,12 @@ burst_result run_burst(caf::actor_system& sys, const caf::actor& exec, size_t co
 
 struct pacer_result {
   std::vector<double> latency_us;  ///< of the procedures submitted in the measured window
+  /// Its parts, for the same procedures (docs/benchmarks.md, "The tail"): how late the pacer
+  /// sent the submit after its scheduled arrival (not in latency_us), submit to its
+  /// acknowledgement (the Submitted durable), acknowledgement to SUCCESS (the step, its
+  /// synced record, the answer).
+  std::vector<double> late_us, ack_us, end_us;
+  std::vector<double> sent_at_ms;  ///< when each was sent, since the pacer's start
   size_t sent = 0;
   size_t not_succeeded = 0;
   double measured_s = 0;
@@ -314,9 +326,10 @@ void await_waiting(uint16_t port, size_t n, const std::string& what);
 /// ends otherwise.
 void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit);
 
-/// Waits (at most `limit`) until `ok` holds; throws `what` otherwise.
+/// Waits (at most `limit`) until `ok` holds, asking every `every`; throws `what` otherwise.
 template <class F>
-void await(F ok, std::chrono::seconds limit, const std::string& what) {
+void await(F ok, std::chrono::seconds limit, const std::string& what,
+           std::chrono::milliseconds every = std::chrono::milliseconds{50}) {
   auto end = clk::now() + limit;
   while (true) {
     try {
@@ -327,7 +340,7 @@ void await(F ok, std::chrono::seconds limit, const std::string& what) {
     }
     if (clk::now() > end)
       throw std::runtime_error(what);
-    std::this_thread::sleep_for(std::chrono::milliseconds{50});
+    std::this_thread::sleep_for(every);
   }
 }
 

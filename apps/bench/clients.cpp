@@ -168,17 +168,22 @@ void pacer_finish(caf::event_based_actor* self, const std::shared_ptr<pacer_stat
 void pacer_send(caf::event_based_actor* self, const std::shared_ptr<pacer_state>& st,
                 clk::time_point now) {
   bool measured = now >= st->t_measure;
+  const auto scheduled = st->t_start
+                         + std::chrono::duration_cast<clk::duration>(
+                           std::chrono::duration<double>(static_cast<double>(st->sent) / st->rate));
   ++st->sent;
   st->measured_sent += measured ? 1 : 0;
   ++st->outstanding;
   auto t_sub = clk::now();
+  const double late_us = std::chrono::duration<double, std::micro>(t_sub - scheduled).count();
   auto on_error = [self, st](caf::error& e) {
     st->res.error = error_text(self->system(), e);
     pacer_finish(self, st);
   };
   self->request(st->exec, caf::infinite, rpc_atom::value, st->req)
     .then(
-      [self, st, t_sub, measured, on_error](std::string& bytes) {
+      [self, st, t_sub, late_us, measured, on_error](std::string& bytes) {
+        auto t_ack = clk::now();
         proctor::pb::Response r;
         if (!r.ParseFromString(bytes) || r.code() != proctor::pb::Response::OK) {
           st->res.error = "submit refused: " + r.error();
@@ -186,14 +191,20 @@ void pacer_send(caf::event_based_actor* self, const std::shared_ptr<pacer_state>
         }
         self->request(st->exec, caf::infinite, rpc_atom::value, wait_req(r.id()))
           .then(
-            [self, st, t_sub, measured](std::string& bytes) {
+            [self, st, t_sub, t_ack, late_us, measured](std::string& bytes) {
               auto t_end = clk::now();
               proctor::pb::Response w;
-              if (!w.ParseFromString(bytes) || w.status().state() != proctor::pb::SUCCESS)
+              using us = std::chrono::duration<double, std::micro>;
+              if (!w.ParseFromString(bytes) || w.status().state() != proctor::pb::SUCCESS) {
                 ++st->res.not_succeeded;
-              else if (measured)
-                st->res.latency_us.push_back(
-                  std::chrono::duration<double, std::micro>(t_end - t_sub).count());
+              } else if (measured) {
+                st->res.latency_us.push_back(us(t_end - t_sub).count());
+                st->res.late_us.push_back(late_us);
+                st->res.ack_us.push_back(us(t_ack - t_sub).count());
+                st->res.end_us.push_back(us(t_end - t_ack).count());
+                st->res.sent_at_ms.push_back(
+                  std::chrono::duration<double, std::milli>(t_sub - st->t_start).count());
+              }
               --st->outstanding;
               if (st->stopped && st->outstanding == 0)
                 pacer_finish(self, st);
@@ -243,17 +254,20 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
   r.put(prefix + "journal_batches", batches);
   r.put(prefix + "journal_records", records);
   r.put(prefix + "journal_fsync_us", fsync_us);
-  // The slowest synced write, as the histogram knows it: the bound of its bucket (the
-  // first whose cumulative count is all of them; +Inf: over the last bound).
+  // A quantile of the synced writes, as the histogram knows it: the bound of the first
+  // bucket whose cumulative count reaches that share of them (+Inf: over the last bound).
   auto count = metric(m, "proctor_journal_sync_seconds_count");
-  const std::string bucket = "proctor_journal_sync_seconds_bucket{le=\"";
-  double slowest_us = -1;
-  std::istringstream lines(m);
-  for (std::string line; slowest_us < 0 && std::getline(lines, line);)
-    if (line.rfind(bucket, 0) == 0
-        && std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr) >= count)
-      slowest_us = std::strtod(line.c_str() + bucket.size(), nullptr) * 1e6;
-  r.put(prefix + "journal_max_fsync_us", slowest_us);
+  auto bound_us = [&](double share) {
+    const std::string bucket = "proctor_journal_sync_seconds_bucket{le=\"";
+    std::istringstream lines(m);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind(bucket, 0) == 0
+          && std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr) >= share * count)
+        return std::strtod(line.c_str() + bucket.size(), nullptr) * 1e6;
+    return -1.0;
+  };
+  r.put(prefix + "journal_max_fsync_us", bound_us(1.0));
+  r.put(prefix + "journal_p99_fsync_us", bound_us(0.99));
   r.put(prefix + "journal_slow_writes", metric(m, "proctor_journal_slow_writes_total"));
 }
 

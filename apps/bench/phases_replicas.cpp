@@ -3,9 +3,14 @@
 //             procedures suspended on events submitted to the leader by 32 client threads
 //             over the client protocol (each acknowledged once on a majority), timed; the
 //             same submits to one proctord without replicas, timed, for the ratio;
+//   soak:     (--soak-seconds) steps driven through the leader by 32 clients for that long;
+//             the group's elections (Raft terms begun) from its first leader to the SIGKILL
+//             are counted: under load there should be none.
 //   failover: SIGKILL of the leader, then one-step procedures submitted to the other two
 //             replicas until one accepts: the clock stops when it is SUCCESS (its step
-//             committed by the new leader). Also reported: when all M waiting procedures
+//             committed by the new leader). Its parts: when a survivor says it leads (a term
+//             after the killed leader's), when it accepts the submit (it took over: its
+//             journal recovered), the step. Also reported: when all M waiting procedures
 //             were waiting again on the new leader.
 //   also:     durable steps/s (demo.noop, 32 clients) and one client's submit-to-ack
 //             p50/p99, on the group's leader and on the single proctord; the catch-up of a
@@ -153,6 +158,57 @@ bool serves(uint16_t port) {
   }
 }
 
+/// The group as the replica serving clients on `port` sees it (any replica answers).
+pb::ReplicasInfo group_seen_by(uint16_t port) {
+  pb::Request req;
+  req.mutable_replicas();
+  auto r = ask(port, req, std::chrono::seconds{10});
+  if (r.code() != pb::Response::OK)
+    throw std::runtime_error("replicas: " + r.error());
+  return r.replicas();
+}
+
+/// The index in `g` of the replica that serves clients (the group's ready leader).
+size_t await_leader(const node_group& g, const std::string& dir) {
+  size_t leader = 0;
+  await(
+    [&] {
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (g.nodes[i].pid > 0 && serves(g.nodes[i].port)) {
+          leader = i;
+          return true;
+        }
+      return false;
+    },
+    std::chrono::seconds{120}, "no replica was elected (logs: " + dir + "/b*.log)");
+  return leader;
+}
+
+/// Drives steps through the group's leader for --soak-seconds (rounds of steps_per_s; a round a
+/// change of leader interrupts is started again on the new one). Returns the leader's index
+/// at the end; reports soak_steps_per_s and soak_rounds_interrupted.
+size_t soak(reporter& r, const bench_options& o, const node_group& g, size_t leader,
+            const std::string& dir) {
+  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures / 10, 2000));
+  const auto t0 = clk::now();
+  const auto until = t0 + std::chrono::duration<double>(o.soak_seconds);
+  double steps = 0;
+  size_t interrupted = 0;
+  for (size_t round = 0; clk::now() < until; ++round) {
+    try {
+      const std::string tag = "soak-" + std::to_string(round);
+      steps_per_s(g.nodes[leader].port, procs, o.steps, 32, tag);
+      steps += static_cast<double>(procs) * o.steps;
+    } catch (const std::runtime_error&) {
+      ++interrupted;
+      leader = await_leader(g, dir);
+    }
+  }
+  r.put("soak_steps_per_s", steps / secs(clk::now() - t0));
+  r.put("soak_rounds_interrupted", static_cast<double>(interrupted));
+  return leader;
+}
+
 }  // namespace
 
 void phase_replica_failover(reporter& r, const bench_options& o, const std::string& dir) {
@@ -179,23 +235,27 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
     spec += (i ? "," : "") + g.nodes[i].name + "=127.0.0.1:" + std::to_string(g.nodes[i].port) + "/"
             + std::to_string(raft_ports[i]);
   }
+  // Each replica gets the same flags; --election-timeout-ms only when asked (A/B of it).
+  auto replica_args = [&](const std::string& name, std::vector<std::string> args) {
+    std::vector<std::string> all{
+      "--data-dir", dir + "/" + name,         "--name", "b", "--replica", name,
+      "--workers",  std::to_string(o.workers)};
+    if (o.election_timeout_ms != 0)
+      all.insert(all.end(), {"--election-timeout-ms", std::to_string(o.election_timeout_ms)});
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  };
   for (auto& p : g.nodes)
-    p.pid = spawn_proctord({"--data-dir", dir + "/" + p.name, "--name", "b", "--replica", p.name,
-                            "--replicas", spec, "--workers", std::to_string(o.workers)},
-                           dir + "/" + p.name + ".log");
-  size_t leader = 0;
-  await(
-    [&] {
-      for (size_t i = 0; i < 3; ++i)
-        if (serves(g.nodes[i].port)) {
-          leader = i;
-          return true;
-        }
-      return false;
-    },
-    std::chrono::seconds{120}, "no replica was elected (logs: " + dir + "/b*.log)");
+    p.pid = spawn_proctord(replica_args(p.name, {"--replicas", spec}), dir + "/" + p.name + ".log");
+  size_t leader = await_leader(g, dir);
+  const uint64_t first_term = group_seen_by(g.nodes[leader].port).term();
   measure_node(r, o, g.nodes[leader].port, "group");
   r.put("procedures", static_cast<double>(o.waiting));
+  if (o.soak_seconds > 0)
+    leader = soak(r, o, g, leader, dir);
+  // Elections under load: terms begun after the first leader's, with clients busy all along.
+  const uint64_t kill_term = group_seen_by(g.nodes[leader].port).term();
+  r.put("elections_before_kill", static_cast<double>(kill_term - first_term));
 
   auto t0 = clk::now();
   kill_proctord(g.nodes[leader].pid);
@@ -206,11 +266,17 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
   submit.mutable_submit()->set_nonce("failover-probe");  // sent again until accepted: one
   uint64_t id = 0;
   uint16_t port = 0;
+  double elected_s = -1;
   await(
     [&] {
       for (size_t i = 0; i < 3; ++i) {
         if (i == leader)
           continue;
+        if (elected_s < 0) {
+          auto seen = group_seen_by(g.nodes[i].port);
+          if (seen.term() > kill_term && !seen.leader().empty())
+            elected_s = secs(clk::now() - t0);
+        }
         auto resp = ask(g.nodes[i].port, submit, std::chrono::seconds{30});
         if (resp.code() == pb::Response::OK) {
           id = resp.id();
@@ -222,12 +288,17 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
       }
       return false;
     },
-    std::chrono::seconds{300}, "no replica took over (logs: " + dir + "/b*.log)");
+    std::chrono::seconds{300}, "no replica took over (logs: " + dir + "/b*.log)",
+    std::chrono::milliseconds{5});  // finer than the parts it measures (tens of ms)
+  const double serving_s = secs(clk::now() - t0);
   await_success(port, id, std::chrono::seconds{120});
   auto took = secs(clk::now() - t0);
   await_waiting(port, o.waiting, "the new leader did not recover every waiting procedure");
   r.put("seconds", took);
+  r.put("elected_s", elected_s < 0 ? serving_s : elected_s);
+  r.put("serving_s", serving_s);
   r.put("all_back_s", secs(clk::now() - t0));
+  r.put("failover_elections", static_cast<double>(group_seen_by(port).term() - kill_term));
 
   // Replacing the lost machine: the dead leader removed, a fresh replica b4 (started with
   // --join) added; timed from the add to its answer (b4 caught up: a snapshot of the whole
@@ -245,9 +316,7 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
                + std::to_string(raft_ports[i]) + ",";
   const auto item4 = "b4=127.0.0.1:" + std::to_string(b4.port) + "/" + std::to_string(raft4);
   spec4 += item4;
-  b4.pid = spawn_proctord({"--data-dir", dir + "/b4", "--name", "b", "--replica", "b4", "--join",
-                           "--replicas", spec4, "--workers", std::to_string(o.workers)},
-                          dir + "/b4.log");
+  b4.pid = spawn_proctord(replica_args("b4", {"--join", "--replicas", spec4}), dir + "/b4.log");
   g.nodes.push_back(b4);
   pb::Request add;
   add.mutable_replicas()->set_add(item4);

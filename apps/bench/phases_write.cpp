@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -161,6 +162,7 @@ void phase_latency_calibrate(reporter& r, const bench_options& o, const std::str
   auto req = submit_req("demo.noop", "{\"steps\":1}");
   size_t k = std::clamp<size_t>(o.procedures / 4, 1000, 5000);
   auto t0 = clk::now();
+  const double cpu0 = cpu_us();
   auto res = run_burst(
     *nc.sys, nc.exec(), k, k, [req](size_t) { return req; }, true);
   if (!res.error.empty())
@@ -169,6 +171,7 @@ void phase_latency_calibrate(reporter& r, const bench_options& o, const std::str
     throw std::runtime_error(std::to_string(res.not_succeeded)
                              + " procedure(s) did not end in SUCCESS");
   r.put("max_rate", static_cast<double>(k) / secs(res.t_end - t0));
+  r.put("cpu_busy", (cpu_us() - cpu0) / 1e6 / secs(clk::now() - t0));
   r.put("count", static_cast<double>(k));
   r.finish();
 }
@@ -192,14 +195,39 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
   st->done = std::make_shared<std::promise<pacer_result>>();
   auto fut = st->done->get_future();
   nc.sys->spawn(pacer, st);
+  // The process's CPU (the node and the pacer) over the measured window, from the end of the
+  // warm-up to the last answer: how busy "half load" keeps the cores, beside the
+  // calibration's figure.
+  std::this_thread::sleep_until(st->t_measure);
+  const double cpu0 = cpu_us();
+  const auto t_cpu0 = clk::now();
   auto res = fut.get();
+  r.put("cpu_busy", (cpu_us() - cpu0) / 1e6 / secs(clk::now() - t_cpu0));
   if (!res.error.empty())
     throw std::runtime_error(res.error);
   if (res.not_succeeded > 0)
     throw std::runtime_error(std::to_string(res.not_succeeded)
                              + " procedure(s) did not end in SUCCESS");
   auto& v = res.latency_us;
+  // How bunched the slowest 1 % are: the 10 ms windows of sending they fall in (a steady
+  // queue spreads them over the run; a stall gathers them in a few windows).
+  {
+    auto sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    const double p99 = percentile(sorted, 0.99);
+    std::set<int64_t> windows;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] >= p99)
+        windows.insert(static_cast<int64_t>(res.sent_at_ms[i] / 10));
+    r.put("tail_windows", static_cast<double>(windows.size()));
+  }
   std::sort(v.begin(), v.end());
+  for (auto [key, part] : {std::pair{"late", &res.late_us}, std::pair{"ack", &res.ack_us},
+                           std::pair{"end", &res.end_us}}) {
+    std::sort(part->begin(), part->end());
+    r.put(std::string(key) + "_p50_us", percentile(*part, 0.50));
+    r.put(std::string(key) + "_p99_us", percentile(*part, 0.99));
+  }
   r.put("rate", rate);
   r.put("achieved_rate", static_cast<double>(res.sent) / res.measured_s);
   r.put("count", static_cast<double>(v.size()));
@@ -235,7 +263,7 @@ void phase_latency_floor(reporter& r, const bench_options& o, const std::string&
     clk::time_point arrival;
   };
   std::vector<item> first, second;  // waiting for their first / second write
-  std::vector<double> lat_us;
+  std::vector<double> lat_us, write_us;
   uint64_t arrived = 0;
   uint64_t lsn = 0;
   size_t writes = 0;
@@ -265,7 +293,8 @@ void phase_latency_floor(reporter& r, const bench_options& o, const std::string&
       throw std::runtime_error("rocksdb write: " + s.ToString());
     auto done = clk::now();
     ++writes;
-    slowest_us = std::max(slowest_us, std::chrono::duration<double, std::micro>(done - tw).count());
+    write_us.push_back(std::chrono::duration<double, std::micro>(done - tw).count());
+    slowest_us = std::max(slowest_us, write_us.back());
     for (const auto& it : second)
       if (it.arrival >= t_measure)
         lat_us.push_back(std::chrono::duration<double, std::micro>(done - it.arrival).count());
@@ -280,6 +309,9 @@ void phase_latency_floor(reporter& r, const bench_options& o, const std::string&
   r.put("max_us", lat_us.empty() ? 0 : lat_us.back());
   r.put("writes", static_cast<double>(writes));
   r.put("slowest_write_us", slowest_us);
+  std::sort(write_us.begin(), write_us.end());
+  r.put("write_p50_us", percentile(write_us, 0.50));
+  r.put("write_p99_us", percentile(write_us, 0.99));
   r.finish();
 }
 

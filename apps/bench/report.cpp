@@ -33,6 +33,20 @@ std::string json_num(const std::optional<double>& v, int decimals = 0) {
   return buf;
 }
 
+/// What report_costs put under `prefix` in `p`, for the table.
+std::string cost_text(const phase_result& p, const char* prefix) {
+  auto one = [&](const std::string& what) {
+    return fmt_num(p.num(std::string{prefix} + what).value_or(0), 2);
+  };
+  std::string by_actor;
+  for (size_t k = 0; k < actor_kinds; ++k) {
+    std::string actor = actor_kind_name(static_cast<actor_kind>(k));
+    by_actor += (k == 0 ? "" : ", ") + actor + " " + one("messages_" + actor);
+  }
+  return one("records") + " records, " + one("writes") + " writes, " + one("spawns") + " actors, "
+         + one("allocations") + " allocations, " + one("messages") + " messages (" + by_actor + ")";
+}
+
 std::string verdict(bool pass) {
   return pass ? "PASS" : "MISS";
 }
@@ -106,21 +120,8 @@ int report_run(const bench_options& o, bench_run& res) {
       row("    journal", fmt_num(b) + " synced batches, " + fmt_num(recs / b, 1) + " rec/batch",
           fmt_num(steps.num("journal_fsync_us").value_or(0) / 1e6, 2) + " s in synced writes of "
             + fmt_num(steps.num("seconds").value_or(0), 2) + " s");
-    auto cost = [&](const char* prefix) {
-      auto one = [&](const char* what) {
-        return fmt_num(steps.num(std::string{prefix} + what).value_or(0), 2);
-      };
-      std::string by_actor;
-      for (size_t k = 0; k < actor_kinds; ++k) {
-        std::string actor = actor_kind_name(static_cast<actor_kind>(k));
-        by_actor += (k == 0 ? "" : ", ") + actor + " " + one(("messages_" + actor).c_str());
-      }
-      return one("records") + " records, " + one("writes") + " writes, " + one("spawns")
-             + " actors, " + one("allocations") + " allocations, " + one("messages") + " messages ("
-             + by_actor + ")";
-    };
-    row("    each procedure cost", cost("cost_"), "");
-    row("    each step cost", cost("step_cost_"), "");
+    row("    each procedure cost", cost_text(steps, "cost_"), "");
+    row("    each step cost", cost_text(steps, "step_cost_"), "");
   } else {
     row("(b) durable steps", failed(steps), "");
   }
@@ -133,7 +134,17 @@ int report_run(const bench_options& o, bench_run& res) {
     row("    samples",
         fmt_num(*lat.num("count")) + " at " + fmt_num(*lat.num("achieved_rate")) + "/s, max "
           + fmt_num(*lat.num("max_us")) + " us",
-        "");
+        "the process's CPU: " + fmt_num(*lat.num("cpu_busy"), 2) + " cores busy"
+          + (cal.num("cpu_busy") ? " (" + fmt_num(*cal.num("cpu_busy"), 2) + " at the max)" : ""));
+    if (auto ack = lat.num("ack_p99_us"))
+      row("    its parts, p50 / p99",
+          "submit to ack " + fmt_num(*lat.num("ack_p50_us")) + " / " + fmt_num(*ack)
+            + ", ack to end " + fmt_num(*lat.num("end_p50_us")) + " / "
+            + fmt_num(*lat.num("end_p99_us")) + " us",
+          "sent late " + fmt_num(*lat.num("late_p50_us")) + " / " + fmt_num(*lat.num("late_p99_us"))
+            + " us (not in the latency); synced writes p99 <= "
+            + fmt_num(*lat.num("journal_p99_fsync_us")) + " us; the slowest 1 % sent in "
+            + fmt_num(*lat.num("tail_windows")) + " windows of 10 ms");
     if (auto b = lat.num("journal_batches"); b && *b > 0)
       row("    journal (whole run, warm-up included)",
           fmt_num(*b) + " synced writes, slowest <= " + fmt_num(*lat.num("journal_max_fsync_us"))
@@ -153,7 +164,8 @@ int report_run(const bench_options& o, bench_run& res) {
     row("    floor: its synced writes",
         fmt_num(*floor.num("writes")) + ", slowest " + fmt_num(*floor.num("slowest_write_us"))
           + " us",
-        "");
+        "p50 " + fmt_num(*floor.num("write_p50_us")) + ", p99 "
+          + fmt_num(*floor.num("write_p99_us")) + " us");
   } else if (want("c") && !floor.error.empty() && lat.ok) {
     row("    floor: raw RocksDB at the same rate", failed(floor), "");
   }
@@ -249,6 +261,7 @@ int report_run(const bench_options& o, bench_run& res) {
     row("    floor: actors that only spawn, take one message, answer, exit",
         fmt_num(*timers.num("actor_floor_per_s")) + " actors/s",
         "same actor system, after the firing; bounds resumed/s");
+    row("    each resumed procedure cost", cost_text(timers, "cost_"), "");
   } else {
     row("(j) timers due within one second", failed(timers), "");
   }
@@ -259,6 +272,15 @@ int report_run(const bench_options& o, bench_run& res) {
         fmt_num(*failover_s, 2) + " s",
         "SIGKILL of the leader to the first step; all waiting again: "
           + fmt_num(*failover.num("all_back_s"), 2) + " s");
+    row("    its parts", "elected " + fmt_num(*failover.num("elected_s"), 2) + " s",
+        "serving (journal recovered) " + fmt_num(*failover.num("serving_s"), 2)
+          + " s; elections: " + fmt_num(*failover.num("failover_elections")));
+    std::string load = "from the first leader to the SIGKILL, clients busy";
+    if (auto soak = failover.num("soak_steps_per_s"))
+      load +=
+        "; soak of " + fmt_num(o.soak_seconds) + " s at " + fmt_num(*soak)
+        + " steps/s, rounds interrupted: " + fmt_num(*failover.num("soak_rounds_interrupted"));
+    row("    elections under load", fmt_num(*failover.num("elections_before_kill")), load);
     auto ratio = [&](const std::string& what, const std::string& key, const std::string& unit,
                      const std::string& how) {
       auto g = *failover.num("group_" + key), one = *failover.num("single_" + key);
@@ -348,9 +370,9 @@ int report_run(const bench_options& o, bench_run& res) {
 
   // What each procedure and each step of (b) cost (docs/benchmarks.md, "What a procedure
   // costs"): messages in all, and by kind of actor under messages_by_actor.
-  auto costs = [&](const char* prefix) {
+  auto costs = [&](const char* prefix, const phase_result& of) {
     auto value = [&](const std::string& what) {
-      return json_num(get(steps, (prefix + what).c_str()), 2);
+      return json_num(get(of, (prefix + what).c_str()), 2);
     };
     std::string out = "{";
     for (const char* what : {"records", "writes", "spawns", "allocations", "messages"})
@@ -372,7 +394,14 @@ int report_run(const bench_options& o, bench_run& res) {
       << "}, \"latency_floor_us\": {\"p50\": " << json_num(get(floor, "p50_us"))
       << ", \"p99\": " << json_num(get(floor, "p99_us"))
       << ", \"p999\": " << json_num(get(floor, "p999_us"))
-      << "}, \"per_procedure\": " << costs("cost_") << ", \"per_step\": " << costs("step_cost_")
+      << ", \"write_p99\": " << json_num(get(floor, "write_p99_us"))
+      << "}, \"latency_stages_us\": {\"sent_late_p99\": " << json_num(get(lat, "late_p99_us"))
+      << ", \"submit_to_ack_p99\": " << json_num(get(lat, "ack_p99_us"))
+      << ", \"ack_to_end_p99\": " << json_num(get(lat, "end_p99_us"))
+      << ", \"journal_sync_p99_bound\": " << json_num(get(lat, "journal_p99_fsync_us"))
+      << ", \"tail_windows_10ms\": " << json_num(get(lat, "tail_windows"))
+      << "}, \"per_procedure\": " << costs("cost_", steps)
+      << ", \"per_step\": " << costs("step_cost_", steps)
       << ", \"recovery_procs_per_s\": " << json_num(rec_ps)
       << ", \"bytes_per_waiting_procedure\": " << json_num(bytes)
       << ", \"wide_tree_10k_children_s\": " << json_num(fan_s, 3)
@@ -380,7 +409,11 @@ int report_run(const bench_options& o, bench_run& res) {
       << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
       << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
       << ", \"takeover_s\": " << json_num(takeover_s, 3)
-      << ", \"replica_failover_s\": " << json_num(failover_s, 3) << ", \"replica_steps_ratio\": "
+      << ", \"replica_failover_s\": " << json_num(failover_s, 3)
+      << ", \"replica_failover_elected_s\": " << json_num(get(failover, "elected_s"), 3)
+      << ", \"replica_failover_serving_s\": " << json_num(get(failover, "serving_s"), 3)
+      << ", \"replica_elections_under_load\": " << json_num(get(failover, "elections_before_kill"))
+      << ", \"replica_steps_ratio\": "
       << json_num(ratio_of(failover, "group_steps_per_s", "single_steps_per_s"), 2)
       << ", \"replica_catch_up_mb_per_s\": " << json_num(get(failover, "catch_up_mb_per_s"), 1)
       << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
@@ -389,6 +422,7 @@ int report_run(const bench_options& o, bench_run& res) {
       << ", \"bytes_per_passivated_waiter\": "
       << json_num(get(timers, "recovered_bytes_per_waiter"))
       << ", \"timers_actor_floor_per_s\": " << json_num(get(timers, "actor_floor_per_s"))
+      << ", \"timers_per_resumed\": " << costs("cost_", timers)
       << ", \"loop_per_s\": " << json_num(get(loop_runs["big"].pop, "loops_per_s"))
       << ", \"loop_most_records\": " << json_num(get(loop_runs["big"].pop, "most_records"))
       << ", \"loop_recovery_s\": " << json_num(get(loop_runs["big"].rec, "back_s"), 3)
