@@ -20,7 +20,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -30,6 +33,7 @@
 #include "actors/base/placement.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "bench.hpp"
+#include "persistence/actor_messages.hpp"
 
 extern char** environ;
 
@@ -89,6 +93,59 @@ uint64_t submit_fanout(uint16_t port, const std::string& args) {
   return r.id();
 }
 
+/// What the nodes of a group did, summed over them: from their metrics and, for the CPU, the
+/// kernel's account of each proctord process.
+struct group_work {
+  double records = 0, writes = 0, sync_s = 0, messages = 0, cpu_s = 0;
+
+  static group_work of(const node_group& g) {
+    group_work w;
+    pb::Request req;
+    req.mutable_metrics();
+    for (const auto& n : g.nodes) {
+      auto m = ask(n.port, req, std::chrono::seconds{30}).text();
+      w.records += metric(m, "proctor_journal_records_total");
+      w.writes += metric(m, "proctor_journal_batches_total");
+      w.sync_s += metric(m, "proctor_journal_sync_seconds_sum");
+      for (size_t k = 0; k < actor_kinds; ++k)
+        w.messages += metric(m, std::string{"proctor_actor_messages_total{actor=\""}
+                                  + actor_kind_name(static_cast<actor_kind>(k)) + "\"}");
+      w.cpu_s += process_cpu_s(n.pid);
+    }
+    return w;
+  }
+
+  /// User and system CPU seconds of process `pid` so far (/proc/PID/stat), 0 if unreadable.
+  static double process_cpu_s(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');  // the command name may hold spaces
+    if (close == std::string::npos)
+      return 0;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    // Fields 3.. after the name; utime and stime are the 14th and 15th of the line.
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14)
+        utime = std::strtod(field.c_str(), nullptr);
+      if (i == 15)
+        stime = std::strtod(field.c_str(), nullptr);
+    }
+    return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
+};
+
+/// Reports what `after` - `before` is per child step, under `prefix`.
+void report_group_work(reporter& r, const std::string& prefix, const group_work& before,
+                       const group_work& after, double steps) {
+  r.put(prefix + "_records_per_step", (after.records - before.records) / steps);
+  r.put(prefix + "_writes", after.writes - before.writes);
+  r.put(prefix + "_sync_s", after.sync_s - before.sync_s);
+  r.put(prefix + "_messages_per_step", (after.messages - before.messages) / steps);
+  r.put(prefix + "_cpu_us_per_step", (after.cpu_s - before.cpu_s) * 1e6 / steps);
+}
+
 /// T roots of K children of S steps (children placed as `placement` says) on the nodes of
 /// `g`, submitted to its first node at once: child steps per second, submit to last SUCCESS.
 double spread_workload(node_group& g, const bench_options& o, const std::string& placement) {
@@ -122,15 +179,21 @@ void phase_remote_fanout(reporter& r, const bench_options& o, const std::string&
 
 void phase_spread(reporter& r, const bench_options& o, const std::string& dir) {
   double three = 0, one = 0;
+  const double steps =
+    static_cast<double>(o.spread_roots) * static_cast<double>(o.spread_children * o.spread_steps);
   {
     node_group g;
     start_nodes(g, dir + "/three", {"a", "b", "c"}, o.workers);
+    auto before = group_work::of(g);
     three = spread_workload(g, o, ",\"spread\":true");
+    report_group_work(r, "three", before, group_work::of(g), steps);
   }
   {
     node_group g;
     start_nodes(g, dir + "/one", {"solo"}, o.workers);
+    auto before = group_work::of(g);
     one = spread_workload(g, o, "");
+    report_group_work(r, "one", before, group_work::of(g), steps);
   }
   r.put("three_nodes_steps_per_s", three);
   r.put("one_node_steps_per_s", one);

@@ -225,6 +225,16 @@ int report_run(const bench_options& o, bench_run& res) {
           + " steps, three nodes",
         fmt_num(*three_ps) + " steps/s", "ratio to one node: " + fmt_num(*three_ps / *one_ps, 2));
     row("    the same on one node", fmt_num(*one_ps) + " steps/s", "(nodes share this machine)");
+    for (const char* which : {"three", "one"}) {
+      auto w = [&](const char* what) {
+        return spread.num(std::string{which} + "_" + what).value_or(0);
+      };
+      row(std::string{"    per child step, "} + (which[0] == 't' ? "three nodes" : "one node"),
+          fmt_num(w("cpu_us_per_step"), 1) + " us CPU, " + fmt_num(w("records_per_step"), 2)
+            + " records, " + fmt_num(w("messages_per_step"), 2) + " messages",
+          "synced writes: " + fmt_num(w("writes")) + ", " + fmt_num(w("sync_s"), 2)
+            + " s in them (all nodes)");
+    }
   } else {
     row("(h) three nodes beside one", failed(spread), "");
   }
@@ -408,6 +418,9 @@ int report_run(const bench_options& o, bench_run& res) {
       << ", \"remote_children_per_s\": " << json_num(remote_ps)
       << ", \"spread_three_nodes_steps_per_s\": " << json_num(three_ps)
       << ", \"spread_one_node_steps_per_s\": " << json_num(one_ps)
+      << ", \"spread_cpu_us_per_step\": {\"three\": "
+      << json_num(get(spread, "three_cpu_us_per_step"), 1)
+      << ", \"one\": " << json_num(get(spread, "one_cpu_us_per_step"), 1) << "}"
       << ", \"takeover_s\": " << json_num(takeover_s, 3)
       << ", \"replica_failover_s\": " << json_num(failover_s, 3)
       << ", \"replica_failover_elected_s\": " << json_num(get(failover, "elected_s"), 3)
