@@ -207,10 +207,10 @@ burst_result run_burst(caf::actor_system& sys, const caf::actor& exec, size_t co
 
 struct pacer_result {
   std::vector<double> latency_us;  ///< of the procedures submitted in the measured window
-  /// Its parts, for the same procedures (docs/benchmarks.md, "The tail"): how late the pacer
-  /// sent the submit after its scheduled arrival (not in latency_us), submit to its
-  /// acknowledgement (the Submitted durable), acknowledgement to SUCCESS (the step, its
-  /// synced record, the answer).
+  /// Its parts, for the same procedures (docs/benchmarks.md, "Where (c)'s tail comes
+  /// from"): how late the pacer sent the submit after its scheduled arrival (not in
+  /// latency_us), submit to its acknowledgement (the Submitted durable), acknowledgement to
+  /// SUCCESS (the step, its synced record, the answer).
   std::vector<double> late_us, ack_us, end_us;
   std::vector<double> sent_at_ms;  ///< when each was sent, since the pacer's start
   size_t sent = 0;
