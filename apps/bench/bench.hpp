@@ -250,6 +250,9 @@ struct work_counts {
   std::array<double, actor_kinds> messages_by_actor{};  ///< by actor_kind
 };
 work_counts count_work(caf::scoped_actor& self, const caf::actor& exec);
+/// The same read from a node's metrics text (any process's: no allocations, which only this
+/// process can count).
+work_counts work_in_metrics(const std::string& metrics);
 
 /// Puts what was done between `before` and `after`, per procedure (`procs`) and per step
 /// (`steps` in all): cost_records, cost_writes, cost_spawns, cost_allocations, cost_messages,

@@ -271,18 +271,22 @@ void report_journal(reporter& r, caf::scoped_actor& self, const caf::actor& exec
   r.put(prefix + "journal_slow_writes", metric(m, "proctor_journal_slow_writes_total"));
 }
 
-work_counts count_work(caf::scoped_actor& self, const caf::actor& exec) {
-  auto m = call(self, exec, metrics_req()).text();
+work_counts work_in_metrics(const std::string& m) {
   work_counts c;
   c.records = metric(m, "proctor_journal_records_total");
   c.writes = metric(m, "proctor_journal_batches_total");
   c.spawns = metric(m, "proctor_procedure_actors_started_total");
-  c.allocations = static_cast<double>(heap_allocations());
   for (size_t k = 0; k < actor_kinds; ++k) {
     c.messages_by_actor[k] = metric(m, std::string{"proctor_actor_messages_total{actor=\""}
                                          + actor_kind_name(static_cast<actor_kind>(k)) + "\"}");
     c.messages += c.messages_by_actor[k];
   }
+  return c;
+}
+
+work_counts count_work(caf::scoped_actor& self, const caf::actor& exec) {
+  auto c = work_in_metrics(call(self, exec, metrics_req()).text());
+  c.allocations = static_cast<double>(heap_allocations());
   return c;
 }
 

@@ -33,7 +33,6 @@
 #include "actors/base/placement.hpp"
 #include "actors/wire/wire_client.hpp"
 #include "bench.hpp"
-#include "persistence/actor_messages.hpp"
 
 extern char** environ;
 
@@ -104,12 +103,11 @@ struct group_work {
     req.mutable_metrics();
     for (const auto& n : g.nodes) {
       auto m = ask(n.port, req, std::chrono::seconds{30}).text();
-      w.records += metric(m, "proctor_journal_records_total");
-      w.writes += metric(m, "proctor_journal_batches_total");
+      auto c = work_in_metrics(m);
+      w.records += c.records;
+      w.writes += c.writes;
+      w.messages += c.messages;
       w.sync_s += metric(m, "proctor_journal_sync_seconds_sum");
-      for (size_t k = 0; k < actor_kinds; ++k)
-        w.messages += metric(m, std::string{"proctor_actor_messages_total{actor=\""}
-                                  + actor_kind_name(static_cast<actor_kind>(k)) + "\"}");
       w.cpu_s += process_cpu_s(n.pid);
     }
     return w;

@@ -212,16 +212,15 @@ void phase_latency(reporter& r, const bench_options& o, const std::string& dir, 
   // How bunched the slowest 1 % are: the 10 ms windows of sending they fall in (a steady
   // queue spreads them over the run; a stall gathers them in a few windows).
   {
-    auto sorted = v;
-    std::sort(sorted.begin(), sorted.end());
-    const double p99 = percentile(sorted, 0.99);
+    auto sent_order = v;
+    std::sort(v.begin(), v.end());
+    const double p99 = percentile(v, 0.99);
     std::set<int64_t> windows;
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i] >= p99)
+    for (size_t i = 0; i < sent_order.size(); ++i)
+      if (sent_order[i] >= p99)
         windows.insert(static_cast<int64_t>(res.sent_at_ms[i] / 10));
     r.put("tail_windows", static_cast<double>(windows.size()));
   }
-  std::sort(v.begin(), v.end());
   for (auto [key, part] : {std::pair{"late", &res.late_us}, std::pair{"ack", &res.ack_us},
                            std::pair{"end", &res.end_us}}) {
     std::sort(part->begin(), part->end());
