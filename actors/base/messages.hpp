@@ -38,6 +38,9 @@ using no_return_atom = caf::atom_constant<caf::atom("noreturn")>;  // proc -> ro
 using update_atom = caf::atom_constant<caf::atom("update")>;       // proc -> executor
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
 using tree_done_atom = caf::atom_constant<caf::atom("treedone")>;  // root -> executor
+/// A root's actor, as it exits other than normally -> executor: (root id, its actor's address,
+/// the exit reason); what a monitor's down message would say (spawn_root).
+using root_down_atom = caf::atom_constant<caf::atom("rootdown")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using wake_atom = caf::atom_constant<caf::atom("wake")>;  // its event's deadline -> proc
 /// Executor -> proc: (key, payload, failure, event_lsn, consume) what it waits for under `key`

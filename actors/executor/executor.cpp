@@ -154,7 +154,6 @@ void start_root(executor_actor* self, std::shared_ptr<const tree_image> image, b
   s.submitted = std::move(submitted);
   auto& re = enter_root(self, *image);
   re.handle = spawn_root(self, std::move(s));
-  st.root_addrs[re.handle.address()] = image->root_id;
   if (re.passivated)
     end_sleep(self, image->root_id);
 }
@@ -193,34 +192,41 @@ void restart_root(executor_actor* self, uint64_t root_id, std::string fail) {
   append(self, std::move(b), [self, root_id](uint64_t) { reload_root(self, root_id); });
 }
 
-void on_root_down(executor_actor* self, caf::down_msg& m) {
+/// The root's actor that sent this said its tree ended (tree_done, fragment_done) and quits:
+/// its normal exit is not reported (spawn_root).
+void root_ended(executor_actor* self, root_entry& re) {
+  if (re.handle && re.handle.address() == self->current_sender())
+    re.handle = nullptr;
+}
+
+/// A root's actor exited other than by its tree's end (spawn_root): passivated, stopped with
+/// the node, or crashed (then restarted from the journal, within its restart intensity).
+void on_root_down(executor_actor* self, uint64_t root_id, const caf::actor_addr& source,
+                  const caf::error& reason) {
   auto& st = self->state;
-  auto a = st.root_addrs.find(m.source);
-  if (a == st.root_addrs.end())
-    return;
-  auto root_id = a->second;
-  st.root_addrs.erase(a);
+  auto r = st.roots.find(root_id);
+  if (r == st.roots.end())
+    return;  // expired or forgotten since
+  auto& re = r->second;
   st.rolling_back.erase(root_id);  // a restarted root reports its rollback again
-  auto& re = st.roots[root_id];
-  if (re.handle.address() == m.source)
+  if (re.handle.address() == source)
     re.handle = nullptr;  // (a root that passivated may have a new actor already)
-  if (!m.reason || m.reason == caf::exit_reason::normal || re.finished
-      || is(m.reason, errc::passivated))
+  if (re.finished || is(reason, errc::passivated))
     return;
-  if (is(m.reason, errc::quarantined)) {
+  if (is(reason, errc::quarantined)) {
     // Read the tree once more to list it with what can be read of it.
     self->request(st.env->journal, caf::infinite, read_tree_atom::value, root_id)
       .then(
-        [self, root_id, why = error_text(self->system(), m.reason)](journal_records& recs) {
+        [self, root_id, why = error_text(self->system(), reason)](journal_records& recs) {
           auto image = fold_tree(root_id, recs);
           quarantine(self, image, image.corrupt.empty() ? why : image.corrupt);
         },
         [](caf::error&) {});
     return;
   }
-  if (is(m.reason, errc::journal_failed))
+  if (is(reason, errc::journal_failed))
     return;  // the journal fail-stops the node
-  auto why = error_text(self->system(), m.reason);
+  auto why = error_text(self->system(), reason);
   if (!re.restarts.record_crash(std::chrono::steady_clock::now())) {
     auto msg = "escalated: root crashed more than "
                + std::to_string(re.restarts.policy().max_restarts) + " times within "
@@ -248,7 +254,6 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
   st.env = env;
   st.cfg = cfg;
   env->executor = caf::actor_cast<caf::actor>(self);
-  self->set_down_handler([self](caf::down_msg& m) { on_root_down(self, m); });
   // A node shutting down takes its trees along (roots are monitored, not linked: a link
   // per root would make every root's exit cost a walk of the executor's link list).
   self->set_exit_handler([self](caf::exit_msg& m) {
@@ -346,6 +351,8 @@ caf::behavior serving(executor_actor* self) {
         self->state.rolling_back.erase(root_id);
     },
     [self](undo_atom, bool ok) { ++(ok ? self->state.undos : self->state.undo_failures); },
+    [self](root_down_atom, uint64_t root_id, const caf::actor_addr& source,
+           const caf::error& reason) { on_root_down(self, root_id, source, reason); },
     [self](tree_done_atom, tree_done& d) {
       auto& st = self->state;
       st.rolling_back.erase(d.root_id);
@@ -357,6 +364,7 @@ caf::behavior serving(executor_actor* self) {
       }
       auto& re = st.roots[d.root_id];
       re.finished = true;
+      root_ended(self, re);
       keep_history(self, d.root_id, std::move(d.summary), d.records);
       // A fragment of a tree on another node stays until that node releases it (unless that
       // node was forgotten).
@@ -372,7 +380,9 @@ caf::behavior serving(executor_actor* self) {
         u.ended = true;
         record_update(self, std::move(u));
       }
-      self->state.roots[d.root_id].finished = true;
+      auto& re = self->state.roots[d.root_id];
+      re.finished = true;
+      root_ended(self, re);
     },
     [self](peer_status_atom, peer_status& s) { on_peer_status(self, s); },
     [self](cluster_peers_atom, const std::vector<cluster_peer>& members) {

@@ -470,7 +470,21 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
 }
 
 caf::actor spawn_root(caf::event_based_actor* supervisor, proc_start start) {
-  return supervisor->spawn<caf::monitored>(procedure_actor, std::move(start));
+  const auto root_id = start.id;
+  auto h = supervisor->spawn(procedure_actor, std::move(start));
+  // Not a monitor: a root that ends normally has said so (tree_done, fragment_done) just
+  // before it quits, and its down message was one of a procedure's seven fixed messages
+  // (docs/benchmarks.md, "What a procedure costs"); every other exit is reported as a
+  // monitor would. Attached after the spawn: a root already gone runs it at once.
+  h->attach_functor([sup = supervisor->address(), root = h.address(),
+                     root_id](const caf::error& reason, caf::execution_unit* ctx) {
+    if (!reason || reason == caf::exit_reason::normal)
+      return;
+    if (auto s = caf::actor_cast<caf::actor>(sup))
+      s->enqueue(nullptr, caf::make_message_id(),
+                 caf::make_message(root_down_atom::value, root_id, root, reason), ctx);
+  });
+  return h;
 }
 
 }  // namespace proctor

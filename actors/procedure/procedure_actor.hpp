@@ -75,8 +75,10 @@ struct proc_start {
   std::shared_ptr<tree_journal_count> tree_records;
 };
 
-/// Spawns a root procedure's actor, monitored by `supervisor` (the executor): a crashed
-/// root is restarted by it, and a stopping executor takes the trees along.
+/// Spawns a root procedure's actor, supervised by `supervisor` (the executor): an exit other
+/// than its normal end (after tree_done or fragment_done) is reported to it as
+/// (root_down_atom, root id, address, reason), so a crashed root is restarted by it; a
+/// stopping executor takes the trees along.
 caf::actor spawn_root(caf::event_based_actor* supervisor, proc_start start);
 
 }  // namespace proctor

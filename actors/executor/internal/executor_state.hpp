@@ -66,7 +66,6 @@ struct executor_state {
   incremental_map<uint64_t, proc_record> procs;
   name_table type_names;  ///< the records' type names
   incremental_map<uint64_t, root_entry> roots;
-  incremental_map<caf::actor_addr, uint64_t> root_addrs;  ///< live root actors
   std::unordered_map<uint64_t, std::vector<waiter>> waiters;
   uint64_t wait_token = 0;
   incremental_map<std::string, uint64_t> nonces;
