@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -62,19 +63,29 @@ struct disk_dir {
   }
 };
 
-/// A port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0).
+/// A port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0), and not
+/// one this process was given before: the kernel may give the same free port twice in a row,
+/// and a group of replicas on one port is refused by libraft ("server address already in
+/// use").
 inline uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("no free port");
-  ::close(fd);
-  return ntohs(a.sin_port);
+  static std::mutex m;
+  static std::set<uint16_t> given;
+  std::lock_guard<std::mutex> g(m);
+  for (int attempt = 0;; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof(a);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0
+        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("no free port");
+    ::close(fd);
+    auto port = ntohs(a.sin_port);
+    if (given.insert(port).second || attempt >= 100)
+      return port;
+  }
 }
 
 template <class Pred>
