@@ -220,6 +220,9 @@ struct tree_done {
 /// To a parent (from the timeout actor, or the executor for an event): its passivated child's
 /// wake-up is due, spawn it (proc_passivated_children.cpp).
 using wake_child_atom = caf::atom_constant<caf::atom("wakechild")>;
+/// The timeout actor to a parent: the earliest wake-up of its passivated children is due;
+/// it spawns every one due by now and arms the next (proc_passivated_children.cpp).
+using wake_children_atom = caf::atom_constant<caf::atom("wakekids")>;
 /// Parent to executor: (key, child id, parent) its passivated child waits for event `key`;
 /// the event wakes the child through its parent.
 using wait_event_via_atom = caf::atom_constant<caf::atom("waitevvia")>;

@@ -1,16 +1,17 @@
 // Passivated children ("woken in parts"). A parent started from its tree's image
 // (a tree woken from passivation, recovered, or a subtree restarted) does not spawn the
-// children that only wait for a timer or an event: it arms each one's wake-up (the timer, or
-// the event's deadline) with the timeout actor under the child's own name, registers it
-// with the executor as waiting for its event through its parent, and spawns the child when
+// children that only wait for a timer or an event: it keeps each one's wake-up (the timer, or
+// the event's deadline) in its own queue, earliest first, with one deadline at the timeout
+// actor for the earliest of them (timeout_kind::children_wake under the parent's id), registers
+// each with the executor as waiting for its event through its parent, and spawns the child when
 // either comes (the executor holds the event for the child's actor, as it does for a
-// passivated tree). The timeout actor sends due wake-ups in deadline order, so a wide tree
-// comes back a procedure at a time, in that order, instead of all its actors at once (a
-// million procedures due within one second were a million actors rebuilt before the first
-// of them could run: proctor-bench (j)).
+// passivated tree). Due wake-ups are taken in deadline order, so a wide tree comes back a
+// procedure at a time, in that order, instead of all its actors at once (a million procedures
+// due within one second were a million actors rebuilt before the first of them could run:
+// proctor-bench (j)).
 //
-// A spawned child arms its own wake-up under the same name, which replaces the parent's,
-// and registers for its event itself, which replaces the parent's registration.
+// A spawned child arms its own wake-up (its parent's entry for it is then skipped when it
+// comes up), and registers for its event itself, which replaces the parent's registration.
 // A passivated child is stopped, asked, and counted as the live ones are (proc_supervision.cpp,
 // proc_passivate_tree.cpp), and woken early for a bypass (proc_bypass.cpp).
 //
@@ -128,11 +129,23 @@ void forget(proc_actor* self, child_slot& c) {
     st.passivation.image.reset();
 }
 
-/// Passivated child `c` will not be spawned by its wake-up: the parent's arm goes too.
+/// Passivated child `c` will not be spawned by its wake-up (its entry in the parent's
+/// wake-ups is skipped when it comes up).
 void disarm(proc_actor* self, child_slot& c) {
-  if (c.wake_at_ms > 0)
-    cancel_timeout(self, self->state.env->timeout, c.id, timeout_kind::wait);
   forget(self, c);
+}
+
+/// Child `cid` is to be woken at `at` (wall ms): the timeout actor's deadline for the
+/// parent's children moves earlier if this is the earliest.
+void schedule_wake(proc_actor* self, int64_t at, uint64_t cid) {
+  auto& st = self->state;
+  auto& p = st.passivation;
+  p.wakes.emplace(at, cid);
+  if (p.wakes_armed_at != 0 && p.wakes_armed_at <= at)
+    return;
+  p.wakes_armed_at = at;
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::children_wake, at,
+              wake_children_atom::value);
 }
 
 /// The passivated child that wake-up `id` is for: the child `id` itself, or the top of the
@@ -193,27 +206,24 @@ void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const t
   st.env->passivated_procedures.fetch_add(static_cast<int64_t>(c.passivated_procs),
                                           std::memory_order_relaxed);
   ++st.passivation.passivated_children;
-  // Under the child's own name: a leaf's own arm replaces it once the leaf is spawned. A
-  // passivated subtree's earliest wake-up spawns its top, whose own arms then take over.
+  // A leaf, once spawned, arms its own wake-up. A passivated subtree's earliest wake-up
+  // spawns its top, which puts its children to sleep again with their own.
   if (c.wake_at_ms > 0)
-    arm_timeout(self, st.env->timeout, c.id, timeout_kind::wait, c.wake_at_ms,
-                wake_child_atom::value, c.id);
+    schedule_wake(self, c.wake_at_ms, c.id);
 }
 
 void wake_passivated(proc_actor* self, child_slot& c, bool by_wake_up) {
   if (!c.passivated)
     return;
   // Woken by its own timer, in deadline order: it runs at once. Otherwise (an event, its
-  // deadline, a bypass) it waits as it did, and its own arm replaces the parent's, which may
-  // still be pending. A passivated subtree's top waits for its children: it puts them to sleep
-  // again, and the wake-up that came is sent again to it (a past deadline fires at once; the
-  // executor sends a held event again), so the parent's arm is not needed any more.
+  // deadline, a bypass) it waits as it did, with its own arm (the parent's entry for it, if
+  // still queued, is skipped). A passivated subtree's top waits for its children: it puts them
+  // to sleep again, and the wake-up that came is sent again to it (a past deadline fires at
+  // once; the executor sends a held event again).
   bool subtree = c.passivated_procs > 1;
   bool timer_due = by_wake_up && !c.passivated_event && !subtree && !c.passivated_entry->remote()
                    && c.wake_at_ms <= wall_ms();
   auto& st = self->state;
-  if (subtree && !by_wake_up && c.wake_at_ms > 0)
-    cancel_timeout(self, st.env->timeout, c.id, timeout_kind::wait);
   auto image = passivated_image_of(st, c);  // a copy: forget() drops the parent's
   const auto* entry = c.passivated_entry;
   forget(self, c);
@@ -242,6 +252,27 @@ void on_wake_child(proc_actor* self, uint64_t cid) {
   wake_passivated(self, *c, own);
 }
 
+void on_wake_children(proc_actor* self) {
+  auto& st = self->state;
+  auto& p = st.passivation;
+  p.wakes_armed_at = 0;
+  const auto now = wall_ms();
+  while (!p.wakes.empty() && p.wakes.top().first <= now && self->has_behavior()) {
+    auto [at, cid] = p.wakes.top();
+    p.wakes.pop();
+    const auto* c = st.child(cid);
+    if (c != nullptr && c->passivated && c->wake_at_ms == at)
+      on_wake_child(self, cid);  // (queued beyond max_live_children, held while passivating)
+  }
+  // (A child put to sleep meanwhile may have armed one already: then only an earlier one.)
+  if (!p.wakes.empty() && self->has_behavior()
+      && (p.wakes_armed_at == 0 || p.wakes.top().first < p.wakes_armed_at)) {
+    p.wakes_armed_at = p.wakes.top().first;
+    arm_timeout(self, st.env->timeout, st.id, timeout_kind::children_wake, p.wakes_armed_at,
+                wake_children_atom::value);
+  }
+}
+
 void wake_queued(proc_actor* self) {
   auto& st = self->state;
   while (st.passivation.wakes_head < st.passivation.wakes_due.size()
@@ -266,9 +297,14 @@ void stop_passivated(proc_actor* self, child_slot& c) {
 }
 
 void release_passivated(proc_actor* self) {
-  for (auto& c : self->state.children)
+  auto& st = self->state;
+  for (auto& c : st.children)
     if (c.passivated)
       disarm(self, c);
+  if (st.passivation.wakes_armed_at != 0)
+    cancel_timeout(self, st.env->timeout, st.id, timeout_kind::children_wake);
+  st.passivation.wakes_armed_at = 0;
+  decltype(st.passivation.wakes){}.swap(st.passivation.wakes);
 }
 
 }  // namespace proctor

@@ -358,6 +358,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       on_wake(self, "", true);
     },
     [self](wake_child_atom, uint64_t cid) { on_wake_child(self, cid); },
+    [self](wake_children_atom) { on_wake_children(self); },
     [self](passivate_offer_atom, uint64_t cid, std::shared_ptr<const tree_image>& image) {
       on_passivate_offer(self, cid, std::move(image));
     },

@@ -24,17 +24,18 @@ using timeout_stats_atom = caf::atom_constant<caf::atom("tmostats")>;
 
 /// What a deadline is for; with its owner it names the deadline (at most one per name).
 enum class timeout_kind : uint8_t {
-  wait = 1,      ///< a procedure's event or call deadline, or its wait(duration) wake-up
-  passivate,     ///< a root's passivate_after: try to passivate its tree
-  call_retry,    ///< back-off of a call to a service that failed in transport
-  restart,       ///< supervision back-off before children restart (owner: the parent)
-  undo_retry,    ///< back-off of an undo that threw
-  tree_wake,     ///< a passivated tree's earliest deadline (owner: its root)
-  root_restart,  ///< back-off before a crashed root restarts
-  event_ttl,     ///< a kept event expires (owner: its LSN)
-  node_loss,     ///< a remote child's node-loss deadline
-  schedule,      ///< the recurring schedules' next firing (owner 0: one for them all)
-  task,          ///< a task's lease or retry delay (owner: the procedure waiting for it)
+  wait = 1,       ///< a procedure's event or call deadline, or its wait(duration) wake-up
+  passivate,      ///< a root's passivate_after: try to passivate its tree
+  call_retry,     ///< back-off of a call to a service that failed in transport
+  restart,        ///< supervision back-off before children restart (owner: the parent)
+  undo_retry,     ///< back-off of an undo that threw
+  tree_wake,      ///< a passivated tree's earliest deadline (owner: its root)
+  root_restart,   ///< back-off before a crashed root restarts
+  event_ttl,      ///< a kept event expires (owner: its LSN)
+  node_loss,      ///< a remote child's node-loss deadline
+  schedule,       ///< the recurring schedules' next firing (owner 0: one for them all)
+  task,           ///< a task's lease or retry delay (owner: the procedure waiting for it)
+  children_wake,  ///< the earliest wake-up of a parent's passivated children (owner: the parent)
 };
 
 /// The timeout actor's figures (for metrics and proctor-bench).

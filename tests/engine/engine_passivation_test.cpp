@@ -215,6 +215,38 @@ TEST_F(passivation_test, a_woken_tree_spawns_its_timer_children_only_as_they_com
     EXPECT_EQ(starts(k), 2) << "child " << k << " (once before the restart, once when due)";
 }
 
+// A parent keeps the wake-ups of its passivated children in a queue of its own, with one
+// deadline at the timeout actor for the earliest (proc_passivated_children.cpp). Children put
+// to sleep in the order of their ids, each due earlier than the one before: the deadline armed
+// must move earlier every time, or the last child (due first) would wake with the first (due
+// 2.8 s later). Each runs once, and when the last has ended the first still waits.
+TEST_F(passivation_test, a_parent_moves_its_childrens_wake_up_earlier_for_each_earlier_child) {
+  start_with(std::chrono::milliseconds{20});
+  constexpr int count = 8;
+  constexpr int step_ms = 400;
+  auto root = probe({act(ProbeAction::SPAWN), act(ProbeAction::NEXT)});
+  for (int i = 0; i < count; ++i)
+    *root.mutable_actions(0)->add_children() = probe(
+      {act(ProbeAction::SLEEP_FOR, {}, 2'500 + step_ms * (count - 1 - i)), act(ProbeAction::NEXT)});
+  auto id = submit("test.probe", json(root));
+  std::vector<uint64_t> kids;
+  ASSERT_TRUE(eventually([&] {
+    auto r = status(id);
+    kids.assign(r.children().begin(), r.children().end());
+    return kids.size() == static_cast<size_t>(count) && passivated() == 1;
+  }))
+    << "the tree never passivated";
+  restart([](node_options& o) { o.executor.passivate_after = std::chrono::milliseconds{20}; });
+  ASSERT_EQ(passivated(), 1);
+  auto ended = [&](uint64_t k) { return status(k).state() == pb::SUCCESS; };
+  ASSERT_TRUE(eventually([&] { return ended(kids.back()); }, std::chrono::seconds{30}));
+  EXPECT_FALSE(ended(kids.front())) << "the child due first woke with the one due last";
+  ASSERT_EQ(wait(id).state(), pb::SUCCESS);
+  for (auto k : kids)
+    EXPECT_EQ(starts(k), 2) << "child " << k << " (once before the restart, once when due)";
+  expect_clean_world();
+}
+
 // The same for children waiting for events: a tree woken by one child's event spawns that
 // child, not its siblings, which stay passivated until theirs comes (the executor holds each
 // event for its child's actor, and the parent spawns the child).

@@ -64,10 +64,14 @@ void put_to_sleep(proc_actor* self, child_slot& c, const std::shared_ptr<const t
 /// to it).
 void wake_passivated(proc_actor* self, child_slot& c, bool by_wake_up = false);
 
-/// The wake-up of child `cid` came (wake_child_atom, from the timeout actor or the
+/// The wake-up of child `cid` came (on_wake_children, or wake_child_atom from the
 /// executor): spawned if it is still passivated (held while the tree is being passivated;
 /// queued while max_live_children of its siblings have actors).
 void on_wake_child(proc_actor* self, uint64_t cid);
+
+/// The earliest wake-up of the passivated children came (wake_children_atom, from the
+/// timeout actor): each child due by now is woken (on_wake_child), and the next is armed.
+void on_wake_children(proc_actor* self);
 
 /// How many of a procedure's children may have actors at once for wake-ups of passivated
 /// children to spawn more at once. A million timers due within a second are sent faster
