@@ -254,8 +254,8 @@ caf::behavior executor_actor_fn(executor_actor* self, std::shared_ptr<node_env> 
   st.env = env;
   st.cfg = cfg;
   env->executor = caf::actor_cast<caf::actor>(self);
-  // A node shutting down takes its trees along (roots are monitored, not linked: a link
-  // per root would make every root's exit cost a walk of the executor's link list).
+  // A node shutting down takes its trees along (roots are not linked: a link per root would
+  // make every root's exit cost a walk of the executor's link list; spawn_root).
   self->set_exit_handler([self](caf::exit_msg& m) {
     for (auto& [id, r] : self->state.roots)
       if (r.handle)
