@@ -96,6 +96,11 @@ uint64_t submit_fanout(uint16_t port, const std::string& args) {
 /// kernel's account of each proctord process.
 struct group_work {
   double records = 0, writes = 0, sync_s = 0, messages = 0, cpu_s = 0;
+  /// Context switches of the nodes' threads, voluntary or not (/proc/PID/task/*/status), and
+  /// the loopback interface's packets and bytes (/proc/net/dev: the nodes' connections to each
+  /// other, and the benchmark's to them): what the network between the nodes costs beyond the
+  /// engine's own messages (CAF's network actors are not counted ones).
+  double switches = 0, lo_packets = 0, lo_bytes = 0;
 
   static group_work of(const node_group& g) {
     group_work w;
@@ -109,8 +114,40 @@ struct group_work {
       w.messages += c.messages;
       w.sync_s += metric(m, "proctor_journal_sync_seconds_sum");
       w.cpu_s += process_cpu_s(n.pid);
+      w.switches += thread_switches(n.pid);
     }
+    loopback(&w.lo_packets, &w.lo_bytes);
     return w;
+  }
+
+  /// Context switches of every thread of process `pid` so far, 0 if unreadable.
+  static double thread_switches(pid_t pid) {
+    double sum = 0;
+    std::error_code ec;
+    for (const auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+      std::ifstream f(t.path() / "status");
+      std::string line;
+      while (std::getline(f, line))
+        for (const char* n : {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"})
+          if (line.rfind(n, 0) == 0)
+            sum += std::strtod(line.c_str() + std::strlen(n), nullptr);
+    }
+    return sum;
+  }
+
+  /// The loopback interface's received packets and bytes so far (/proc/net/dev).
+  static void loopback(double* packets, double* bytes) {
+    std::ifstream f("/proc/net/dev");
+    std::string line;
+    while (std::getline(f, line)) {
+      auto colon = line.find(':');
+      auto name = line.find_first_not_of(' ');
+      if (colon == std::string::npos || line.compare(name, colon - name, "lo") != 0)
+        continue;
+      std::istringstream in(line.substr(colon + 1));
+      in >> *bytes >> *packets;
+      return;
+    }
   }
 
   /// User and system CPU seconds of process `pid` so far (/proc/PID/stat), 0 if unreadable.
@@ -142,6 +179,9 @@ void report_group_work(reporter& r, const std::string& prefix, const group_work&
   r.put(prefix + "_sync_s", after.sync_s - before.sync_s);
   r.put(prefix + "_messages_per_step", (after.messages - before.messages) / steps);
   r.put(prefix + "_cpu_us_per_step", (after.cpu_s - before.cpu_s) * 1e6 / steps);
+  r.put(prefix + "_switches_per_step", (after.switches - before.switches) / steps);
+  r.put(prefix + "_lo_packets_per_step", (after.lo_packets - before.lo_packets) / steps);
+  r.put(prefix + "_lo_bytes_per_step", (after.lo_bytes - before.lo_bytes) / steps);
 }
 
 /// T roots of K children of S steps (children placed as `placement` says) on the nodes of

@@ -233,7 +233,9 @@ int report_run(const bench_options& o, bench_run& res) {
           fmt_num(w("cpu_us_per_step"), 1) + " us CPU, " + fmt_num(w("records_per_step"), 2)
             + " records, " + fmt_num(w("messages_per_step"), 2) + " messages",
           "synced writes: " + fmt_num(w("writes")) + ", " + fmt_num(w("sync_s"), 2)
-            + " s in them (all nodes)");
+            + " s in them (all nodes); " + fmt_num(w("switches_per_step"), 2)
+            + " context switches, " + fmt_num(w("lo_packets_per_step"), 3) + " loopback packets ("
+            + fmt_num(w("lo_bytes_per_step"), 0) + " B)");
     }
   } else {
     row("(h) three nodes beside one", failed(spread), "");
@@ -421,6 +423,12 @@ int report_run(const bench_options& o, bench_run& res) {
       << ", \"spread_cpu_us_per_step\": {\"three\": "
       << json_num(get(spread, "three_cpu_us_per_step"), 1)
       << ", \"one\": " << json_num(get(spread, "one_cpu_us_per_step"), 1) << "}"
+      << ", \"spread_loopback_packets_per_step\": {\"three\": "
+      << json_num(get(spread, "three_lo_packets_per_step"), 3)
+      << ", \"one\": " << json_num(get(spread, "one_lo_packets_per_step"), 3) << "}"
+      << ", \"spread_switches_per_step\": {\"three\": "
+      << json_num(get(spread, "three_switches_per_step"), 2)
+      << ", \"one\": " << json_num(get(spread, "one_switches_per_step"), 2) << "}"
       << ", \"takeover_s\": " << json_num(takeover_s, 3)
       << ", \"replica_failover_s\": " << json_num(failover_s, 3)
       << ", \"replica_failover_elected_s\": " << json_num(get(failover, "elected_s"), 3)
