@@ -113,6 +113,8 @@ void take_in(proc_actor* self, child_slot& c, const tree_image& image, const pro
       take_in(self, c, image, *g);
 }
 
+/// Child `c` is passivated no more (spawned, stopped, or its parent going away): its entry in
+/// the parent's wake-ups, if any, is skipped when it comes up (on_wake_children).
 void forget(proc_actor* self, child_slot& c) {
   auto& st = self->state;
   c.passivated = false;
@@ -127,12 +129,6 @@ void forget(proc_actor* self, child_slot& c) {
     st.passivation.images.erase(c.id);
   if (--st.passivation.passivated_children == 0)
     st.passivation.image.reset();
-}
-
-/// Passivated child `c` will not be spawned by its wake-up (its entry in the parent's
-/// wake-ups is skipped when it comes up).
-void disarm(proc_actor* self, child_slot& c) {
-  forget(self, c);
 }
 
 /// Child `cid` is to be woken at `at` (wall ms): the timeout actor's deadline for the
@@ -292,7 +288,7 @@ void stop_passivated(proc_actor* self, child_slot& c) {
   // started (each waits, for its wake-up or for its children).
   std::vector<uint64_t> clean;
   unended_subtree(*passivated_image_of(self->state, c), *c.passivated_entry, &clean);
-  disarm(self, c);
+  forget(self, c);
   c.stopped_clean = std::move(clean);
 }
 
@@ -300,7 +296,7 @@ void release_passivated(proc_actor* self) {
   auto& st = self->state;
   for (auto& c : st.children)
     if (c.passivated)
-      disarm(self, c);
+      forget(self, c);
   if (st.passivation.wakes_armed_at != 0)
     cancel_timeout(self, st.env->timeout, st.id, timeout_kind::children_wake);
   st.passivation.wakes_armed_at = 0;

@@ -22,7 +22,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -92,8 +91,9 @@ uint64_t submit_fanout(uint16_t port, const std::string& args) {
   return r.id();
 }
 
-/// What the nodes of a group did, summed over them: from their metrics and, for the CPU, the
-/// kernel's account of each proctord process.
+/// What the nodes of a group did, summed over them: from their metrics (the CPU too: each
+/// node's process_cpu_seconds_total) and, for the context switches and the loopback's
+/// traffic, from /proc.
 struct group_work {
   double records = 0, writes = 0, sync_s = 0, messages = 0, cpu_s = 0;
   /// Context switches of the nodes' threads, voluntary or not (/proc/PID/task/*/status), and
@@ -113,7 +113,7 @@ struct group_work {
       w.writes += c.writes;
       w.messages += c.messages;
       w.sync_s += metric(m, "proctor_journal_sync_seconds_sum");
-      w.cpu_s += process_cpu_s(n.pid);
+      w.cpu_s += metric(m, "process_cpu_seconds_total");  // user and system, from /proc
       w.switches += thread_switches(n.pid);
     }
     loopback(&w.lo_packets, &w.lo_bytes);
@@ -148,26 +148,6 @@ struct group_work {
       in >> *bytes >> *packets;
       return;
     }
-  }
-
-  /// User and system CPU seconds of process `pid` so far (/proc/PID/stat), 0 if unreadable.
-  static double process_cpu_s(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    auto close = stat.rfind(')');  // the command name may hold spaces
-    if (close == std::string::npos)
-      return 0;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string field;
-    double utime = 0, stime = 0;
-    // Fields 3.. after the name; utime and stime are the 14th and 15th of the line.
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14)
-        utime = std::strtod(field.c_str(), nullptr);
-      if (i == 15)
-        stime = std::strtod(field.c_str(), nullptr);
-    }
-    return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
   }
 };
 
