@@ -167,9 +167,9 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
   cs.failure_contained = c->awaited && joins_tolerantly(st);
   const auto* cp = entry != nullptr ? entry : image->find(cid);
   cs.entry = cp;
-  c->handle = cp != nullptr && cp->remote()
-                ? spawn_remote_child(self, std::move(cs))
-                : self->spawn<caf::monitored>(procedure_actor, std::move(cs));
+  c->handle = cp != nullptr && cp->remote() ? spawn_remote_child(self, std::move(cs))
+                                            : self->spawn(procedure_actor, std::move(cs));
+  watch_child(self, c->handle);
   c->restarting = false;
   c->stopped_clean.clear();
   if (!st.child_addrs)

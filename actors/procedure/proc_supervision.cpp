@@ -152,23 +152,17 @@ void watch_children(proc_actor* self) {
   });
 }
 
-void on_down(proc_actor* self, caf::down_msg& m) {
+namespace {
+
+/// Child `c`'s actor is gone, for `reason` (none: it said its end or its stop just before
+/// it quit): its slot and what waited for it let go of it, and a crash is supervised.
+void child_gone(proc_actor* self, child_slot* c, const caf::error& reason) {
   auto& st = self->state;
-  bool normal = !m.reason || m.reason == caf::exit_reason::normal;
-  if (st.parent && m.source == st.parent.address()) {
-    if (!normal) {
-      release_timers(self);
-      self->quit(m.reason);  // our supervisor went down (or passivated): so does the subtree
-    }
-    return;
-  }
-  auto* c = st.child_by_addr(m.source);
-  if (c == nullptr)
-    return;
-  st.child_addrs->erase(m.source);
+  bool normal = !reason || reason == caf::exit_reason::normal;
+  st.child_addrs->erase(c->handle.address());
   c->handle = nullptr;
   on_passivate_child_down(self, c->id);
-  if (c->passivate_pending && on_passivating_child_down(self, *c, m.reason))
+  if (c->passivate_pending && on_passivating_child_down(self, *c, reason))
     return;  // it gave up its actor (proc_passivate_waiter.cpp)
   if (c->stop_pending) {
     // Asked to stop, it is gone: stopped, whatever it did meanwhile (it may have ended,
@@ -180,7 +174,7 @@ void on_down(proc_actor* self, caf::down_msg& m) {
     return run_cancellations(self);  // gone before its stop was sent: stopped all the same
   if (normal || c->ended || c->restarting || st.stopping || st.rollback.failing || st.parked)
     return;
-  auto why = error_text(self->system(), m.reason);
+  auto why = error_text(self->system(), reason);
   std::vector<supervised_child> children;
   children.reserve(st.children.size());
   for (auto& x : st.children)
@@ -199,6 +193,48 @@ void on_down(proc_actor* self, caf::down_msg& m) {
   PLOG(info, self, "child {} crashed ({}); restarting {} child(ren) in {} ms", c->id, why,
        d.ids.size(), d.backoff.count());
   stop_then_restart(self, std::move(d.ids), d.backoff);
+}
+
+}  // namespace
+
+void watch_child(proc_actor* self, const caf::actor& child) {
+  // Not a monitor: a child that ends or stops says so (subtree_done, stopped_atom) just
+  // before it quits, and a down message after it cost the parent one message per child
+  // (docs/benchmarks.md, "What a procedure costs"); every other exit (a crash, its
+  // passivation, its parent's end) is reported as a monitor would. Attached after the
+  // spawn: a child already gone runs it at once.
+  child->attach_functor([parent = self->address(), me = child.address()](const caf::error& reason,
+                                                                         caf::execution_unit* ctx) {
+    if (!reason || reason == caf::exit_reason::normal)
+      return;
+    if (auto p = caf::actor_cast<caf::actor>(parent))
+      p->enqueue(nullptr, caf::make_message_id(), caf::make_message(caf::down_msg{me, reason}),
+                 ctx);
+  });
+}
+
+void child_went(proc_actor* self, uint64_t cid) {
+  auto* c = self->state.child(cid);
+  // Once: from the actor the slot holds (a report of an actor gone before does nothing),
+  // and not once this actor quit (its down message would not have been taken either).
+  if (c == nullptr || !c->handle || c->handle.address() != self->current_sender()
+      || !self->has_behavior())
+    return;
+  child_gone(self, c, caf::error{});
+  wake_queued(self);
+}
+
+void on_down(proc_actor* self, caf::down_msg& m) {
+  auto& st = self->state;
+  if (st.parent && m.source == st.parent.address()) {
+    if (m.reason && m.reason != caf::exit_reason::normal) {
+      release_timers(self);
+      self->quit(m.reason);  // our supervisor went down (or passivated): so does the subtree
+    }
+    return;
+  }
+  if (auto* c = st.child_by_addr(m.source))
+    child_gone(self, c, m.reason);
 }
 
 void stop_subtree(proc_actor* self) {
@@ -249,7 +285,7 @@ void maybe_finish_stop(proc_actor* self) {
     return;
   }
   // Tell the parent which procedures of this subtree never started their current state
-  // (their rollback skips it), then go; the parent's monitor covers a report that is lost.
+  // (their rollback skips it), then go (the report stands for our down message: child_went).
   self->send(st.parent, stopped_atom::value, st.id, stopped_clean(self));
   self->quit();
 }

@@ -86,6 +86,32 @@ void on_appended(proc_actor* self, uint64_t tag, uint64_t lsn) {
     a.then();
 }
 
+/// Child `d.result.id` ended: it and its subtree's updates are collected, its parent's join
+/// looked at again. (Its actor quits next: child_went, after this.)
+void on_subtree_done(proc_actor* self, subtree_done& d) {
+  auto& st = self->state;
+  auto* c = st.child(d.result.id);
+  if (c == nullptr || c->cancelling)
+    return;              // (ended while cancelled: undone all the same, proc_cancel.cpp)
+  int64_t ended_at = 0;  // its own update is in the subtree's, with its end's time
+  for (const auto& u : d.procs)
+    if (u.id == d.result.id)
+      ended_at = u.ended_at_ms;
+  st.child_ended(*c, d.result, ended_at);
+  for (auto& u : d.procs)
+    st.finished_subtree.push_back(std::move(u));
+  if (d.result.state == proc_state::success)
+    join_after_success(self);  // enough of them: the others are cancelled
+  maybe_join(self);
+  // Still waiting for others: what ran in that child's branch may have been all that
+  // kept the tree awake.
+  if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.passivation.holding)
+    offer_passivation(self);
+  // Thawed while that child ran: with it ended, its other children may all have gone.
+  if (st.passivation.wanted)
+    offer_parent_passivation(self);
+}
+
 /// Runs `job`'s step on this actor (a type whose steps never block) and acts on its outcome.
 void run_here(proc_actor* self, step_job& job) {
   if (!leader_fence::open()) {
@@ -306,27 +332,8 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
       on_step_done(self, r);
     },
     [self](subtree_done_atom, subtree_done& d) {
-      auto& st = self->state;
-      auto* c = st.child(d.result.id);
-      if (c == nullptr || c->cancelling)
-        return;              // (ended while cancelled: undone all the same, proc_cancel.cpp)
-      int64_t ended_at = 0;  // its own update is in the subtree's, with its end's time
-      for (const auto& u : d.procs)
-        if (u.id == d.result.id)
-          ended_at = u.ended_at_ms;
-      st.child_ended(*c, d.result, ended_at);
-      for (auto& u : d.procs)
-        st.finished_subtree.push_back(std::move(u));
-      if (d.result.state == proc_state::success)
-        join_after_success(self);  // enough of them: the others are cancelled
-      maybe_join(self);
-      // Still waiting for others: what ran in that child's branch may have been all that
-      // kept the tree awake.
-      if (st.status == proc_state::waiting && st.waiting_left > 0 && !st.passivation.holding)
-        offer_passivation(self);
-      // Thawed while that child ran: with it ended, its other children may all have gone.
-      if (st.passivation.wanted)
-        offer_parent_passivation(self);
+      on_subtree_done(self, d);
+      child_went(self, d.result.id);  // its actor quits next (watch_child)
     },
     [self](delivered_atom, std::string& key, std::string& payload, std::string& failure,
            uint64_t event_lsn, bool consume) {
@@ -406,6 +413,7 @@ caf::behavior procedure_actor(proc_actor* self, proc_start start) {
     [self](stopped_atom, uint64_t cid, const std::vector<uint64_t>& clean) {
       if (auto* c = self->state.child(cid))
         child_stopped(self, *c, &clean);
+      child_went(self, cid);  // its actor quits next (watch_child)
     },
     [self](child_failed_atom, uint64_t cid, int32_t state, std::string& error, bool undone) {
       return on_child_failed(self, cid, state, error, undone);

@@ -75,7 +75,8 @@ supervision_policy from_pb(const pb::Supervision& p);
 std::string place_on_any_node(proc_actor* self, child_spec& c,
                               std::map<std::string, uint64_t>& placed);
 
-/// Spawns (monitored by `parent`) the placeholder of a child that runs on another node.
+/// Spawns the placeholder of a child that runs on another node (its caller watches it:
+/// watch_child).
 caf::actor spawn_remote_child(caf::event_based_actor* parent, proc_start start);
 
 }  // namespace proctor

@@ -398,7 +398,7 @@ std::string place_on_any_node(proc_actor* self, child_spec& c,
 }
 
 caf::actor spawn_remote_child(caf::event_based_actor* parent, proc_start start) {
-  return parent->spawn<caf::monitored>(remote_child_fn, std::move(start));
+  return parent->spawn(remote_child_fn, std::move(start));  // watched by spawn_child
 }
 
 }  // namespace proctor

@@ -7,6 +7,7 @@
 #include <proctor/demo.pb.h>
 #include <proctor/state_machine.hpp>
 
+#include "persistence/actor_messages.hpp"
 #include "tests/engine/engine_fixture.hpp"
 
 namespace proctor::testing {
@@ -319,6 +320,21 @@ TEST_F(tree_test, wide_trees_finish) {
   EXPECT_EQ(s.state(), pb::SUCCESS);
   EXPECT_EQ(s.children_size(), 500);
   EXPECT_EQ(s.result_json(), R"({"children":500})");
+}
+
+// A child's actor costs its parent one message at its end (its subtree_done), not a down
+// message after it too (watch_child): counted over a tree of 200 one-step children.
+TEST_F(tree_test, a_child_that_ends_costs_its_parent_one_message) {
+  start();
+  auto before = actor_messages(actor_kind::procedure);
+  auto id = submit("demo.fanout", R"({"children":200,"child_steps":1})");
+  ASSERT_EQ(wait(id).state(), pb::SUCCESS);
+  auto taken = actor_messages(actor_kind::procedure) - before;
+  // Each child: its first step's turn and its append's acknowledgement; its parent: its end.
+  // The root's own few besides (its turn, its steps' acknowledgements). 804 with the down
+  // message.
+  EXPECT_GE(taken, 3u * 200);
+  EXPECT_LE(taken, 3u * 200 + 10);
 }
 
 TEST_F(tree_test, a_journal_that_cannot_write_acknowledges_nothing_and_loses_nothing) {

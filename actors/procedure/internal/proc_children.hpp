@@ -44,8 +44,9 @@ struct child_slot {
   bool ended = false;
   bool restarting = false;
   bool awaited = false;  ///< spawned by the last spawn step: the parent waits for it
-  /// Asked to stop; ends with its stopped_atom or, whatever else happens to it, its down
-  /// message (the parent monitors it), so a stop never waits for an answer that cannot come.
+  /// Asked to stop; ends with its stopped_atom or, whatever else happens to it, its end
+  /// (subtree_done) or its down message (watch_child), so a stop never waits for an answer
+  /// that cannot come.
   bool stop_pending = false;
   /// Its last stop report: the procedures of its subtree whose current state never started
   /// (cleared when it is spawned again).

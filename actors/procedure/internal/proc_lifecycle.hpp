@@ -57,7 +57,7 @@ void journal_append_lsn(proc_actor* self, journal_batch batch,
 /// (proc_start.cpp); false if it cannot (not in the image, unknown type, unloadable data).
 bool init_from_image(proc_actor* self, proc_start& s);
 
-/// Spawns (monitored) the actor of child `cid` from `image`; `fresh`: its spawn was just
+/// Spawns (watched: watch_child) the actor of child `cid` from `image`; `fresh`: its spawn was just
 /// committed, nothing of it ran yet; `timer_due`: see proc_start::timer_due; `entry`: its
 /// entry in `image`, if at hand (else looked up).
 void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& image, uint64_t cid,
@@ -66,8 +66,19 @@ void spawn_child(proc_actor* self, const std::shared_ptr<const tree_image>& imag
 /// Respawns the children `ids` from the journal's current image of the tree.
 void restart_children(proc_actor* self, std::vector<uint64_t> ids);
 
-/// Handles the end of a monitored actor: a child, or the parent (proc_supervision.cpp).
+/// Handles the end of a watched actor (watch_child, watch_children): a child that went
+/// otherwise than by saying its end or its stop, or the parent (proc_supervision.cpp).
 void on_down(proc_actor* self, caf::down_msg& msg);
+
+/// Attaches to `child` the functor that sends this actor a down_msg when the child goes
+/// down for a reason other than normal; a child that quits normally has said its end
+/// (subtree_done) or its stop (stopped_atom) just before, whose handlers call child_went.
+void watch_child(proc_actor* self, const caf::actor& child);
+
+/// Child `cid`'s actor, which sent the message being handled, quits next: what a down
+/// message after it did (its slot let go, a live place for a queued wake-up, a stop
+/// answered) is done now. Nothing if the message came from an actor the slot no longer holds.
+void child_went(proc_actor* self, uint64_t cid);
 
 /// Makes st.child_addrs and attaches to this actor the functor that, when it goes down for
 /// whatever reason, sends each child still live a down_msg of this actor with that reason:
