@@ -1,6 +1,6 @@
 // proctord's options (docs/command-line.md): what run_node reads from its command line and
 // --config file, each with its default, and their declaration to CLI11. The checks that
-// need several of them together stay in run_node; the cluster group's options are
+// need several of them together are node_flags_check.hpp's; the cluster group's options are
 // node_cluster_options.hpp's.
 #pragma once
 

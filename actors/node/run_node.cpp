@@ -5,12 +5,10 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,6 +28,7 @@
 #include "actors/node/node_cluster_options.hpp"
 #include "actors/node/node_command_line.hpp"
 #include "actors/node/node_flags.hpp"
+#include "actors/node/node_flags_check.hpp"
 #include "actors/node/node_identity.hpp"
 #include "actors/node/node_restore.hpp"
 #include "actors/node/node_security.hpp"
@@ -74,67 +73,8 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
   std::vector<replica_member> group;
-  if (!f.replica.empty() || !f.replicas_text.empty()) {
-    std::string err;
-    if (f.replica.empty() || f.replicas_text.empty()) {
-      std::cerr << program << ": --replica and --replicas go together\n";
-      return 64;
-    }
-    if (!parse_replica_group(f.replicas_text, &group, &err)) {
-      std::cerr << program << ": --replicas: " << err << "\n";
-      return 64;
-    }
-    auto* me = find_replica(group, f.replica);
-    if (me == nullptr) {
-      std::cerr << program << ": --replica " << f.replica << " is not one of --replicas\n";
-      return 64;
-    }
-    if (f.name.empty()) {
-      std::cerr << program << ": --replica needs --name (the node the replicas are)\n";
-      return 64;
-    }
-    if (f.standby) {
-      std::cerr << program
-                << ": --standby and --replica do not go together (a replica "
-                   "group needs no standby: any replica takes over)\n";
-      return 64;
-    }
-    auto own = me->client.host + ":" + std::to_string(me->client.port);
-    if (f.listen.empty())
-      f.listen = own;
-    else if (auto ep = parse_endpoint(f.listen, false);
-             ep && ep->host + ":" + std::to_string(ep->port) != own) {
-      std::cerr << program << ": --listen " << f.listen << " is not replica " << f.replica
-                << "'s address in --replicas (" << own << ")\n";
-      return 64;
-    }
-  }
-  if (f.join && group.empty()) {
-    std::cerr << program << ": --join goes with --replica and --replicas\n";
-    return 64;
-  }
-  if (!f.restore_from.empty() && f.standby) {
-    std::cerr << program
-              << ": --restore-from starts the active process (not --standby): restore it, then "
-                 "start the standby (docs/operations.md, \"Backups\")\n";
-    return 64;
-  }
-  if (!f.restore_from.empty() && !group.empty()
-      && (group.size() != 1 || f.join || f.recover_group)) {
-    std::cerr << program << ": --restore-from with --replica founds a group of one: --replicas "
-              << "names replica " << f.replica
-              << " alone, without --join or --recover-group; add the others afterwards "
-                 "(`proctor replicas add`, docs/operations.md, \"Backups\")\n";
-    return 64;
-  }
-  if (f.recover_group && (group.empty() || f.join)) {
-    std::cerr << program << ": --recover-group goes with --replica and --replicas, not --join\n";
-    return 64;
-  }
-  if (f.listen.empty()) {
-    std::cerr << program
-              << ": --listen is required (HOST:PORT; with --replica it may be left "
-                 "to --replicas)\n";
+  if (auto why = check_flag_combinations(f, &group); !why.empty()) {
+    std::cerr << program << ": " << why << "\n";
     return 64;
   }
   auto listen_ep = parse_endpoint(f.listen, true);
@@ -186,34 +126,9 @@ int run_node(int argc, char** argv, registry& types, const run_node_options& nod
 
   std::map<std::string, peer_address> peers;
   uint64_t group_id_floor = 0;  // the cluster group's for this name (a joining node)
-  {
-    std::string text = f.peers_text, err;
-    if (!f.peers_file.empty()) {
-      std::ifstream in(f.peers_file);
-      if (!in) {
-        std::cerr << program << ": cannot read --peers-file " << f.peers_file << "\n";
-        return 64;
-      }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      text += "\n" + ss.str();
-    }
-    if (!parse_peers(text, f.name, &peers, &err)) {
-      std::cerr << program << ": --peers: " << err << "\n";
-      return 64;
-    }
-    if (!add_cluster_peers(f.cluster, f.data_dir, f.name, f.tls, &peers, &group_id_floor, &err)) {
-      std::cerr << program << ": " << err << "\n";
-      return 1;
-    }
-    if (!peers.empty() && f.name.empty()) {
-      // A data directory named before knows its name; one never named cannot have peers.
-      std::ifstream node_file(f.data_dir + "/NODE");
-      if (!node_file) {
-        std::cerr << program << ": --peers needs --name (this node's name among them)\n";
-        return 64;
-      }
-    }
+  if (std::string err; int code = read_peers(f, &peers, &group_id_floor, &err)) {
+    std::cerr << program << ": " << err << "\n";
+    return code;
   }
 
   if (auto why = data_dir_mismatch(f.data_dir, !group.empty()); !why.empty()) {
