@@ -130,7 +130,9 @@ std::vector<double> submit_latencies(uint16_t port, size_t count, const std::str
 /// waiting procedures for the failover, under `prefix` in the report.
 void measure_node(reporter& r, const bench_options& o, uint16_t port, const std::string& prefix) {
   const size_t clients = 32;
-  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures / 10, 2000));
+  // 6,000 of 5 steps: about a second at this machine's 25,000-35,000 steps/s. 2,000 (a
+  // third of a second) gave ratios of 0.63-1.04 between runs of the same build (2026-12-05).
+  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures * 3 / 10, 6000));
   r.put(prefix + "_steps_per_s", steps_per_s(port, procs, o.steps, clients, prefix + "-steps"));
   auto lat = submit_latencies(port, 300, prefix + "-latency");
   r.put(prefix + "_submit_p50_us", percentile(lat, 0.50));
@@ -189,7 +191,9 @@ size_t await_leader(const node_group& g, const std::string& dir) {
 /// at the end; reports soak_steps_per_s and soak_rounds_interrupted.
 size_t soak(reporter& r, const bench_options& o, const node_group& g, size_t leader,
             const std::string& dir) {
-  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures / 10, 2000));
+  // 6,000 of 5 steps: about a second at this machine's 25,000-35,000 steps/s. 2,000 (a
+  // third of a second) gave ratios of 0.63-1.04 between runs of the same build (2026-12-05).
+  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures * 3 / 10, 6000));
   const auto t0 = clk::now();
   const auto until = t0 + std::chrono::duration<double>(o.soak_seconds);
   double steps = 0;
