@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -25,16 +27,25 @@ extern char** environ;
 namespace proctor::bench {
 
 uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    throw std::runtime_error("no free port");
-  ::close(fd);
-  return ntohs(a.sin_port);
+  // Never a port given before in this run: a phase's nodes get their ports before any of
+  // them listens, so the kernel may hand the same one out twice.
+  static std::mutex m;
+  static std::set<uint16_t> given;
+  std::lock_guard<std::mutex> g(m);
+  for (int attempt = 0;; ++attempt) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0
+        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("no free port");
+    ::close(fd);
+    auto port = ntohs(a.sin_port);
+    if (given.insert(port).second || attempt >= 100)
+      return port;
+  }
 }
 
 namespace {

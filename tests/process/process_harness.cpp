@@ -23,6 +23,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <unordered_set>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -183,11 +184,17 @@ uint16_t free_port() {
   if (top > 10000 + 1000) {
     static std::mt19937 rng{std::random_device{}()};
     static std::mutex m;
+    // Never a port given before in this process: a test's nodes are given their ports before
+    // any of them listens, so a port drawn twice was bindable both times, and two nodes got
+    // it (CI of 2026-12-05: node a's link to node c reached node a).
+    static std::unordered_set<uint16_t> given;
     std::lock_guard<std::mutex> g(m);
     std::uniform_int_distribution<unsigned> pick(10000, top - 1u);
     for (int i = 0; i < 200; ++i)
-      if (auto p = static_cast<uint16_t>(pick(rng)); bindable(p))
+      if (auto p = static_cast<uint16_t>(pick(rng)); !given.count(p) && bindable(p)) {
+        given.insert(p);
         return p;
+      }
   }
   // No room below the ephemeral range (or all taken): whatever the kernel gives.
   fd_guard s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
