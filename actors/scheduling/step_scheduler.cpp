@@ -14,6 +14,7 @@
 
 #include "actors/base/messages.hpp"
 #include "actors/scheduling/lock_table.hpp"
+#include "actors/scheduling/ready_level.hpp"
 #include "actors/scheduling/worker_pool.hpp"
 #include "persistence/counted_actor.hpp"
 
@@ -23,38 +24,6 @@ namespace {
 
 using stuck_check_atom = caf::atom_constant<caf::atom("stuckchk")>;
 using limit_wake_atom = caf::atom_constant<caf::atom("limitwake")>;
-
-/// Ready jobs of one priority: a FIFO per root, roots served round-robin.
-struct level {
-  std::deque<uint64_t> roots;
-  std::unordered_map<uint64_t, std::deque<step_job>> jobs;
-
-  void push(step_job job, bool front = false) {
-    auto root = job.ctx.root_id();
-    auto& q = jobs[root];
-    if (q.empty())
-      roots.push_back(root);
-    if (front)
-      q.push_front(std::move(job));
-    else
-      q.push_back(std::move(job));
-  }
-
-  step_job pop() {
-    auto root = roots.front();
-    roots.pop_front();
-    auto i = jobs.find(root);
-    auto job = std::move(i->second.front());
-    i->second.pop_front();
-    if (i->second.empty())
-      jobs.erase(i);
-    else
-      roots.push_back(root);
-    return job;
-  }
-
-  bool empty() const noexcept { return roots.empty(); }
-};
 
 struct running_job {
   uint64_t proc = 0;
@@ -80,7 +49,7 @@ struct held_jobs {
 struct scheduler_state {
   static inline const char* name = "proctor.scheduler";
   std::unique_ptr<worker_pool> pool;
-  std::map<int32_t, level, std::greater<>> levels;
+  std::map<int32_t, ready_level, std::greater<>> levels;
   std::vector<step_job> lock_blocked;
   lock_table locks;
   type_limiter limiter;
