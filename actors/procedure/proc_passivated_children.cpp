@@ -131,17 +131,24 @@ void forget(proc_actor* self, child_slot& c) {
     st.passivation.image.reset();
 }
 
+/// The timeout actor's one deadline for the parent's children: armed at the earliest queued
+/// wake-up when none is armed or that one is earlier (an armed deadline is never later than
+/// an entry queued since: each new entry comes through here).
+void arm_children_wake(proc_actor* self) {
+  auto& st = self->state;
+  auto& p = st.passivation;
+  if (p.wakes.empty() || (p.wakes_armed_at != 0 && p.wakes_armed_at <= p.wakes.top().first))
+    return;
+  p.wakes_armed_at = p.wakes.top().first;
+  arm_timeout(self, st.env->timeout, st.id, timeout_kind::children_wake, p.wakes_armed_at,
+              wake_children_atom::value);
+}
+
 /// Child `cid` is to be woken at `at` (wall ms): the timeout actor's deadline for the
 /// parent's children moves earlier if this is the earliest.
 void schedule_wake(proc_actor* self, int64_t at, uint64_t cid) {
-  auto& st = self->state;
-  auto& p = st.passivation;
-  p.wakes.emplace(at, cid);
-  if (p.wakes_armed_at != 0 && p.wakes_armed_at <= at)
-    return;
-  p.wakes_armed_at = at;
-  arm_timeout(self, st.env->timeout, st.id, timeout_kind::children_wake, at,
-              wake_children_atom::value);
+  self->state.passivation.wakes.emplace(at, cid);
+  arm_children_wake(self);
 }
 
 /// The passivated child that wake-up `id` is for: the child `id` itself, or the top of the
@@ -261,12 +268,8 @@ void on_wake_children(proc_actor* self) {
       on_wake_child(self, cid);  // (queued beyond max_live_children, held while passivating)
   }
   // (A child put to sleep meanwhile may have armed one already: then only an earlier one.)
-  if (!p.wakes.empty() && self->has_behavior()
-      && (p.wakes_armed_at == 0 || p.wakes.top().first < p.wakes_armed_at)) {
-    p.wakes_armed_at = p.wakes.top().first;
-    arm_timeout(self, st.env->timeout, st.id, timeout_kind::children_wake, p.wakes_armed_at,
-                wake_children_atom::value);
-  }
+  if (self->has_behavior())
+    arm_children_wake(self);
 }
 
 void wake_queued(proc_actor* self) {
