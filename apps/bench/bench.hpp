@@ -325,6 +325,9 @@ pb::Response ask(uint16_t port, const pb::Request& req, std::chrono::millisecond
 /// procedures; throws `what` otherwise.
 void await_waiting(uint16_t port, size_t n, const std::string& what);
 
+/// Submits a procedure of `type` with `args` to 127.0.0.1:port: its id; throws if refused.
+uint64_t submit_one(uint16_t port, const std::string& type, const std::string& args);
+
 /// Waits for procedure `id` to succeed (polls of 10 s, at most `limit` in all); throws if it
 /// ends otherwise.
 void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit);

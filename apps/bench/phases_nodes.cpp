@@ -86,25 +86,9 @@ void start_nodes(node_group& g, const std::string& dir, const std::vector<std::s
   // after they are up here): a submit waits for that. One procedure through each node first,
   // so that no phase times that wait as if it were the work's (it took 0.4-0.5 s of (g)'s
   // 0.65 s for 10,000 children, 2026-12-05).
-  pb::Request warm;
-  warm.mutable_submit()->set_type("demo.noop");
-  warm.mutable_submit()->set_args_json("{\"steps\":1}");
-  for (auto& n : g.nodes) {
-    auto r = ask(n.port, warm, std::chrono::seconds{30});
-    if (r.code() != pb::Response::OK)
-      throw std::runtime_error("node " + n.name + " refused a first submit: " + r.error());
-    await_success(n.port, r.id(), std::chrono::seconds{60});
-  }
-}
-
-uint64_t submit_fanout(uint16_t port, const std::string& args) {
-  pb::Request req;
-  req.mutable_submit()->set_type("demo.fanout");
-  req.mutable_submit()->set_args_json(args);
-  auto r = ask(port, req, std::chrono::seconds{30});
-  if (r.code() != pb::Response::OK)
-    throw std::runtime_error("submit refused: " + r.error());
-  return r.id();
+  for (auto& n : g.nodes)
+    await_success(n.port, submit_one(n.port, "demo.noop", "{\"steps\":1}"),
+                  std::chrono::seconds{60});
 }
 
 /// What the nodes of a group did, summed over them: from their metrics (the CPU too: each
@@ -189,7 +173,7 @@ double spread_workload(node_group& g, const bench_options& o, const std::string&
   auto t0 = clk::now();
   std::vector<uint64_t> ids;
   for (size_t i = 0; i < o.spread_roots; ++i)
-    ids.push_back(submit_fanout(port, args));
+    ids.push_back(submit_one(port, "demo.fanout", args));
   for (auto id : ids)
     await_success(port, id, std::chrono::seconds{600});
   auto el = secs(clk::now() - t0);
@@ -202,8 +186,9 @@ void phase_remote_fanout(reporter& r, const bench_options& o, const std::string&
   node_group g;
   start_nodes(g, dir, {"a", "b", "c"}, o.workers);
   auto t0 = clk::now();
-  auto id = submit_fanout(g.nodes[0].port, "{\"children\":" + std::to_string(o.remote_children)
-                                             + ",\"child_steps\":1,\"place_on\":\"b\"}");
+  auto id = submit_one(g.nodes[0].port, "demo.fanout",
+                       "{\"children\":" + std::to_string(o.remote_children)
+                         + ",\"child_steps\":1,\"place_on\":\"b\"}");
   await_success(g.nodes[0].port, id, std::chrono::seconds{600});
   auto el = secs(clk::now() - t0);
   r.put("seconds", el);

@@ -191,9 +191,7 @@ size_t await_leader(const node_group& g, const std::string& dir) {
 /// at the end; reports soak_steps_per_s and soak_rounds_interrupted.
 size_t soak(reporter& r, const bench_options& o, const node_group& g, size_t leader,
             const std::string& dir) {
-  // 6,000 of 5 steps: about a second at this machine's 25,000-35,000 steps/s. 2,000 (a
-  // third of a second) gave ratios of 0.63-1.04 between runs of the same build (2026-12-05).
-  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures * 3 / 10, 6000));
+  const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures / 10, 2000));
   const auto t0 = clk::now();
   const auto until = t0 + std::chrono::duration<double>(o.soak_seconds);
   double steps = 0;

@@ -116,16 +116,6 @@ private:
   std::vector<std::thread> threads_;
 };
 
-uint64_t submit_one(uint16_t port, const std::string& type, const std::string& args) {
-  pb::Request req;
-  req.mutable_submit()->set_type(type);
-  req.mutable_submit()->set_args_json(args);
-  auto r = ask(port, req, std::chrono::seconds{30});
-  if (r.code() != pb::Response::OK)
-    throw std::runtime_error("submit " + type + ": " + r.error());
-  return r.id();
-}
-
 /// Seconds to submit `n` procedures of `type` and see them all end SUCCESS.
 double burst(uint16_t port, size_t n, const std::string& type, const std::string& args) {
   auto t0 = clk::now();

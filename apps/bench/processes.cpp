@@ -130,6 +130,16 @@ void await_waiting(uint16_t port, size_t n, const std::string& what) {
     std::chrono::seconds{300}, what);
 }
 
+uint64_t submit_one(uint16_t port, const std::string& type, const std::string& args) {
+  pb::Request req;
+  req.mutable_submit()->set_type(type);
+  req.mutable_submit()->set_args_json(args);
+  auto r = ask(port, req, std::chrono::seconds{30});
+  if (r.code() != pb::Response::OK)
+    throw std::runtime_error("submit " + type + ": " + r.error());
+  return r.id();
+}
+
 void await_success(uint16_t port, uint64_t id, std::chrono::seconds limit) {
   auto end = clk::now() + limit;
   pb::Request req;
