@@ -315,6 +315,10 @@ struct node_group {
 
 uint16_t free_port();
 
+/// CPU time (user and system, microseconds, at the clock tick's 10 ms grain) another process
+/// of this machine used so far: utime and stime of /proc/PID/stat. 0 if it is gone.
+double process_cpu_us(pid_t pid);
+
 /// Starts the proctord beside this binary with `args`, its output appended to `log`.
 pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log);
 

@@ -127,13 +127,28 @@ std::vector<double> submit_latencies(uint16_t port, size_t count, const std::str
 }
 
 /// What one node (one proctord, or a group's leader) does: steps/s, submit latency, and the
-/// waiting procedures for the failover, under `prefix` in the report.
-void measure_node(reporter& r, const bench_options& o, uint16_t port, const std::string& prefix) {
+/// waiting procedures for the failover, under `prefix` in the report. `pids`: the node's
+/// processes (the group's three replicas), whose CPU per step is reported beside the steps,
+/// with the cores the nodes and this benchmark's clients kept busy meanwhile.
+void measure_node(reporter& r, const bench_options& o, uint16_t port, const std::string& prefix,
+                  const std::vector<pid_t>& pids) {
   const size_t clients = 32;
   // 6,000 of 5 steps: about a second at this machine's 25,000-35,000 steps/s. 2,000 (a
   // third of a second) gave ratios of 0.63-1.04 between runs of the same build (2026-12-05).
   const size_t procs = std::max<size_t>(1, std::min<size_t>(o.procedures * 3 / 10, 6000));
+  auto nodes_cpu_us = [&] {
+    double us = 0;
+    for (auto pid : pids)
+      us += process_cpu_us(pid);
+    return us;
+  };
+  const double nodes0 = nodes_cpu_us(), self0 = cpu_us();
+  const auto t0 = clk::now();
   r.put(prefix + "_steps_per_s", steps_per_s(port, procs, o.steps, clients, prefix + "-steps"));
+  const double wall_us = secs(clk::now() - t0) * 1e6;
+  const double nodes_us = nodes_cpu_us() - nodes0;
+  r.put(prefix + "_cpu_us_per_step", nodes_us / static_cast<double>(procs * o.steps));
+  r.put(prefix + "_cores_busy", (nodes_us + cpu_us() - self0) / wall_us);
   auto lat = submit_latencies(port, 300, prefix + "-latency");
   r.put(prefix + "_submit_p50_us", percentile(lat, 0.50));
   r.put(prefix + "_submit_p99_us", percentile(lat, 0.99));
@@ -226,7 +241,7 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
     g.nodes.push_back(p);
     await([&] { return serves(p.port); }, std::chrono::seconds{120},
           "the single proctord did not start (log: " + dir + "/single.log)");
-    measure_node(r, o, p.port, "single");
+    measure_node(r, o, p.port, "single", {p.pid});
   }
   node_group g;
   std::string spec;
@@ -251,7 +266,10 @@ void phase_replica_failover(reporter& r, const bench_options& o, const std::stri
     p.pid = spawn_proctord(replica_args(p.name, {"--replicas", spec}), dir + "/" + p.name + ".log");
   size_t leader = await_leader(g, dir);
   const uint64_t first_term = group_seen_by(g.nodes[leader].port).term();
-  measure_node(r, o, g.nodes[leader].port, "group");
+  std::vector<pid_t> replicas;
+  for (const auto& n : g.nodes)
+    replicas.push_back(n.pid);
+  measure_node(r, o, g.nodes[leader].port, "group", replicas);
   r.put("procedures", static_cast<double>(o.waiting));
   if (o.soak_seconds > 0)
     leader = soak(r, o, g, leader, dir);

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -71,6 +73,26 @@ void kill_proctord(pid_t pid) {
 void kill_live_proctords() {
   while (!live_proctords().empty())
     kill_proctord(live_proctords().back());
+}
+
+double process_cpu_us(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line))
+    return 0;
+  // Fields after the command (which may hold spaces, in parentheses): 3 is the state, 14 and
+  // 15 utime and stime, in clock ticks.
+  auto close = line.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream in(line.substr(close + 1));
+  std::string skip;
+  for (int field = 3; field <= 13; ++field)
+    in >> skip;
+  unsigned long long utime = 0, stime = 0;
+  if (!(in >> utime >> stime))
+    return 0;
+  return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 pid_t spawn_proctord(const std::vector<std::string>& args, const std::string& log) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "persistence/actor_messages.hpp"
 
@@ -294,12 +295,18 @@ int report_run(const bench_options& o, bench_run& res) {
         + " steps/s, rounds interrupted: " + fmt_num(*failover.num("soak_rounds_interrupted"));
     row("    elections under load", fmt_num(*failover.num("elections_before_kill")), load);
     auto ratio = [&](const std::string& what, const std::string& key, const std::string& unit,
-                     const std::string& how) {
+                     const std::string& how, int decimals = 0) {
       auto g = *failover.num("group_" + key), one = *failover.num("single_" + key);
-      row("    " + what + ", three replicas", fmt_num(g) + unit,
-          "one proctord: " + fmt_num(one) + unit + "; ratio " + fmt_num(g / one, 2) + how);
+      row("    " + what + ", three replicas", fmt_num(g, decimals) + unit,
+          "one proctord: " + fmt_num(one, decimals) + unit + "; ratio " + fmt_num(g / one, 2)
+            + how);
     };
     ratio("durable steps", "steps_per_s", " steps/s", " (demo.noop, 32 clients)");
+    ratio("CPU per durable step", "cpu_us_per_step", " us", " (the node's processes)", 1);
+    ratio("cores busy while stepping", "cores_busy", "",
+          " (nodes and clients; this machine has "
+            + std::to_string(std::thread::hardware_concurrency()) + ")",
+          2);
     ratio("submit to ack p50", "submit_p50_us", " us", " (one client, one after another)");
     ratio("submit to ack p99", "submit_p99_us", " us", "");
     ratio("submits acknowledged", "submits_per_s", "/s",
@@ -436,6 +443,11 @@ int report_run(const bench_options& o, bench_run& res) {
       << ", \"replica_elections_under_load\": " << json_num(get(failover, "elections_before_kill"))
       << ", \"replica_steps_ratio\": "
       << json_num(ratio_of(failover, "group_steps_per_s", "single_steps_per_s"), 2)
+      << ", \"replica_cpu_us_per_step\": {\"three\": "
+      << json_num(get(failover, "group_cpu_us_per_step"), 1)
+      << ", \"one\": " << json_num(get(failover, "single_cpu_us_per_step"), 1) << "}"
+      << ", \"replica_cores_busy\": {\"three\": " << json_num(get(failover, "group_cores_busy"), 2)
+      << ", \"one\": " << json_num(get(failover, "single_cores_busy"), 2) << "}"
       << ", \"replica_catch_up_mb_per_s\": " << json_num(get(failover, "catch_up_mb_per_s"), 1)
       << ", \"timers_resumed_per_s\": " << json_num(timers_ps)
       << ", \"timers_cpu_us_per_resumed\": " << json_num(get(timers, "cpu_us_per_resumed"), 1)
