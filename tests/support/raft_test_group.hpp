@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -23,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "replication/raft_codec.hpp"
 #include "replication/raft_store.hpp"
 
 namespace proctor::raft_test {
@@ -232,6 +234,69 @@ inline std::vector<store_op> batch_of(uint64_t root, uint64_t lsn, size_t n,
     ops.push_back(put(root, lsn + i, std::move(v)));
   }
   return ops;
+}
+
+// -- what acknowledged writes left: a model to compare the stores with ------------------------
+
+using record_map = std::map<std::pair<uint64_t, uint64_t>, std::string>;
+
+/// Every record of a store, failing the test on a scan error or a key seen twice.
+inline record_map contents(journal_store& s) {
+  record_map out;
+  size_t seen = 0;
+  auto st = s.scan([&](const stored_record& r) {
+    ++seen;
+    out[{r.root_id, r.lsn}] = r.value;
+    return true;
+  });
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(seen, out.size()) << "a key scanned twice";
+  return out;
+}
+
+/// Applies `ops` to the model of what acknowledged writes left.
+inline void model_apply(record_map* m, const std::vector<store_op>& ops) {
+  for (const auto& op : ops) {
+    if (op.what == store_op::kind::put) {
+      (*m)[{op.root_id, op.lsn}] = op.value;
+    } else if (op.what == store_op::kind::delete_range) {
+      for (auto it = m->begin(); it != m->end();)
+        it = it->first.first == op.root_id && it->first.second >= op.from_lsn
+                 && (op.lsn == UINT64_MAX || it->first.second < op.lsn)
+               ? m->erase(it)
+               : std::next(it);
+    } else {
+      for (auto it = m->begin(); it != m->end();)
+        it = it->first.first >= op.root_id && it->first.first <= op.last_root_id ? m->erase(it)
+                                                                                 : std::next(it);
+    }
+  }
+}
+
+/// Writes `ops` on `s` and, once acknowledged, applies them to `model`.
+inline ::testing::AssertionResult written(journal_store& s, const std::vector<store_op>& ops,
+                                          record_map* model) {
+  auto st = s.write(ops);
+  if (!st.ok())
+    return ::testing::AssertionFailure() << st.ToString();
+  model_apply(model, ops);
+  return ::testing::AssertionSuccess();
+}
+
+/// Every open store of `g` holds exactly `model` (the caller waited for them to apply it).
+inline void expect_every_store_holds(group& g, const record_map& model) {
+  for (size_t i = 0; i < g.stores.size(); ++i) {
+    if (g.stores[i]) {
+      EXPECT_EQ(contents(*g.stores[i]), model) << "store " << i;
+    }
+  }
+}
+
+/// `ops` encoded as one Raft entry of the journal (raft_codec).
+inline std::string entry_of(const std::vector<store_op>& ops) {
+  std::string buf(raft_codec::encoded_size(ops), '\0');
+  raft_codec::encode_ops(ops, buf.data());
+  return buf;
 }
 
 #define SKIP_WITHOUT_DISK(g)                                                                       \
