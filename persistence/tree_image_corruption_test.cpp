@@ -13,7 +13,7 @@
 namespace proctor {
 namespace {
 
-using test::journal_builder;
+using journal_testing::journal_builder;
 
 TEST(tree_image_test, unparsable_value_marks_the_tree_corrupt) {
   journal_builder j(1);

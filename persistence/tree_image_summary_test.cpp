@@ -14,8 +14,8 @@
 namespace proctor {
 namespace {
 
-using test::journal_builder;
-using test::sample_summary;
+using journal_testing::journal_builder;
+using journal_testing::sample_summary;
 
 // -- summaries ----------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@
 namespace proctor {
 namespace {
 
-using test::journal_builder;
+using journal_testing::journal_builder;
 
 // -- fold ---------------------------------------------------------------------------------------
 

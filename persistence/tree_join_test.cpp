@@ -13,7 +13,7 @@
 namespace proctor {
 namespace {
 
-using test::journal_builder;
+using journal_testing::journal_builder;
 
 /// Root 1, submitted, whose step 1 spawns children 2 and 3 with join::at_least(k) (and
 /// child_failure::wait_for_siblings when `wait`); their Submitted records are the test's.

@@ -14,10 +14,10 @@
 namespace proctor {
 namespace {
 
-using test::describe;
-using test::expect_item;
-using test::journal_builder;
-using test::sample_summary;
+using journal_testing::describe;
+using journal_testing::expect_item;
+using journal_testing::journal_builder;
+using journal_testing::sample_summary;
 
 // -- rollback plans -----------------------------------------------------------------------------
 

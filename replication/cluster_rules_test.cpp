@@ -10,21 +10,21 @@
 namespace proctor {
 namespace {
 
-using test::activate;
-using test::at_level;
-using test::deleted;
-using test::drain;
-using test::forget;
-using test::found;
-using test::join;
-using test::limit;
-using test::member;
-using test::progress;
-using test::raise;
-using test::remove;
-using test::report_level;
-using test::rules;
-using test::schedule;
+using cluster_testing::activate;
+using cluster_testing::at_level;
+using cluster_testing::deleted;
+using cluster_testing::drain;
+using cluster_testing::forget;
+using cluster_testing::found;
+using cluster_testing::join;
+using cluster_testing::limit;
+using cluster_testing::member;
+using cluster_testing::progress;
+using cluster_testing::raise;
+using cluster_testing::remove;
+using cluster_testing::report_level;
+using cluster_testing::rules;
+using cluster_testing::schedule;
 
 TEST(cluster_rules, nothing_is_decided_before_the_founding_and_a_cluster_is_founded_once) {
   rules r;

@@ -8,7 +8,7 @@
 
 #include "replication/cluster_state.hpp"
 
-namespace proctor::test {
+namespace proctor::cluster_testing {
 
 inline pb::ClusterMember member(const std::string& name, uint64_t incarnation,
                                 uint32_t number = 0) {
@@ -124,4 +124,4 @@ inline pb::ClusterCommand report_level(const std::string& name, uint64_t inc, ui
   return c;
 }
 
-}  // namespace proctor::test
+}  // namespace proctor::cluster_testing

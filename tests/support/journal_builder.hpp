@@ -14,7 +14,7 @@
 
 #include "persistence/tree_image.hpp"
 
-namespace proctor::test {
+namespace proctor::journal_testing {
 
 class journal_builder {
 public:
@@ -220,4 +220,4 @@ inline pb::TreeSummary sample_summary() {
   return s;
 }
 
-}  // namespace proctor::test
+}  // namespace proctor::journal_testing
