@@ -10,21 +10,7 @@
 namespace proctor {
 namespace {
 
-using cluster_testing::activate;
-using cluster_testing::at_level;
-using cluster_testing::deleted;
-using cluster_testing::drain;
-using cluster_testing::forget;
-using cluster_testing::found;
-using cluster_testing::join;
-using cluster_testing::limit;
-using cluster_testing::member;
-using cluster_testing::progress;
-using cluster_testing::raise;
-using cluster_testing::remove;
-using cluster_testing::report_level;
-using cluster_testing::rules;
-using cluster_testing::schedule;
+using namespace cluster_testing;  // the hand-built commands and `rules`
 
 TEST(cluster_rules, nothing_is_decided_before_the_founding_and_a_cluster_is_founded_once) {
   rules r;

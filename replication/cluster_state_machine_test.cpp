@@ -17,19 +17,7 @@
 namespace proctor {
 namespace {
 
-using cluster_testing::activate;
-using cluster_testing::at_level;
-using cluster_testing::deleted;
-using cluster_testing::drain;
-using cluster_testing::forget;
-using cluster_testing::found;
-using cluster_testing::join;
-using cluster_testing::limit;
-using cluster_testing::member;
-using cluster_testing::progress;
-using cluster_testing::raise;
-using cluster_testing::remove;
-using cluster_testing::schedule;
+using namespace cluster_testing;  // the hand-built commands and `rules`
 
 TEST(cluster_state_machine, a_release_below_the_clusters_level_stops_applying_and_says_why) {
   // Founded by a release of level 2: one of level 1 must not decide its commands.

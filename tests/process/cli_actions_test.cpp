@@ -30,26 +30,7 @@
 
 namespace {
 
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-using google::protobuf::Value;
-using proctor::test::bin_path;
-using proctor::test::describe;
-using proctor::test::eventually;
-using proctor::test::field;
-using proctor::test::free_port;
-using proctor::test::id_of;
-using proctor::test::lines;
-using proctor::test::node;
-using proctor::test::parse_id;
-using proctor::test::parse_json;
-using proctor::test::run_proctor;
-using proctor::test::run_program;
-using proctor::test::run_result;
-using proctor::test::state_of;
-using proctor::test::temp_dir;
-using proctor::test::trim;
-using clock_type = std::chrono::steady_clock;
+// fs, the chrono literals, Value, clock_type and the harness's names: cli_fixture.hpp.
 using namespace proctor::test::cli_support;
 
 // -- abort and release ----------------------------------------------------------------------------
